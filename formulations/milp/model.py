@@ -1,0 +1,454 @@
+"""The hourly time-indexed MILP, built family by family into a :class:`LinearProgram`.
+
+Sets: phases p (not done), their configurations c (from :mod:`planner.configs`), hours t of
+p's time window [e_p, l_p) (release/deadline tightened through the precedence graph), regions
+r, GPU types g, families f.
+
+Decisions (one variable family each, built by the function named after it):
+
+- ``z[p,c]``   binary   phase p runs configuration c
+- ``x[p,c,t]`` binary   p runs c during hour t
+- ``u[p,c,t]`` >= 0     a run segment of p on c starts at t (a resume for preemptible phases)
+- ``P[p,t]``   >= 0     fraction of p's work done before hour t
+- ``F[p,t]``   binary   p has finished before hour t
+- ``s[p,t]``   in [0,1] p has started by hour t (preemptible phases: pause storage)
+- ``a[p,r,t]`` >= 0     p's output is archived in region r during hour t
+- ``b[p,c,k]`` binary   billing block k of c is paid (billing granularity > 1 h)
+- ``m[p,c]``   >= 0     hours of minimum rental still owed
+- ``R[r,g]``   integer  reserved GPUs committed; ``sign[r,g]`` binary when a minimum applies
+- ``w[p,q,r,r']`` >= 0  the artifact of p moves from r to r' for successor q
+- ``used[f]``  binary   GPU family f is used (one-time porting cost)
+
+All costs are per docs/cost-model.md, multiplied by the objective weights.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from formulations.linear import LinearProgram
+from planner.configs import Config, ConfigSpace, output_gb_of, transfer_price
+from planner.instance.model import Instance
+
+
+@dataclass
+class Windows:
+    """Earliest start and latest end per phase after propagating through precedence."""
+
+    start: dict[str, int]
+    end: dict[str, int]
+
+
+@dataclass
+class MilpModel:
+    inst: Instance
+    space: ConfigSpace
+    lp: LinearProgram
+    windows: Windows
+    z: dict[tuple[str, int], int] = field(default_factory=dict)
+    x: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    u: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    P: dict[str, dict[int, int]] = field(default_factory=dict)
+    F: dict[str, dict[int, int]] = field(default_factory=dict)
+    s: dict[str, dict[int, int]] = field(default_factory=dict)
+    a: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
+    b: dict[tuple[str, int], dict[int, int]] = field(default_factory=dict)
+    m: dict[tuple[str, int], int] = field(default_factory=dict)
+    R: dict[tuple[str, str], int] = field(default_factory=dict)
+    sign: dict[tuple[str, str], int] = field(default_factory=dict)
+    w: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+
+
+def weights(inst: Instance) -> dict[str, float]:
+    w = dict(inst.spec.objective.weights)
+    return {k: float(w.get(k, 1.0)) for k in  # type: ignore[call-overload]
+            ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")}
+
+
+def reserved_price(inst: Instance, c: Config) -> float:
+    offer = inst.region(c.region).offers[c.gpu].reserved
+    return offer.usd_per_gpu_hour if (c.contract == "reserved" and offer) else 0.0
+
+
+def hourly_cost(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
+    """Weighted cost of running c in each horizon hour, without block-billed rental:
+    energy + failure + running storage + carbon, plus rental when it is billed hourly
+    (billing granularity 1) and, for reserved configurations, the licence only."""
+    price = inst.price[c.region]
+    e = c.facility_kw * price / 1000.0
+    fail = c.failure_rate * (c.loss_h * (c.rental_per_h + e)
+                             - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h)
+    ci = inst.carbon[c.region]
+    carbon = 0.0 if ci is None else c.facility_kw * ci / 1e6
+    cost = (w["energy"] * e + w["failure"] * fail + w["storage"] * c.storage_per_h
+            + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * carbon)
+    if c.contract == "reserved":
+        cost = cost + w["rental"] * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))
+    elif c.billing_hours == 1:
+        cost = cost + w["rental"] * c.rental_per_h
+    return np.asarray(cost, dtype=float) * np.ones(inst.hours)
+
+
+def time_windows(inst: Instance, space: ConfigSpace) -> Windows:
+    """e_p = max(release_p, max over predecessors q of e_q + min_c n_c(q));
+    l_p = min(deadline_p, min over successors q of l_q - min_c n_c(q)). A phase cannot start
+    before its predecessors could have finished, nor end so late its successors cannot."""
+    minh = {p: min((c.hours for c in cs), default=0) for p, cs in space.by_phase.items()}
+    active = {p.name for p in inst.active_phases}
+    start: dict[str, int] = {}
+    for name in inst.order:
+        if name not in active:
+            continue
+        p = inst.phase(name)
+        e = inst.release[name]
+        for q in p.predecessors:
+            if q in active:
+                e = max(e, start[q] + minh[q])
+        start[name] = e
+    end: dict[str, int] = {}
+    for name in reversed(inst.order):
+        if name not in active:
+            continue
+        l_ = inst.deadline[name]
+        for q in inst.successors(name):
+            if q in active:
+                l_ = min(l_, end[q] - minh[q])
+        end[name] = l_
+    return Windows(start, end)
+
+
+# ----------------------------------------------------------------------------- families
+
+
+def add_assignment(mm: MilpModel, wts: dict[str, float]) -> None:
+    """Each phase runs exactly one configuration:  sum_c z[p,c] = 1.
+
+    z carries the configuration's one-time costs: data staging and retrieval (transfer),
+    the archive of its output after the deadline, (T - l_p) x archive_c (storage), and the
+    minimum-rental surcharge (max(n_c, min_c) - n_c) x rho_c when billed hourly (rental)."""
+    inst, lp = mm.inst, mm.lp
+    T = inst.hours
+    for name, configs in mm.space.by_phase.items():
+        keys = [(name, c.index) for c in configs]
+        l_ = mm.windows.end[name]
+        cost = []
+        for c in configs:
+            k = wts["transfer"] * c.one_time_usd + wts["storage"] * (T - l_) * c.archive_per_h
+            if c.contract != "reserved" and c.billing_hours == 1:
+                k += wts["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+            if inst.phase(name).preemptible:
+                k -= wts["failure"] * c.resume_usd  # the first segment is not a resume
+            cost.append(k)
+        idx = lp.add_vars("z", keys, 0, 1, True, cost)
+        for c, j in zip(configs, idx, strict=True):
+            mm.z[(name, c.index)] = int(j)
+        lp.add_row("assign", name, idx, np.ones(len(idx)), 1.0, 1.0)
+
+
+def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
+    """Work and segments: sum_t x[p,c,t] = n_c z[p,c];  x[p,c,t] <= z[p,c] (implied, kept
+    for the LP bound only through the sum); u[p,c,t] >= x[p,c,t] - x[p,c,t-1];
+    non-preemptible p: sum_t u[p,c,t] <= z[p,c] (one contiguous run); preemptible p: each
+    segment after the first costs the resume overhead (u carries resume_c, z refunds one)."""
+    inst, lp = mm.inst, mm.lp
+    for name, configs in mm.space.by_phase.items():
+        p = inst.phase(name)
+        e, l_ = mm.windows.start[name], mm.windows.end[name]
+        for c in configs:
+            hours = np.arange(e, l_)
+            if len(hours) < c.hours:
+                hours = hours[:0]
+            cost = hourly_cost(inst, c, wts)[hours] if len(hours) else np.zeros(0)
+            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, 1, True, cost)
+            mm.x[(name, c.index)] = (hours, xi)
+            zj = mm.z[(name, c.index)]
+            lp.add_row("work", (name, c.index), [*xi.tolist(), zj],
+                       [1.0] * len(xi) + [-float(c.hours)], 0.0, 0.0)
+            if len(hours) == 0:
+                continue
+            ucost = wts["failure"] * c.resume_usd if p.preemptible else 0.0
+            ui = lp.add_vars("u", [(name, c.index, int(t)) for t in hours], 0, 1, False, ucost)
+            mm.u[(name, c.index)] = ui
+            for k in range(len(hours)):
+                if k == 0:
+                    lp.add_row("segment", (name, c.index, int(hours[k])), [ui[k], xi[k]],
+                               [1.0, -1.0], 0.0)
+                else:
+                    lp.add_row("segment", (name, c.index, int(hours[k])),
+                               [ui[k], xi[k], xi[k - 1]], [1.0, -1.0, 1.0], 0.0)
+            if not p.preemptible:
+                lp.add_row("contiguous", (name, c.index), [*ui.tolist(), zj],
+                           [1.0] * len(ui) + [-1.0], upper=0.0)
+
+
+def add_progress(mm: MilpModel, wts: dict[str, float]) -> None:
+    """P[p,t] = P[p,t-1] + sum_c x[p,c,t-1] / n_c with P[p,e_p] = 0, and the finish indicator
+    F[p,t] in {0,1} with  F <= P  and  F >= 1 - N_p (1 - P),  N_p = max_c n_c, so that F = 1
+    exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c)."""
+    inst, lp = mm.inst, mm.lp
+    for name, configs in mm.space.by_phase.items():
+        needs = (inst.successors(name) or inst.phase(name).preemptible
+                 or any(c.archive_per_h > 0 for c in configs))
+        if not needs or not configs:
+            continue
+        e, l_ = mm.windows.start[name], mm.windows.end[name]
+        n_max = max(c.hours for c in configs)
+        ts = list(range(e + 1, l_))
+        if not ts:
+            continue
+        Pi = lp.add_vars("P", [(name, t) for t in ts], 0, 1, False, 0.0)
+        Fi = lp.add_vars("F", [(name, t) for t in ts], 0, 1, True, 0.0)
+        mm.P[name] = {t: int(j) for t, j in zip(ts, Pi, strict=True)}
+        mm.F[name] = {t: int(j) for t, j in zip(ts, Fi, strict=True)}
+        for k, t in enumerate(ts):
+            idx: list[int] = [int(Pi[k])]
+            val: list[float] = [1.0]
+            if k > 0:
+                idx.append(int(Pi[k - 1]))
+                val.append(-1.0)
+            for c in configs:
+                hours, xi = mm.x[(name, c.index)]
+                pos = t - 1 - e
+                if 0 <= pos < len(hours):
+                    idx.append(int(xi[pos]))
+                    val.append(-1.0 / c.hours)
+            lp.add_row("progress", (name, t), idx, val, 0.0, 0.0)
+            lp.add_row("finished_ub", (name, t), [int(Fi[k]), int(Pi[k])], [1.0, -1.0],
+                       upper=0.0)
+            lp.add_row("finished_lb", (name, t), [int(Fi[k]), int(Pi[k])],
+                       [1.0, -float(n_max)], lower=1.0 - n_max)
+
+
+def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
+    """F[p,t] as (variable, constant): before the window 0, after it 1."""
+    e, l_ = mm.windows.start[name], mm.windows.end[name]
+    if t <= e:
+        return None, 0.0
+    if t >= l_:
+        return None, 1.0
+    return mm.F[name][t], 0.0
+
+
+def add_precedence(mm: MilpModel, wts: dict[str, float]) -> None:
+    """A phase runs only after each predecessor has finished:
+    sum_c x[q,c,t] <= F[p,t]  for every edge p -> q and hour t of q's window."""
+    inst, lp = mm.inst, mm.lp
+    for q in mm.space.by_phase:
+        for p in inst.phase(q).predecessors:
+            if p not in mm.space.by_phase:
+                continue  # a done phase: its artifact already exists
+            for t in range(mm.windows.start[q], mm.windows.end[q]):
+                var, const = finished(mm, p, t)
+                if var is None and const >= 1.0:
+                    continue
+                idx: list[int] = []
+                for c in mm.space.by_phase[q]:
+                    hours, xi = mm.x[(q, c.index)]
+                    pos = t - mm.windows.start[q]
+                    if 0 <= pos < len(hours):
+                        idx.append(int(xi[pos]))
+                if not idx:
+                    continue
+                vals = [1.0] * len(idx)
+                if var is not None:
+                    idx.append(var)
+                    vals.append(-1.0)
+                lp.add_row("precedence", (p, q, t), idx, vals, upper=const)
+
+
+def add_capacity(mm: MilpModel, wts: dict[str, float]) -> None:
+    """sum over phases and configurations in pool (r,g) of (gpus_c + spares_c) x[p,c,t]
+    <= capacity[r,g,t]; and for reserved configurations <= R[r,g]."""
+    inst, lp = mm.inst, mm.lp
+    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
+        lambda: ([], []))
+    reserved: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
+        lambda: ([], []))
+    for name, configs in mm.space.by_phase.items():
+        for c in configs:
+            hours, xi = mm.x[(name, c.index)]
+            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
+                ids, vals = pools[(c.region, c.gpu, t)]
+                ids.append(j)
+                vals.append(c.total_gpus)
+                if c.contract == "reserved":
+                    ids2, vals2 = reserved[(c.region, c.gpu, t)]
+                    ids2.append(j)
+                    vals2.append(c.total_gpus)
+    for (r, g, t), (ids, vals) in sorted(pools.items()):
+        cap = float(inst.capacity[(r, g)][t])
+        if sum(vals) <= cap:
+            continue  # never binding
+        lp.add_row("capacity", (r, g, t), ids, vals, upper=cap)
+    pools_with_reserved = sorted({(r, g) for (r, g, _) in reserved})
+    for r, g in pools_with_reserved:
+        offer = inst.region(r).offers[g].reserved
+        assert offer is not None
+        hi = offer.max_gpus if offer.max_gpus is not None else float(inst.capacity[(r, g)].max())
+        cost = wts["rental"] * offer.usd_per_gpu_hour * inst.hours
+        j = int(lp.add_vars("R", [(r, g)], 0, hi, True, cost)[0])
+        mm.R[(r, g)] = j
+        if offer.min_gpus > 0:
+            sj = int(lp.add_vars("sign", [(r, g)], 0, 1, True, 0.0)[0])
+            mm.sign[(r, g)] = sj
+            lp.add_row("reserved_min", (r, g), [j, sj], [1.0, -float(offer.min_gpus)], lower=0.0)
+            lp.add_row("reserved_max", (r, g), [j, sj], [1.0, -float(hi)], upper=0.0)
+    for (r, g, t), (ids, vals) in sorted(reserved.items()):
+        lp.add_row("reserved", (r, g, t), [*ids, mm.R[(r, g)]], [*vals, -1.0], upper=0.0)
+
+
+def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
+    """Billing granularity g > 1: b[p,c,k] >= x[p,c,t] for t in block k = floor(t / g), rental
+    g x rho_c per paid block; minimum rental: m[p,c] >= min_c z[p,c] - g sum_k b[p,c,k],
+    paying rho_c per owed hour."""
+    inst, lp = mm.inst, mm.lp
+    for name, configs in mm.space.by_phase.items():
+        for c in configs:
+            if c.contract == "reserved" or c.billing_hours == 1:
+                continue
+            g = c.billing_hours
+            hours, xi = mm.x[(name, c.index)]
+            blocks = sorted({int(t) // g for t in hours})
+            bi = lp.add_vars("b", [(name, c.index, k) for k in blocks], 0, 1, True,
+                             wts["rental"] * g * c.rental_per_h)
+            mm.b[(name, c.index)] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}
+            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
+                lp.add_row("billing", (name, c.index, t), [mm.b[(name, c.index)][t // g], j],
+                           [1.0, -1.0], lower=0.0)
+            if c.min_rental_hours > 0:
+                mj = int(lp.add_vars("m", [(name, c.index)], 0, float(c.min_rental_hours), False,
+                                     wts["rental"] * c.rental_per_h)[0])
+                mm.m[(name, c.index)] = mj
+                lp.add_row("min_rental", (name, c.index),
+                           [mj, mm.z[(name, c.index)], *bi.tolist()],
+                           [1.0, -float(c.min_rental_hours), *([float(g)] * len(bi))], lower=0.0)
+
+
+def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
+    """Pauses of a preemptible phase: s[p,t] >= s[p,t-1], s[p,t] >= sum_c x[p,c,t]; a paused
+    hour costs the parking rate pi_p: pi_p (s[p,t] - F[p,t] - sum_c x[p,c,t]).
+    Archive after the phase ends, within its window: a[p,r,t] >= F[p,t] + sum_{c in r} z[p,c]
+    - 1, at the region's archive rate (after the window the z cost covers it)."""
+    inst, lp = mm.inst, mm.lp
+    for name, configs in mm.space.by_phase.items():
+        p = inst.phase(name)
+        e, l_ = mm.windows.start[name], mm.windows.end[name]
+        rate = mm.space.pause_usd_per_h.get(name, 0.0) * wts["storage"]
+        if p.preemptible and rate > 0:
+            ts = list(range(e, l_))
+            si = lp.add_vars("s", [(name, t) for t in ts], 0, 1, False, rate)
+            mm.s[name] = {t: int(j) for t, j in zip(ts, si, strict=True)}
+            for k, t in enumerate(ts):
+                idx = [int(si[k])]
+                val = [1.0]
+                if k > 0:
+                    lp.add_row("started_monotone", (name, t), [int(si[k]), int(si[k - 1])],
+                               [1.0, -1.0], lower=0.0)
+                for c in configs:
+                    hours, xi = mm.x[(name, c.index)]
+                    if len(hours):
+                        idx.append(int(xi[k]))
+                        val.append(-1.0)
+                        lp.cost[int(xi[k])] -= rate
+                lp.add_row("started", (name, t), idx, val, lower=0.0)
+                var, const = finished(mm, name, t)
+                if var is not None:
+                    lp.cost[var] -= rate
+                else:
+                    lp.offset -= rate * const
+        by_region: dict[str, list[Config]] = defaultdict(list)
+        for c in configs:
+            by_region[c.region].append(c)
+        if name not in mm.F:
+            continue
+        for r, cs in by_region.items():
+            rate_r = max(c.archive_per_h for c in cs) * wts["storage"]
+            if rate_r <= 0:
+                continue
+            ts = sorted(mm.F[name])
+            ai = lp.add_vars("a", [(name, r, t) for t in ts], 0, 1, False, rate_r)
+            mm.a[(name, r)] = {t: int(j) for t, j in zip(ts, ai, strict=True)}
+            zs = [mm.z[(name, c.index)] for c in cs]
+            for t, j in zip(ts, ai.tolist(), strict=True):
+                lp.add_row("archive", (name, r, t), [j, mm.F[name][t], *zs],
+                           [1.0, -1.0, *([-1.0] * len(zs))], lower=-1.0)
+
+
+def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
+    """Moving p's output to a successor q in another region:
+    w[p,q,r,r'] >= sum_{c in r} z[p,c] + sum_{c' in r'} z[q,c'] - 1, costing
+    output_gb(p) x transfer(r -> r')."""
+    inst, lp = mm.inst, mm.lp
+    for q in mm.space.by_phase:
+        for p in inst.phase(q).predecessors:
+            if p not in mm.space.by_phase:
+                continue
+            gb = output_gb_of(inst, inst.phase(p))
+            if gb <= 0:
+                continue
+            rp = sorted({c.region for c in mm.space.by_phase[p]})
+            rq = sorted({c.region for c in mm.space.by_phase[q]})
+            for r1 in rp:
+                for r2 in rq:
+                    price = transfer_price(inst, r1, r2)
+                    if price <= 0:
+                        continue
+                    j = int(lp.add_vars("w", [(p, q, r1, r2)], 0, 1, False,
+                                        wts["transfer"] * gb * price)[0])
+                    mm.w[(p, q, r1, r2)] = j
+                    zp = [mm.z[(p, c.index)] for c in mm.space.by_phase[p] if c.region == r1]
+                    zq = [mm.z[(q, c.index)] for c in mm.space.by_phase[q] if c.region == r2]
+                    lp.add_row("transfer", (p, q, r1, r2), [j, *zp, *zq],
+                               [1.0, *([-1.0] * (len(zp) + len(zq)))], lower=-1.0)
+
+
+def add_porting(mm: MilpModel, wts: dict[str, float]) -> None:
+    """used[f] >= sum_{c of family f} z[p,c] for every phase p; porting_usd(f) once."""
+    inst, lp = mm.inst, mm.lp
+    for fam, spec in inst.spec.families.items():
+        if spec.porting_usd <= 0:
+            continue
+        j = int(lp.add_vars("used", [fam], 0, 1, True, wts["porting"] * spec.porting_usd)[0])
+        mm.used[fam] = j
+        for name, configs in mm.space.by_phase.items():
+            zs = [mm.z[(name, c.index)] for c in configs if inst.gpu(c.gpu).family == fam]
+            if zs:
+                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))],
+                           lower=0.0)
+
+
+def add_carbon_cap(mm: MilpModel, wts: dict[str, float]) -> None:
+    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2)."""
+    inst, lp = mm.inst, mm.lp
+    cap = inst.spec.objective.carbon_cap_tonnes
+    if cap is None:
+        return
+    idx: list[int] = []
+    val: list[float] = []
+    for name, configs in mm.space.by_phase.items():
+        for c in configs:
+            ci = inst.carbon[c.region]
+            if ci is None:
+                continue
+            hours, xi = mm.x[(name, c.index)]
+            idx.extend(xi.tolist())
+            val.extend((c.facility_kw * ci[hours] / 1e6).tolist())
+    lp.add_row("carbon_cap", "total", idx, val, upper=cap)
+
+
+#: The families in build order; each is one function above.
+FAMILIES = (add_assignment, add_runs, add_progress, add_precedence, add_capacity, add_billing,
+            add_storage, add_transfer, add_porting, add_carbon_cap)
+
+
+def build(inst: Instance, space: ConfigSpace) -> MilpModel:
+    """Build the hourly MILP of ``inst`` over the configuration space ``space``."""
+    mm = MilpModel(inst, space, LinearProgram(), time_windows(inst, space))
+    wts = weights(inst)
+    for family in FAMILIES:
+        family(mm, wts)
+    return mm

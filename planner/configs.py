@@ -1,0 +1,518 @@
+"""The configuration space: for each phase, every feasible way to run it and its hourly rates.
+
+A configuration fixes GPU type, region, contract, GPU count, spare nodes, precision, ZeRO stage,
+recomputation, tensor/pipeline degrees and the storage tier of the phase's working set. Per
+configuration this module computes, from :mod:`planner.physics`:
+
+- ``hours``: whole hours the phase runs, n = ceil(max(compute hours / (1 - checkpoint
+  overhead), I/O hours)); every running hour is billed and powered in full;
+- the per-hour cost of a running hour t:
+  ``rental + storage + kw x price_t / 1000 + failure_t + carbon_t``, with
+  ``failure_t = lambda (L (rental + kw price_t / 1000) - share m D rental)``.
+
+Configurations that are dominated (another uses no more GPUs of the same pool, no more hours
+and costs no more in every hour) are dropped. Phases without any feasible configuration get
+a :class:`Infeasibility` that says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.instance.model import Instance
+from planner.instance.schema import GpuType, Phase, Region
+from planner.physics import compute, energy, reliability, storage
+from planner.physics.memory import MemoryBreakdown, memory_per_gpu
+from planner.physics.transformer import ModelDims
+
+
+@dataclass(frozen=True)
+class Layout:
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    dp: int
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to run one phase. Rates are per running hour unless named otherwise."""
+
+    phase: str
+    index: int
+    gpu: str
+    region: str
+    contract: str
+    gpus: float
+    spare_gpus: int
+    layout: Layout
+    tier: str
+    memory: MemoryBreakdown
+    flops_per_s: float
+    work_hours: float
+    hours: int
+    rental_per_h: float
+    storage_per_h: float
+    facility_kw: float
+    failure_rate: float
+    loss_h: float
+    downtime_h: float
+    checkpoint_interval_s: float
+    checkpoint_write_s: float
+    sla_share: float
+    sla_multiplier: float
+    billing_hours: int
+    min_rental_hours: int
+    one_time_usd: float
+    archive_per_h: float
+    resume_usd: float
+
+    @property
+    def total_gpus(self) -> float:
+        return self.gpus + self.spare_gpus
+
+    @property
+    def label(self) -> str:
+        lay = self.layout
+        g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
+        spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
+        return (f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
+                f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}")
+
+    def energy_usd(self, price: np.ndarray) -> np.ndarray:
+        return self.facility_kw * price / 1000.0
+
+    def failure_usd(self, price: np.ndarray) -> np.ndarray:
+        return self.failure_rate * (
+            self.loss_h * (self.rental_per_h + self.energy_usd(price))
+            - self.sla_share * self.sla_multiplier * self.downtime_h * self.rental_per_h)
+
+    def carbon_t(self, intensity: np.ndarray | None) -> np.ndarray | float:
+        return 0.0 if intensity is None else self.facility_kw * intensity / 1e6
+
+    def hourly_usd(self, inst: Instance, include_rental: bool = True) -> np.ndarray:
+        """Cost of running this configuration in each horizon hour (objective weights applied)."""
+        w = inst.spec.objective.weights
+        price = inst.price[self.region]
+        c = (w.get("energy", 1.0) * self.energy_usd(price)
+             + w.get("failure", 1.0) * self.failure_usd(price)
+             + w.get("storage", 1.0) * self.storage_per_h
+             + w.get("carbon", 1.0) * inst.spec.objective.carbon_usd_per_tonne
+             * self.carbon_t(inst.carbon[self.region]))
+        if include_rental:
+            c = c + w.get("rental", 1.0) * self.rental_per_h
+        return np.asarray(c, dtype=float) * np.ones(inst.hours)
+
+
+@dataclass(frozen=True)
+class Infeasibility:
+    phase: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ConfigSpace:
+    """Feasible configurations per phase (dominated ones dropped) and the phases without any."""
+
+    by_phase: dict[str, tuple[Config, ...]]
+    infeasible: tuple[Infeasibility, ...]
+    dropped: dict[str, int] = field(default_factory=dict)
+    pause_usd_per_h: dict[str, float] = field(default_factory=dict)
+
+    def __getitem__(self, phase: str) -> tuple[Config, ...]:
+        return self.by_phase[phase]
+
+    @property
+    def size(self) -> int:
+        return sum(len(v) for v in self.by_phase.values())
+
+
+# ----------------------------------------------------------------------------- phase facts
+
+
+def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
+    return inst.models[p.model] if p.model is not None else None
+
+
+def is_training(p: Phase) -> bool:
+    return p.work.tokens is not None and p.work.passes == "train"
+
+
+def mfu_of(p: Phase, gpu: str) -> float:
+    if isinstance(p.mfu, dict):
+        return float(p.mfu.get(gpu, p.mfu.get("default", 0.4)))
+    return float(p.mfu)
+
+
+def peak_tflops(g: GpuType, precision: str) -> float | None:
+    v = g.peak_tflops.get(precision)  # type: ignore[call-overload]
+    return float(v) if v else None
+
+
+def work_flops(inst: Instance, p: Phase) -> float:
+    """FLOPs of a phase: 6ND (+ attention) for training tokens, 2ND for forward tokens,
+    given FLOPs, or GPU-hours x 3600 x peak(ref GPU, precision) x MFU(ref GPU)."""
+    w = p.work
+    if w.flops is not None:
+        return w.flops
+    if w.gpu_hours is not None:
+        assert w.gpu is not None
+        peak = peak_tflops(inst.gpu(w.gpu), w.precision) or 0.0
+        return w.gpu_hours * 3600.0 * peak * 1e12 * mfu_of(p, w.gpu)
+    m = phase_model(inst, p)
+    assert m is not None and w.tokens is not None
+    f = compute.training_flops if w.passes == "train" else compute.forward_flops
+    return f(m.params, w.tokens, m.layers, m.seq_len, m.hidden)
+
+
+def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
+    """Compressed size of one resumable checkpoint of the phase."""
+    if p.checkpoint_gb is not None:
+        raw = p.checkpoint_gb
+    else:
+        m = phase_model(inst, p)
+        raw = 0.0 if m is None else storage.checkpoint_gb(m.params, precision, m.optimizer,
+                                                           is_training(p))
+    return raw / inst.spec.storage.compression_ratio
+
+
+def output_gb_of(inst: Instance, p: Phase) -> float:
+    """The artifact a phase hands on: given, else the trained weights (16-bit), else its data."""
+    if p.output_gb is not None:
+        return p.output_gb
+    m = phase_model(inst, p)
+    if m is not None and is_training(p):
+        return storage.weights_gb(m.params) / inst.spec.storage.compression_ratio
+    return 0.0 if m is not None else p.data.size_gb
+
+
+def archive_tier(region: Region, policy: str) -> str:
+    tiers = region.storage
+    key = (lambda t: tiers[t].usd_per_gb_month)
+    return min(tiers, key=key) if policy == "cheapest" else max(tiers, key=key)
+
+
+def pause_usd_per_h(inst: Instance, p: Phase) -> float:
+    """While a preemptible phase is paused its retained checkpoints and data are parked on the
+    cheapest tier among its allowed regions: (k x ckpt + data) x price / 730 per hour, with the
+    largest checkpoint among the precisions it may use."""
+    regions = p.regions or tuple(inst.spec.regions)
+    price = min(t.usd_per_gb_month for r in regions for t in inst.region(r).storage.values())
+    ck = max(checkpoint_gb_of(inst, p, pr) for pr in p.options.precision)
+    gb = inst.spec.storage.retention * ck + p.data.size_gb
+    return storage.storage_usd_per_hour(gb, price)
+
+
+def gpu_counts(p: Phase, g: GpuType) -> list[float]:
+    """Counts to try: the phase's list, or 1, 2, 4 and whole nodes by powers of two, within
+    [min_gpus, max_gpus]; plus fractional slices."""
+    o = p.options
+    if o.gpu_counts is not None:
+        counts: set[float] = {float(c) for c in o.gpu_counts}
+    else:
+        counts = {1.0, 2.0, 4.0}
+        n = g.gpus_per_node
+        while n <= o.max_gpus:
+            counts.add(float(n))
+            n *= 2
+        counts = {c for c in counts if o.min_gpus <= c <= o.max_gpus}
+    counts |= set(o.fractions)
+    return sorted(counts)
+
+
+def layouts(p: Phase, m: ModelDims | None, g: GpuType, gpus: float) -> Iterator[Layout]:
+    o = p.options
+    if m is None or gpus < 1:
+        for prec in o.precision:
+            yield Layout(prec, 0, "none", 1, 1, 1 if gpus < 1 else int(gpus))
+        return
+    n = int(gpus)
+    for tp in o.tensor_parallel:
+        if tp > g.gpus_per_node or m.heads % tp or n % tp:
+            continue
+        for pp in o.pipeline_parallel:
+            if m.layers % pp or n % (tp * pp):
+                continue
+            dp = n // (tp * pp)
+            for zero in o.zero:
+                if dp == 1 and zero > 0 and 0 in o.zero:
+                    continue
+                for prec in o.precision:
+                    for rc in o.recompute:
+                        yield Layout(prec, zero, rc, tp, pp, dp)
+
+
+# ----------------------------------------------------------------------------- enumeration
+
+
+def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int, float]]:
+    """(contract, price per GPU-hour, billing hours, min rental hours, preemptions/h)."""
+    o = r.offers.get(gname)
+    out: list[tuple[str, float, int, int, float]] = []
+    if o is None:
+        return out
+    allowed = p.options.contracts
+    if o.on_demand and "on_demand" in allowed:
+        out.append(("on_demand", o.on_demand.usd_per_gpu_hour,
+                    o.on_demand.billing_granularity_hours, o.on_demand.min_rental_hours, 0.0))
+    if o.spot and "spot" in allowed and p.preemptible:
+        out.append(("spot", o.spot.usd_per_gpu_hour, o.spot.billing_granularity_hours,
+                    o.spot.min_rental_hours, o.spot.preemptions_per_hour))
+    if o.reserved and "reserved" in allowed:
+        out.append(("reserved", o.reserved.usd_per_gpu_hour, 1, 0, 0.0))
+    return out
+
+
+def _transfer_price(inst: Instance, src: str, dst: str) -> float:
+    if src == dst:
+        return 0.0
+    r = inst.region(src)
+    return r.transfer_usd_per_gb.get(dst, r.default_transfer_usd_per_gb)
+
+
+def transfer_price(inst: Instance, src: str, dst: str) -> float:
+    """USD per GB moved from region ``src`` to ``dst`` (0 within a region)."""
+    return _transfer_price(inst, src, dst)
+
+
+def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]:
+    """All feasible configurations of one phase (before dominance), or a reason for none."""
+    m = phase_model(inst, p)
+    train = is_training(p)
+    flops = work_flops(inst, p)
+    window = inst.deadline[p.name] - inst.release[p.name]
+    mem_pol = inst.spec.memory
+    fail = inst.spec.failure
+    gnames = p.gpu_types or tuple(inst.spec.gpu_types)
+    rnames = p.regions or tuple(inst.spec.regions)
+    best_need: tuple[float, str] | None = None
+    largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
+    fastest: float | None = None
+    saw_offer = saw_zone = saw_precision = False
+    out: list[Config] = []
+    for gname in gnames:
+        g = inst.gpu(gname)
+        for count in gpu_counts(p, g):
+            for lay in layouts(p, m, g, count):
+                peak = peak_tflops(g, lay.precision)
+                if peak is None:
+                    continue
+                saw_precision = True
+                mem = memory_per_gpu(
+                    m, g.memory_gb, lay.precision, lay.zero, lay.dp, lay.tp, lay.pp,
+                    lay.recompute, p.options.micro_batch, train, mem_pol.buffer_gb,
+                    mem_pol.fragmentation, mem_pol.headroom, p.memory_gb, min(count, 1.0),
+                )
+                if best_need is None or mem.total_gb < best_need[0]:
+                    best_need = (mem.total_gb, f"{lay.precision}, ZeRO-{lay.zero}, "
+                                 f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}, "
+                                 f"{count:g} GPUs")
+                if not mem.fits:
+                    continue
+                multi = count > g.gpus_per_node
+                scale = compute.scaling_efficiency(count, g.gpus_per_node, p.scaling.per_doubling)
+                lay_eff = (compute.layout_efficiency(lay.tp, lay.pp, lay.zero, lay.dp, multi)
+                           if m is not None else 1.0)
+                rc = lay.recompute if m is not None else "none"
+                fps = compute.effective_flops_per_s(count, peak, mfu_of(p, gname), rc,
+                                                    scale * lay_eff)
+                for rname in rnames:
+                    r = inst.region(rname)
+                    if (rname, gname) not in inst.capacity:
+                        continue
+                    if r.zones < p.redundancy.zones:
+                        continue
+                    saw_zone = True
+                    for contract, price, bill_h, min_h, preempt in _offers(r, gname, p):
+                        saw_offer = True
+                        for cfg in _configs_for(inst, p, g, gname, r, rname, count, lay, mem, fps,
+                                                flops, contract, price, bill_h, min_h, preempt,
+                                                window, fail.restart_hours, fail.spare_swap_hours):
+                            fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
+                            if cfg.hours <= window and cfg.total_gpus <= float(
+                                    inst.capacity[(rname, gname)][
+                                        inst.release[p.name]:inst.deadline[p.name]].max()):
+                                out.append(cfg)
+    if out:
+        return out, None
+    if not saw_precision:
+        return [], (f"{p.name}: none of the allowed GPU types supports the allowed precisions "
+                    f"{list(p.options.precision)}")
+    if best_need is not None and fastest is None and not saw_offer and saw_zone:
+        return [], (f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
+                    f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}")
+    if best_need is not None and fastest is None and saw_offer is False and not saw_zone:
+        if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
+            return [], (f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
+                        f"region offering its GPU types has that many")
+        return [], (f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
+                    f"GPU types {list(gnames)}")
+    if fastest is None and best_need is not None:
+        return [], (f"{p.name}: needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
+                    f"largest allowed GPU has {largest_gpu:g} GB, "
+                    f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom")
+    if fastest is not None and fastest > window:
+        return [], (f"{p.name}: the fastest configuration needs {fastest} h but the window from "
+                    f"release (hour {inst.release[p.name]}) to deadline (hour "
+                    f"{inst.deadline[p.name]}) is {window} h")
+    return [], (f"{p.name}: every configuration that fits in memory and time needs more GPUs "
+                f"than the capacity of its region in the phase's window")
+
+
+def _configs_for(
+    inst: Instance, p: Phase, g: GpuType, gname: str, r: Region, rname: str, count: float,
+    lay: Layout, mem: MemoryBreakdown, fps: float, flops: float, contract: str, price: float,
+    bill_h: int, min_h: int, preempt: float, window: int, restart_h: float, swap_h: float,
+) -> Iterator[Config]:
+    fail = inst.spec.failure
+    tiers = p.options.storage_tiers or tuple(r.storage)
+    arch_name = archive_tier(r, inst.spec.storage.archive)
+    arch = r.storage[arch_name]
+    out_gb = output_gb_of(inst, p)
+    successors = inst.successors(p.name)
+    mean_price = float(np.mean(inst.price[rname]))
+    required = p.redundancy.spare_nodes
+    spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
+    for tier_name in tiers:
+        if tier_name not in r.storage:
+            continue
+        tier = r.storage[tier_name]
+        ck_gb = checkpoint_gb_of(inst, p, lay.precision)
+        write_s = (fail.checkpoint_write_s if fail.checkpoint_write_s is not None
+                   else storage.write_seconds(ck_gb, tier.write_gb_per_s))
+        reload_h = ck_gb / tier.read_gb_per_s / 3600.0
+        for spare_nodes in spare_choices:
+            if spare_nodes > 0 and count < g.gpus_per_node:
+                continue
+            spare_gpus = spare_nodes * g.gpus_per_node
+            lam = reliability.job_failure_rate(count, inst.failures_per_gpu_hour[gname], preempt)
+            down = reliability.downtime_hours(spare_nodes, restart_h, swap_h, reload_h)
+            if ck_gb > 0 and lam > 0:
+                tau = reliability.daly_interval_s(write_s, 3600.0 / lam)
+                overhead = reliability.checkpoint_overhead(write_s, tau)
+                loss = reliability.loss_hours_per_failure(tau, write_s, down)
+            else:
+                tau, overhead, loss = math.inf, 0.0, down
+            compute_h = compute.hours_for(flops, fps) / (1.0 - overhead)
+            io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+            work_h = max(compute_h, io_h)
+            hours = max(1, math.ceil(work_h - 1e-9))
+            if hours > window + 10 * 24 * 365:
+                continue
+            rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
+            it_kw = energy.it_power_kw(count, spare_gpus, g.board_power_w, g.idle_power_w,
+                                       p.power_load, g.gpus_per_node, g.node_overhead_w)
+            kw = energy.facility_kw(it_kw, r.effective_pue)
+            state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
+            stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
+            one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
+            if p.data.home_region is not None:
+                one_time += p.data.size_gb * _transfer_price(inst, p.data.home_region, rname)
+            one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
+            sla = r.sla
+            share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
+            mult = sla.credit_multiplier if sla else 0.0
+            if contract == "spot" and lam > 0:
+                share = share * (lam - preempt) / lam
+            yield Config(
+                phase=p.name, index=-1, gpu=gname, region=rname, contract=contract, gpus=count,
+                spare_gpus=spare_gpus, layout=lay, tier=tier_name, memory=mem, flops_per_s=fps,
+                work_hours=work_h, hours=hours, rental_per_h=rental, storage_per_h=stor_h,
+                facility_kw=kw, failure_rate=lam, loss_h=loss, downtime_h=down,
+                checkpoint_interval_s=tau, checkpoint_write_s=write_s if ck_gb > 0 else 0.0,
+                sla_share=share, sla_multiplier=mult, billing_hours=bill_h,
+                min_rental_hours=min_h, one_time_usd=one_time,
+                archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
+                resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
+            )
+
+
+# ----------------------------------------------------------------------------- dominance
+
+
+def _signature(inst: Instance, c: Config) -> tuple[object, ...]:
+    """Configurations compete directly only within one pool and contract terms."""
+    return (c.gpu, c.region, c.contract, c.billing_hours, c.min_rental_hours)
+
+
+def _dominates(a: Config, b: Config, nonneg_prices: bool, w: dict[str, float]) -> bool:
+    """a is never worse than b, whatever hours b would run in: a needs no more GPUs of the
+    same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
+    no more: per hour no more fixed cost (rental, storage, price-independent failure cost)
+    and no more facility power (energy, power-linked failure cost, carbon), and no more
+    one-time, archive and resume cost. When ``a.hours < b.hours`` the hours b runs beyond a
+    must cost >= 0, which holds when prices are never negative and b's fixed cost is >= 0."""
+    eps = 1e-12
+    if a.total_gpus > b.total_gpus or a.hours > b.hours:
+        return False
+
+    def fixed(c: Config) -> float:
+        return (w.get("rental", 1.0) * c.rental_per_h + w.get("storage", 1.0) * c.storage_per_h
+                + w.get("failure", 1.0) * c.failure_rate
+                * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h) * c.rental_per_h)
+
+    def kw_eff(c: Config) -> float:
+        return c.facility_kw * (w.get("energy", 1.0)
+                                + w.get("failure", 1.0) * c.failure_rate * c.loss_h)
+
+    fa, fb = fixed(a), fixed(b)
+    if a.hours < b.hours and not (nonneg_prices and fb >= 0):
+        return False
+    return (fa <= fb + eps and kw_eff(a) <= kw_eff(b) + eps
+            and a.facility_kw <= b.facility_kw + eps
+            and a.one_time_usd <= b.one_time_usd + eps
+            and a.archive_per_h <= b.archive_per_h + eps
+            and a.resume_usd <= b.resume_usd + eps
+            and a.billing_hours == b.billing_hours and a.min_rental_hours == b.min_rental_hours)
+
+
+def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
+    """Enumerate every active phase's configurations and drop dominated ones."""
+    by_phase: dict[str, tuple[Config, ...]] = {}
+    infeasible: list[Infeasibility] = []
+    dropped: dict[str, int] = {}
+    w = dict(inst.spec.objective.weights)
+    for p in inst.active_phases:
+        configs, why = enumerate_phase(inst, p)
+        if why is not None:
+            infeasible.append(Infeasibility(p.name, why))
+            by_phase[p.name] = ()
+            continue
+        kept = _prune(inst, configs, w) if prune else configs
+        dropped[p.name] = len(configs) - len(kept)
+        kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
+        by_phase[p.name] = tuple(_with_index(c, i) for i, c in enumerate(kept))
+    pause = {p.name: pause_usd_per_h(inst, p) for p in inst.active_phases if p.preemptible}
+    return ConfigSpace(by_phase, tuple(infeasible), dropped, pause)
+
+
+def _with_index(c: Config, i: int) -> Config:
+    from dataclasses import replace
+
+    return replace(c, index=i)
+
+
+def _prune(inst: Instance, configs: list[Config], w: dict[str, float]) -> list[Config]:
+    groups: dict[tuple[object, ...], list[Config]] = {}
+    for c in configs:
+        groups.setdefault(_signature(inst, c), []).append(c)
+    kept: list[Config] = []
+    for group in groups.values():
+        nonneg = bool(np.all(inst.price[group[0].region] >= 0))
+        # identical (hours, gpus) with different layouts: keep the cheapest per hour first
+        group.sort(key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h,
+                                  c.facility_kw))
+        survivors: list[Config] = []
+        for c in group:
+            if any(_dominates(s, c, nonneg, w) for s in survivors):
+                continue
+            survivors = [s for s in survivors if not _dominates(c, s, nonneg, w)]
+            survivors.append(c)
+        kept.extend(survivors)
+    return kept

@@ -1,0 +1,619 @@
+"""Estimates for people sizing a run: the physics of one training job, without a plan.
+
+Two entry points, both used by ``trainplan estimate``:
+
+- :func:`estimate` takes a model, a token budget, a GPU (catalog name or explicit figures)
+  and any number of GPU counts, precisions, ZeRO stages and recomputation choices, and returns
+  one :class:`EstimateRow` per combination: memory per GPU, time, GPU-hours, energy, checkpoint
+  interval, expected failures and cost. Every figure comes from :mod:`planner.physics`, with
+  the same formulas the planner uses (docs/cost-model.md, "Per configuration"):
+
+  - work ``W = 6 P D + 6 L s h D`` (Kaplan et al. 2020);
+  - sustained FLOP/s ``= gpus x peak x 1e12 x mfu x R(recompute) x eff_scale x eff_layout``;
+  - checkpoint ``(w + K) P`` bytes written in ``delta = ck / write bandwidth`` seconds;
+    job failure rate ``lambda = gpus / MTBF_gpu`` (or ``1 / MTBF_job``); Daly interval ``tau``;
+    overhead ``delta / (tau + delta)``;
+  - ``hours = W / FLOP/s / 3600 / (1 - overhead)`` (wall-clock, not rounded up);
+  - facility kW ``= [gpus (idle + (board - idle) load) + nodes x node overhead] / 1000 x PUE``;
+  - costs: rental ``gpus x USD/GPU-h x hours``; energy ``kW x hours x USD/MWh / 1000``;
+    failure ``lambda x hours x L x (rental/h + energy/h)`` with ``L = (tau + delta)/2 + D``.
+
+- :func:`phase_estimates` ranks the feasible configurations of one phase of an instance
+  (from :mod:`planner.configs`) by what the phase would cost if run at its region's mean
+  electricity price, or gives the reason the phase has none.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from planner.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
+from planner.configs import Config, build_config_space
+from planner.instance.model import Instance
+from planner.instance.schema import (
+    FailureModel,
+    GpuType,
+    MemoryPolicy,
+    Phase,
+    Scaling,
+    StorageTier,
+)
+from planner.physics import compute, energy, reliability, storage
+from planner.physics.memory import OPTIMIZER_K_MIXED, MemoryBreakdown, memory_per_gpu
+from planner.physics.transformer import ModelDims, dims
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+RECOMPUTES = ("none", "selective", "full")
+MtbfScope = Literal["gpu", "job"]
+
+#: Defaults shared with the instance schema, so an estimate and a plan agree by default.
+_MEMORY = MemoryPolicy()
+_FAILURE = FailureModel()
+_TIER = StorageTier(usd_per_gb_month=0.0)
+
+#: Write bandwidth of the schema's default ("hot") storage tier, GB/s.
+DEFAULT_WRITE_GB_PER_S = 5.0
+#: Facility PUE when none is given: air cooling, Uptime Institute 2023 survey average.
+DEFAULT_PUE = 1.58
+#: Electricity price when none is given, USD/MWh (a stated round figure; pass your own).
+DEFAULT_PRICE_USD_PER_MWH = 100.0
+#: Idle draw of an explicitly specified GPU as a share of its board power when not given
+#: (the catalog's idle estimates are 8-20% of TDP; GPU_SOURCES.md).
+DEFAULT_IDLE_SHARE = 0.10
+
+
+class EstimateError(ValueError):
+    """Bad input to an estimate; the message names the flag and what was expected."""
+
+
+# ----------------------------------------------------------------------------- parsing
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBgGtTpP]?)\s*$")
+
+
+def parse_quantity(text: str, flag: str) -> float:
+    """A positive count written as ``7e9``, ``7000000000``, ``7B``, ``70b``, ``1.5T`` or ``300M``
+    (k = 10^3, M = 10^6, B or G = 10^9, T = 10^12, P = 10^15)."""
+    m = _QUANTITY.match(text)
+    if m is None:
+        raise EstimateError(f"{flag}: expected a positive number such as 7e9, 7B, 70B or 1.5T, "
+                            f"got {text!r}")
+    value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
+    if not math.isfinite(value) or value <= 0:
+        raise EstimateError(f"{flag}: expected a positive, finite number, got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """The GPU of an estimate: its figures, its name and its rental price (None: unknown)."""
+
+    name: str
+    gpu: GpuType
+    usd_per_gpu_hour: float | None
+
+
+def gpu_spec(
+    name: str | None = None,
+    memory_gb: float | None = None,
+    tflops: float | None = None,
+    power_w: float | None = None,
+    idle_w: float | None = None,
+    gpus_per_node: int | None = None,
+    node_overhead_w: float | None = None,
+    usd_per_gpu_hour: float | None = None,
+) -> GpuSpec:
+    """A catalog GPU (``name``, case-insensitive) with any figure overridden, or, without a
+    name, an explicit GPU from ``memory_gb``, ``tflops`` (dense peak at every precision) and
+    ``power_w`` (board power); idle defaults to 10% of board power, 8 GPUs per node, no node
+    overhead. The price is ``usd_per_gpu_hour``, else the catalog's on-demand price."""
+    for flag, v in (("--gpu-memory-gb", memory_gb), ("--gpu-tflops", tflops),
+                    ("--gpu-power-w", power_w)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise EstimateError(f"{flag}: expected a positive number, got {v:g}")
+    for flag, v in (("--gpu-idle-w", idle_w), ("--node-overhead-w", node_overhead_w),
+                    ("--gpu-hour-usd", usd_per_gpu_hour)):
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise EstimateError(f"{flag}: expected a non-negative number, got {v:g}")
+    if gpus_per_node is not None and gpus_per_node < 1:
+        raise EstimateError(f"--gpus-per-node: expected at least 1, got {gpus_per_node}")
+    if name is not None:
+        try:
+            canonical = resolve_name(name)
+        except CatalogError as e:
+            raise EstimateError(f"--gpu: {e.errors[0].message}") from None
+        base = gpu_by_name(canonical)
+        price = usd_per_gpu_hour if usd_per_gpu_hour is not None else catalog_price(canonical)
+        fields: dict[str, Any] = dict(base.model_dump())
+        label = canonical
+    else:
+        missing = [f for f, v in (("--gpu-memory-gb", memory_gb), ("--gpu-tflops", tflops),
+                                  ("--gpu-power-w", power_w)) if v is None]
+        if missing:
+            raise EstimateError("give --gpu NAME (a catalog GPU) or the explicit figures "
+                                "--gpu-memory-gb, --gpu-tflops and --gpu-power-w; missing "
+                                + ", ".join(missing))
+        assert power_w is not None
+        fields = {"memory_gb": memory_gb, "peak_tflops": dict.fromkeys(PRECISIONS, tflops),
+                  "board_power_w": power_w, "idle_power_w": DEFAULT_IDLE_SHARE * power_w,
+                  "gpus_per_node": 8, "node_overhead_w": 0.0, "source": "command line"}
+        price = usd_per_gpu_hour
+        label = "custom"
+    if memory_gb is not None:
+        fields["memory_gb"] = memory_gb
+    if tflops is not None:
+        fields["peak_tflops"] = dict.fromkeys(PRECISIONS, tflops)
+    if power_w is not None:
+        fields["board_power_w"] = power_w
+        if idle_w is None and fields["idle_power_w"] > power_w:
+            fields["idle_power_w"] = DEFAULT_IDLE_SHARE * power_w
+    if idle_w is not None:
+        fields["idle_power_w"] = idle_w
+    if gpus_per_node is not None:
+        fields["gpus_per_node"] = gpus_per_node
+    if node_overhead_w is not None:
+        fields["node_overhead_w"] = node_overhead_w
+    if fields["idle_power_w"] > fields["board_power_w"]:
+        raise EstimateError(f"--gpu-idle-w: idle power {fields['idle_power_w']:g} W exceeds the "
+                            f"board power {fields['board_power_w']:g} W")
+    return GpuSpec(label, GpuType.model_validate(fields), price)
+
+
+@dataclass(frozen=True)
+class EstimateInput:
+    """One job to estimate. ``gpus``, ``precision``, ``zero`` and ``recompute`` may hold several
+    values: :func:`estimate` returns one row per combination. Empty ``gpus`` means one node;
+    empty ``precision`` the first of bf16, fp16, fp32 the GPU supports."""
+
+    tokens: float
+    gpu: GpuSpec
+    params: float | None = None
+    gpus: tuple[int, ...] = ()
+    precision: tuple[str, ...] = ()
+    zero: tuple[int, ...] = (1,)
+    recompute: tuple[str, ...] = ("none",)
+    seq_len: int = 2048
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    vocab: int = 32000
+    optimizer: str = "adamw"
+    flash_attention: bool = True
+    micro_batch: int = 1
+    tp: int = 1
+    pp: int = 1
+    mfu: float = 0.4
+    power_load: float = 0.9
+    per_doubling: float = Scaling().per_doubling
+    pue: float = DEFAULT_PUE
+    price_usd_per_mwh: float = DEFAULT_PRICE_USD_PER_MWH
+    carbon_g_per_kwh: float | None = None
+    mtbf_hours: float | None = None
+    mtbf_scope: MtbfScope = "gpu"
+    checkpoint_write_s: float | None = None
+    write_gb_per_s: float = DEFAULT_WRITE_GB_PER_S
+    read_gb_per_s: float = _TIER.read_gb_per_s
+    restart_hours: float = _FAILURE.restart_hours
+    buffer_gb: float = _MEMORY.buffer_gb
+    fragmentation: float = _MEMORY.fragmentation
+    headroom: float = _MEMORY.headroom
+
+
+@dataclass(frozen=True)
+class Costs:
+    """USD; ``rental`` and ``total`` are None when the GPU has no price."""
+
+    rental: float | None
+    energy: float
+    failure: float
+
+    @property
+    def total(self) -> float | None:
+        return None if self.rental is None else self.rental + self.energy + self.failure
+
+
+@dataclass(frozen=True)
+class EstimateRow:
+    """One configuration of an estimate. Memory in GB (10^9 bytes), time in hours."""
+
+    gpu: str
+    gpus: int
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    dp: int
+    micro_batch: int
+    model: ModelDims
+    tokens: float
+    memory: MemoryBreakdown
+    flops: float
+    flops_per_s: float
+    hours: float
+    facility_kw: float
+    checkpoint_gb: float
+    checkpoint_write_s: float
+    checkpoint_interval_s: float
+    checkpoint_overhead: float
+    failure_rate_per_h: float
+    loss_h_per_failure: float
+    usd_per_gpu_hour: float | None
+    costs: Costs
+    emissions_t: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.hours * self.gpus
+
+    @property
+    def energy_kwh(self) -> float:
+        return self.facility_kw * self.hours
+
+    @property
+    def expected_failures(self) -> float:
+        return self.failure_rate_per_h * self.hours
+
+    @property
+    def tokens_per_kwh(self) -> float:
+        return energy.tokens_per_kwh(self.tokens, self.energy_kwh)
+
+    @property
+    def label(self) -> str:
+        return (f"{self.gpus} x {self.gpu} {self.precision} ZeRO-{self.zero} "
+                f"recompute={self.recompute} tp{self.tp} pp{self.pp}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; infinities (no failures: no checkpoint interval) become null."""
+        m, mem = self.model, self.memory
+        return {
+            "gpu": self.gpu, "gpus": self.gpus, "precision": self.precision, "zero": self.zero,
+            "recompute": self.recompute, "tp": self.tp, "pp": self.pp, "dp": self.dp,
+            "micro_batch": self.micro_batch,
+            "params": m.params, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
+            "seq_len": m.seq_len, "architecture_inferred": m.inferred, "tokens": self.tokens,
+            "model_states_gb": mem.model_states_gb, "activations_gb": mem.activations_gb,
+            "buffers_gb": mem.buffers_gb, "total_gb": mem.total_gb,
+            "capacity_gb": mem.capacity_gb, "fits": mem.fits,
+            "flops": self.flops, "flops_per_s": self.flops_per_s, "hours": self.hours,
+            "gpu_hours": self.gpu_hours, "facility_kw": self.facility_kw,
+            "energy_kwh": self.energy_kwh, "tokens_per_kwh": _finite(self.tokens_per_kwh),
+            "emissions_t": self.emissions_t,
+            "checkpoint_gb": self.checkpoint_gb, "checkpoint_write_s": self.checkpoint_write_s,
+            "checkpoint_interval_s": _finite(self.checkpoint_interval_s),
+            "checkpoint_overhead": self.checkpoint_overhead,
+            "failure_rate_per_h": self.failure_rate_per_h,
+            "expected_failures": self.expected_failures,
+            "loss_h_per_failure": self.loss_h_per_failure,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
+            "cost_usd": {"rental": self.costs.rental, "energy": self.costs.energy,
+                         "failure": self.costs.failure, "total": self.costs.total},
+            "notes": list(self.notes),
+        }
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _check(inp: EstimateInput) -> None:
+    def positive(flag: str, v: float | None) -> None:
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise EstimateError(f"{flag}: expected a positive number, got {v:g}")
+
+    def at_least_one(flag: str, v: int | None) -> None:
+        if v is not None and v < 1:
+            raise EstimateError(f"{flag}: expected a whole number of at least 1, got {v}")
+
+    positive("--tokens", inp.tokens)
+    positive("--params", inp.params)
+    positive("--mtbf-hours", inp.mtbf_hours)
+    positive("--checkpoint-write-s", inp.checkpoint_write_s)
+    positive("--write-gb-per-s", inp.write_gb_per_s)
+    positive("--read-gb-per-s", inp.read_gb_per_s)
+    for flag, iv in (("--seq-len", inp.seq_len), ("--layers", inp.layers),
+                     ("--hidden", inp.hidden), ("--heads", inp.heads), ("--vocab", inp.vocab),
+                     ("--micro-batch", inp.micro_batch), ("--tp", inp.tp), ("--pp", inp.pp)):
+        at_least_one(flag, iv)
+    for g in inp.gpus:
+        if g < 1:
+            raise EstimateError(f"--gpus: expected a whole number of at least 1, got {g}")
+    if not (math.isfinite(inp.mfu) and 0 < inp.mfu <= 1):
+        raise EstimateError(f"--mfu: expected a model FLOPs utilisation in (0, 1], got "
+                            f"{inp.mfu:g}")
+    if not (math.isfinite(inp.power_load) and 0 <= inp.power_load <= 1):
+        raise EstimateError(f"--power-load: expected a fraction in [0, 1], got "
+                            f"{inp.power_load:g}")
+    if not (math.isfinite(inp.pue) and 1 <= inp.pue <= 5):
+        raise EstimateError(f"--pue: expected a power usage effectiveness in [1, 5], got "
+                            f"{inp.pue:g}")
+    if not math.isfinite(inp.price_usd_per_mwh):
+        raise EstimateError("--price-usd-per-mwh: expected a finite number")
+    if inp.carbon_g_per_kwh is not None and not (math.isfinite(inp.carbon_g_per_kwh)
+                                                 and inp.carbon_g_per_kwh >= 0):
+        raise EstimateError(f"--carbon-g-per-kwh: expected a non-negative number, got "
+                            f"{inp.carbon_g_per_kwh:g}")
+    if not (0 <= inp.restart_hours < math.inf):
+        raise EstimateError(f"--restart-hours: expected a non-negative number, got "
+                            f"{inp.restart_hours:g}")
+    if inp.mtbf_scope not in ("gpu", "job"):
+        raise EstimateError(f"--mtbf-scope: expected 'gpu' or 'job', got {inp.mtbf_scope!r}")
+    if inp.params is None and (inp.layers is None or inp.hidden is None):
+        raise EstimateError("give --params, or --layers and --hidden")
+    if inp.hidden is not None and inp.heads is not None and inp.hidden % inp.heads:
+        raise EstimateError(f"--heads: {inp.heads} does not divide --hidden {inp.hidden}")
+    if inp.optimizer not in OPTIMIZER_K_MIXED:
+        raise EstimateError(f"--optimizer: expected one of {', '.join(OPTIMIZER_K_MIXED)}, got "
+                            f"{inp.optimizer!r}")
+    for p in inp.precision:
+        if p not in PRECISIONS:
+            raise EstimateError(f"--precision: expected one of {', '.join(PRECISIONS)}, got "
+                                f"{p!r}")
+    for z in inp.zero:
+        if z not in (0, 1, 2, 3):
+            raise EstimateError(f"--zero: expected a ZeRO stage 0, 1, 2 or 3, got {z}")
+    for r in inp.recompute:
+        if r not in RECOMPUTES:
+            raise EstimateError(f"--recompute: expected one of {', '.join(RECOMPUTES)}, got "
+                                f"{r!r}")
+    if not (0 <= inp.fragmentation <= 1 and 0 <= inp.headroom < 1 and inp.buffer_gb >= 0):
+        raise EstimateError("memory allowances: expected buffer >= 0, fragmentation in [0, 1] "
+                            "and headroom in [0, 1)")
+
+
+def model_of(inp: EstimateInput) -> ModelDims:
+    """Complete the model: P from the architecture, or the architecture inferred from P
+    (Narayanan et al. 2021 eq. 2; GPT-3 aspect ratio h = 128 L, head size 128)."""
+    return dims(inp.params, inp.layers, inp.hidden, inp.heads, inp.seq_len, inp.vocab,
+                inp.optimizer, inp.flash_attention)
+
+
+def _default_precision(g: GpuType) -> str:
+    for p in ("bf16", "fp16", "fp32"):
+        if g.peak_tflops.get(p):
+            return p
+    return next(p for p, v in g.peak_tflops.items() if v)
+
+
+def estimate(inp: EstimateInput) -> list[EstimateRow]:
+    """One row per combination of GPU count x precision x ZeRO stage x recomputation, in that
+    order. Rows that do not fit in memory are returned too, with ``memory.fits`` False.
+    Raises :class:`EstimateError` for input no configuration can be built from."""
+    _check(inp)
+    g = inp.gpu.gpu
+    m = model_of(inp)
+    gpus_list = inp.gpus or (g.gpus_per_node,)
+    precisions = inp.precision or (_default_precision(g),)
+    tp, pp = inp.tp, inp.pp
+    if tp > g.gpus_per_node:
+        raise EstimateError(f"--tp: tensor parallelism {tp} exceeds the {g.gpus_per_node} GPUs "
+                            f"of a {inp.gpu.name} node (it runs within a node)")
+    if m.heads % tp:
+        raise EstimateError(f"--tp: {tp} does not divide the {m.heads} attention heads")
+    if m.layers % pp:
+        raise EstimateError(f"--pp: {pp} does not divide the {m.layers} layers")
+    for n in gpus_list:
+        if n % (tp * pp):
+            raise EstimateError(f"--gpus: {n} GPUs is not a multiple of tp x pp = "
+                                f"{tp} x {pp} = {tp * pp}")
+    for prec in precisions:
+        if not g.peak_tflops.get(prec):  # type: ignore[call-overload]
+            have = [p for p, v in g.peak_tflops.items() if v]
+            raise EstimateError(f"--precision: {inp.gpu.name} has no {prec} peak; it supports "
+                                f"{', '.join(have)}")
+    notes: list[str] = []
+    if m.inferred:
+        notes.append(f"architecture inferred from params: L={m.layers}, h={m.hidden}, "
+                     f"heads={m.heads}; pass --layers/--hidden/--heads for accuracy")
+    flops = compute.training_flops(m.params, inp.tokens, m.layers, m.seq_len, m.hidden)
+    rows: list[EstimateRow] = []
+    for n, prec, zero, rc in itertools.product(gpus_list, precisions, inp.zero, inp.recompute):
+        rows.append(_row(inp, m, flops, n, prec, zero, rc, tuple(notes)))
+    return rows
+
+
+def _row(inp: EstimateInput, m: ModelDims, flops: float, n: int, prec: str, zero: int, rc: str,
+         notes: tuple[str, ...]) -> EstimateRow:
+    g = inp.gpu.gpu
+    tp, pp = inp.tp, inp.pp
+    dp = n // (tp * pp)
+    mem = memory_per_gpu(m, g.memory_gb, prec, zero, dp, tp, pp, rc, inp.micro_batch, True,
+                         inp.buffer_gb, inp.fragmentation, inp.headroom)
+    peak = float(g.peak_tflops[prec])  # type: ignore[index, arg-type]
+    scale = compute.scaling_efficiency(n, g.gpus_per_node, inp.per_doubling)
+    lay = compute.layout_efficiency(tp, pp, zero, dp, n > g.gpus_per_node)
+    fps = compute.effective_flops_per_s(n, peak, inp.mfu, rc, scale * lay)
+    # Checkpointing and failures (docs/cost-model.md: Daly interval, loss per failure).
+    ck = storage.checkpoint_gb(m.params, prec, m.optimizer)
+    write_s = (inp.checkpoint_write_s if inp.checkpoint_write_s is not None
+               else storage.write_seconds(ck, inp.write_gb_per_s))
+    if inp.mtbf_hours is None:
+        lam = reliability.job_failure_rate(n, _FAILURE.failures_per_gpu_hour)
+    elif inp.mtbf_scope == "gpu":
+        lam = reliability.job_failure_rate(n, 1.0 / inp.mtbf_hours)
+    else:
+        lam = 1.0 / inp.mtbf_hours
+    down = reliability.downtime_hours(0, inp.restart_hours, 0.0, ck / inp.read_gb_per_s / 3600)
+    if ck > 0 and lam > 0:
+        tau = reliability.daly_interval_s(write_s, 3600.0 / lam)
+        overhead = reliability.checkpoint_overhead(write_s, tau)
+        loss = reliability.loss_hours_per_failure(tau, write_s, down)
+    else:
+        tau, overhead, loss = math.inf, 0.0, down
+    hours = compute.hours_for(flops, fps) / (1.0 - overhead)
+    it_kw = energy.it_power_kw(n, 0, g.board_power_w, g.idle_power_w, inp.power_load,
+                               g.gpus_per_node, g.node_overhead_w)
+    kw = energy.facility_kw(it_kw, inp.pue)
+    price = inp.gpu.usd_per_gpu_hour
+    rental_h = None if price is None else n * price
+    energy_h = energy.energy_cost_usd(kw, inp.price_usd_per_mwh)
+    failure_h = reliability.expected_failure_cost_per_hour(lam, loss, (rental_h or 0.0)
+                                                           + energy_h)
+    costs = Costs(rental=None if rental_h is None else rental_h * hours,
+                  energy=energy_h * hours, failure=failure_h * hours)
+    emissions = (None if inp.carbon_g_per_kwh is None
+                 else energy.emissions_tonnes(kw * hours, inp.carbon_g_per_kwh))
+    row_notes = notes
+    if price is None:
+        row_notes = (*notes, "no GPU price: pass --gpu-hour-usd for rental and total cost; "
+                             "the failure cost counts energy only")
+    return EstimateRow(
+        gpu=inp.gpu.name, gpus=n, precision=prec, zero=zero, recompute=rc, tp=tp, pp=pp, dp=dp,
+        micro_batch=inp.micro_batch, model=m, tokens=inp.tokens, memory=mem, flops=flops,
+        flops_per_s=fps, hours=hours, facility_kw=kw, checkpoint_gb=ck,
+        checkpoint_write_s=write_s, checkpoint_interval_s=tau, checkpoint_overhead=overhead,
+        failure_rate_per_h=lam, loss_h_per_failure=loss, usd_per_gpu_hour=price, costs=costs,
+        emissions_t=emissions, notes=row_notes,
+    )
+
+
+# ----------------------------------------------------------------------------- instance mode
+
+
+@dataclass(frozen=True)
+class ConfigEstimate:
+    """A feasible configuration of a phase and what it would cost run at its region's mean
+    electricity price (and mean carbon intensity), unweighted USD."""
+
+    config: Config
+    costs: dict[str, float]
+    gpu_hours: float
+    energy_kwh: float
+    expected_failures: float
+    tokens_per_kwh: float | None
+
+    @property
+    def total(self) -> float:
+        return self.costs["total"]
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.config
+        lay = c.layout
+        mem = c.memory
+        return {
+            "phase": c.phase, "gpu": c.gpu, "region": c.region, "contract": c.contract,
+            "gpus": c.gpus, "spare_gpus": c.spare_gpus, "precision": lay.precision,
+            "zero": lay.zero, "recompute": lay.recompute, "tp": lay.tp, "pp": lay.pp,
+            "dp": lay.dp, "tier": c.tier,
+            "model_states_gb": mem.model_states_gb, "activations_gb": mem.activations_gb,
+            "buffers_gb": mem.buffers_gb, "total_gb": mem.total_gb,
+            "capacity_gb": mem.capacity_gb, "fits": mem.fits,
+            "hours": c.hours, "work_hours": c.work_hours, "gpu_hours": self.gpu_hours,
+            "facility_kw": c.facility_kw, "energy_kwh": self.energy_kwh,
+            "tokens_per_kwh": self.tokens_per_kwh,
+            "checkpoint_interval_s": _finite(c.checkpoint_interval_s),
+            "expected_failures": self.expected_failures,
+            "cost_usd": dict(self.costs),
+        }
+
+
+@dataclass(frozen=True)
+class PhaseEstimate:
+    phase: str
+    rows: tuple[ConfigEstimate, ...]
+    feasible: int
+    reason: str | None
+
+
+def cost_at_mean_price(inst: Instance, c: Config) -> dict[str, float]:
+    """What one phase would cost run on configuration ``c`` for ``c.hours`` consecutive hours
+    at the region's mean price p and mean carbon intensity (docs/cost-model.md, "Plan costs"):
+
+    - rental: ``max(ceil(n/g) g, min_rental_hours) x rho`` (one contiguous run from a billing
+      boundary); reserved: ``n x rho`` (the reserved rate for the hours used; committing a pool
+      for the whole horizon is a plan-level choice);
+    - energy ``n kW p / 1000``; failure ``n lambda (L (rho + kW p/1000) - share m D rho)``;
+    - storage ``n x storage/h`` (archiving after the run depends on when it ends: left out);
+    - transfer: the configuration's one-time cost (reads, inbound data, successors' reads);
+    - carbon ``carbon_usd_per_tonne x n kW ci / 1e6``."""
+    n = c.hours
+    price = float(np.mean(inst.price[c.region]))
+    if c.contract == "reserved":
+        rental = n * c.rental_per_h
+    else:
+        g = c.billing_hours
+        rental = max(math.ceil(n / g) * g, c.min_rental_hours) * c.rental_per_h
+    e_h = c.facility_kw * price / 1000.0
+    fail_h = c.failure_rate * (c.loss_h * (c.rental_per_h + e_h)
+                               - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h)
+    ci = inst.carbon[c.region]
+    carbon_t = 0.0 if ci is None else n * c.facility_kw * float(np.mean(ci)) / 1e6
+    out = {
+        "rental": float(rental),
+        "energy": n * e_h,
+        "failure": n * fail_h,
+        "storage": n * c.storage_per_h,
+        "transfer": float(c.one_time_usd),
+        "carbon": inst.spec.objective.carbon_usd_per_tonne * carbon_t,
+    }
+    out["total"] = sum(out.values())
+    return out
+
+
+def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
+    """The ``top`` cheapest feasible configurations of ``phase`` by
+    :func:`cost_at_mean_price` (dominated configurations dropped, as the planner does), or
+    the reason it has none. Raises :class:`EstimateError` for an unknown or finished phase."""
+    names = [p.name for p in inst.phases]
+    if phase not in names:
+        raise EstimateError(f"--phase: unknown phase {phase!r}; phases are {', '.join(names)}")
+    p: Phase = inst.phase(phase)
+    if p.done:
+        raise EstimateError(f"--phase: phase {phase!r} is marked done; nothing to run")
+    if top < 1:
+        raise EstimateError(f"--top: expected at least 1, got {top}")
+    space = build_config_space(inst)
+    reason = next((i.reason for i in space.infeasible if i.phase == phase), None)
+    configs = space.by_phase.get(phase, ())
+    tokens = p.work.tokens
+    rows = []
+    for c in configs:
+        costs = cost_at_mean_price(inst, c)
+        kwh = c.hours * c.facility_kw
+        rows.append(ConfigEstimate(
+            config=c, costs=costs, gpu_hours=c.hours * c.total_gpus, energy_kwh=kwh,
+            expected_failures=c.failure_rate * c.hours,
+            tokens_per_kwh=(energy.tokens_per_kwh(tokens, kwh) if tokens is not None
+                            else None)))
+    rows.sort(key=lambda r: (r.total, r.config.label))
+    return PhaseEstimate(phase, tuple(rows[:top]), len(rows), reason)
+
+
+def estimate_inputs(**kwargs: Any) -> EstimateInput:
+    """An :class:`EstimateInput` from keyword arguments, ignoring those that are None (so a
+    caller can pass every flag and let the defaults stand)."""
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    for k in ("gpus", "precision", "zero", "recompute"):
+        if k in given:
+            given[k] = tuple(given[k])
+            if not given[k]:
+                del given[k]
+    return EstimateInput(**given)
+
+
+__all__ = [
+    "ConfigEstimate",
+    "Costs",
+    "EstimateError",
+    "EstimateInput",
+    "EstimateRow",
+    "GpuSpec",
+    "PhaseEstimate",
+    "cost_at_mean_price",
+    "estimate",
+    "estimate_inputs",
+    "gpu_spec",
+    "parse_quantity",
+    "phase_estimates",
+]

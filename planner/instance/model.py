@@ -1,0 +1,99 @@
+"""The validated, resolved instance: the spec plus every series resolved to horizon hours."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.instance.schema import GpuType, InstanceSpec, Phase, Region
+from planner.physics.transformer import ModelDims
+
+
+@dataclass(frozen=True, eq=False)
+class Instance:
+    """Read-only. Build with :func:`planner.read`; make variants with :meth:`replace`.
+
+    Hours are slots ``0 .. hours-1`` counted from ``start`` (UTC); hour ``t`` covers
+    ``[start + t h, start + (t+1) h)``. A phase may run in hours ``release <= t < deadline``.
+    """
+
+    spec: InstanceSpec
+    source: str
+    raw: Mapping[str, Any]
+    base_dir: Path
+    #: USD/MWh per horizon hour, the region's adder included.
+    price: Mapping[str, np.ndarray]
+    #: gCO2/kWh per horizon hour, or None.
+    carbon: Mapping[str, np.ndarray | None]
+    #: GPUs available per (region, gpu type) per hour.
+    capacity: Mapping[tuple[str, str], np.ndarray]
+    release: Mapping[str, int]
+    deadline: Mapping[str, int]
+    models: Mapping[str, ModelDims]
+    #: Phase names in a topological order of the precedence graph.
+    order: tuple[str, ...]
+    failures_per_gpu_hour: Mapping[str, float]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def hours(self) -> int:
+        return self.spec.horizon.hours
+
+    @property
+    def start(self) -> datetime:
+        return self.spec.horizon.start
+
+    def time_of(self, hour: int) -> datetime:
+        return self.start + timedelta(hours=hour)
+
+    def phase(self, name: str) -> Phase:
+        for p in self.spec.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        return self.spec.phases
+
+    @property
+    def active_phases(self) -> tuple[Phase, ...]:
+        """Phases still to run (``done: true`` marks an artifact that already exists)."""
+        return tuple(p for p in self.spec.phases if not p.done)
+
+    def gpu(self, name: str) -> GpuType:
+        return self.spec.gpu_types[name]
+
+    def region(self, name: str) -> Region:
+        return self.spec.regions[name]
+
+    def successors(self, name: str) -> tuple[str, ...]:
+        return tuple(p.name for p in self.spec.phases if name in p.predecessors)
+
+    def replace(self, updates: Mapping[str, Any]) -> Instance:
+        """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,
+        ``phases.pretrain.deadline`` — phases by name) to new values; the result is validated
+        afresh, so a bad value raises the same :class:`InstanceError` a file would."""
+        from planner.instance.read import from_dict, set_path
+
+        data: Any = _deepcopy(self.raw)
+        for path, value in updates.items():
+            set_path(data, path, value, self.source)
+        return from_dict(data, self.source, self.base_dir)
+
+
+def _deepcopy(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _deepcopy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_deepcopy(v) for v in x]
+    return x

@@ -1,0 +1,456 @@
+"""The instance file schema: what a user may write, checked field by field.
+
+Every model forbids unknown fields and is frozen. Units are in the field names
+(``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour).
+Cross-references (a phase naming a GPU type) are checked in :mod:`planner.instance.read`,
+which turns a validated :class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date, datetime
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
+
+Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
+Recompute = Literal["none", "selective", "full"]
+Contract = Literal["on_demand", "spot", "reserved"]
+Cooling = Literal["air", "liquid", "immersion"]
+Optimizer = Literal["adam", "adamw", "sgd", "sgd_momentum", "adafactor", "lion"]
+Pass = Literal["train", "forward"]
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+PosFloat = Annotated[PositiveFloat, Field(allow_inf_nan=False)]
+NonNegFloat = Annotated[NonNegativeFloat, Field(allow_inf_nan=False)]
+
+#: Typical power usage effectiveness by cooling type. Air: Uptime Institute Global Data Center
+#: Survey 2023 industry average PUE 1.58. Liquid (direct-to-chip): 1.15, vendor figures for
+#: liquid-cooled GPU halls (e.g. Supermicro/NVIDIA DLC reference designs quote 1.1-1.2).
+#: Immersion: 1.05 (two-phase immersion vendors quote 1.02-1.07).
+PUE_BY_COOLING: dict[str, float] = {"air": 1.58, "liquid": 1.15, "immersion": 1.05}
+
+
+class Strict(BaseModel):
+    """Base: unknown fields are errors, objects are immutable, ints are not silently floats."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False, validate_default=True)
+
+
+# ----------------------------------------------------------------------------- series
+
+
+class TouBand(Strict):
+    """A time-of-use band in local time: ``start_hour`` inclusive to ``end_hour`` exclusive
+    (wrapping past midnight when end < start), on the given weekdays (0 = Monday)."""
+
+    start_hour: Annotated[int, Field(ge=0, le=23)]
+    end_hour: Annotated[int, Field(ge=0, le=24)]
+    price: FiniteFloat
+    weekdays: tuple[Annotated[int, Field(ge=0, le=6)], ...] = (0, 1, 2, 3, 4, 5, 6)
+
+
+class TimeOfUse(Strict):
+    """Time-of-use tariff: bands over a default price; weekends and holidays at their own price."""
+
+    default: FiniteFloat
+    bands: tuple[TouBand, ...] = ()
+    weekend: FiniteFloat | None = None
+    holidays: tuple[date, ...] = ()
+    holiday: FiniteFloat | None = None
+
+
+class Series(Strict):
+    """An hourly series over the horizon, given exactly one way.
+
+    - ``values``: an inline list, one value per hour from the horizon start (longer is cut);
+    - ``csv``: a file (path relative to the instance file), a ``column`` of values and a
+      ``time_column`` of timestamps; timestamps without an offset are read in ``timezone``;
+    - ``tou``: time-of-use bands in the region's local time;
+    - ``constant``: one value for every hour.
+    """
+
+    values: tuple[FiniteFloat, ...] | None = None
+    csv: str | None = None
+    column: str | None = None
+    time_column: str | None = None
+    timezone: str = "UTC"
+    tou: TimeOfUse | None = None
+    constant: FiniteFloat | None = None
+    scale: FiniteFloat = 1.0
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Series:
+        given = [k for k in ("values", "csv", "tou", "constant") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "expected exactly one of 'values' (a list), 'csv' (a file), 'tou' (time-of-use "
+                f"bands) or 'constant'; got {given or 'none'}"
+            )
+        if self.csv is not None and (self.column is None or self.time_column is None):
+            raise ValueError("a 'csv' series needs 'column' and 'time_column'")
+        if self.csv is None and (self.column is not None or self.time_column is not None):
+            raise ValueError("'column' and 'time_column' belong to a 'csv' series only")
+        return self
+
+
+# ----------------------------------------------------------------------------- hardware
+
+
+class GpuType(Strict):
+    """A GPU model and the node it comes in (vendor datasheet figures; dense, no sparsity)."""
+
+    memory_gb: PosFloat
+    peak_tflops: dict[Precision, PosFloat | None]
+    board_power_w: PosFloat
+    idle_power_w: NonNegFloat
+    gpus_per_node: PositiveInt = 8
+    node_overhead_w: NonNegFloat = 0.0
+    intra_node_gb_per_s: PosFloat = 300.0
+    inter_node_gb_per_s: PosFloat = 25.0
+    family: str = "nvidia"
+    failures_per_gpu_hour: NonNegFloat | None = None
+    failures_per_1000_node_days: NonNegFloat | None = None
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> GpuType:
+        if self.idle_power_w > self.board_power_w:
+            raise ValueError("idle_power_w must not exceed board_power_w")
+        if not any(v for v in self.peak_tflops.values()):
+            raise ValueError("peak_tflops needs at least one precision with a value")
+        if self.failures_per_gpu_hour is not None and self.failures_per_1000_node_days is not None:
+            raise ValueError(
+                "give failures_per_gpu_hour or failures_per_1000_node_days, not both"
+            )
+        return self
+
+
+class OnDemand(Strict):
+    usd_per_gpu_hour: NonNegFloat
+    billing_granularity_hours: PositiveInt = 1
+    min_rental_hours: NonNegativeInt = 0
+
+
+class Spot(Strict):
+    usd_per_gpu_hour: NonNegFloat
+    preemptions_per_hour: NonNegFloat = 0.01
+    billing_granularity_hours: PositiveInt = 1
+    min_rental_hours: NonNegativeInt = 0
+
+
+class Reserved(Strict):
+    """Reserved capacity: ``gpus`` chosen by the planner in [min_gpus, max_gpus] (or 0), paid
+    every hour of the horizon whether used or not."""
+
+    usd_per_gpu_hour: NonNegFloat
+    min_gpus: NonNegativeInt = 0
+    max_gpus: NonNegativeInt | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Reserved:
+        if self.max_gpus is not None and self.max_gpus < self.min_gpus:
+            raise ValueError("max_gpus must be at least min_gpus")
+        return self
+
+
+class Offers(Strict):
+    on_demand: OnDemand | None = None
+    spot: Spot | None = None
+    reserved: Reserved | None = None
+
+    @model_validator(mode="after")
+    def _any(self) -> Offers:
+        if self.on_demand is None and self.spot is None and self.reserved is None:
+            raise ValueError("expected at least one of on_demand, spot, reserved")
+        return self
+
+
+class StorageTier(Strict):
+    usd_per_gb_month: NonNegFloat
+    write_gb_per_s: PosFloat = 1.0
+    read_gb_per_s: PosFloat = 1.0
+    retrieval_usd_per_gb: NonNegFloat = 0.0
+
+
+class Sla(Strict):
+    """Provider credit: a share of failures is the provider's fault and earns
+    ``credit_multiplier`` times the downtime in rental credit (the article's 200% = 2.0)."""
+
+    provider_fault_share: Fraction = 0.5
+    credit_multiplier: NonNegFloat = 2.0
+
+
+class Region(Strict):
+    timezone: str
+    pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] | None = None
+    cooling: Cooling | None = None
+    electricity: Series
+    price_adder_usd_per_mwh: FiniteFloat = 0.0
+    carbon_intensity: Series | None = None
+    zones: PositiveInt = 1
+    capacity: dict[str, NonNegativeInt | tuple[NonNegativeInt, ...]]
+    offers: dict[str, Offers]
+    storage: dict[str, StorageTier] = Field(
+        default_factory=lambda: {"hot": StorageTier(usd_per_gb_month=0.10, write_gb_per_s=5.0)}
+    )
+    transfer_usd_per_gb: dict[str, NonNegFloat] = Field(default_factory=dict)
+    default_transfer_usd_per_gb: NonNegFloat = 0.02
+    sla: Sla | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        from zoneinfo import ZoneInfo
+
+        try:
+            ZoneInfo(v)
+        except Exception:
+            raise ValueError(
+                f"expected an IANA time zone such as 'Europe/Berlin', got {v!r}"
+            ) from None
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> Region:
+        if self.pue is None and self.cooling is None:
+            raise ValueError("expected 'pue' or 'cooling' (air, liquid, immersion)")
+        if self.pue is not None and self.cooling is not None:
+            raise ValueError("give 'pue' or 'cooling', not both")
+        if not self.storage:
+            raise ValueError("storage: expected at least one tier")
+        return self
+
+    @property
+    def effective_pue(self) -> float:
+        return self.pue if self.pue is not None else PUE_BY_COOLING[str(self.cooling)]
+
+
+# ----------------------------------------------------------------------------- model
+
+
+class ModelSpec(Strict):
+    """A transformer. Either ``params``, or the architecture (layers, hidden, vocab) from which
+    params = 12 L h^2 (1 + 13/(12 h) + (V + s)/(12 L h)) (Narayanan et al. 2021, eq. 2)."""
+
+    params: PosFloat | None = None
+    layers: PositiveInt | None = None
+    hidden: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    seq_len: PositiveInt = 2048
+    vocab: PositiveInt = 32000
+    optimizer: Optimizer = "adamw"
+    flash_attention: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        if self.params is None and (self.layers is None or self.hidden is None):
+            raise ValueError("expected 'params', or 'layers' and 'hidden'")
+        if self.hidden is not None and self.heads is not None and self.hidden % self.heads:
+            raise ValueError("hidden must be divisible by heads")
+        return self
+
+
+# ----------------------------------------------------------------------------- phases
+
+
+class Work(Strict):
+    """How much work a phase is: training/forward tokens (6ND or 2ND), FLOPs, or GPU-hours
+    measured on a named GPU type at a precision."""
+
+    tokens: PosFloat | None = None
+    passes: Pass = "train"
+    flops: PosFloat | None = None
+    gpu_hours: PosFloat | None = None
+    gpu: str | None = None
+    precision: Precision = "bf16"
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Work:
+        given = [k for k in ("tokens", "flops", "gpu_hours") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"expected exactly one of 'tokens', 'flops', 'gpu_hours'; got {given or 'none'}"
+            )
+        if self.gpu_hours is not None and self.gpu is None:
+            raise ValueError("'gpu_hours' needs 'gpu': the GPU type they were measured on")
+        return self
+
+
+class Options(Strict):
+    """What the planner may choose among for a phase."""
+
+    precision: tuple[Precision, ...] = ("bf16",)
+    zero: tuple[Annotated[int, Field(ge=0, le=3)], ...] = (0, 1, 2, 3)
+    recompute: tuple[Recompute, ...] = ("none", "selective", "full")
+    tensor_parallel: tuple[PositiveInt, ...] = (1, 2, 4, 8)
+    pipeline_parallel: tuple[PositiveInt, ...] = (1,)
+    gpu_counts: tuple[PositiveInt, ...] | None = None
+    min_gpus: PositiveInt = 1
+    max_gpus: PositiveInt = 1024
+    fractions: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = ()
+    micro_batch: PositiveInt = 1
+    contracts: tuple[Contract, ...] = ("on_demand", "spot", "reserved")
+    storage_tiers: tuple[str, ...] | None = None
+    extra_spare_nodes: tuple[NonNegativeInt, ...] = (0, 1)
+
+    @model_validator(mode="after")
+    def _check(self) -> Options:
+        if self.max_gpus < self.min_gpus:
+            raise ValueError("max_gpus must be at least min_gpus")
+        for name in ("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
+                     "contracts", "extra_spare_nodes"):
+            if len(getattr(self, name)) == 0:
+                raise ValueError(f"{name}: expected at least one choice")
+        return self
+
+
+class Scaling(Strict):
+    """Scaling efficiency over nodes: eff(n) = per_doubling ** log2(n_nodes) (1 within a node)."""
+
+    per_doubling: Annotated[float, Field(gt=0.0, le=1.0)] = 0.97
+
+
+class Redundancy(Strict):
+    spare_nodes: NonNegativeInt = 0
+    zones: PositiveInt = 1
+
+
+class DataSpec(Strict):
+    """Input data: size, the region it lives in, and bytes read per token (I/O bound, lever 3.1)."""
+
+    size_gb: NonNegFloat = 0.0
+    home_region: str | None = None
+    read_passes: PosFloat = 1.0
+
+
+class Phase(Strict):
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    kind: str = "training"
+    model: str | None = None
+    work: Work
+    predecessors: tuple[str, ...] = ()
+    release: NonNegativeInt | datetime = 0
+    deadline: PositiveInt | datetime | None = None
+    gpu_types: tuple[str, ...] | None = None
+    regions: tuple[str, ...] | None = None
+    options: Options = Field(default_factory=Options)
+    preemptible: bool = False
+    resume_overhead_hours: NonNegFloat = 0.25
+    mfu: PosFloat | dict[str, PosFloat] = 0.40
+    power_load: Fraction = 0.90
+    scaling: Scaling = Field(default_factory=Scaling)
+    redundancy: Redundancy = Field(default_factory=Redundancy)
+    data: DataSpec = Field(default_factory=DataSpec)
+    checkpoint_gb: NonNegFloat | None = None
+    output_gb: NonNegFloat | None = None
+    memory_gb: NonNegFloat = 0.0
+    licence_usd_per_gpu_hour: NonNegFloat = 0.0
+    done: bool = False
+
+    @field_validator("mfu")
+    @classmethod
+    def _mfu(cls, v: float | dict[str, float]) -> float | dict[str, float]:
+        vals = [v] if isinstance(v, float | int) else list(v.values())
+        for x in vals:
+            if not 0 < x <= 1:
+                raise ValueError(f"expected a model FLOPs utilisation in (0, 1], got {x}")
+        return v
+
+
+# ----------------------------------------------------------------------------- global
+
+
+class Horizon(Strict):
+    start: datetime
+    hours: Annotated[int, Field(ge=1, le=24 * 366 * 3)]
+
+    @field_validator("start")
+    @classmethod
+    def _aware(cls, v: datetime) -> datetime:
+        if v.tzinfo is None:
+            raise ValueError("expected an ISO time with a UTC offset, e.g. 2023-06-05T00:00:00Z")
+        return v
+
+
+class FailureModel(Strict):
+    """Failures (Young 1974, Daly 2006 for checkpointing). The default rate is Llama 3's:
+    419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour."""
+
+    failures_per_gpu_hour: NonNegFloat = 419 / (16384 * 54 * 24)
+    restart_hours: NonNegFloat = 0.5
+    spare_swap_hours: NonNegFloat = 0.1
+    checkpoint_write_s: PosFloat | None = None
+
+
+class StoragePolicy(Strict):
+    retention: PositiveInt = 2
+    compression_ratio: Annotated[float, Field(ge=1.0, le=100.0)] = 1.0
+    archive: Literal["cheapest", "hottest"] = "cheapest"
+
+
+class MemoryPolicy(Strict):
+    """Allowances on top of model states and activations: CUDA context, NCCL and library
+    workspaces (``buffer_gb``), allocator fragmentation, and headroom kept free on the GPU."""
+
+    buffer_gb: NonNegFloat = 1.5
+    fragmentation: Annotated[float, Field(ge=0.0, le=1.0)] = 0.05
+    headroom: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
+
+
+class Family(Strict):
+    porting_usd: NonNegFloat = 0.0
+
+
+class Objective(Strict):
+    weights: dict[
+        Literal["rental", "energy", "storage", "failure", "transfer", "porting", "carbon"],
+        NonNegFloat,
+    ] = Field(default_factory=dict)
+    carbon_usd_per_tonne: NonNegFloat = 0.0
+    carbon_cap_tonnes: NonNegFloat | None = None
+
+
+class InstanceSpec(Strict):
+    name: str = "instance"
+    description: str = ""
+    horizon: Horizon
+    gpu_types: dict[str, GpuType]
+    regions: dict[str, Region]
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    phases: tuple[Phase, ...]
+    families: dict[str, Family] = Field(default_factory=dict)
+    failure: FailureModel = Field(default_factory=FailureModel)
+    storage: StoragePolicy = Field(default_factory=StoragePolicy)
+    memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
+    objective: Objective = Field(default_factory=Objective)
+
+    @field_validator("phases")
+    @classmethod
+    def _nonempty(cls, v: tuple[Phase, ...]) -> tuple[Phase, ...]:
+        if not v:
+            raise ValueError("expected at least one phase")
+        return v
+
+    @field_validator("gpu_types", "regions")
+    @classmethod
+    def _nonempty_map(cls, v: dict[str, object]) -> dict[str, object]:
+        if not v:
+            raise ValueError("expected at least one entry")
+        return v
+
+
+def finite(x: float) -> bool:
+    return math.isfinite(x)

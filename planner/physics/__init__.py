@@ -1,0 +1,1 @@
+"""Cost physics: memory, compute, energy, reliability, storage. Each formula cites its source."""

@@ -1,0 +1,168 @@
+"""The plan: what every solver returns and what the checker, report and grid store read.
+
+JSON layout (all money in USD, hours are horizon slots counted from the horizon start)::
+
+    {"format": "trainplan-plan/1", "instance": ..., "solver": ..., "status": ...,
+     "termination": ..., "objective": ..., "bound": ..., "gap": ..., "runtime_s": ...,
+     "costs": {"rental", "energy", "storage", "failure", "transfer", "porting", "carbon",
+               "total"},
+     "energy_kwh": ..., "emissions_t": ...,
+     "reserved": [{"region", "gpu", "gpus"}],
+     "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
+                 "zero", "recompute", "tp", "pp", "tier", "hours": [...], "start_hour",
+                 "end_hour", "start", "end", "costs": {...}, "info": {...}}]}
+
+``end_hour`` is exclusive (the hour after the last running hour). ``info`` carries derived
+figures for people (memory, checkpoint interval, expected failures); the checker recomputes
+what it needs and does not trust it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+COST_KEYS = ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
+PLAN_FORMAT = "trainplan-plan/1"
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    name: str
+    gpu: str
+    region: str
+    contract: str
+    gpus: float
+    spare_gpus: int
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    tier: str
+    hours: tuple[int, ...]
+    costs: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def start_hour(self) -> int:
+        return min(self.hours)
+
+    @property
+    def end_hour(self) -> int:
+        return max(self.hours) + 1
+
+    @property
+    def contiguous(self) -> bool:
+        return self.end_hour - self.start_hour == len(self.hours)
+
+
+@dataclass(frozen=True)
+class Plan:
+    instance: str
+    horizon_start: datetime
+    solver: str
+    status: str
+    termination: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    runtime_s: float
+    costs: dict[str, float]
+    phases: tuple[PhasePlan, ...]
+    reserved: tuple[tuple[str, str, int], ...] = ()
+    energy_kwh: float = 0.0
+    emissions_t: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    def phase(self, name: str) -> PhasePlan:
+        for p in self.phases:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def total(self) -> float:
+        return self.costs.get("total", math.nan)
+
+    def to_dict(self) -> dict[str, Any]:
+        def t(h: int) -> str:
+            return (self.horizon_start + timedelta(hours=h)).isoformat()
+
+        phases = []
+        for p in self.phases:
+            d = asdict(p)
+            d["hours"] = list(p.hours)
+            d.update(start_hour=p.start_hour, end_hour=p.end_hour, start=t(p.start_hour),
+                     end=t(p.end_hour))
+            phases.append(d)
+        return {
+            "format": PLAN_FORMAT,
+            "instance": self.instance,
+            "horizon_start": self.horizon_start.isoformat(),
+            "solver": self.solver,
+            "status": self.status,
+            "termination": self.termination,
+            "objective": _num(self.objective),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "runtime_s": self.runtime_s,
+            "costs": self.costs,
+            "energy_kwh": self.energy_kwh,
+            "emissions_t": self.emissions_t,
+            "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved],
+            "phases": phases,
+            "notes": list(self.notes),
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
+        phases = tuple(
+            PhasePlan(
+                name=str(p["name"]), gpu=str(p["gpu"]), region=str(p["region"]),
+                contract=str(p["contract"]), gpus=float(p["gpus"]),
+                spare_gpus=int(p["spare_gpus"]), precision=str(p["precision"]),
+                zero=int(p["zero"]), recompute=str(p["recompute"]), tp=int(p["tp"]),
+                pp=int(p["pp"]), tier=str(p["tier"]),
+                hours=tuple(int(h) for h in p["hours"]),
+                costs={k: float(v) for k, v in p.get("costs", {}).items()},
+                info=dict(p.get("info", {})),
+            )
+            for p in d["phases"]
+        )
+        return cls(
+            instance=str(d.get("instance", "")),
+            horizon_start=datetime.fromisoformat(d["horizon_start"]),
+            solver=str(d.get("solver", "")), status=str(d.get("status", "")),
+            termination=str(d.get("termination", "")),
+            objective=_opt(d.get("objective")), bound=_opt(d.get("bound")),
+            gap=_opt(d.get("gap")), runtime_s=float(d.get("runtime_s", 0.0)),
+            costs={k: float(v) for k, v in d["costs"].items()}, phases=phases,
+            reserved=tuple((str(r["region"]), str(r["gpu"]), int(r["gpus"]))
+                           for r in d.get("reserved", [])),
+            energy_kwh=float(d.get("energy_kwh", 0.0)),
+            emissions_t=float(d.get("emissions_t", 0.0)),
+            notes=tuple(d.get("notes", [])),
+        )
+
+    @classmethod
+    def read(cls, path: str | Path) -> Plan:
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x
+
+
+def _opt(x: Any) -> float | None:
+    return None if x is None else float(x)
