@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from formulations.milp.model import hourly_cost, weights
+from formulations.costs import hourly_cost, weights
 from planner.configs import Config, ConfigSpace
 from planner.instance.model import Instance
 

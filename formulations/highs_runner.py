@@ -35,6 +35,31 @@ class RawSolution:
     message: str = ""
 
 
+_BANNER_SILENCED = False
+
+
+def _new_highs() -> highspy.Highs:
+    """A Highs object; the first one in a process prints a banner on stdout, which would mix
+    into JSON output, so it is created with stdout redirected."""
+    global _BANNER_SILENCED
+    if _BANNER_SILENCED:
+        return highspy.Highs()
+    import os
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    _BANNER_SILENCED = True
+    return h
+
+
 def _threads(requested: int | None) -> int:
     global _THREADS
     if _THREADS is None:
@@ -48,7 +73,7 @@ def solve_highs(
 ) -> RawSolution:
     """Solve with highspy from arrays (CSR rows), with an optional MIP start."""
     a = lp.arrays()
-    h = highspy.Highs()
+    h = _new_highs()
     h.setOptionValue("output_flag", bool(verbose))
     h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
     h.setOptionValue("mip_rel_gap", float(gap))
@@ -128,6 +153,7 @@ def solve_pyomo(
 
     from formulations.pyomo_model import to_pyomo, values_of
 
+    _new_highs()  # silence the banner before Pyomo creates its own Highs
     m = to_pyomo(lp)
     t0 = time.perf_counter()
     res = Highs().solve(

@@ -136,7 +136,7 @@ class LinearProgram:
         return f"r{r}"
 
 
-def _broadcast(v: float | Sequence[float], n: int) -> list[float]:
+def _broadcast(v: float | Sequence[float] | np.ndarray, n: int) -> list[float]:
     if isinstance(v, int | float):
         return [float(v)] * n
     vals = [float(x) for x in v]

@@ -194,8 +194,8 @@ def output_gb_of(inst: Instance, p: Phase) -> float:
 
 def archive_tier(region: Region, policy: str) -> str:
     tiers = region.storage
-    key = (lambda t: tiers[t].usd_per_gb_month)
-    return min(tiers, key=key) if policy == "cheapest" else max(tiers, key=key)
+    pick = min if policy == "cheapest" else max
+    return pick(tiers, key=lambda t: tiers[t].usd_per_gb_month)
 
 
 def pause_usd_per_h(inst: Instance, p: Phase) -> float:
@@ -294,7 +294,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
     best_need: tuple[float, str] | None = None
     largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
     fastest: float | None = None
-    saw_offer = saw_zone = saw_precision = False
+    saw_offer = saw_region = saw_precision = saw_fit = False
     out: list[Config] = []
     for gname in gnames:
         g = inst.gpu(gname)
@@ -315,6 +315,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                                  f"{count:g} GPUs")
                 if not mem.fits:
                     continue
+                saw_fit = True
                 multi = count > g.gpus_per_node
                 scale = compute.scaling_efficiency(count, g.gpus_per_node, p.scaling.per_doubling)
                 lay_eff = (compute.layout_efficiency(lay.tp, lay.pp, lay.zero, lay.dp, multi)
@@ -328,7 +329,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                         continue
                     if r.zones < p.redundancy.zones:
                         continue
-                    saw_zone = True
+                    saw_region = True
                     for contract, price, bill_h, min_h, preempt in _offers(r, gname, p):
                         saw_offer = True
                         for cfg in _configs_for(inst, p, g, gname, r, rname, count, lay, mem, fps,
@@ -344,19 +345,20 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
     if not saw_precision:
         return [], (f"{p.name}: none of the allowed GPU types supports the allowed precisions "
                     f"{list(p.options.precision)}")
-    if best_need is not None and fastest is None and not saw_offer and saw_zone:
-        return [], (f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
-                    f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}")
-    if best_need is not None and fastest is None and saw_offer is False and not saw_zone:
-        if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
-            return [], (f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
-                        f"region offering its GPU types has that many")
-        return [], (f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
-                    f"GPU types {list(gnames)}")
-    if fastest is None and best_need is not None:
+    if not saw_fit and best_need is not None:
         return [], (f"{p.name}: needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
                     f"largest allowed GPU has {largest_gpu:g} GB, "
                     f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom")
+    if not saw_region:
+        if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
+            return [], (f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
+                        f"region with capacity for its GPU types has that many")
+        return [], (f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
+                    f"GPU types {list(gnames)}")
+    if not saw_offer:
+        return [], (f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
+                    f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
+                    + ("" if p.preemptible else " (spot needs a preemptible phase)"))
     if fastest is not None and fastest > window:
         return [], (f"{p.name}: the fastest configuration needs {fastest} h but the window from "
                     f"release (hour {inst.release[p.name]}) to deadline (hour "

@@ -16,7 +16,8 @@ Two entry points, both used by ``trainplan estimate``:
   - ``hours = W / FLOP/s / 3600 / (1 - overhead)`` (wall-clock, not rounded up);
   - facility kW ``= [gpus (idle + (board - idle) load) + nodes x node overhead] / 1000 x PUE``;
   - costs: rental ``gpus x USD/GPU-h x hours``; energy ``kW x hours x USD/MWh / 1000``;
-    failure ``lambda x hours x L x (rental/h + energy/h)`` with ``L = (tau + delta)/2 + D``.
+    failure ``lambda x hours x L x (rental/h + energy/h)`` with ``L = (tau + delta)/2 + D``,
+    downtime ``D`` = restart hours + checkpoint reload (size / read bandwidth).
 
 - :func:`phase_estimates` ranks the feasible configurations of one phase of an instance
   (from :mod:`planner.configs`) by what the phase would cost if run at its region's mean
@@ -396,17 +397,18 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     gpus_list = inp.gpus or (g.gpus_per_node,)
     precisions = inp.precision or (_default_precision(g),)
     tp, pp = inp.tp, inp.pp
-    if tp > g.gpus_per_node:
-        raise EstimateError(f"--tp: tensor parallelism {tp} exceeds the {g.gpus_per_node} GPUs "
-                            f"of a {inp.gpu.name} node (it runs within a node)")
-    if m.heads % tp:
-        raise EstimateError(f"--tp: {tp} does not divide the {m.heads} attention heads")
-    if m.layers % pp:
-        raise EstimateError(f"--pp: {pp} does not divide the {m.layers} layers")
     for n in gpus_list:
         if n % (tp * pp):
             raise EstimateError(f"--gpus: {n} GPUs is not a multiple of tp x pp = "
                                 f"{tp} x {pp} = {tp * pp}")
+    hint = " (inferred from --params; pass --layers/--hidden/--heads)" if m.inferred else ""
+    if tp > g.gpus_per_node:
+        raise EstimateError(f"--tp: tensor parallelism {tp} exceeds the {g.gpus_per_node} GPUs "
+                            f"of a {inp.gpu.name} node (it runs within a node)")
+    if m.heads % tp:
+        raise EstimateError(f"--tp: {tp} does not divide the {m.heads} attention heads{hint}")
+    if m.layers % pp:
+        raise EstimateError(f"--pp: {pp} does not divide the {m.layers} layers{hint}")
     for prec in precisions:
         if not g.peak_tflops.get(prec):  # type: ignore[call-overload]
             have = [p for p, v in g.peak_tflops.items() if v]
@@ -484,7 +486,8 @@ def _row(inp: EstimateInput, m: ModelDims, flops: float, n: int, prec: str, zero
 @dataclass(frozen=True)
 class ConfigEstimate:
     """A feasible configuration of a phase and what it would cost run at its region's mean
-    electricity price (and mean carbon intensity), unweighted USD."""
+    electricity price (and mean carbon intensity), unweighted USD. ``gpu_hours`` counts the
+    GPUs held (working and spare) for the phase's whole hours."""
 
     config: Config
     costs: dict[str, float]
@@ -511,7 +514,8 @@ class ConfigEstimate:
             "capacity_gb": mem.capacity_gb, "fits": mem.fits,
             "hours": c.hours, "work_hours": c.work_hours, "gpu_hours": self.gpu_hours,
             "facility_kw": c.facility_kw, "energy_kwh": self.energy_kwh,
-            "tokens_per_kwh": self.tokens_per_kwh,
+            "tokens_per_kwh": (None if self.tokens_per_kwh is None
+                               else _finite(self.tokens_per_kwh)),
             "checkpoint_interval_s": _finite(c.checkpoint_interval_s),
             "expected_failures": self.expected_failures,
             "cost_usd": dict(self.costs),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from planner.plan import Plan
 
 
-class Termination(str, Enum):
+class Termination(StrEnum):
     """Why the solver stopped (kept apart from what it found, as in Pyomo's contrib.solver)."""
 
     OPTIMAL = "optimal"
@@ -22,7 +22,7 @@ class Termination(str, Enum):
     UNKNOWN = "unknown"
 
 
-class SolutionStatus(str, Enum):
+class SolutionStatus(StrEnum):
     NONE = "none"
     FEASIBLE = "feasible"
     OPTIMAL = "optimal"

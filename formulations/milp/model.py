@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.costs import hourly_cost, weights
 from formulations.linear import LinearProgram
 from planner.configs import Config, ConfigSpace, output_gb_of, transfer_price
 from planner.instance.model import Instance
@@ -48,6 +49,8 @@ class MilpModel:
     space: ConfigSpace
     lp: LinearProgram
     windows: Windows
+    #: Hours each configuration may use (False: fixed to 0), from bound-based pruning.
+    masks: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
     z: dict[tuple[str, int], int] = field(default_factory=dict)
     x: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     u: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
@@ -61,36 +64,6 @@ class MilpModel:
     sign: dict[tuple[str, str], int] = field(default_factory=dict)
     w: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
-
-
-def weights(inst: Instance) -> dict[str, float]:
-    w = dict(inst.spec.objective.weights)
-    return {k: float(w.get(k, 1.0)) for k in  # type: ignore[call-overload]
-            ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")}
-
-
-def reserved_price(inst: Instance, c: Config) -> float:
-    offer = inst.region(c.region).offers[c.gpu].reserved
-    return offer.usd_per_gpu_hour if (c.contract == "reserved" and offer) else 0.0
-
-
-def hourly_cost(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
-    """Weighted cost of running c in each horizon hour, without block-billed rental:
-    energy + failure + running storage + carbon, plus rental when it is billed hourly
-    (billing granularity 1) and, for reserved configurations, the licence only."""
-    price = inst.price[c.region]
-    e = c.facility_kw * price / 1000.0
-    fail = c.failure_rate * (c.loss_h * (c.rental_per_h + e)
-                             - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h)
-    ci = inst.carbon[c.region]
-    carbon = 0.0 if ci is None else c.facility_kw * ci / 1e6
-    cost = (w["energy"] * e + w["failure"] * fail + w["storage"] * c.storage_per_h
-            + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * carbon)
-    if c.contract == "reserved":
-        cost = cost + w["rental"] * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))
-    elif c.billing_hours == 1:
-        cost = cost + w["rental"] * c.rental_per_h
-    return np.asarray(cost, dtype=float) * np.ones(inst.hours)
 
 
 def time_windows(inst: Instance, space: ConfigSpace) -> Windows:
@@ -163,7 +136,10 @@ def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
             if len(hours) < c.hours:
                 hours = hours[:0]
             cost = hourly_cost(inst, c, wts)[hours] if len(hours) else np.zeros(0)
-            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, 1, True, cost)
+            mask = mm.masks.get((name, c.index))
+            upper = (np.ones(len(hours)) if mask is None or not len(hours)
+                     else mask.astype(float))
+            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, upper, True, cost)
             mm.x[(name, c.index)] = (hours, xi)
             zj = mm.z[(name, c.index)]
             lp.add_row("work", (name, c.index), [*xi.tolist(), zj],
@@ -305,7 +281,7 @@ def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
     """Billing granularity g > 1: b[p,c,k] >= x[p,c,t] for t in block k = floor(t / g), rental
     g x rho_c per paid block; minimum rental: m[p,c] >= min_c z[p,c] - g sum_k b[p,c,k],
     paying rho_c per owed hour."""
-    inst, lp = mm.inst, mm.lp
+    lp = mm.lp
     for name, configs in mm.space.by_phase.items():
         for c in configs:
             if c.contract == "reserved" or c.billing_hours == 1:
@@ -445,9 +421,12 @@ FAMILIES = (add_assignment, add_runs, add_progress, add_precedence, add_capacity
             add_storage, add_transfer, add_porting, add_carbon_cap)
 
 
-def build(inst: Instance, space: ConfigSpace) -> MilpModel:
-    """Build the hourly MILP of ``inst`` over the configuration space ``space``."""
-    mm = MilpModel(inst, space, LinearProgram(), time_windows(inst, space))
+def build(inst: Instance, space: ConfigSpace, windows: Windows | None = None,
+          masks: dict[tuple[str, int], np.ndarray] | None = None) -> MilpModel:
+    """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
+    fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
+    mm = MilpModel(inst, space, LinearProgram(), windows or time_windows(inst, space),
+                   dict(masks or {}))
     wts = weights(inst)
     for family in FAMILIES:
         family(mm, wts)

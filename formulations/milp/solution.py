@@ -20,7 +20,7 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule,
     v = np.zeros(mm.lp.num_vars)
     reserved = dict(reserved or {})
     for name, (c, hours) in schedule.items():
-        if (name, c.index) not in mm.z or mm.space.by_phase[name][c.index] != c:
+        if (name, c.index) not in mm.z or c not in mm.space.by_phase[name]:
             return None
         v[mm.z[(name, c.index)]] = 1.0
         hs, xi = mm.x[(name, c.index)]
@@ -60,9 +60,8 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule,
             reserved[(c.region, c.gpu)] = use  # keep explicit
     # reserved: the least R covering peak reserved usage (at least the offer's minimum)
     for (r, g), j in mm.R.items():
-        peak = 0.0
         usage = np.zeros(inst.hours)
-        for name, (c, hours) in schedule.items():
+        for c, hours in schedule.values():
             if c.contract == "reserved" and c.region == r and c.gpu == g:
                 usage[list(hours)] += c.total_gpus
         peak = float(usage.max())
@@ -87,7 +86,7 @@ def schedule_from_point(mm: MilpModel, v: np.ndarray
     """Read the chosen configuration and running hours of every phase, and reserved GPUs."""
     schedule: Schedule = {}
     for name, configs in mm.space.by_phase.items():
-        best = max(configs, key=lambda c: v[mm.z[(name, c.index)]])
+        best = max(configs, key=lambda c: float(v[mm.z[(name, c.index)]]))
         hs, xi = mm.x[(name, best.index)]
         hours = tuple(int(t) for t, val in zip(hs, v[xi], strict=True) if val > 0.5)
         schedule[name] = (best, hours)

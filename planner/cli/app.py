@@ -19,8 +19,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="trainplan: plan where, when and on what hardware to train a large model, at least cost.",
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+_WIDTH = None if sys.stdout.isatty() else 160
+
+
+@app.callback()
+def _root() -> None:
+    """trainplan: plan where, when and on what hardware to train a large model, at least cost."""
+
+
+console = Console(highlight=False, width=_WIDTH)
+err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,8 +82,8 @@ def guarded(fn: F) -> F:
         except Exception as e:
             if os.environ.get("TRAINPLAN_DEBUG"):
                 raise
-            err_console.print(f"[bold red]internal error:[/] {type(e).__name__}: {e}",
-                              soft_wrap=True, markup=False)
+            err_console.print("[bold red]internal error:[/]", end=" ")
+            err_console.print(f"{type(e).__name__}: {e}", soft_wrap=True, markup=False)
             err_console.print("set TRAINPLAN_DEBUG=1 for the traceback; please report it",
                               soft_wrap=True)
             raise typer.Exit(EXIT_INFEASIBLE) from None

@@ -30,7 +30,10 @@ def _num(x: float) -> str:
     """Compact number: 2e+09 -> 2e9, 12.0 -> 12."""
     if x == 0 or 1e-3 <= abs(x) < 1e6:
         return f"{x:.4g}"
-    mant, exp = f"{x:.3g}".split("e") if "e" in f"{x:.3g}" else (f"{x:.3g}", "0")
+    text = f"{x:.3g}"
+    if "e" not in text:
+        return text
+    mant, exp = text.split("e")
     return f"{mant}e{int(exp)}"
 
 

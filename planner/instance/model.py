@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,10 @@ class Instance:
 
     Hours are slots ``0 .. hours-1`` counted from ``start`` (UTC); hour ``t`` covers
     ``[start + t h, start + (t+1) h)``. A phase may run in hours ``release <= t < deadline``.
+
+    The mappings are read-only views (:class:`types.MappingProxyType`) and the arrays in them
+    are read-only (``setflags(write=False)``): a caller cannot change a series under a model
+    built from it. Pickling and copying work (the views are rebuilt).
     """
 
     spec: InstanceSpec
@@ -39,6 +44,23 @@ class Instance:
     order: tuple[str, ...]
     failures_per_gpu_hour: Mapping[str, float]
     warnings: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        for name in _MAPPINGS:
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):
+                object.__setattr__(self, name, _read_only(value))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for name in _MAPPINGS:
+            state[name] = dict(state[name])
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # unpickled arrays come back writable: freeze them again
+        for name, value in state.items():
+            object.__setattr__(self, name, _read_only(value) if name in _MAPPINGS else value)
 
     @property
     def name(self) -> str:
@@ -89,6 +111,19 @@ class Instance:
         for path, value in updates.items():
             set_path(data, path, value, self.source)
         return from_dict(data, self.source, self.base_dir)
+
+
+#: The fields held as read-only views.
+_MAPPINGS = ("price", "carbon", "capacity", "release", "deadline", "models",
+             "failures_per_gpu_hour")
+
+
+def _read_only(mapping: Mapping[Any, Any]) -> MappingProxyType[Any, Any]:
+    """A read-only view of a copy of ``mapping``, its numpy arrays made read-only."""
+    for v in mapping.values():
+        if isinstance(v, np.ndarray):
+            v.setflags(write=False)
+    return MappingProxyType(dict(mapping))
 
 
 def _deepcopy(x: Any) -> Any:

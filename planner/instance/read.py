@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -22,23 +24,108 @@ from planner.physics.transformer import ModelDims, dims
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 40
+#: Alias uses (``*name``) a YAML document may make.
 MAX_ALIASES = 200
+#: Values that aliases may repeat, each use weighted by the size of the aliased node: the
+#: classic "billion laughs" (9 aliases of 9 aliases ... of 9 strings) passes this within a few
+#: hundred alias uses, long before anything is expanded.
+MAX_ALIAS_VALUES = 1_000_000
 MAX_NODES = 2_000_000
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Refused(yaml.YAMLError):
+    """A document the reader will not load (too deep, too large once aliases expand)."""
 
 
 class _GuardedLoader(yaml.SafeLoader):
-    """SafeLoader that refuses alias bombs: more than MAX_ALIASES alias uses is an error."""
+    """SafeLoader that refuses, while composing and before building any Python object:
 
-    aliases_seen = 0
+    - alias bombs: more than MAX_ALIASES alias uses, or aliases that would repeat more than
+      MAX_ALIAS_VALUES values (each use counts the expanded size of the node it names);
+    - recursive aliases (an alias to a node that contains it);
+    - documents nested deeper than MAX_DEPTH or with more than MAX_NODES values (expanded);
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    and records keys given twice in one mapping (``duplicates``: the mapping built, the key,
+    the lines of both occurrences) so that the reader can name their path."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        #: expanded value count of every node composed so far (mapping keys not counted)
+        self._sizes: dict[yaml.Node, int] = {}
+        self._aliases = 0
+        self._alias_values = 0
+        self._depth = 0
+        self.duplicates: list[tuple[dict[Any, Any], Any, str]] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            self.aliases_seen += 1
-            if self.aliases_seen > MAX_ALIASES:
-                raise yaml.YAMLError(
-                    f"more than {MAX_ALIASES} YAML aliases: refusing a possible alias bomb"
-                )
-        return super().compose_node(parent, index)
+            event = self.peek_event()
+            target = self.anchors.get(str(event.anchor))
+            if target is not None:
+                if target not in self._sizes:
+                    raise yaml.composer.ComposerError(
+                        None, None, f"recursive alias *{event.anchor} (an alias inside the node"
+                        " it names) is not allowed", event.start_mark)
+                self._aliases += 1
+                self._alias_values += self._sizes[target]
+                line = event.start_mark.line + 1
+                if self._aliases > MAX_ALIASES:
+                    raise _Refused(f"more than {MAX_ALIASES} YAML aliases (line {line}): "
+                                   "refusing a possible alias bomb")
+                if self._alias_values > MAX_ALIAS_VALUES:
+                    raise _Refused(f"YAML aliases repeat more than {MAX_ALIAS_VALUES} values "
+                                   f"(line {line}): refusing a possible alias bomb")
+            return super().compose_node(parent, index)
+        if self._depth > MAX_DEPTH:
+            raise _Refused(f"document nested deeper than {MAX_DEPTH} levels; refusing it")
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if node is None:
+            return None
+        if isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._sizes[v] for _, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes[v] for v in node.value)
+        else:
+            size = 1
+        if size > MAX_NODES:
+            raise _Refused(f"document has more than {MAX_NODES} values; refusing it")
+        self._sizes[node] = size
+        return node
+
+    def _duplicate_keys(self, node: yaml.MappingNode) -> list[tuple[Any, str]]:
+        """Scalar keys written twice in ``node`` itself (keys brought in by a ``<<`` merge
+        may be overridden: that is what merging is for)."""
+        first: dict[Any, int] = {}
+        found: list[tuple[Any, str]] = []
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first:
+                    found.append((key, f"lines {first[key]} and {line}"))
+                else:
+                    first[key] = line
+            except TypeError:  # unhashable: the constructor reports it
+                continue
+        return found
+
+    def _construct_map(self, node: yaml.MappingNode) -> Iterator[dict[Any, Any]]:
+        data: dict[Any, Any] = {}
+        yield data
+        dups = self._duplicate_keys(node)
+        data.update(self.construct_mapping(node))
+        self.duplicates.extend((data, key, lines) for key, lines in dups)
+
+
+_GuardedLoader.add_constructor("tag:yaml.org,2002:map", _GuardedLoader._construct_map)
 
 
 def _check_shape(data: Any, file: str) -> None:
@@ -61,8 +148,51 @@ def _check_shape(data: Any, file: str) -> None:
             stack.extend((v, depth + 1) for v in node)
 
 
-def load_document(path: Path) -> Any:
-    """Parse YAML (safe loader, alias-limited) or JSON, by extension, with size limits."""
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """The problem and where it is: ``expected ',' or '}', but got ':' at line 4, column 10
+    (while parsing a flow mapping that starts at line 3)``; lines and columns count from 1."""
+    if not isinstance(e, yaml.MarkedYAMLError):
+        text = str(e).strip()
+        return text.splitlines()[0] if text else type(e).__name__
+    what = e.problem or e.context or type(e).__name__
+    mark = e.problem_mark or e.context_mark
+    text = str(what)
+    if mark is not None:
+        text += f" at line {mark.line + 1}, column {mark.column + 1}"
+    if e.problem and e.context:
+        text += f" ({e.context}"
+        if e.context_mark is not None:
+            text += f" that starts at line {e.context_mark.line + 1}"
+        text += ")"
+    return text
+
+
+def _locate(data: Any, targets: set[int]) -> dict[int, tuple[Any, ...]]:
+    """The pydantic-style location (keys and list indices) of every container in ``data``
+    whose ``id`` is in ``targets``; the first path found when one is reachable twice."""
+    found: dict[int, tuple[Any, ...]] = {}
+    seen: set[int] = set()
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(data, ())]
+    while stack and len(found) < len(targets):
+        node, loc = stack.pop()
+        if not isinstance(node, dict | list) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in targets:
+            found.setdefault(id(node), loc)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        stack.extend((v, (*loc, k)) for k, v in items)
+    return found
+
+
+def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
+    """Parse YAML (safe loader, alias-limited) or JSON, by extension, with size limits.
+
+    Refused with an :class:`InstanceError` naming the file: a missing, over-large, non-UTF-8
+    or empty file; a syntax error (the problem and its line); a document too deep or too
+    large (aliases expanded); a key given twice in one mapping (its path, and for YAML the
+    lines). JSON's ``NaN`` and ``Infinity`` are refused as syntax unless ``nan_as_float``,
+    which parses them as floats so that a schema check can name the field (:func:`read`)."""
     file = str(path)
     if not path.is_file():
         raise InstanceError(file, [FieldError("", "file does not exist")])
@@ -74,19 +204,54 @@ def load_document(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InstanceError(file, [FieldError("", f"not UTF-8 text ({e.reason})")]) from None
+    if not text.strip():
+        raise InstanceError(file, [FieldError("", "the file is empty; expected a mapping of "
+                                                 "fields")])
+    duplicates: list[tuple[dict[Any, Any], Any, str]] = []
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(text, parse_constant=_reject_constant)
+            def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+                obj = dict(pairs)
+                if len(obj) < len(pairs):
+                    seen: set[str] = set()
+                    for k, _ in pairs:
+                        if k in seen:
+                            duplicates.append((obj, k, ""))
+                        seen.add(k)
+                return obj
+
+            data = json.loads(text, object_pairs_hook=pairs_hook,
+                              parse_constant=float if nan_as_float else _reject_constant)
         else:
             loader = _GuardedLoader(text)
             try:
                 data = loader.get_single_data()
             finally:
                 loader.dispose()
-    except (yaml.YAMLError, json.JSONDecodeError, ValueError, RecursionError) as e:
+            duplicates = loader.duplicates
+    except _Refused as e:
+        raise InstanceError(file, [FieldError("", str(e))]) from None
+    except yaml.YAMLError as e:
+        raise InstanceError(file, [FieldError("", f"cannot parse: {_yaml_problem(e)}")]) from None
+    except RecursionError:
+        raise InstanceError(file, [FieldError("", f"document nested deeper than {MAX_DEPTH} "
+                                                 "levels; refusing it")]) from None
+    except (json.JSONDecodeError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InstanceError(file, [FieldError("", f"cannot parse: {msg}")]) from None
+    if data is None:
+        raise InstanceError(file, [FieldError("", "the document is empty (only comments or "
+                                                 "null); expected a mapping of fields")])
     _check_shape(data, file)
+    if duplicates:
+        where = _locate(data, {id(d) for d, _, _ in duplicates})
+        errors = []
+        for obj, key, lines in duplicates:
+            field = _loc((*where.get(id(obj), ()), key), data)
+            errors.append(FieldError(field, f"key {key!r} is given twice"
+                                            + (f" ({lines})" if lines else "")
+                                            + "; keep one"))
+        raise InstanceError(file, errors)
     return data
 
 
@@ -97,23 +262,27 @@ def _reject_constant(name: str) -> float:
 def read(path: str | Path) -> Instance:
     """Read, validate and resolve an instance file (``.yaml``, ``.yml`` or ``.json``)."""
     p = Path(path)
-    data = load_document(p)
+    data = load_document(p, nan_as_float=True)
     return from_dict(data, str(p), p.parent)
 
 
-def _loc(loc: tuple[Any, ...], data: Any) -> str:
-    """A readable field path such as ``phases[1] (pretrain).options.precision[0]``.
+_TAGS = {"float", "int", "str", "bool", "datetime", "date", "none", "nullable",
+         "tagged-union", "lax-or-strict", "list", "tuple", "dict"}
+
+
+def _walk(loc: tuple[Any, ...], data: Any) -> tuple[str, int | None]:
+    """A readable field path such as ``phases[1] (pretrain).options.precision[0]``, and the
+    index in ``loc`` of the first tag pydantic put there (a union branch), if any.
 
     Walks ``data`` alongside pydantic's ``loc`` so that list items of mappings with a ``name``
     are labelled by it, and drops the tags pydantic puts in ``loc`` for union members and
     validators (``constrained-float``, ``function-after[...]``, ``tuple[int, ...]``) unless
     the document really has a key of that name. Keys holding a dot or a space are quoted:
     ``regions['us east'].pue``."""
-    tags = {"float", "int", "str", "bool", "datetime", "date", "none", "nullable",
-            "tagged-union", "lax-or-strict", "list", "tuple", "dict"}
     parts: list[str] = []
+    first_tag: int | None = None
     node: Any = data
-    for item in loc:
+    for i, item in enumerate(loc):
         if isinstance(item, int) and isinstance(node, list | tuple):
             label = f"[{item}]"
             node = node[item] if -len(node) <= item < len(node) else None
@@ -124,14 +293,105 @@ def _loc(loc: tuple[Any, ...], data: Any) -> str:
         key_present = isinstance(node, dict) and item in node
         text = str(item)
         if not key_present and isinstance(item, str) and (
-                item in tags or "[" in item or item.startswith(("constrained-", "function-"))):
+                item in _TAGS or "[" in item or item.startswith(("constrained-", "function-"))):
+            if first_tag is None:
+                first_tag = i
             continue
         node = node[item] if key_present else None
         if text == "" or any(c in text for c in ". []'\""):
             parts.append(f"[{text!r}]")
         else:
             parts.append(("." if parts else "") + text)
-    return "".join(parts)
+    return "".join(parts), first_tag
+
+
+def _loc(loc: tuple[Any, ...], data: Any) -> str:
+    """The readable field path of a pydantic ``loc`` (see :func:`_walk`)."""
+    return _walk(loc, data)[0]
+
+
+def _at(data: Any, loc: tuple[Any, ...]) -> Any:
+    """The value of ``data`` at a location of keys and indices, or None when absent."""
+    node = data
+    for item in loc:
+        if isinstance(node, dict):
+            found = item in node
+        else:
+            found = (isinstance(node, list) and isinstance(item, int)
+                     and -len(node) <= item < len(node))
+        if not found:
+            return None
+        node = node[item]
+    return node
+
+
+def _branch_takes(tag: str) -> str | None:
+    """What a union branch takes, from pydantic's tag for it (``constrained-float`` ->
+    ``number``, ``dict[str,constrained-float]`` -> ``mapping``, ``tuple[...]`` -> ``list``,
+    ``function-before[f(), datetime]`` -> ``time``); None when the tag is not understood."""
+    inner = re.fullmatch(r"function-[a-z-]+\[.*, (.+)\]", tag)
+    t = inner.group(1) if inner else tag
+    t = t.removeprefix("constrained-")
+    if t.startswith(("dict", "model")):
+        return "mapping"
+    if t.startswith(("tuple", "list", "set", "frozenset")):
+        return "list"
+    if t in ("float", "int"):
+        return "number"
+    if t in ("datetime", "date"):
+        return "time"
+    if t == "str":
+        return "text"
+    if t == "bool":
+        return "bool"
+    return None
+
+
+def _input_is(x: Any) -> set[str]:
+    """The branch kinds (see :func:`_branch_takes`) an input plainly belongs to."""
+    if isinstance(x, dict):
+        return {"mapping"}
+    if isinstance(x, list | tuple):
+        return {"list"}
+    if isinstance(x, bool):
+        return {"bool"}
+    if isinstance(x, int | float):
+        return {"number"}
+    if isinstance(x, datetime | date):
+        return {"time"}
+    if isinstance(x, str):
+        return {"text", "time"}
+    return set()
+
+
+def _plain_branch(errs: Sequence[Mapping[str, Any]], data: Any) -> list[Mapping[str, Any]]:
+    """Drop the errors of union branches an input plainly is not.
+
+    Pydantic reports every branch of a union that failed: ``mfu: 0`` (``PosFloat | dict``)
+    gives "expected a number > 0" and "expected a mapping". When the input is a number, a
+    mapping or a list and some failing branch takes that kind of input, only that branch's
+    errors are kept; otherwise (say, text for a number-or-mapping field) all of them are."""
+    groups: dict[tuple[Any, ...], dict[str, str | None]] = {}
+    where: list[tuple[tuple[Any, ...], str] | None] = []
+    for err in errs:
+        loc = tuple(err["loc"])
+        _, i = _walk(loc, data)
+        if i is None or not isinstance(loc[i], str):
+            where.append(None)
+            continue
+        prefix, tag = loc[:i], loc[i]
+        groups.setdefault(prefix, {})[tag] = _branch_takes(tag)
+        where.append((prefix, tag))
+    keep_tags: dict[tuple[Any, ...], set[str]] = {}
+    for prefix, branches in groups.items():
+        if len(branches) < 2 or None in branches.values():
+            continue
+        kinds = _input_is(_at(data, prefix))
+        plain = {tag for tag, takes in branches.items() if takes in kinds}
+        if plain:
+            keep_tags[prefix] = plain
+    return [err for err, w in zip(errs, where, strict=True)
+            if w is None or w[0] not in keep_tags or w[1] in keep_tags[w[0]]]
 
 
 def _explain(err: Mapping[str, Any]) -> str:
@@ -217,9 +477,8 @@ def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
-        errors = [FieldError(_loc(tuple(err["loc"]), data), _explain(err))
-                  for err in e.errors()]
-        raise InstanceError(file, errors) from None
+        raise InstanceError(file, [FieldError(_loc(tuple(err["loc"]), data), _explain(err))
+                                   for err in _plain_branch(e.errors(), data)]) from None
     errors: list[FieldError] = []
     _check_references(spec, errors)
     if errors:
@@ -228,6 +487,7 @@ def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
 
 
 def _hour_of(spec: InstanceSpec, when: int | datetime) -> int | float:
+    """Hours from the horizon start (NaN for a date-time without a UTC offset)."""
     if isinstance(when, datetime):
         if when.tzinfo is None:
             return math.nan
@@ -235,7 +495,20 @@ def _hour_of(spec: InstanceSpec, when: int | datetime) -> int | float:
     return when
 
 
+def _window(spec: InstanceSpec, p: Phase) -> tuple[int, int]:
+    """The phase's hour slots ``release <= t < deadline``: slot ``t`` covers ``[t, t + 1)``
+    hours from the start, so a release between whole hours rounds up (06:30 -> slot 7, the
+    first that starts no earlier) and a deadline rounds down (10:30 -> 10, slot 9 is the last
+    that ends by then)."""
+    rel = _hour_of(spec, p.release)
+    dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
+    return math.ceil(rel), math.floor(dl)
+
+
 def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
+    """Append an error for every name that refers to nothing (GPU types, regions, models,
+    phases, storage tiers, families), every release/deadline that is naive, outside the
+    horizon or leaves no whole hour slot, and (when all names resolve) a precedence cycle."""
     gpus, regions = spec.gpu_types, spec.regions
     names = [p.name for p in spec.phases]
     seen: set[str] = set()
@@ -276,13 +549,25 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
                                      f"unknown region {p.data.home_region!r}"))
         rel = _hour_of(spec, p.release)
         dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
-        if math.isnan(rel) or math.isnan(dl):
-            errors.append(FieldError(f"{where}.release",
-                                     "expected times with a UTC offset or hour numbers"))
+        naive = False
+        for fname, when in (("release", p.release), ("deadline", p.deadline)):
+            if isinstance(when, datetime) and when.tzinfo is None:
+                naive = True
+                errors.append(FieldError(f"{where}.{fname}",
+                                         "expected a time with a UTC offset, e.g. "
+                                         "2023-06-06T12:00:00Z, or an hour number "
+                                         f"(got {when.isoformat()})"))
+        if naive:
             continue
         if dl <= rel:
             errors.append(FieldError(f"{where}.deadline",
-                                     f"deadline (hour {dl:g}) must be after release (hour {rel:g})"))
+                                     f"deadline (hour {dl:g}) must be after release "
+                                     f"(hour {rel:g})"))
+        elif math.floor(dl) <= math.ceil(rel):
+            errors.append(FieldError(f"{where}.deadline",
+                                     f"no whole hour slot between release (hour {rel:g}, "
+                                     f"slots from {math.ceil(rel)}) and deadline (hour {dl:g}, "
+                                     f"slots before {math.floor(dl)})"))
         if rel < 0 or rel >= spec.horizon.hours:
             errors.append(FieldError(f"{where}.release",
                                      f"release hour {rel:g} is outside the horizon "
@@ -295,17 +580,18 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
             if not any(t in r.storage for r in regions.values()):
                 errors.append(FieldError(f"{where}.options.storage_tiers",
                                          f"no region has a storage tier {t!r}"))
-    for rname, r in regions.items():
-        for g in list(r.capacity) + list(r.offers):
-            if g not in gpus:
-                errors.append(FieldError(f"regions.{rname}",
-                                         f"unknown GPU type {g!r}; known: {sorted(gpus)}"))
-        for g, cap in r.capacity.items():
+    for rname, region in regions.items():
+        for part, keys in (("capacity", region.capacity), ("offers", region.offers)):
+            for g in keys:
+                if g not in gpus:
+                    errors.append(FieldError(f"regions.{rname}.{part}.{g}",
+                                             f"unknown GPU type {g!r}; known: {sorted(gpus)}"))
+        for g, cap in region.capacity.items():
             if isinstance(cap, tuple) and len(cap) < spec.horizon.hours:
                 errors.append(FieldError(f"regions.{rname}.capacity.{g}",
                                          f"expected {spec.horizon.hours} hourly values (the "
                                          f"horizon), got {len(cap)}"))
-        for other in r.transfer_usd_per_gb:
+        for other in region.transfer_usd_per_gb:
             if other not in regions:
                 errors.append(FieldError(f"regions.{rname}.transfer_usd_per_gb",
                                          f"unknown region {other!r}"))
@@ -357,6 +643,9 @@ def _topological(phases: tuple[Phase, ...]) -> tuple[str, ...]:
 
 
 def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instance:
+    """Resolve every series to one value per horizon hour (price = series x scale + adder,
+    USD/MWh), capacities to hourly arrays, release/deadline to hour slots (:func:`_window`)
+    and failure rates per GPU type; arrays are read-only and mappings are read-only views."""
     errors: list[FieldError] = []
     T, start = spec.horizon.hours, spec.horizon.start
     price: dict[str, np.ndarray] = {}
@@ -364,8 +653,10 @@ def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instan
     capacity: dict[tuple[str, str], np.ndarray] = {}
     for rname, r in spec.regions.items():
         try:
-            price[rname] = resolve_series(r.electricity, start, T, r.timezone, base_dir) \
+            prices = resolve_series(r.electricity, start, T, r.timezone, base_dir) \
                 + r.price_adder_usd_per_mwh
+            prices.setflags(write=False)
+            price[rname] = prices
         except SeriesError as e:
             errors.append(FieldError(f"regions.{rname}.electricity", str(e)))
         carbon[rname] = None
@@ -393,21 +684,23 @@ def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instan
             md = models[mname]
             warnings.append(f"models.{mname}: architecture inferred from params (L={md.layers},"
                             f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy")
-    release = {p.name: int(math.floor(_hour_of(spec, p.release))) for p in spec.phases}
-    deadline = {p.name: int(math.floor(T if p.deadline is None else _hour_of(spec, p.deadline)))
-                for p in spec.phases}
+    windows = {p.name: _window(spec, p) for p in spec.phases}
     fr: dict[str, float] = {}
-    for gname, g in spec.gpu_types.items():
-        if g.failures_per_gpu_hour is not None:
-            fr[gname] = g.failures_per_gpu_hour
-        elif g.failures_per_1000_node_days is not None:
-            fr[gname] = per_gpu_hour_from_node_days(g.failures_per_1000_node_days, g.gpus_per_node)
+    for gname, gpu in spec.gpu_types.items():
+        if gpu.failures_per_gpu_hour is not None:
+            fr[gname] = gpu.failures_per_gpu_hour
+        elif gpu.failures_per_1000_node_days is not None:
+            fr[gname] = per_gpu_hour_from_node_days(gpu.failures_per_1000_node_days,
+                                                    gpu.gpus_per_node)
         else:
             fr[gname] = spec.failure.failures_per_gpu_hour
     return Instance(
-        spec=spec, source=file, raw=data, base_dir=base_dir, price=price, carbon=carbon,
-        capacity=capacity, release=release, deadline=deadline, models=models,
-        order=_topological(spec.phases), failures_per_gpu_hour=fr, warnings=tuple(warnings),
+        spec=spec, source=file, raw=data, base_dir=base_dir, price=MappingProxyType(price),
+        carbon=MappingProxyType(carbon), capacity=MappingProxyType(capacity),
+        release=MappingProxyType({n: w[0] for n, w in windows.items()}),
+        deadline=MappingProxyType({n: w[1] for n, w in windows.items()}),
+        models=MappingProxyType(models), order=_topological(spec.phases),
+        failures_per_gpu_hour=MappingProxyType(fr), warnings=tuple(warnings),
     )
 
 

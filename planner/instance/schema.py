@@ -3,7 +3,8 @@
 Every model forbids unknown fields and is frozen. Units are in the field names
 (``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour).
 Cross-references (a phase naming a GPU type) are checked in :mod:`planner.instance.read`,
-which turns a validated :class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
+which turns a validated :class:`InstanceSpec` into the resolved
+:class:`~planner.instance.model.Instance`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     NonNegativeFloat,
@@ -300,7 +302,7 @@ class Options(Strict):
     gpu_counts: tuple[PositiveInt, ...] | None = None
     min_gpus: PositiveInt = 1
     max_gpus: PositiveInt = 1024
-    fractions: tuple[Annotated[float, Field(gt=0.0, lt=1.0)], ...] = ()
+    fractions: tuple[Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)], ...] = ()
     micro_batch: PositiveInt = 1
     contracts: tuple[Contract, ...] = ("on_demand", "spot", "reserved")
     storage_tiers: tuple[str, ...] | None = None
@@ -320,7 +322,7 @@ class Options(Strict):
 class Scaling(Strict):
     """Scaling efficiency over nodes: eff(n) = per_doubling ** log2(n_nodes) (1 within a node)."""
 
-    per_doubling: Annotated[float, Field(gt=0.0, le=1.0)] = 0.97
+    per_doubling: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.98
 
 
 class Redundancy(Strict):
@@ -336,14 +338,30 @@ class DataSpec(Strict):
     read_passes: PosFloat = 1.0
 
 
+def _not_a_number(v: object) -> object:
+    """Refuse numbers in the date-time branch of ``release``/``deadline``: a number there is a
+    horizon hour, never a Unix timestamp (pydantic would otherwise read ``deadline: 0`` as
+    1970-01-01T00:00:00Z once the hour branch has refused it)."""
+    if isinstance(v, int | float):
+        raise ValueError("a number here is an hour of the horizon, not a time")
+    return v
+
+
+#: A point in time written as an ISO date-time (YAML may hand over a datetime object).
+Time = Annotated[datetime, BeforeValidator(_not_a_number)]
+
+
 class Phase(Strict):
+    """A unit of work with its window: it may run in hours ``release <= t < deadline``, given
+    as horizon hours (whole numbers) or as ISO date-times with a UTC offset."""
+
     name: Annotated[str, Field(min_length=1, max_length=100)]
     kind: str = "training"
     model: str | None = None
     work: Work
     predecessors: tuple[str, ...] = ()
-    release: NonNegativeInt | datetime = 0
-    deadline: PositiveInt | datetime | None = None
+    release: NonNegativeInt | Time = 0
+    deadline: PositiveInt | Time | None = None
     gpu_types: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
     options: Options = Field(default_factory=Options)
@@ -397,7 +415,7 @@ class FailureModel(Strict):
 
 class StoragePolicy(Strict):
     retention: PositiveInt = 2
-    compression_ratio: Annotated[float, Field(ge=1.0, le=100.0)] = 1.0
+    compression_ratio: Annotated[float, Field(ge=1.0, le=100.0, allow_inf_nan=False)] = 1.0
     archive: Literal["cheapest", "hottest"] = "cheapest"
 
 
@@ -406,8 +424,8 @@ class MemoryPolicy(Strict):
     workspaces (``buffer_gb``), allocator fragmentation, and headroom kept free on the GPU."""
 
     buffer_gb: NonNegFloat = 1.5
-    fragmentation: Annotated[float, Field(ge=0.0, le=1.0)] = 0.05
-    headroom: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.05
+    fragmentation: Fraction = 0.05
+    headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = 0.05
 
 
 class Family(Strict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -73,15 +74,48 @@ def _parse_time(text: str, tz: ZoneInfo) -> datetime:
 
 def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetime,
          hours: int) -> np.ndarray:
+    """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
+    of their ``time_column`` (times without an offset are read in ``tz_name``)."""
     if not path.is_file():
         raise SeriesError(f"file {str(path)!r} does not exist")
     if path.stat().st_size > MAX_CSV_BYTES:
         raise SeriesError(f"file {str(path)!r} is larger than {MAX_CSV_BYTES // 2**20} MiB")
-    tz = ZoneInfo(tz_name)
+    try:
+        values = _csv_rows(path, column, time_column, ZoneInfo(tz_name))
+    except UnicodeDecodeError as e:
+        raise SeriesError(f"file {str(path)!r} is not UTF-8 text ({e.reason})") from None
+    except csv.Error as e:
+        raise SeriesError(f"file {str(path)!r} is not readable CSV ({e})") from None
+    utc_start = start.astimezone(ZoneInfo("UTC"))
+    out = np.empty(hours)
+    for k in range(hours):
+        t = utc_start + timedelta(hours=k)
+        if t not in values:
+            raise SeriesError(
+                f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
+                f"expected hourly rows covering the horizon"
+            )
+        v = values[t]
+        if not math.isfinite(v):
+            raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
+        out[k] = v
+    return out
+
+
+def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo) -> dict[datetime, float]:
+    """Every row's value by its UTC hour (NaN where the value is empty); lines starting with
+    ``#`` are comments. Errors name the line of the file, comments and blank lines counted."""
     values: dict[datetime, float] = {}
     with path.open(newline="", encoding="utf-8", errors="strict") as fh:
-        rows = (line for line in fh if not line.startswith("#"))
-        reader = csv.DictReader(rows)
+        last = [0]  # the file line of the last line handed to the CSV reader
+
+        def rows() -> Iterator[str]:
+            for n, line in enumerate(fh, start=1):
+                if not line.startswith("#"):
+                    last[0] = n
+                    yield line
+
+        reader = csv.DictReader(rows())
         if reader.fieldnames is None:
             raise SeriesError(f"file {str(path)!r} is empty")
         for col in (column, time_column):
@@ -89,7 +123,8 @@ def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetim
                 raise SeriesError(
                     f"file {str(path)!r} has no column {col!r}; columns are {reader.fieldnames}"
                 )
-        for lineno, row in enumerate(reader, start=2):
+        for row in reader:
+            lineno = last[0]
             raw_t, raw_v = row.get(time_column), row.get(column)
             try:
                 t = _parse_time(raw_t or "", tz).astimezone(ZoneInfo("UTC"))
@@ -105,17 +140,4 @@ def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetim
                     f"file {str(path)!r} line {lineno}: {column!r} is not a number: {raw_v!r}"
                 ) from None
             values[t.replace(minute=0, second=0, microsecond=0)] = v
-    utc_start = start.astimezone(ZoneInfo("UTC"))
-    out = np.empty(hours)
-    for k in range(hours):
-        t = utc_start + timedelta(hours=k)
-        if t not in values:
-            raise SeriesError(
-                f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
-                f"expected hourly rows covering the horizon"
-            )
-        v = values[t]
-        if not math.isfinite(v):
-            raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
-        out[k] = v
-    return out
+    return values

@@ -1,0 +1,137 @@
+"""A cheap valid lower bound, and the configurations it proves useless.
+
+Relaxation: drop capacity, precedence beyond the tightened time windows, reservations'
+coupling (a reserved configuration pays only its licence, as in the MILP), transfers between
+phases, porting, pause parking and resumes — all costs that are >= 0. What remains separates
+by phase: each phase independently picks the configuration and hours of least cost inside its
+window, contiguous for a non-preemptible phase (a sliding-window minimum), the n cheapest
+hours otherwise. The sum over phases is a lower bound on every plan.
+
+Bound-based pruning: with an incumbent of cost U and bound L, a configuration c of phase p
+whose own least cost exceeds the phase's best by more than U - L cannot appear in any plan
+cheaper than U; the same holds for single hours of c (an hour whose use forces the cost over).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.costs import hourly_cost, weights
+from planner.configs import Config, ConfigSpace
+from planner.instance.model import Instance
+
+
+@dataclass(frozen=True)
+class PhaseBound:
+    best: float
+    per_config: dict[int, float]
+
+
+def config_fixed_cost(inst: Instance, c: Config, end_limit: int, w: dict[str, float]) -> float:
+    """Costs of c that do not depend on its hours, at their least: one-time transfer, archive
+    from the latest possible end, minimum-rental surcharge (hourly billing), less the resume
+    refund for a preemptible phase (its first segment is free, the MILP's convention)."""
+    k = w["transfer"] * c.one_time_usd + w["storage"] * (inst.hours - end_limit) * c.archive_per_h
+    if c.contract != "reserved" and c.billing_hours == 1:
+        k += w["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+    return k
+
+
+def phase_bounds(inst: Instance, space: ConfigSpace, windows_start: dict[str, int],
+                 windows_end: dict[str, int]) -> dict[str, PhaseBound]:
+    w = weights(inst)
+    out: dict[str, PhaseBound] = {}
+    for name, configs in space.by_phase.items():
+        e, l_ = windows_start[name], windows_end[name]
+        pre = inst.phase(name).preemptible
+        per: dict[int, float] = {}
+        for c in configs:
+            if l_ - e < c.hours:
+                continue
+            # hours whose capacity alone cannot host c are never used by any plan
+            cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
+            h = np.where(cap_ok, hourly_cost(inst, c, w)[e:l_], np.inf)
+            if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
+                continue
+            if c.contract != "reserved" and c.billing_hours > 1:
+                # rental billed per block: at least ceil(n / g) blocks of g hours
+                blocks = -(-c.hours // c.billing_hours)
+                rent = w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) \
+                    * c.rental_per_h
+            else:
+                rent = 0.0
+            if pre:
+                run = float(np.sort(h)[:c.hours].sum())
+            else:
+                cs = np.concatenate([[0.0], np.cumsum(h)])
+                with np.errstate(invalid="ignore"):
+                    sums = cs[c.hours:] - cs[:-c.hours]
+                sums = sums[np.isfinite(sums)]
+                if not len(sums):
+                    continue
+                run = float(sums.min())
+            # archive: a run ending before l_ pays archive until l_ too; least when ending at l_
+            per[c.index] = run + rent + config_fixed_cost(inst, c, l_, w)
+        out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
+    return out
+
+
+def lower_bound(bounds: dict[str, PhaseBound]) -> float:
+    return float(sum(b.best for b in bounds.values()))
+
+
+def prune_by_bound(space: ConfigSpace, bounds: dict[str, PhaseBound], upper: float
+                   ) -> ConfigSpace:
+    """Drop configurations that cannot be part of a plan cheaper than ``upper``."""
+    slack = upper - lower_bound(bounds)
+    by_phase: dict[str, tuple[Config, ...]] = {}
+    for name, configs in space.by_phase.items():
+        b = bounds[name]
+        kept = tuple(c for c in configs
+                     if c.index in b.per_config and b.per_config[c.index] - b.best <= slack + 1e-6)
+        by_phase[name] = kept
+    return ConfigSpace(by_phase, space.infeasible, space.dropped, space.pause_usd_per_h)
+
+
+def hour_masks(inst: Instance, space: ConfigSpace, bounds: dict[str, PhaseBound],
+               windows_start: dict[str, int], windows_end: dict[str, int], upper: float
+               ) -> dict[tuple[str, int], np.ndarray]:
+    """Per configuration, the hours of its window it may still use in a plan cheaper than
+    ``upper``: using hour t must not push the phase's own least cost above best + slack.
+
+    Preemptible: the least cost with t is base - (n-th cheapest hour) + cost_t when t is not
+    among the n cheapest. Non-preemptible: t must lie in some contiguous run whose cost is
+    within the slack."""
+    w = weights(inst)
+    slack = upper - lower_bound(bounds)
+    masks: dict[tuple[str, int], np.ndarray] = {}
+    for name, configs in space.by_phase.items():
+        e, l_ = windows_start[name], windows_end[name]
+        b = bounds[name]
+        pre = inst.phase(name).preemptible
+        for c in configs:
+            if c.index not in b.per_config:
+                masks[(name, c.index)] = np.zeros(l_ - e, dtype=bool)
+                continue
+            base = b.per_config[c.index]
+            cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
+            h = np.where(cap_ok, hourly_cost(inst, c, w)[e:l_], np.inf)
+            n = c.hours
+            if pre:
+                kth = float(np.sort(h)[n - 1])
+                least = base + np.maximum(0.0, h - kth)
+                masks[(name, c.index)] = cap_ok & (least - b.best <= slack + 1e-6)
+            else:
+                cs = np.concatenate([[0.0], np.cumsum(h)])
+                with np.errstate(invalid="ignore"):
+                    sums = cs[n:] - cs[:-n]
+                sums = np.where(np.isnan(sums), np.inf, sums)
+                good = (sums - float(np.nanmin(sums)) + base - b.best) <= slack + 1e-6
+                cg = np.concatenate([[0], np.cumsum(good)])
+                t = np.arange(l_ - e)
+                lo = np.maximum(0, t - n + 1)
+                hi = np.minimum(len(good), t + 1)
+                masks[(name, c.index)] = (cg[hi] - cg[lo]) > 0
+    return masks

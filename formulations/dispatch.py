@@ -1,0 +1,194 @@
+"""Which formulation solves an instance, and the entry point for the non-preemptive ones.
+
+- Some phase is preemptible (may pause): the hourly MILP (:mod:`formulations.milp`), the only
+  model of pauses, resumes and parking; it also handles non-preemptive phases in the same
+  instance through its contiguity constraint.
+- Every phase is non-preemptive: a phase is fixed by its configuration and start hour, and
+  two exact models of the same costs exist: the start-time MILP on HiGHS
+  (:mod:`formulations.starttime`) and CP-SAT (:mod:`formulations.cpsat`). The start-time
+  MILP's LP bound is strong and HiGHS proves small instances optimal fastest, but its
+  capacity rows hold one nonzero per (start, running hour), which grows as
+  configurations x window x run length; CP-SAT's interval model grows only with
+  configurations x window and finds good plans on large instances where the MILP cannot
+  even be built in the time limit. :data:`HIGHS_MAX_NONZEROS` is the crossover measured by
+  ``benchmarks/cpsat_vs_milp.py``.
+
+``solve_nonpreemptive(..., portfolio=True)`` lets the two help each other: for "highs",
+CP-SAT runs first for a share of the time and its schedule becomes HiGHS's MIP start; for
+"cpsat", the start-time MILP runs first (when small enough) and its plan becomes CP-SAT's
+hint. The final bound is the better of the two proved bounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import weakref
+from collections.abc import Mapping
+
+from formulations.starttime.data import estimate_nonzeros
+from planner.configs import Config, ConfigSpace, build_config_space
+from planner.instance.model import Instance
+from planner.plan import Plan
+from planner.result import Result, SolutionStatus, Termination, relative_gap
+
+#: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP on
+#: HiGHS; above it, CP-SAT (benchmarks/cpsat_vs_milp.py).
+HIGHS_MAX_NONZEROS = 400_000
+
+#: Share of the time limit the first solver of a portfolio gets, and its cap in seconds.
+PORTFOLIO_SHARE = 0.3
+PORTFOLIO_FIRST_MAX_S = 20.0
+
+_SPACES: weakref.WeakKeyDictionary[Instance, ConfigSpace] = weakref.WeakKeyDictionary()
+
+
+def config_space(inst: Instance) -> ConfigSpace:
+    """The (pruned) configuration space, built once per instance object."""
+    space = _SPACES.get(inst)
+    if space is None:
+        space = build_config_space(inst)
+        _SPACES[inst] = space
+    return space
+
+
+def choose(inst: Instance) -> tuple[str, str]:
+    """("milp" | "cpsat" | "highs", a one-sentence reason)."""
+    active = inst.active_phases
+    pre = [p.name for p in active if p.preemptible]
+    if pre:
+        names = ", ".join(pre[:3]) + (" ..." if len(pre) > 3 else "")
+        return "milp", (f"milp: {len(pre)} of {len(active)} phases may pause ({names}), and "
+                        "only the hourly MILP models pauses and resumes")
+    space = config_space(inst)
+    if space.infeasible:
+        return "milp", ("milp: some phase has no feasible configuration, which the hourly "
+                        "MILP reports")
+    nvar, nnz = estimate_nonzeros(inst, space)
+    n = len(active)
+    if nnz <= HIGHS_MAX_NONZEROS:
+        return "highs", (f"highs: all {n} phases are non-preemptive and the start-time MILP is "
+                         f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "
+                         f"{_si(HIGHS_MAX_NONZEROS)}), where HiGHS proves optimality fastest")
+    return "cpsat", (f"cpsat: all {n} phases are non-preemptive and the start-time MILP would "
+                     f"have {_si(nnz)} capacity nonzeros ({nvar:,} starts), more than "
+                     f"{_si(HIGHS_MAX_NONZEROS)}")
+
+
+def _si(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f}M"
+    if n >= 10_000:
+        return f"{n / 1e3:.0f}k"
+    return f"{n:,}"
+
+
+Hint = Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
+
+
+def solve_nonpreemptive(
+    inst: Instance,
+    solver: str,
+    time_limit: float,
+    gap: float,
+    threads: int | None,
+    verbose: bool,
+    *,
+    hint: Hint | None = None,
+    portfolio: bool = False,
+    space: ConfigSpace | None = None,
+) -> Result:
+    """Solve with "cpsat" (CP-SAT) or "highs" (the start-time MILP). ``hint`` is a schedule or
+    plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint, HiGHS as a MIP start.
+
+    Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
+    but may cost more than one that pauses, so it is reported as feasible, without a bound
+    (use the hourly MILP, ``--solver milp``, for those instances)."""
+    from formulations.cpsat import solve_cpsat
+    from formulations.starttime import build_data, solve_starttime
+
+    if solver not in ("cpsat", "highs"):
+        raise ValueError(f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or "
+                         "'highs'")
+    t0 = time.perf_counter()
+    space = space or config_space(inst)
+    pre = [p.name for p in inst.active_phases if p.preemptible]
+    notes: tuple[str, ...] = ()
+    if pre:
+        notes = (f"preemptible phases {', '.join(pre)} scheduled without pauses: a plan that "
+                 "pauses may cost less (use --solver milp)",)
+    data = None if space.infeasible else build_data(inst, space)
+
+    def left() -> float:
+        return max(0.05, time_limit - (time.perf_counter() - t0))
+
+    first: Result | None = None
+    if portfolio and data is not None and all(data.tables.values()):
+        share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
+        if solver == "highs":
+            first = solve_cpsat(inst, space, share, gap, threads, hint=hint, verbose=verbose,
+                                data=data, notes=notes)
+        elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
+            first = solve_starttime(inst, space, share, gap, threads, start=hint,
+                                    verbose=verbose, data=data, notes=notes)
+        if first is not None and first.status == SolutionStatus.OPTIMAL:
+            res = _relabel(first, f"portfolio: {first.solver} closed the gap in "
+                                  f"{first.runtime_s:.1f} s")
+            return _restricted(res, pre)
+        if first is not None and first.plan is not None:
+            hint = first.plan
+    if solver == "cpsat":
+        res = solve_cpsat(inst, space, left(), gap, threads, hint=hint, verbose=verbose,
+                          data=data, notes=notes)
+    else:
+        res = solve_starttime(inst, space, left(), gap, threads, start=hint, verbose=verbose,
+                              data=data, notes=notes)
+    if first is not None:
+        res = _merge(res, first, time.perf_counter() - t0)
+    return _restricted(res, pre)
+
+
+def _relabel(res: Result, note: str) -> Result:
+    if res.plan is None:
+        return dataclasses.replace(res, message=f"{res.message}; {note}")
+    plan = dataclasses.replace(res.plan, notes=(*res.plan.notes, note))
+    return dataclasses.replace(res, plan=plan)
+
+
+def _merge(res: Result, first: Result, runtime: float) -> Result:
+    """The better plan of a portfolio run, with the better of the two bounds."""
+    bounds = [b for b in (res.bound, first.bound) if b is not None]
+    bound = max(bounds) if bounds else None
+    best, other = (res, first)
+    if res.plan is None or (first.objective is not None and res.objective is not None
+                            and first.objective < res.objective - 1e-9):
+        best, other = first, res
+    note = (f"portfolio: {first.solver} ({first.runtime_s:.1f} s) then {res.solver}; plan "
+            f"from {best.solver}; bound: the better of both")
+    stats = {**{f"{other.solver}.{k}": v for k, v in other.stats.items()}, **best.stats}
+    if best.plan is None:
+        return dataclasses.replace(best, bound=bound, runtime_s=runtime, stats=stats,
+                                   message=f"{best.message}; {note}")
+    g = relative_gap(best.objective, bound)
+    if bound is not None and best.objective is not None and bound > best.objective:
+        g = 0.0
+    term, status = best.termination, best.status
+    if g is not None and g <= 1e-9:
+        term, status = Termination.OPTIMAL, SolutionStatus.OPTIMAL
+    plan = dataclasses.replace(best.plan, bound=bound, gap=g, runtime_s=runtime,
+                               status=status.value, termination=term.value,
+                               notes=(*best.plan.notes, note))
+    return dataclasses.replace(best, bound=bound, gap=g, runtime_s=runtime, stats=stats,
+                               plan=plan, termination=term, status=status)
+
+
+def _restricted(res: Result, preemptible: list[str]) -> Result:
+    """Without pauses the optimum is only of a restriction: no bound, not optimal."""
+    if not preemptible or res.plan is None:
+        return res
+    term = Termination.HEURISTIC if res.termination == Termination.OPTIMAL else res.termination
+    plan = dataclasses.replace(res.plan, status=SolutionStatus.FEASIBLE.value,
+                               termination=term.value, bound=None, gap=None)
+    return dataclasses.replace(res, plan=plan, status=SolutionStatus.FEASIBLE, termination=term,
+                               bound=None, gap=None,
+                               message=f"{res.message}; best contiguous schedule only")

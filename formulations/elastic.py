@@ -1,0 +1,243 @@
+"""Elastic (penalised-slack) variants of the hourly MILP, for explaining infeasibility and for
+finding the shortest makespan.
+
+:func:`build_elastic` builds the hourly MILP (:mod:`formulations.milp.model`) of a *relaxed*
+instance, whose deadlines lie at the horizon end, whose capacities are raised and whose carbon
+cap is lifted, and adds back each original limit with a penalised slack (Chinneck, "Feasibility
+and Infeasibility in Optimization", 2008, ch. 6, the elastic filter):
+
+- lateness ``L[p] >= 0`` of each phase p with an original deadline ``d_p`` before the horizon
+  end:  ``L[p] >= (t + 1 - d_p) sum_c x[p,c,t]``  for every hour ``t >= d_p`` of p's window,
+  so ``L[p] = max(0, end_p - d_p)`` at the optimum (hours past the deadline);
+- capacity slack ``S[r,g,t] >= 0``:  ``sum_{p,c in (r,g)} G_c x[p,c,t] - S[r,g,t] <= cap[r,g,t]``
+  with the *original* capacity (GPUs above the pool in hour t);
+- carbon slack ``E >= 0``:  ``sum kW_c ci_t / 1e6 x[p,c,t] - E <= carbon_cap`` (tonnes).
+
+:func:`solve_elastic` minimises the weighted slack first and, with the slack held at its
+optimum, the plan's cost second (two solves: lexicographic, no big-M weight to tune).
+:func:`min_makespan` adds ``M >= (t + 1) sum_c x[p,c,t]`` for every phase and hour and
+minimises M, the earliest hour by which every phase can have finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from formulations.highs_runner import solve_highs
+from formulations.milp.model import MilpModel, build
+from formulations.milp.solution import Schedule, schedule_from_point
+from planner.configs import ConfigSpace
+from planner.instance.model import Instance
+
+#: Slack kinds, in the order they are added.
+KINDS = ("late", "capacity", "carbon")
+
+
+@dataclass(frozen=True)
+class ElasticWeights:
+    """Penalty per unit of slack: an hour past a deadline, a GPU-hour above a pool's capacity,
+    a tonne of CO2 above the cap. Equal weights make "smallest" mean the fewest such units."""
+
+    late_hour: float = 1.0
+    gpu_hour: float = 1.0
+    tonne: float = 1.0
+
+
+@dataclass
+class ElasticModel:
+    mm: MilpModel
+    original: Instance
+    #: The cost objective of the relaxed model (restored for the second stage).
+    cost: list[float]
+    offset: float
+    late: dict[str, int] = field(default_factory=dict)
+    over: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    carbon: int | None = None
+    #: Penalty weight per slack variable.
+    penalty: dict[int, float] = field(default_factory=dict)
+
+    def slack_vars(self, kind: str) -> list[int]:
+        if kind == "late":
+            return list(self.late.values())
+        if kind == "capacity":
+            return list(self.over.values())
+        if kind == "carbon":
+            return [] if self.carbon is None else [self.carbon]
+        raise ValueError(f"unknown slack kind {kind!r}; expected one of {KINDS}")
+
+
+@dataclass
+class ElasticSolution:
+    status: str  # optimal | time_limit | infeasible | error | unknown
+    penalty: float | None
+    penalty_bound: float | None
+    schedule: Schedule | None
+    reserved: dict[tuple[str, str], int]
+    x: np.ndarray | None
+    runtime_s: float
+    message: str = ""
+
+    @property
+    def proven(self) -> bool:
+        """The penalty is proved minimal (the first stage solved to optimality)."""
+        return self.status == "optimal"
+
+
+def add_lateness(em: ElasticModel, w: ElasticWeights) -> None:
+    """L[p] - (t + 1 - d_p) sum_c x[p,c,t] >= 0 for t >= d_p;  0 <= L[p] <= T - d_p."""
+    mm, lp = em.mm, em.mm.lp
+    T = em.original.hours
+    for name, configs in mm.space.by_phase.items():
+        d = em.original.deadline[name]
+        if d >= T or not configs:
+            continue
+        j = int(lp.add_vars("late", [name], 0.0, float(T - d), False, 0.0)[0])
+        em.late[name] = j
+        em.penalty[j] = w.late_hour
+        by_hour: dict[int, list[int]] = defaultdict(list)
+        for c in configs:
+            hours, xi = mm.x[(name, c.index)]
+            for t, i in zip(hours.tolist(), xi.tolist(), strict=True):
+                if t >= d:
+                    by_hour[t].append(i)
+        for t, ids in sorted(by_hour.items()):
+            lp.add_row("lateness", (name, t), [j, *ids], [1.0, *([-(t + 1.0 - d)] * len(ids))],
+                       lower=0.0)
+
+
+def add_capacity_slack(em: ElasticModel, w: ElasticWeights) -> None:
+    """sum G_c x[p,c,t] - S[r,g,t] <= cap_orig[r,g,t] wherever the pool could exceed it."""
+    mm, lp = em.mm, em.mm.lp
+    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
+        lambda: ([], []))
+    for name, configs in mm.space.by_phase.items():
+        for c in configs:
+            hours, xi = mm.x[(name, c.index)]
+            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
+                ids, vals = pools[(c.region, c.gpu, t)]
+                ids.append(j)
+                vals.append(c.total_gpus)
+    for (r, g, t), (ids, vals) in sorted(pools.items()):
+        cap = float(em.original.capacity[(r, g)][t])
+        if sum(vals) <= cap:
+            continue
+        s = int(lp.add_vars("over", [(r, g, t)], 0.0, float(sum(vals) - cap), False, 0.0)[0])
+        em.over[(r, g, t)] = s
+        em.penalty[s] = w.gpu_hour
+        lp.add_row("capacity_elastic", (r, g, t), [*ids, s], [*vals, -1.0], upper=cap)
+
+
+def add_carbon_slack(em: ElasticModel, w: ElasticWeights) -> None:
+    """sum kW_c ci_t / 1e6 x[p,c,t] - E <= carbon_cap (tonnes), when the original has a cap."""
+    mm, lp = em.mm, em.mm.lp
+    cap = em.original.spec.objective.carbon_cap_tonnes
+    if cap is None:
+        return
+    idx: list[int] = []
+    val: list[float] = []
+    for name, configs in mm.space.by_phase.items():
+        for c in configs:
+            ci = em.original.carbon[c.region]
+            if ci is None:
+                continue
+            hours, xi = mm.x[(name, c.index)]
+            idx.extend(xi.tolist())
+            val.extend((c.facility_kw * ci[hours] / 1e6).tolist())
+    if sum(val) <= cap:
+        return
+    e = int(lp.add_vars("carbon_over", ["total"], 0.0, math.inf, False, 0.0)[0])
+    em.carbon = e
+    em.penalty[e] = w.tonne
+    lp.add_row("carbon_elastic", "total", [*idx, e], [*val, -1.0], upper=cap)
+
+
+def build_elastic(original: Instance, relaxed: Instance, space: ConfigSpace,
+                  weights: ElasticWeights | None = None) -> ElasticModel:
+    """The hourly MILP of ``relaxed`` (over ``space``, its configuration space) with the
+    deadlines, capacities and carbon cap of ``original`` added back as penalised slack.
+    ``relaxed`` must differ from ``original`` only in deadlines (later), capacities (higher),
+    the carbon cap (none) and phases marked done."""
+    w = weights or ElasticWeights()
+    mm = build(relaxed, space)
+    em = ElasticModel(mm, original, list(mm.lp.cost), mm.lp.offset)
+    add_lateness(em, w)
+    add_capacity_slack(em, w)
+    add_carbon_slack(em, w)
+    em.cost = list(mm.lp.cost)  # the slack columns cost nothing in the second stage
+    return em
+
+
+def solve_elastic(em: ElasticModel, time_limit: float = 60.0, gap: float = 1e-4,
+                  allow: tuple[str, ...] = KINDS, second_stage: bool = True,
+                  threads: int | None = None) -> ElasticSolution:
+    """Minimise the weighted slack of the kinds in ``allow`` (the others are fixed at 0),
+    then, holding it at its optimum, the relaxed plan's cost. ``time_limit`` is per stage."""
+    lp = em.mm.lp
+    saved_upper = list(lp.upper)
+    saved_cost, saved_offset = list(lp.cost), lp.offset
+    try:
+        for kind in KINDS:
+            if kind not in allow:
+                for j in em.slack_vars(kind):
+                    lp.upper[j] = 0.0
+        lp.cost = [0.0] * lp.num_vars
+        lp.offset = 0.0
+        for j, wt in em.penalty.items():
+            lp.cost[j] = wt
+        raw = solve_highs(lp, time_limit, 1e-9, threads)
+        runtime = raw.runtime_s
+        if raw.x is None:
+            return ElasticSolution(raw.status, None, raw.bound, None, {}, None, runtime,
+                                   raw.message)
+        penalty = float(sum(em.penalty[j] * raw.x[j] for j in em.penalty))
+        x = raw.x
+        if second_stage:
+            lp2 = copy.deepcopy(lp)
+            lp2.cost = list(em.cost)
+            lp2.offset = em.offset
+            ids = sorted(em.penalty)
+            if ids:
+                tol = 1e-6 * max(1.0, penalty) + 1e-6
+                lp2.add_row("penalty_cap", "total", ids, [em.penalty[j] for j in ids],
+                            upper=penalty + tol)
+            raw2 = solve_highs(lp2, time_limit, gap, threads, start=x)
+            runtime += raw2.runtime_s
+            if raw2.x is not None:
+                x = raw2.x
+        schedule, reserved = schedule_from_point(em.mm, x)
+        return ElasticSolution(raw.status, penalty, raw.bound, schedule, reserved, x, runtime,
+                               raw.message)
+    finally:
+        lp.upper = saved_upper
+        lp.cost = saved_cost
+        lp.offset = saved_offset
+
+
+def min_makespan(inst: Instance, space: ConfigSpace, time_limit: float = 60.0,
+                 threads: int | None = None) -> tuple[int | None, str]:
+    """The earliest hour by which every active phase can have finished, subject to every
+    constraint of the hourly MILP: min M  s.t.  M >= (t + 1) sum_c x[p,c,t] for all p, t.
+    Returns (M or None, solver status); M is None when no plan exists or none was found."""
+    mm = build(inst, space)
+    lp = mm.lp
+    lp.cost = [0.0] * lp.num_vars
+    lp.offset = 0.0
+    m = int(lp.add_vars("makespan", ["M"], 0.0, float(inst.hours), False, 1.0)[0])
+    for name, configs in mm.space.by_phase.items():
+        by_hour: dict[int, list[int]] = defaultdict(list)
+        for c in configs:
+            hours, xi = mm.x[(name, c.index)]
+            for t, i in zip(hours.tolist(), xi.tolist(), strict=True):
+                by_hour[t].append(i)
+        for t, ids in sorted(by_hour.items()):
+            lp.add_row("makespan", (name, t), [m, *ids], [1.0, *([-(t + 1.0)] * len(ids))],
+                       lower=0.0)
+    raw = solve_highs(lp, time_limit, 1e-9, threads)
+    if raw.x is None or raw.objective is None:
+        return None, raw.status
+    return math.ceil(float(raw.x[m]) - 1e-6), raw.status

@@ -1,0 +1,178 @@
+"""A look-ahead list-scheduling heuristic: the incumbent every solver starts from.
+
+Backward pass (ignoring capacity): for every phase p and ready hour r, G_p(r) is the least
+cost of placing p no earlier than r plus, for each successor s, G_s(end of p). For a chain or
+an out-tree this is the exact optimum without capacity; for a general DAG it is a guide.
+Forward pass (with capacity): phases in topological order take the placement minimising their
+own cost plus the successors' G at their end, within the capacity left, the precedence-
+tightened window and their predecessors' actual ends. Non-preemptible phases take contiguous
+runs; preemptible ones the cheapest free hours before a candidate end.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from formulations.costs import hourly_cost, weights
+from formulations.milp.model import Windows, time_windows
+from planner.configs import Config, ConfigSpace
+from planner.instance.model import Instance
+
+Schedule = dict[str, tuple[Config, tuple[int, ...]]]
+
+#: Candidate end hours tried for a preemptible phase (evenly spread over its window).
+END_CANDIDATES = 12
+
+
+def _rent_blocks(c: Config, w: dict[str, float], hours: np.ndarray) -> float:
+    if c.contract == "reserved" or c.billing_hours == 1:
+        return 0.0
+    blocks = len({int(t) // c.billing_hours for t in hours})
+    return w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
+
+
+def _fixed(inst: Instance, c: Config, end: int, w: dict[str, float]) -> float:
+    k = w["transfer"] * c.one_time_usd + w["storage"] * (inst.hours - end) * c.archive_per_h
+    if c.contract != "reserved" and c.billing_hours == 1:
+        k += w["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+    return k
+
+
+class LookAhead:
+    def __init__(self, inst: Instance, space: ConfigSpace, windows: Windows | None = None,
+                 allow_reserved: bool = False) -> None:
+        self.inst = inst
+        self.space = space
+        self.w = weights(inst)
+        self.win = windows or time_windows(inst, space)
+        self.allow_reserved = allow_reserved
+        self.hourly = {(p, c.index): hourly_cost(inst, c, self.w)
+                       for p, cs in space.by_phase.items() for c in cs}
+        self.G: dict[str, np.ndarray] = {}
+        self.failed: str | None = None
+        self._backward()
+
+    def _configs(self, name: str) -> list[Config]:
+        return [c for c in self.space.by_phase[name]
+                if self.allow_reserved or c.contract != "reserved"]
+
+    def _succ_cost(self, name: str, end: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(end))
+        for s in self.inst.successors(name):
+            if s in self.G:
+                g = self.G[s]
+                idx = np.clip(end, 0, len(g) - 1)
+                total += g[idx]
+        return total
+
+    def _backward(self) -> None:
+        T = self.inst.hours
+        for name in reversed(self.inst.order):
+            if name not in self.space.by_phase:
+                continue
+            e, l_ = self.win.start[name], self.win.end[name]
+            best_from = np.full(T + 1, np.inf)  # best cost of a placement starting at >= r
+            pre = self.inst.phase(name).preemptible
+            for c in self._configs(name):
+                n = c.hours
+                if l_ - e < n:
+                    continue
+                # capacity alone (no other phase) must admit the run: a static filter
+                h = np.where(self.inst.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
+                             self.hourly[(name, c.index)], np.inf)
+                starts = np.arange(e, l_ - n + 1)
+                cs = np.concatenate([[0.0], np.cumsum(h)])
+                with np.errstate(invalid="ignore"):
+                    run = cs[starts + n] - cs[starts]
+                run = np.where(np.isnan(run), np.inf, run)
+                ends = starts + n
+                val = run + self._succ_cost(name, ends) + np.array(
+                    [_fixed(self.inst, c, int(x), self.w) for x in ends])
+                if c.contract != "reserved" and c.billing_hours > 1:
+                    val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n))
+                                     for s in starts])
+                at = np.full(T + 1, np.inf)
+                at[starts] = val
+                if pre:
+                    # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
+                    for end in np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int)):
+                        extra = (self._succ_cost(name, np.array([end]))[0]
+                                 + _fixed(self.inst, c, int(end), self.w))
+                        for r in range(e, end - n + 1, max(1, (end - n - e) // 8 or 1)):
+                            v = float(np.sort(h[r:end])[:n].sum()) + extra
+                            if v < at[r]:
+                                at[r] = v
+                best_from = np.minimum(best_from, at)
+            # suffix minimum: starting at >= r
+            self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
+
+    def schedule(self) -> Schedule | None:
+        inst, T = self.inst, self.inst.hours
+        used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
+        ends: dict[str, int] = {}
+        out: Schedule = {}
+        for name in inst.order:
+            if name not in self.space.by_phase:
+                continue
+            p = inst.phase(name)
+            ready = max([self.win.start[name]] + [ends[q] for q in p.predecessors if q in ends])
+            l_ = self.win.end[name]
+            best: tuple[float, Config, tuple[int, ...]] | None = None
+            for c in self._configs(name):
+                n = c.hours
+                if l_ - ready < n:
+                    continue
+                free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] \
+                    >= c.total_gpus - 1e-9
+                h = self.hourly[(name, c.index)]
+                if p.preemptible:
+                    cands = np.unique(np.linspace(ready + n, l_, END_CANDIDATES).astype(int))
+                    for end in cands:
+                        hrs = np.arange(ready, end)
+                        hrs = hrs[free[ready:end]]
+                        if len(hrs) < n:
+                            continue
+                        pick = np.sort(hrs[np.argsort(h[hrs], kind="stable")[:n]])
+                        real_end = int(pick[-1]) + 1
+                        v = (float(h[pick].sum()) + _rent_blocks(c, self.w, pick)
+                             + _fixed(inst, c, real_end, self.w)
+                             + self._succ_cost(name, np.array([real_end]))[0]
+                             + self.w["failure"] * c.resume_usd * (_segments(pick) - 1))
+                        if best is None or v < best[0]:
+                            best = (v, c, tuple(int(t) for t in pick))
+                else:
+                    ok = np.concatenate([[0], np.cumsum(~free)])
+                    cs = np.concatenate([[0.0], np.cumsum(h)])
+                    starts = np.arange(ready, l_ - n + 1)
+                    feasible = starts[(ok[starts + n] - ok[starts]) == 0]
+                    if not len(feasible):
+                        continue
+                    ends_ = feasible + n
+                    val = (cs[ends_] - cs[feasible]) + self._succ_cost(name, ends_) + np.array(
+                        [_fixed(inst, c, int(x), self.w) for x in ends_])
+                    if c.contract != "reserved" and c.billing_hours > 1:
+                        val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n))
+                                         for s in feasible])
+                    k = int(np.argmin(val))
+                    if best is None or val[k] < best[0]:
+                        s0 = int(feasible[k])
+                        best = (float(val[k]), c, tuple(range(s0, s0 + n)))
+            if best is None:
+                self.failed = name
+                return None
+            _, c, hours = best
+            used[(c.region, c.gpu)][list(hours)] += c.total_gpus
+            ends[name] = max(hours) + 1
+            out[name] = (c, hours)
+        return out
+
+
+def _segments(hours: np.ndarray) -> int:
+    return int(1 + np.sum(np.diff(hours) > 1)) if len(hours) else 0
+
+
+def lookahead_schedule(inst: Instance, space: ConfigSpace,
+                       windows: Windows | None = None) -> Schedule | None:
+    return LookAhead(inst, space, windows).schedule()

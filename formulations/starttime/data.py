@@ -1,0 +1,349 @@
+"""Start-time data shared by the non-preemptive formulations (CP-SAT and the start-time MILP).
+
+A non-preemptive phase p that runs configuration c is fixed by its start hour tau: it runs
+hours ``[tau, tau + n_c)``. Everything that depends on one phase alone is therefore a number
+per (p, c, tau), precomputed here once, and both formulations choose exactly one
+(c, tau) per phase. With ``h_c(t)`` the weighted hourly cost of
+:func:`formulations.costs.hourly_cost` (energy, failure, running storage, carbon, rental when
+billed hourly, licence for reserved contracts), the cost of starting c at tau is
+
+    K[p,c,tau] = sum_{t=tau}^{tau+n_c-1} h_c(t)
+                 + w_rental rho_c x ( max(g B(tau), m_c)   if g > 1 (block billing)
+                                      max(0, m_c - n_c)    if g = 1 (minimum rental)
+                                      0                    reserved contract )
+                 + w_storage (T - tau - n_c) archive_c          (output archived after the end)
+                 + w_transfer one_time_c                        (staging, retrieval)
+
+with ``B(tau) = floor((tau + n_c - 1) / g) - floor(tau / g) + 1`` billing blocks touched,
+``rho_c`` the rental per hour and ``m_c`` the minimum rental hours. This is exactly the sum of
+the hourly MILP's costs (:mod:`formulations.milp.model`) over the same run, and exactly what
+:func:`planner.costing.make_plan` charges (docs/cost-model.md, "Plan costs") for one
+contiguous run. The terms that couple phases are kept apart: moving p's output to a successor
+in another region (``w_transfer output_gb(p) transfer(r -> r')``, as in ``add_transfer``),
+porting once per GPU family, reserved pools (``R x price x T``), the carbon cap and the
+capacity of every (region, GPU type) pool per hour.
+
+Start windows are the precedence-tightened windows of
+:func:`formulations.milp.model.time_windows`: ``e_p <= tau <= l_p - n_c``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from formulations.costs import hourly_cost, weights
+from formulations.milp.model import Windows, time_windows
+from planner.configs import Config, ConfigSpace, output_gb_of, transfer_price
+from planner.costing import make_plan
+from planner.instance.model import Instance
+from planner.plan import Plan
+from planner.result import Result, SolutionStatus, Termination
+
+Schedule = dict[str, tuple[Config, tuple[int, ...]]]
+Pool = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class StartTable:
+    """The starts of one configuration of one phase and what each costs.
+
+    ``starts[k]`` is an hour tau with ``e_p <= tau <= l_p - n_c``; ``cost[k]`` is
+    K[p,c,tau] (weighted USD, see the module docstring); ``emissions[k]`` the tonnes of CO2
+    of the run ``sum_t kW_c ci_t / 1e6``."""
+
+    phase: str
+    config: Config
+    starts: np.ndarray
+    cost: np.ndarray
+    emissions: np.ndarray
+
+    @property
+    def hours(self) -> int:
+        return self.config.hours
+
+    @property
+    def pool(self) -> Pool:
+        return (self.config.region, self.config.gpu)
+
+
+@dataclass(frozen=True)
+class ReservedPool:
+    """A reserved offer that some configuration uses: R in {0} U [lo, hi], costing
+    ``cost_per_gpu`` = w_rental x price x T per committed GPU."""
+
+    lo: int
+    hi: int
+    cost_per_gpu: float
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Edge p -> q with p in region r1 and q in r2 costs ``cost`` (weighted USD)."""
+
+    pred: str
+    succ: str
+    src: str
+    dst: str
+    cost: float
+
+
+@dataclass
+class StartData:
+    """Everything both non-preemptive formulations read. ``tables[p]`` lists the distinct
+    configurations of p that have at least one start in p's window (configurations identical
+    in pool, family, hours, GPUs and every start cost are kept once: ``alias`` maps each
+    dropped configuration index to the kept table's position)."""
+
+    inst: Instance
+    space: ConfigSpace
+    windows: Windows
+    weights: dict[str, float]
+    tables: dict[str, list[StartTable]]
+    alias: dict[str, dict[int, int]]
+    duplicates: int
+    edges: list[tuple[str, str]]
+    transfers: list[Transfer]
+    porting: dict[str, float]
+    reserved: dict[Pool, ReservedPool]
+    pools: dict[Pool, list[tuple[str, int]]] = field(default_factory=dict)
+    build_s: float = 0.0
+
+    @property
+    def phases(self) -> list[str]:
+        return list(self.tables)
+
+    @property
+    def num_starts(self) -> int:
+        return sum(len(t.starts) for ts in self.tables.values() for t in ts)
+
+    def family(self, c: Config) -> str:
+        return self.inst.gpu(c.gpu).family
+
+    def table_of(self, name: str, c: Config) -> int | None:
+        """Position in ``tables[name]`` of configuration c (or of its kept twin)."""
+        return self.alias[name].get(c.index)
+
+
+def start_costs(inst: Instance, c: Config, starts: np.ndarray, wts: Mapping[str, float]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """K[p,c,tau] and the run's emissions (tonnes) for every tau in ``starts``."""
+    n, T = c.hours, inst.hours
+    h = hourly_cost(inst, c, dict(wts))
+    cum = np.concatenate([[0.0], np.cumsum(h)])
+    cost = cum[starts + n] - cum[starts]
+    if c.contract != "reserved":
+        g = c.billing_hours
+        if g > 1:
+            blocks = (starts + n - 1) // g - starts // g + 1
+            billed = np.maximum(blocks * g, c.min_rental_hours)
+            cost = cost + wts["rental"] * billed * c.rental_per_h
+        else:
+            cost = cost + wts["rental"] * max(0, c.min_rental_hours - n) * c.rental_per_h
+    cost = cost + wts["storage"] * (T - starts - n) * c.archive_per_h
+    cost = cost + wts["transfer"] * c.one_time_usd
+    ci = inst.carbon[c.region]
+    if ci is None:
+        emis = np.zeros(len(starts))
+    else:
+        cumc = np.concatenate([[0.0], np.cumsum(c.facility_kw * ci / 1e6)])
+        emis = cumc[starts + n] - cumc[starts]
+    return cost.astype(float), emis.astype(float)
+
+
+def _twin_key(data_family: str, c: Config, cost: np.ndarray, emis: np.ndarray
+              ) -> tuple[object, ...]:
+    return (c.region, c.gpu, c.contract, data_family, c.hours, c.total_gpus,
+            np.round(cost, 9).tobytes(), np.round(emis, 12).tobytes())
+
+
+def build_data(inst: Instance, space: ConfigSpace) -> StartData:
+    """Precompute the start tables, coupling terms and pools of ``inst`` over ``space``."""
+    t0 = time.perf_counter()
+    win = time_windows(inst, space)
+    wts = weights(inst)
+    tables: dict[str, list[StartTable]] = {}
+    alias: dict[str, dict[int, int]] = {}
+    dup = 0
+    for name, configs in space.by_phase.items():
+        e, l_ = win.start[name], win.end[name]
+        tables[name] = []
+        alias[name] = {}
+        seen: dict[tuple[object, ...], int] = {}
+        for c in configs:
+            if l_ - c.hours < e:
+                continue
+            starts = np.arange(e, l_ - c.hours + 1, dtype=np.int64)
+            cost, emis = start_costs(inst, c, starts, wts)
+            key = _twin_key(inst.gpu(c.gpu).family, c, cost, emis)
+            if key in seen:
+                alias[name][c.index] = seen[key]
+                dup += 1
+                continue
+            seen[key] = len(tables[name])
+            alias[name][c.index] = len(tables[name])
+            tables[name].append(StartTable(name, c, starts, cost, emis))
+    active = set(tables)
+    edges = [(p, q) for q in inst.order if q in active
+             for p in inst.phase(q).predecessors if p in active]
+    transfers: list[Transfer] = []
+    for p, q in edges:
+        gb = output_gb_of(inst, inst.phase(p))
+        if gb <= 0:
+            continue
+        rp = sorted({t.config.region for t in tables[p]})
+        rq = sorted({t.config.region for t in tables[q]})
+        for r1 in rp:
+            for r2 in rq:
+                price = transfer_price(inst, r1, r2)
+                if price > 0:
+                    transfers.append(Transfer(p, q, r1, r2, wts["transfer"] * gb * price))
+    used_fams = {inst.gpu(t.config.gpu).family for ts in tables.values() for t in ts}
+    porting = {f: wts["porting"] * s.porting_usd for f, s in inst.spec.families.items()
+               if s.porting_usd > 0 and f in used_fams}
+    reserved: dict[Pool, ReservedPool] = {}
+    pools: dict[Pool, list[tuple[str, int]]] = defaultdict(list)
+    for name, ts in tables.items():
+        for k, t in enumerate(ts):
+            pools[t.pool].append((name, k))
+            if t.config.contract == "reserved" and t.pool not in reserved:
+                offer = inst.region(t.config.region).offers[t.config.gpu].reserved
+                assert offer is not None
+                hi = (offer.max_gpus if offer.max_gpus is not None
+                      else int(inst.capacity[t.pool].max()))
+                reserved[t.pool] = ReservedPool(offer.min_gpus, hi, wts["rental"]
+                                                * offer.usd_per_gpu_hour * inst.hours)
+    return StartData(inst, space, win, wts, tables, alias, dup, edges, transfers, porting,
+                     reserved, dict(pools), time.perf_counter() - t0)
+
+
+def estimate_nonzeros(inst: Instance, space: ConfigSpace) -> tuple[int, int]:
+    """(start variables, capacity nonzeros) of the start-time MILP without building it:
+    sum over (p, c) of the starts in p's window, and of starts x n_c (each start covers n_c
+    capacity rows)."""
+    win = time_windows(inst, space)
+    nvar = nnz = 0
+    for name, configs in space.by_phase.items():
+        width = win.end[name] - win.start[name]
+        for c in configs:
+            k = max(0, width - c.hours + 1)
+            nvar += k
+            nnz += k * c.hours * (2 if c.contract == "reserved" else 1)
+    return nvar, nnz
+
+
+def objective_of(data: StartData, choice: Mapping[str, tuple[int, int]],
+                 reserved: Mapping[Pool, int]) -> float:
+    """The model objective of a choice ``{phase: (table position, start)}``: start costs,
+    transfers between the chosen regions, porting of the used families and reserved pools."""
+    total = 0.0
+    region: dict[str, str] = {}
+    fams: set[str] = set()
+    for name, (k, tau) in choice.items():
+        t = data.tables[name][k]
+        total += float(t.cost[int(tau) - int(t.starts[0])])
+        region[name] = t.config.region
+        fams.add(data.family(t.config))
+    for tr in data.transfers:
+        if region.get(tr.pred) == tr.src and region.get(tr.succ) == tr.dst:
+            total += tr.cost
+    total += sum(v for f, v in data.porting.items() if f in fams)
+    total += sum(rp.cost_per_gpu * reserved.get(pool, 0) for pool, rp in data.reserved.items())
+    return total
+
+
+def choice_of(data: StartData, schedule: Mapping[str, tuple[Config, tuple[int, ...]]]
+              ) -> dict[str, tuple[int, int]] | None:
+    """A schedule as ``{phase: (table position, start)}``; None if some phase is missing,
+    runs non-contiguous hours, or starts outside its modelled window."""
+    out: dict[str, tuple[int, int]] = {}
+    for name, ts in data.tables.items():
+        if name not in schedule:
+            return None
+        c, hours = schedule[name]
+        k = data.table_of(name, c)
+        if k is None or not hours:
+            return None
+        tau = min(hours)
+        if max(hours) - tau + 1 != len(hours) or len(hours) != ts[k].hours:
+            return None
+        if not ts[k].starts[0] <= tau <= ts[k].starts[-1]:
+            return None
+        out[name] = (k, tau)
+    return out
+
+
+def least_reserved(data: StartData, choice: Mapping[str, tuple[int, int]]) -> dict[Pool, int]:
+    """Per reserved pool the least commitment that covers the peak reserved use of a choice
+    (0, or at least the offer's minimum)."""
+    out: dict[Pool, int] = {}
+    for pool, rp in data.reserved.items():
+        use = np.zeros(data.inst.hours)
+        for name, (k, tau) in choice.items():
+            t = data.tables[name][k]
+            if t.config.contract == "reserved" and t.pool == pool:
+                use[tau:tau + t.hours] += t.config.total_gpus
+        peak = int(np.ceil(float(use.max()) - 1e-9))
+        out[pool] = 0 if peak <= 0 else max(peak, rp.lo)
+    return out
+
+
+def schedule_of(data: StartData, choice: Mapping[str, tuple[int, int]]) -> Schedule:
+    sched: Schedule = {}
+    for name, (k, tau) in choice.items():
+        c = data.tables[name][k].config
+        sched[name] = (c, tuple(range(tau, tau + c.hours)))
+    return sched
+
+
+def as_schedule(data: StartData,
+                hint: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan) -> Schedule | None:
+    """A hint source as a schedule over this data's configurations: a schedule is returned as
+    is; a :class:`Plan` (e.g. from the hourly MILP) is matched to configurations by label."""
+    if not isinstance(hint, Plan):
+        return dict(hint)
+    out: Schedule = {}
+    for ph in hint.phases:
+        if ph.name not in data.space.by_phase:
+            continue
+        label = ph.info.get("config")
+        match = [c for c in data.space.by_phase[ph.name] if c.label == label]
+        if not match:
+            return None
+        out[ph.name] = (match[0], tuple(ph.hours))
+    return out
+
+
+def finish(data: StartData, solver: str, term: Termination, status: SolutionStatus,
+           choice: Mapping[str, tuple[int, int]] | None, reserved: Mapping[Pool, int],
+           bound: float | None, t0: float, message: str, notes: tuple[str, ...],
+           stats: dict[str, float], model_objective: float | None = None) -> Result:
+    """Cost the chosen schedule with :func:`planner.costing.make_plan` and wrap it up.
+    ``model_objective`` is the formulation's own value of the choice; the difference to the
+    costed plan is stored as ``stats["objective_mismatch_usd"]``."""
+    runtime = time.perf_counter() - t0
+    if choice is None:
+        return Result(solver, term, SolutionStatus.NONE, None, bound, None, runtime, None,
+                      message, stats=stats)
+    sched = schedule_of(data, choice)
+    res = {pool: n for pool, n in reserved.items() if n > 0}
+    plan = make_plan(data.inst, data.space, sched, res, solver, status.value, term.value,
+                     bound, runtime, notes)
+    if model_objective is not None and plan.objective is not None:
+        stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
+    return Result(solver, term, status, plan.objective, bound, plan.gap, runtime, plan,
+                  message, stats=stats)
+
+
+def no_plan_message(term: Termination) -> str:
+    if term == Termination.TIME_LIMIT:
+        return ("no plan found in time: the solver stopped at its time limit without a "
+                "feasible plan; raise --time-limit or relax the instance")
+    if term == Termination.INFEASIBLE:
+        return ("infeasible: no contiguous schedule meets every deadline, precedence and "
+                "capacity limit; run `trainplan explain` to see which constraints conflict")
+    return "the solver found no plan"

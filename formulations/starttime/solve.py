@@ -1,0 +1,108 @@
+"""Solve the start-time MILP on HiGHS and return the common :class:`~planner.result.Result`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
+from formulations.starttime.data import (
+    Schedule,
+    StartData,
+    as_schedule,
+    build_data,
+    choice_of,
+    finish,
+    least_reserved,
+    no_plan_message,
+    objective_of,
+)
+from formulations.starttime.model import StartModel, build, choice_of_point, point_of
+from planner.configs import Config, ConfigSpace, build_config_space
+from planner.instance.model import Instance
+from planner.plan import Plan
+from planner.result import Result, SolutionStatus, Termination
+
+SOLVER = "starttime-highs"
+
+_TERM = {"optimal": Termination.OPTIMAL, "time_limit": Termination.TIME_LIMIT,
+         "infeasible": Termination.INFEASIBLE, "interrupted": Termination.INTERRUPTED,
+         "error": Termination.ERROR}
+
+
+def model_stats(sm: StartModel) -> dict[str, float]:
+    return {"variables": sm.lp.num_vars, "constraints": sm.lp.num_rows,
+            "nonzeros": sm.lp.num_nonzeros, "starts": sm.data.num_starts,
+            "duplicate_configs": sm.data.duplicates}
+
+
+def solve_starttime(
+    inst: Instance,
+    space: ConfigSpace | None = None,
+    time_limit: float = 60.0,
+    gap: float = 1e-4,
+    threads: int | None = None,
+    start: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan | None = None,
+    backend: str = "highs",
+    verbose: bool = False,
+    data: StartData | None = None,
+    notes: tuple[str, ...] = (),
+) -> Result:
+    """Build and solve the start-time MILP. ``start`` (a contiguous schedule, e.g. CP-SAT's,
+    or a plan) becomes a MIP start; a start that does not fit the model is reported in the
+    plan notes and dropped. ``backend``: "highs" (arrays into highspy; takes the MIP start)
+    or "pyomo" (through Pyomo's HiGHS interface, no MIP start)."""
+    t0 = time.perf_counter()
+    space = space or build_config_space(inst)
+    if space.infeasible:
+        from formulations.milp.solve import no_configuration
+
+        return no_configuration(inst, space, SOLVER, t0)
+    data = data or build_data(inst, space)
+    empty = [p for p, ts in data.tables.items() if not ts]
+    if empty:
+        return Result(SOLVER, Termination.INFEASIBLE, SolutionStatus.NONE, None, None, None,
+                      time.perf_counter() - t0, None,
+                      f"infeasible: no configuration of {', '.join(empty)} fits its window "
+                      "after precedence tightening (release, deadline, predecessors and "
+                      "successors)")
+    sm = build(data)
+    stats = model_stats(sm)
+    stats["build_s"] = time.perf_counter() - t0
+    note_list = list(notes)
+    x0 = None
+    if start is not None:
+        sched: Schedule | None = as_schedule(data, start)
+        ch = choice_of(data, sched) if sched is not None else None
+        if ch is None:
+            note_list.append("MIP start dropped: it is not a contiguous schedule inside the "
+                             "modelled windows")
+        else:
+            x0 = point_of(sm, ch, least_reserved(data, ch))
+            bad = sm.lp.violations(x0)
+            if bad:
+                note_list.append("MIP start dropped: " + bad[0])
+                x0 = None
+            else:
+                stats["start_objective"] = sm.lp.objective_of(x0)
+    remaining = max(0.05, time_limit - (time.perf_counter() - t0))
+    if backend == "pyomo":
+        raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
+    else:
+        raw = solve_highs(sm.lp, remaining, gap, threads, x0, verbose)
+    return result_of(sm, raw, t0, tuple(note_list), stats)
+
+
+def result_of(sm: StartModel, raw: RawSolution, t0: float, notes: tuple[str, ...],
+              stats: dict[str, float]) -> Result:
+    term = _TERM.get(raw.status, Termination.UNKNOWN)
+    stats["solve_s"] = raw.runtime_s
+    if raw.x is None:
+        return finish(sm.data, SOLVER, term, SolutionStatus.NONE, None, {}, raw.bound, t0,
+                      f"{no_plan_message(term)} ({raw.message})", notes, stats)
+    choice, reserved = choice_of_point(sm, raw.x)
+    status = SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE
+    if raw.objective is not None:
+        stats["solver_objective"] = raw.objective
+    return finish(sm.data, SOLVER, term, status, choice, reserved, raw.bound, t0, raw.message,
+                  notes, stats, objective_of(sm.data, choice, reserved))

@@ -1,0 +1,431 @@
+"""The constraints of docs/cost-model.md ("Constraints"), one function per family.
+
+Each function returns the violations it finds; none raises on a bad plan. Hours of an entry
+are used as a set: ``H`` distinct, ``n = |H|``, ``start = min H``, ``end = max H + 1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from planner.checker.recompute import (
+    RECOMPUTE_FACTOR,
+    PhaseFacts,
+    data_parallel,
+    model_of,
+    offer_terms,
+    peak,
+    work_flops,
+)
+from planner.checker.violation import Violation
+from planner.instance.model import Instance
+from planner.instance.schema import Phase
+from planner.plan import PhasePlan, Plan
+
+CONTRACTS = ("on_demand", "spot", "reserved")
+
+#: Slack on GPU counts against capacity and reserved pools (fractional GPUs add in floats).
+GPU_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A plan entry matched to the active phase it runs; ``hours`` distinct and sorted."""
+
+    phase: Phase
+    plan: PhasePlan
+    hours: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return self.phase.name
+
+
+def hour_ranges(hours: Iterable[int]) -> str:
+    """``0-2, 5, 7-9``: compact hour lists for messages."""
+    hs = sorted(set(hours))
+    runs: list[str] = []
+    i = 0
+    while i < len(hs):
+        j = i
+        while j + 1 < len(hs) and hs[j + 1] == hs[j] + 1:
+            j += 1
+        runs.append(f"{hs[i]}" if i == j else f"{hs[i]}-{hs[j]}")
+        i = j + 1
+    return ", ".join(runs)
+
+
+def check_entries(inst: Instance, plan: Plan) -> tuple[list[Violation], dict[str, Entry]]:
+    """Every active phase has exactly one entry; no entry names an unknown or done phase."""
+    out: list[Violation] = []
+    names = [p.name for p in inst.phases]
+    entries: dict[str, Entry] = {}
+    for e in plan.phases:
+        if e.name not in names:
+            out.append(Violation("unknown_phase", e.name,
+                                 f"the instance has no phase {e.name!r}; its phases are {names}"))
+            continue
+        p = inst.phase(e.name)
+        if p.done:
+            out.append(Violation("unknown_phase", e.name,
+                                 "the instance marks this phase done (its artifact exists); the "
+                                 "plan must not run it"))
+            continue
+        if e.name in entries:
+            out.append(Violation("unknown_phase", e.name,
+                                 "the plan has more than one entry for this phase; the first "
+                                 "is checked"))
+            continue
+        entries[e.name] = Entry(p, e, tuple(sorted(set(e.hours))))
+    for p in inst.active_phases:
+        if p.name not in entries:
+            out.append(Violation("missing_phase", p.name,
+                                 "active phase (not done) has no entry in the plan"))
+    return out, entries
+
+
+def _allowed_count(p: Phase, gpus: float) -> str | None:
+    """Why a GPU count is not allowed, or None: a slice must be one of ``options.fractions``;
+    whole counts one of ``options.gpu_counts`` when given, else in [min_gpus, max_gpus]."""
+    o = p.options
+    if gpus < 1:
+        if not any(math.isclose(gpus, f, rel_tol=1e-9) for f in o.fractions):
+            return (f"{gpus:g} of a GPU is not one of the allowed fractions "
+                    f"{list(o.fractions)}")
+        return None
+    if gpus != int(gpus):
+        return f"{gpus:g} GPUs: a count of one GPU or more must be whole"
+    if o.gpu_counts is not None:
+        if int(gpus) not in o.gpu_counts:
+            return f"{gpus:g} GPUs is not one of the allowed counts {list(o.gpu_counts)}"
+    elif not o.min_gpus <= gpus <= o.max_gpus:
+        return f"{gpus:g} GPUs is outside the allowed range [{o.min_gpus}, {o.max_gpus}]"
+    return None
+
+
+def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bool]:
+    """The configuration is allowed: GPU type, region, contract offered and allowed (spot only
+    if preemptible), precision supported and allowed, storage tier, ZeRO, recomputation,
+    tp | heads, tp <= gpus_per_node, pp | layers, tp x pp | gpus, tp and pp among the options,
+    GPU count allowed, spare nodes >= redundancy.spare_nodes, region zones >= redundancy.zones.
+
+    Returns the violations and whether the entry can still be priced (everything it names
+    exists in the instance)."""
+    p, e = ent.phase, ent.plan
+    problems: list[str] = []
+    costable = True
+    o = p.options
+    gpu_ok = e.gpu in inst.spec.gpu_types
+    region_ok = e.region in inst.spec.regions
+    if not gpu_ok:
+        problems.append(f"unknown GPU type {e.gpu!r}; known: {sorted(inst.spec.gpu_types)}")
+    elif p.gpu_types is not None and e.gpu not in p.gpu_types:
+        problems.append(f"GPU type {e.gpu!r} is not among the phase's gpu_types "
+                        f"{list(p.gpu_types)}")
+    if not region_ok:
+        problems.append(f"unknown region {e.region!r}; known: {sorted(inst.spec.regions)}")
+    elif p.regions is not None and e.region not in p.regions:
+        problems.append(f"region {e.region!r} is not among the phase's regions {list(p.regions)}")
+    if region_ok and inst.region(e.region).zones < p.redundancy.zones:
+        problems.append(f"region {e.region!r} has {inst.region(e.region).zones} zone(s); the "
+                        f"phase needs {p.redundancy.zones}")
+    if e.contract not in CONTRACTS:
+        problems.append(f"unknown contract {e.contract!r}; expected one of {list(CONTRACTS)}")
+        costable = False
+    else:
+        if e.contract not in o.contracts:
+            problems.append(f"contract {e.contract!r} is not among the allowed {list(o.contracts)}")
+        if e.contract == "spot" and not p.preemptible:
+            problems.append("spot capacity needs a preemptible phase")
+        if gpu_ok and region_ok and offer_terms(inst, e.region, e.gpu, e.contract) is None:
+            problems.append(f"region {e.region!r} does not offer {e.gpu} under {e.contract}")
+            costable = False
+    if e.precision not in o.precision:
+        problems.append(f"precision {e.precision!r} is not among the allowed "
+                        f"{list(o.precision)}")
+    if gpu_ok and peak(inst, e.gpu, e.precision) is None:
+        problems.append(f"{e.gpu} has no peak throughput at precision {e.precision!r}")
+        costable = False
+    if region_ok:
+        tiers = inst.region(e.region).storage
+        if e.tier not in tiers:
+            problems.append(f"region {e.region!r} has no storage tier {e.tier!r}; it has "
+                            f"{list(tiers)}")
+            costable = False
+        if o.storage_tiers is not None and e.tier not in o.storage_tiers:
+            problems.append(f"storage tier {e.tier!r} is not among the allowed "
+                            f"{list(o.storage_tiers)}")
+    if not (math.isfinite(e.gpus) and e.gpus > 0):
+        problems.append(f"expected a positive GPU count, got {e.gpus!r}")
+        costable = False
+    else:
+        why = _allowed_count(p, e.gpus)
+        if why:
+            problems.append(why)
+    if e.spare_gpus < 0:
+        problems.append(f"expected spare_gpus >= 0, got {e.spare_gpus}")
+        costable = False
+    elif gpu_ok:
+        gpn = inst.gpu(e.gpu).gpus_per_node
+        if e.spare_gpus % gpn:
+            problems.append(f"{e.spare_gpus} spare GPUs is not a whole number of {gpn}-GPU nodes")
+        elif e.spare_gpus // gpn < p.redundancy.spare_nodes:
+            problems.append(f"{e.spare_gpus // gpn} spare node(s); redundancy.spare_nodes "
+                            f"requires {p.redundancy.spare_nodes}")
+    layout_problems, layout_costable = _check_layout(inst, p, e)
+    problems.extend(layout_problems)
+    costable = costable and layout_costable and gpu_ok and region_ok
+    return [Violation("configuration", p.name, m) for m in problems], costable
+
+
+def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bool]:
+    """ZeRO, recomputation, tensor and pipeline degrees. A phase without a model has no layout:
+    it must state ZeRO 0, recompute none, tp 1, pp 1."""
+    problems: list[str] = []
+    m = model_of(inst, p)
+    o = p.options
+    if m is None:
+        if (e.zero, e.recompute, e.tp, e.pp) != (0, "none", 1, 1):
+            problems.append(f"a phase without a model has no parallel layout; expected ZeRO 0, "
+                            f"recompute none, tp 1, pp 1, got ZeRO {e.zero}, recompute "
+                            f"{e.recompute}, tp {e.tp}, pp {e.pp}")
+        return problems, e.tp >= 1 and e.pp >= 1
+    costable = True
+    if e.zero not in (0, 1, 2, 3):
+        problems.append(f"ZeRO stage must be 0-3, got {e.zero}")
+        costable = False
+    if e.recompute not in RECOMPUTE_FACTOR:
+        problems.append(f"unknown recomputation {e.recompute!r}; expected one of "
+                        f"{list(RECOMPUTE_FACTOR)}")
+        costable = False
+    elif e.recompute not in o.recompute:
+        problems.append(f"recomputation {e.recompute!r} is not among the allowed "
+                        f"{list(o.recompute)}")
+    if e.tp < 1 or e.pp < 1:
+        problems.append(f"expected tp >= 1 and pp >= 1, got tp {e.tp}, pp {e.pp}")
+        return problems, False
+    if e.tp not in o.tensor_parallel:
+        problems.append(f"tp {e.tp} is not among the allowed {list(o.tensor_parallel)}")
+    if e.pp not in o.pipeline_parallel:
+        problems.append(f"pp {e.pp} is not among the allowed {list(o.pipeline_parallel)}")
+    if m.heads % e.tp:
+        problems.append(f"tp {e.tp} does not divide the model's {m.heads} heads")
+    if e.gpu in inst.spec.gpu_types and e.tp > inst.gpu(e.gpu).gpus_per_node:
+        problems.append(f"tp {e.tp} is more than the {inst.gpu(e.gpu).gpus_per_node} GPUs "
+                        "of a node")
+    if m.layers % e.pp:
+        problems.append(f"pp {e.pp} does not divide the model's {m.layers} layers")
+    if 0 < e.gpus < 1:
+        if (e.tp, e.pp) != (1, 1):
+            problems.append(f"a GPU slice ({e.gpus:g}) cannot be split: expected tp 1, pp 1")
+    elif e.gpus >= 1 and e.gpus == int(e.gpus) and int(e.gpus) % (e.tp * e.pp):
+        problems.append(f"tp x pp = {e.tp * e.pp} does not divide {e.gpus:g} GPUs")
+    dp = data_parallel(p, m, max(e.gpus, 0.0), e.tp, e.pp)
+    if e.zero in (0, 1, 2, 3) and e.zero not in o.zero and not (e.zero == 0 and dp == 1):
+        problems.append(f"ZeRO stage {e.zero} is not among the allowed {list(o.zero)}")
+    return problems, costable
+
+
+def check_work_defined(inst: Instance, p: Phase) -> list[Violation]:
+    """The work of a phase in GPU-hours needs a peak of its reference GPU at its precision."""
+    if work_flops(inst, p) is not None:
+        return []
+    return [Violation("work", p.name,
+                      f"work is {p.work.gpu_hours:g} GPU-hours on {p.work.gpu}, which has no peak "
+                      f"at precision {p.work.precision!r}: the work is undefined")]
+
+
+def check_memory(ent: Entry, f: PhaseFacts) -> list[Violation]:
+    """``(states + activations)(1 + fragmentation) + buffer_gb + phase.memory_gb <= memory_gb x
+    min(gpus, 1) x (1 - headroom)``."""
+    e, mem = ent.plan, f.memory
+    if mem.fits:
+        return []
+    return [Violation("memory", ent.name,
+                      f"{e.gpus:g} x {e.gpu} ({e.precision}, ZeRO-{e.zero}, recompute "
+                      f"{e.recompute}, tp {e.tp}, pp {e.pp}, dp {f.dp}) needs {mem.total_gb:.2f} "
+                      f"GB per GPU (model states {mem.model_states_gb:.2f}, activations "
+                      f"{mem.activations_gb:.2f}, buffers {mem.buffers_gb:.2f}, plus "
+                      f"fragmentation and the phase's own need) but {mem.capacity_gb:.2f} GB "
+                      "is usable")]
+
+
+def check_work(ent: Entry, f: PhaseFacts) -> list[Violation]:
+    """``n`` equals the recomputed hours ``max(1, ceil(max(compute h, I/O h) - 1e-9))``."""
+    n = len(ent.hours)
+    if n == f.hours:
+        return []
+    relation = "too few" if n < f.hours else "more than needed"
+    return [Violation("work", ent.name,
+                      f"runs {n} hour(s) ({relation}); the work needs {f.hours} h (compute "
+                      f"{f.compute_h:.4f} h = {f.work_flops:.4g} FLOPs at "
+                      f"{f.flops_per_s / 1e12:.2f} TFLOP/s with {f.overhead:.4%} checkpoint "
+                      f"overhead; I/O {f.io_h:.4f} h)")]
+
+
+def check_window(inst: Instance, plan: Plan, entries: Mapping[str, Entry]) -> list[Violation]:
+    """The plan's horizon is the instance's; hours are distinct and in [release, deadline)."""
+    out: list[Violation] = []
+    if plan.horizon_start != inst.start:
+        out.append(Violation("window", None,
+                             f"the plan's hours count from {plan.horizon_start.isoformat()} but "
+                             f"the instance's horizon starts at {inst.start.isoformat()}"))
+    for ent in entries.values():
+        e = ent.plan
+        if len(e.hours) != len(ent.hours):
+            repeated = sorted({h for h in e.hours if e.hours.count(h) > 1})
+            out.append(Violation("window", ent.name,
+                                 f"hours listed more than once: {hour_ranges(repeated)}"))
+        rel, dl = inst.release[ent.name], inst.deadline[ent.name]
+        outside = [h for h in ent.hours if not rel <= h < dl]
+        if outside:
+            out.append(Violation("window", ent.name,
+                                 f"runs outside its window [{rel}, {dl}) from release to "
+                                 f"deadline, in hours {hour_ranges(outside)}"))
+    return out
+
+
+def in_horizon(inst: Instance, ent: Entry) -> bool:
+    return bool(ent.hours) and ent.hours[0] >= 0 and ent.hours[-1] < inst.hours
+
+
+def check_contiguity(ent: Entry) -> list[Violation]:
+    """A non-preemptible phase runs one block of consecutive hours."""
+    if ent.phase.preemptible or not ent.hours:
+        return []
+    hs = ent.hours
+    gaps = [(a + 1, b) for a, b in pairwise(hs) if b != a + 1]
+    if not gaps:
+        return []
+    shown = ", ".join(hour_ranges(range(a, b)) for a, b in gaps)
+    return [Violation("contiguity", ent.name,
+                      f"not preemptible, but pauses in hours {shown} (runs hours "
+                      f"{hour_ranges(hs)})")]
+
+
+def check_precedence(inst: Instance, entries: Mapping[str, Entry]) -> list[Violation]:
+    """Every predecessor that is not done ends before its successor starts: ``end_q <= start_p``."""
+    out: list[Violation] = []
+    for ent in entries.values():
+        if not ent.hours:
+            continue
+        start = ent.hours[0]
+        for q in ent.phase.predecessors:
+            pred = entries.get(q)
+            if inst.phase(q).done or pred is None or not pred.hours:
+                continue
+            end_q = pred.hours[-1] + 1
+            if end_q > start:
+                out.append(Violation("precedence", ent.name,
+                                     f"starts at hour {start} but its predecessor {q!r} ends at "
+                                     f"hour {end_q}"))
+    return out
+
+
+def _pool_usage(inst: Instance, entries: Iterable[Entry]
+                ) -> dict[tuple[str, str], tuple[np.ndarray, list[Entry]]]:
+    """GPUs (working + spare) per (region, GPU type) and hour, and the entries using each."""
+    usage: dict[tuple[str, str], tuple[np.ndarray, list[Entry]]] = {}
+    for ent in entries:
+        e = ent.plan
+        if (e.gpu not in inst.spec.gpu_types or e.region not in inst.spec.regions
+                or not in_horizon(inst, ent)):
+            continue
+        arr, users = usage.setdefault((e.region, e.gpu), (np.zeros(inst.hours), []))
+        arr[list(ent.hours)] += e.gpus + e.spare_gpus
+        users.append(ent)
+    return usage
+
+
+def _involved(users: list[Entry], over: np.ndarray) -> list[str]:
+    """Names of the entries running in any of the hours ``over``."""
+    hours = {int(t) for t in over}
+    return [u.name for u in users if hours.intersection(u.hours)]
+
+
+def check_capacity(inst: Instance, entries: Mapping[str, Entry]) -> list[Violation]:
+    """Per (region, GPU type, hour): Σ over phases of (gpus + spare_gpus) <= capacity; a pool
+    without a capacity entry has capacity 0."""
+    out: list[Violation] = []
+    for (r, g), (used, users) in sorted(_pool_usage(inst, entries.values()).items()):
+        cap = inst.capacity.get((r, g))
+        cap_arr = np.zeros(inst.hours) if cap is None else np.asarray(cap, dtype=float)
+        over = np.flatnonzero(used > cap_arr + GPU_EPS)
+        if over.size == 0:
+            continue
+        worst = int(over[np.argmax(used[over] - cap_arr[over])])
+        names = _involved(users, over)
+        phase = names[0] if len(names) == 1 else None
+        out.append(Violation("capacity", phase,
+                             f"{g} in {r}: phases {names} hold more GPUs than the capacity in "
+                             f"hours {hour_ranges(int(t) for t in over)}; worst hour {worst}: "
+                             f"{used[worst]:g} GPUs (working + spare) against {cap_arr[worst]:g}"))
+    return out
+
+
+def reserved_pools(inst: Instance, plan: Plan
+                   ) -> tuple[list[Violation], dict[tuple[str, str], int]]:
+    """The plan's reserved commitments: each names a pool with a reserved offer, once, with
+    R = 0 or min_gpus <= R <= max_gpus."""
+    out: list[Violation] = []
+    pools: dict[tuple[str, str], int] = {}
+    for r, g, n in plan.reserved:
+        key = (r, g)
+        if key in pools:
+            out.append(Violation("reserved", None, f"the reserved pool ({r}, {g}) is listed more "
+                                                   "than once"))
+            continue
+        if r not in inst.spec.regions or g not in inst.spec.gpu_types:
+            out.append(Violation("reserved", None, f"reserved pool ({r}, {g}) names an unknown "
+                                                   "region or GPU type"))
+            continue
+        offers = inst.region(r).offers.get(g)
+        res = offers.reserved if offers is not None else None
+        if res is None:
+            out.append(Violation("reserved", None, f"region {r!r} offers no reserved {g}; the "
+                                                   f"plan commits {n}"))
+            continue
+        pools[key] = n
+        if n < 0:
+            out.append(Violation("reserved", None, f"reserved {g} in {r}: negative commitment {n}"))
+        elif n > 0 and (n < res.min_gpus or (res.max_gpus is not None and n > res.max_gpus)):
+            hi = "unbounded" if res.max_gpus is None else str(res.max_gpus)
+            out.append(Violation("reserved", None,
+                                 f"reserved {g} in {r}: R = {n} must be 0 or within "
+                                 f"[{res.min_gpus}, {hi}]"))
+    return out, pools
+
+
+def check_reserved(inst: Instance, pools: Mapping[tuple[str, str], int],
+                   entries: Mapping[str, Entry]) -> list[Violation]:
+    """Per reserved pool and hour: reserved-contract GPUs (working + spare) <= R (0 when the
+    plan commits nothing to the pool)."""
+    out: list[Violation] = []
+    res_entries = [ent for ent in entries.values() if ent.plan.contract == "reserved"]
+    for (r, g), (used, users) in sorted(_pool_usage(inst, res_entries).items()):
+        committed = pools.get((r, g), 0)
+        over = np.flatnonzero(used > committed + GPU_EPS)
+        if over.size == 0:
+            continue
+        worst = int(over[np.argmax(used[over])])
+        names = _involved(users, over)
+        phase = names[0] if len(names) == 1 else None
+        out.append(Violation("reserved", phase,
+                             f"{g} in {r}: reserved-contract phases {names} use up to "
+                             f"{used[worst]:g} GPUs (hour {worst}) but the plan reserves "
+                             f"R = {committed}; hours over: {hour_ranges(int(t) for t in over)}"))
+    return out
+
+
+def check_carbon_cap(inst: Instance, emissions_t: float, rel_tol: float) -> list[Violation]:
+    """``emissions_t <= objective.carbon_cap_tonnes`` (within ``rel_tol``)."""
+    cap = inst.spec.objective.carbon_cap_tonnes
+    if cap is None or emissions_t <= cap * (1 + rel_tol) + 1e-12:
+        return []
+    return [Violation("carbon_cap", None,
+                      f"emissions {emissions_t:.6g} tCO2 exceed the cap of {cap:g} t")]

@@ -1,0 +1,291 @@
+"""Re-derive the physics of one plan entry from the instance alone (docs/cost-model.md,
+"Per configuration").
+
+Written from the contract, not from ``planner.configs``: a bug in the planner's configuration
+space then shows up as a disagreement. Only the published formulas of :mod:`planner.physics`
+(ZeRO/Korthikanti memory, checkpoint bytes) are shared; the short formulas (scaling and
+layout efficiency, Daly's interval, power, storage and rental rates) are written out here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.instance.model import Instance
+from planner.instance.schema import Phase, Region, StorageTier
+from planner.physics.memory import MemoryBreakdown, memory_per_gpu
+from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
+from planner.physics.transformer import ModelDims
+from planner.plan import PhasePlan
+
+#: Throughput factor R of activation recomputation (docs/cost-model.md: none 1, selective
+#: 1/1.04, full 0.75; Korthikanti et al. 2022 Table 4, and 6ND against 8ND hardware FLOPs).
+RECOMPUTE_FACTOR: dict[str, float] = {"none": 1.0, "selective": 1.0 / 1.04, "full": 0.75}
+
+#: Micro-batches per step in the pipeline-bubble term (pp - 1) / (16 + pp - 1) of eff_layout.
+BUBBLE_MICROBATCHES = 16
+
+#: MFU of a GPU type missing from a per-GPU ``mfu`` mapping: the schema's default MFU.
+DEFAULT_MFU = 0.40
+
+#: Hours per month for prices per GB-month (8760 / 12).
+HOURS_PER_MONTH = 730.0
+
+
+def is_training(p: Phase) -> bool:
+    """A training phase: work given in tokens with ``passes: train`` (6ND). Phases with work in
+    FLOPs or GPU-hours are not, even with a model (see the report on this ambiguity)."""
+    return p.work.tokens is not None and p.work.passes == "train"
+
+
+def model_of(inst: Instance, p: Phase) -> ModelDims | None:
+    return inst.models[p.model] if p.model is not None else None
+
+
+def mfu(p: Phase, gpu: str) -> float:
+    """The phase's model FLOPs utilisation on a GPU type."""
+    if isinstance(p.mfu, dict):
+        return float(p.mfu.get(gpu, DEFAULT_MFU))
+    return float(p.mfu)
+
+
+def peak(inst: Instance, gpu: str, precision: str) -> float | None:
+    """Dense peak TFLOP/s of a GPU type at a precision, None when it has none."""
+    value = inst.gpu(gpu).peak_tflops.get(precision)  # type: ignore[call-overload]
+    return float(value) if value else None
+
+
+def work_flops(inst: Instance, p: Phase) -> float | None:
+    """W in FLOPs: tokens & train ``6 P D + 6 L s h D``, tokens & forward ``2 P D + 2 L s h D``
+    (Kaplan et al. 2020 Table 1), ``flops`` as given, or ``gpu_hours x 3600 x peak(ref gpu,
+    work.precision) x 1e12 x mfu(ref gpu)``. None when the reference GPU has no peak at the
+    work's precision (the work is then undefined)."""
+    w = p.work
+    if w.flops is not None:
+        return float(w.flops)
+    if w.gpu_hours is not None:
+        assert w.gpu is not None
+        ref = peak(inst, w.gpu, w.precision)
+        if ref is None:
+            return None
+        return w.gpu_hours * 3600.0 * ref * 1e12 * mfu(p, w.gpu)
+    m = model_of(inst, p)
+    assert m is not None and w.tokens is not None
+    per_token = 6.0 if w.passes == "train" else 2.0
+    return per_token * m.params * w.tokens + per_token * m.layers * m.seq_len * m.hidden * w.tokens
+
+
+def checkpoint_gb(inst: Instance, p: Phase, precision: str) -> float:
+    """ck: ``phase.checkpoint_gb``, else ``(w + K) P / 1e9`` for a training phase, else 0;
+    divided by ``storage.compression_ratio``."""
+    if p.checkpoint_gb is not None:
+        raw = float(p.checkpoint_gb)
+    else:
+        m = model_of(inst, p)
+        raw = 0.0 if m is None or not is_training(p) else raw_checkpoint_gb(
+            m.params, precision, m.optimizer, True)
+    return raw / inst.spec.storage.compression_ratio
+
+
+def output_gb(inst: Instance, p: Phase) -> float:
+    """Output GB: ``phase.output_gb``, else the trained weights ``2 P / 1e9 / compression``
+    for a training phase with a model, else 0 for other model phases, else ``data.size_gb``."""
+    if p.output_gb is not None:
+        return float(p.output_gb)
+    m = model_of(inst, p)
+    if m is not None and is_training(p):
+        return 2.0 * m.params / 1e9 / inst.spec.storage.compression_ratio
+    return 0.0 if m is not None else float(p.data.size_gb)
+
+
+def archive_tier(region: Region, policy: str) -> tuple[str, StorageTier]:
+    """The region's cheapest tier per GB-month (``cheapest``) or dearest (``hottest``); on a tie
+    the tier listed first."""
+    names = list(region.storage)
+    prices = [region.storage[n].usd_per_gb_month for n in names]
+    target = min(prices) if policy == "cheapest" else max(prices)
+    name = names[prices.index(target)]
+    return name, region.storage[name]
+
+
+def transfer_usd_per_gb(inst: Instance, src: str, dst: str) -> float:
+    """``regions.src.transfer_usd_per_gb[dst]`` or ``default_transfer_usd_per_gb``; 0 if same."""
+    if src == dst:
+        return 0.0
+    r = inst.region(src)
+    return float(r.transfer_usd_per_gb.get(dst, r.default_transfer_usd_per_gb))
+
+
+def pause_usd_per_h(inst: Instance, p: Phase) -> float:
+    """Parking while paused: ``(retention x max over allowed precisions of ck + data.size_gb) x
+    min over the allowed regions' tiers of usd_per_gb_month / 730``."""
+    regions = p.regions or tuple(inst.spec.regions)
+    price = min(t.usd_per_gb_month for r in regions for t in inst.region(r).storage.values())
+    ck = max(checkpoint_gb(inst, p, pr) for pr in p.options.precision)
+    return (inst.spec.storage.retention * ck + p.data.size_gb) * price / HOURS_PER_MONTH
+
+
+def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
+    """Daly 2006 eq. 37: ``sqrt(2 δ M)(1 + sqrt(δ/2M)/3 + (δ/2M)/9) - δ``; ``M`` if δ >= 2M."""
+    if delta_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    r = delta_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * delta_s * mtbf_s) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - delta_s
+
+
+def offer_terms(inst: Instance, region: str, gpu: str, contract: str
+                ) -> tuple[float, int, int, float] | None:
+    """(USD per GPU-hour, billing granularity h, minimum rental h, preemptions per hour) of the
+    region's offer for the GPU type under the contract, or None when it is not offered."""
+    offers = inst.region(region).offers.get(gpu)
+    if offers is None:
+        return None
+    if contract == "on_demand" and offers.on_demand is not None:
+        o = offers.on_demand
+        return o.usd_per_gpu_hour, o.billing_granularity_hours, o.min_rental_hours, 0.0
+    if contract == "spot" and offers.spot is not None:
+        s = offers.spot
+        return (s.usd_per_gpu_hour, s.billing_granularity_hours, s.min_rental_hours,
+                s.preemptions_per_hour)
+    if contract == "reserved" and offers.reserved is not None:
+        return offers.reserved.usd_per_gpu_hour, 1, 0, 0.0
+    return None
+
+
+@dataclass(frozen=True)
+class PhaseFacts:
+    """Everything docs/cost-model.md derives from one plan entry, per running hour unless
+    named otherwise."""
+
+    phase: str
+    train: bool
+    work_flops: float
+    dp: int
+    eff_scale: float
+    eff_layout: float
+    flops_per_s: float
+    memory: MemoryBreakdown
+    checkpoint_gb: float
+    output_gb: float
+    write_s: float
+    failure_rate: float
+    interval_s: float
+    overhead: float
+    downtime_h: float
+    loss_h: float
+    compute_h: float
+    io_h: float
+    hours: int
+    offer_usd_per_gpu_hour: float
+    billing_hours: int
+    min_rental_hours: int
+    rental_per_h: float
+    facility_kw: float
+    storage_per_h: float
+    archive_tier: str
+    archive_per_h: float
+    sla_share: float
+    sla_multiplier: float
+    resume_usd: float
+    pause_per_h: float
+
+
+def data_parallel(p: Phase, m: ModelDims | None, gpus: float, tp: int, pp: int) -> int:
+    """dp = gpus / (tp pp) for a model phase on whole GPUs, else 1 (a slice) or the GPU count
+    (a phase without a model)."""
+    if gpus < 1:
+        return 1
+    if m is None:
+        return int(gpus)
+    return max(1, int(gpus) // (tp * pp))
+
+
+def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
+    """The configuration physics of entry ``e`` of phase ``p``.
+
+    Requires a configuration the instance can price: known GPU type and region, the tier in
+    the region, the contract offered, a peak at the precision, defined work, ``gpus > 0``,
+    ``tp, pp >= 1``, ZeRO 0-3 and a known recomputation (the constraint checks establish it)."""
+    g = inst.gpu(e.gpu)
+    r = inst.region(e.region)
+    tier = r.storage[e.tier]
+    terms = offer_terms(inst, e.region, e.gpu, e.contract)
+    pk = peak(inst, e.gpu, e.precision)
+    flops = work_flops(inst, p)
+    if terms is None or pk is None or flops is None or e.gpus <= 0:
+        raise ValueError(f"phase {p.name}: configuration cannot be priced")
+    price, bill_h, min_h, preempt = terms
+    m = model_of(inst, p)
+    train = is_training(p)
+    gpus, spare = float(e.gpus), float(e.spare_gpus)
+    gpn = g.gpus_per_node
+    dp = data_parallel(p, m, gpus, e.tp, e.pp)
+
+    # sustained FLOP/s = gpus x peak x 1e12 x mfu x R x eff_scale x eff_layout
+    nodes_ceil = math.ceil(gpus / gpn)
+    eff_scale = p.scaling.per_doubling ** math.log2(nodes_ceil) if nodes_ceil > 1 else 1.0
+    if m is not None:
+        eff_layout = 0.98 ** math.log2(e.tp)
+        if e.pp > 1:
+            eff_layout *= 1.0 - (e.pp - 1) / (BUBBLE_MICROBATCHES + e.pp - 1)
+        if e.zero == 3 and dp > 1 and gpus > gpn:
+            eff_layout *= 0.95
+        r_factor = RECOMPUTE_FACTOR[e.recompute]
+    else:
+        eff_layout, r_factor = 1.0, 1.0
+    fps = gpus * pk * 1e12 * mfu(p, e.gpu) * r_factor * eff_scale * eff_layout
+
+    pol = inst.spec.memory
+    mem = memory_per_gpu(m, g.memory_gb, e.precision, e.zero, dp, e.tp, e.pp, e.recompute,
+                         p.options.micro_batch, train, pol.buffer_gb, pol.fragmentation,
+                         pol.headroom, p.memory_gb, min(gpus, 1.0))
+
+    # reliability: λ, Daly's interval τ, overhead δ/(τ+δ), downtime D, loss per failure L
+    fail = inst.spec.failure
+    ck = checkpoint_gb(inst, p, e.precision)
+    write_s = (float(fail.checkpoint_write_s) if fail.checkpoint_write_s is not None
+               else ck / tier.write_gb_per_s)
+    lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
+    spare_nodes = spare / gpn
+    downtime = ((fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours)
+                + ck / tier.read_gb_per_s / 3600.0)
+    if ck > 0 and lam > 0:
+        tau = daly_interval_s(write_s, 3600.0 / lam)
+        overhead = write_s / (tau + write_s)
+        loss = (tau + write_s) / 2.0 / 3600.0 + downtime
+    else:
+        tau, overhead, loss = math.inf, 0.0, downtime
+
+    # hours n = max(1, ceil(max(compute h, I/O h) - 1e-9))
+    compute_h = flops / fps / 3600.0 / (1.0 - overhead)
+    io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+    hours = max(1, math.ceil(max(compute_h, io_h) - 1e-9))
+
+    rental = (gpus + spare) * (price + p.licence_usd_per_gpu_hour)
+    nodes = nodes_ceil if gpus >= 1 else gpus / gpn
+    watts = (gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
+             + spare * g.idle_power_w + (nodes + spare / gpn) * g.node_overhead_w)
+    kw = watts / 1000.0 * r.effective_pue
+    storage_h = ((inst.spec.storage.retention * ck + p.data.size_gb) * tier.usd_per_gb_month
+                 / HOURS_PER_MONTH)
+    out = output_gb(inst, p)
+    arch_name, arch = archive_tier(r, inst.spec.storage.archive)
+    sla = r.sla
+    share = sla.provider_fault_share if (sla is not None and e.contract != "spot") else 0.0
+    mult = sla.credit_multiplier if sla is not None else 0.0
+    mean_price = float(np.mean(inst.price[e.region]))
+    resume = p.resume_overhead_hours * (rental + kw * mean_price / 1000.0)
+    return PhaseFacts(
+        phase=p.name, train=train, work_flops=flops, dp=dp, eff_scale=eff_scale,
+        eff_layout=eff_layout, flops_per_s=fps, memory=mem, checkpoint_gb=ck, output_gb=out,
+        write_s=write_s if ck > 0 else 0.0, failure_rate=lam, interval_s=tau,
+        overhead=overhead, downtime_h=downtime, loss_h=loss, compute_h=compute_h, io_h=io_h,
+        hours=hours, offer_usd_per_gpu_hour=price, billing_hours=bill_h,
+        min_rental_hours=min_h, rental_per_h=rental, facility_kw=kw, storage_per_h=storage_h,
+        archive_tier=arch_name, archive_per_h=out * arch.usd_per_gb_month / HOURS_PER_MONTH,
+        sla_share=share, sla_multiplier=mult, resume_usd=resume,
+        pause_per_h=pause_usd_per_h(inst, p) if p.preemptible else 0.0,
+    )

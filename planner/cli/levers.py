@@ -1,0 +1,106 @@
+"""``trainplan levers INSTANCE``: what each cost lever of the seed article is worth here.
+
+Prints how the lever-free baseline was built, a table (lever, cost, saving in USD and %, the
+cost by component), the all-levers saving beside the article's claim, and optionally writes
+a waterfall chart (``--png``) or prints JSON (``--json``).
+
+Exit status: 0 on success; 1 when no lever-free baseline exists (the instance is infeasible
+or every lever is needed to meet it); 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
+from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
+from planner.plan import COST_KEYS
+
+
+def _money(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"-${-x:,.2f}" if x < -0.005 else f"${abs(x):,.2f}"
+
+
+def _row(r: LeverRun, components: tuple[str, ...]) -> list[str]:
+    pct = "-" if r.saving_pct is None else f"{r.saving_pct:.1%}"
+    return [r.label if r.key in ("baseline", "all") else f"{r.label} [{r.article}]",
+            r.method, _money(r.cost), _money(r.saving_usd), pct,
+            *(_money(r.components.get(k)) for k in components),
+            "-" if r.cycle_h is None else f"{r.cycle_h}", r.note]
+
+
+def render(report: LeverReport) -> None:
+    """Print the lever table and headline."""
+    console.print(f"levers for {report.instance}")
+    console.print("lever-free baseline:")
+    for rule in report.rules:
+        console.print(f"  {rule}", markup=False)
+    for note in report.notes:
+        console.print(f"  note: {note}", markup=False)
+    runs = [report.baseline, *report.levers, report.all_levers]
+    components = tuple(k for k in COST_KEYS
+                       if any(abs(r.components.get(k, 0.0)) > 1e-9 for r in runs))
+    t = Table(title="cost by lever (USD; each lever alone, then all together)",
+              title_justify="left")
+    for col in ("lever", "method", "cost", "saving", "saving %", *components, "cycle h", "note"):
+        t.add_column(col, justify="left" if col in ("lever", "method", "note") else "right",
+                     overflow="fold")
+    for r in runs:
+        t.add_row(*_row(r, components))
+    console.print(t)
+    inter = report.interaction_usd
+    if inter is not None:
+        console.print(f"interaction (all levers minus the sum of single savings): "
+                      f"{_money(inter)}")
+    console.print(report.headline(), markup=False)
+    cycle = report.cycle_headline()
+    if cycle:
+        console.print(cycle, markup=False)
+
+
+@app.command("levers")
+@guarded
+def levers_cmd(
+    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1,
+                                     help="seconds per MILP solve"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    png: Path | None = typer.Option(None, "--png", help="write a waterfall chart (PNG) here"),
+    only: str | None = typer.Option(None, "--only",
+                                    help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"),
+) -> None:
+    """What each cost lever of the article is worth on INSTANCE: a lever-free baseline
+    (as soon as possible, on demand, one GPU type and region, air-cooled PUE, bf16 ZeRO-0,
+    whole nodes, hot storage, no optional spares), each lever alone, and all together."""
+    keys = None
+    if only is not None:
+        keys = [k.strip() for k in only.split(",") if k.strip()]
+        bad = [k for k in keys if k not in LEVER_KEYS]
+        if bad:
+            fail(f"--only: unknown lever(s) {', '.join(bad)}; expected {', '.join(LEVER_KEYS)}")
+    if png is not None and png.suffix.lower() != ".png":
+        fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    inst = load_instance(instance)
+    try:
+        report = evaluate_levers(inst, time_limit=time_limit, levers=keys)
+    except LeverError as e:
+        fail(str(e), EXIT_INFEASIBLE)
+    if png is not None:
+        from planner.levers import waterfall_png
+
+        try:
+            waterfall_png(report, png)
+        except OSError as e:
+            fail(f"--png: cannot write {png}: {e.strerror or e}")
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        return
+    render(report)
+    if png is not None:
+        console.print(f"waterfall chart written to {png}")

@@ -1,0 +1,83 @@
+"""``trainplan pareto INSTANCE --vs deadline|carbon``: the cost frontier as a table and chart.
+
+``--vs deadline`` caps the makespan (every phase's deadline = min(own, D)) for D from the
+fastest feasible makespan to the horizon end; ``--vs carbon`` caps the emissions from the
+min-emission plan's to the min-cost plan's (planner.pareto).
+
+Exit status: 0 on success; 1 when the instance has no plan; 2 on bad input (including
+``--vs carbon`` on regions without ``carbon_intensity``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from planner.cli.app import EXIT_INFEASIBLE, EXIT_INPUT, app, console, fail, guarded, load_instance
+from planner.pareto import VS, ParetoError, ParetoPoint, frontier, frontier_png
+
+
+def _money(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.2f}"
+
+
+def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
+    last = points[-1].cost if points else None
+    t = Table(title=f"cost frontier of {inst_name} vs {vs} (tightest cap first)",
+              title_justify="left")
+    cap = "makespan cap (h)" if vs == "deadline" else "emissions cap (t)"
+    for col in (cap, "cost", "over unconstrained", "makespan (h)", "emissions (t)",
+                "solver", "note"):
+        t.add_column(col, justify="left" if col in ("solver", "note") else "right")
+    for p in points:
+        x = f"{p.x:g}" if vs == "deadline" else f"{p.x:.4g}"
+        extra = "-"
+        if p.cost is not None and last is not None:
+            extra = _money(p.cost - last) + (f" ({(p.cost - last) / last:.1%})" if last else "")
+        note = "" if p.kept_from is None else f"plan of cap {p.kept_from:g} (cheaper)"
+        t.add_row(x, _money(p.cost), extra,
+                  "-" if p.makespan_h is None else str(p.makespan_h),
+                  "-" if p.emissions_t is None else f"{p.emissions_t:.4g}",
+                  p.termination + (f", gap {p.gap:.2%}" if p.gap else ""), note)
+    console.print(t)
+
+
+@app.command("pareto")
+@guarded
+def pareto_cmd(
+    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
+    vs: str = typer.Option(..., "--vs", help="deadline or carbon"),
+    points: int = typer.Option(8, "--points", min=1, max=200, help="caps to try"),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1,
+                                     help="seconds per MILP solve"),
+    png: Path | None = typer.Option(None, "--png", help="write the frontier chart (PNG) here"),
+    as_json: bool = typer.Option(False, "--json", help="print the points as JSON"),
+) -> None:
+    """The cost frontier of INSTANCE against completion time (--vs deadline) or emissions
+    (--vs carbon): the cheapest plan under each of --points caps, as a table and a chart."""
+    if vs not in VS:
+        fail(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
+    if png is not None and png.suffix.lower() != ".png":
+        fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    inst = load_instance(instance)
+    try:
+        pts = frontier(inst, vs, points, time_limit)
+    except ParetoError as e:
+        msg = str(e)
+        fail(msg, EXIT_INPUT if "carbon_intensity" in msg else EXIT_INFEASIBLE)
+    if png is not None:
+        try:
+            frontier_png(pts, png, f"{inst.name}: cost vs {vs}")
+        except OSError as e:
+            fail(f"--png: cannot write {png}: {e.strerror or e}")
+    if as_json:
+        typer.echo(json.dumps({"format": "trainplan-pareto/1", "instance": inst.name, "vs": vs,
+                               "points": [p.to_dict() for p in pts]}, indent=2,
+                              allow_nan=False))
+        return
+    render(inst.name, vs, pts)
+    if png is not None:
+        console.print(f"frontier chart written to {png}")

@@ -1,0 +1,493 @@
+"""``trainplan explain``: why an instance has no plan, and the smallest change that gives one.
+
+Two kinds of evidence, reported as :class:`Finding` objects:
+
+1. **Pre-checks** hold for every plan, whatever the solver does:
+
+   - *memory*: the smallest memory need of any (GPU type, GPU count, layout) the phase may
+     use against that GPU's usable memory, ``memory_gb x (1 - headroom)``
+     (:func:`planner.physics.memory.memory_per_gpu`); amount in GB short;
+   - *deadline*: the earliest finish through the precedence graph with each phase's fastest
+     configuration (the critical-path forward pass, Kelley & Walker 1959:
+     ``EF(p) = max(release(p), max_q EF(q)) + fastest(p)``, fastest over configurations that
+     fit capacity in ``[release, horizon end)``), against each deadline; amount in hours;
+   - *capacity*: the compulsory parts of phases bound to one (region, GPU) pool (Lahrichi
+     1982; the timetable rule of cumulative scheduling): a non-preemptible phase with window
+     ``[e, l)`` (tightened through the precedence graph) and ``n`` hours must run in
+     ``[l - n, e + n)`` whatever its start; the phase needs at least ``min_c G_c`` GPUs then.
+     Hours where those needs add up above the pool's capacity are a conflict; amount in GPUs;
+   - *configuration*: every other reason :mod:`planner.configs` gives for a phase without a
+     configuration (no offer, precision not supported, too few zones).
+
+2. **The smallest relaxation** (:mod:`formulations.elastic`): the hourly MILP of a relaxed
+   instance (deadlines at the horizon end, capacities raised, carbon cap lifted, phases that
+   can never run marked done) with penalised slack for hours past each original deadline,
+   GPUs above each original capacity and tonnes above the cap. The weighted slack is
+   minimised first (one hour late = one GPU-hour over capacity = one tonne over the cap, by
+   default), the cost second. When the smallest relaxation uses one kind of slack and the
+   other kind could also restore feasibility, that alternative is solved and reported too.
+
+The instance is feasible when no pre-check fires and the smallest relaxation is zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from formulations.elastic import (
+    ElasticModel,
+    ElasticSolution,
+    ElasticWeights,
+    build_elastic,
+    solve_elastic,
+)
+from formulations.milp.model import time_windows
+from formulations.milp.solution import Schedule
+from planner.configs import (
+    ConfigSpace,
+    build_config_space,
+    gpu_counts,
+    is_training,
+    layouts,
+    peak_tflops,
+    phase_model,
+)
+from planner.costing import make_plan
+from planner.instance.model import Instance
+from planner.instance.schema import Phase
+from planner.physics.memory import memory_per_gpu
+from planner.plan import Plan
+
+
+class ExplainError(ValueError):
+    """The explanation cannot be computed for this instance; the message says why."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conflict: its kind (memory, deadline, capacity, carbon, configuration), the phase
+    (None for a pool or the whole plan), how much is missing and in what unit, and where it
+    comes from (``pre-check`` holds for any plan; ``relaxation`` is what the smallest
+    relaxation changes)."""
+
+    kind: str
+    phase: str | None
+    amount: float | None
+    unit: str
+    message: str
+    source: str = "pre-check"
+    region: str | None = None
+    gpu: str | None = None
+    hours: tuple[int, ...] = ()
+    phases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "phase": self.phase, "amount": self.amount,
+                "unit": self.unit, "message": self.message, "source": self.source,
+                "region": self.region, "gpu": self.gpu, "hours": list(self.hours),
+                "phases": list(self.phases)}
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """A solved elastic model: which slack it may use, the weighted slack, what changes."""
+
+    name: str
+    allow: tuple[str, ...]
+    status: str
+    proven: bool
+    penalty: float | None
+    findings: tuple[Finding, ...]
+    plan: Plan | None = None
+    #: The relaxed instance the plan is valid for (deadlines, capacity and cap relaxed).
+    instance: Instance | None = field(default=None, repr=False, compare=False)
+    schedule: Schedule | None = field(default=None, repr=False, compare=False)
+    reserved: dict[tuple[str, str], int] = field(default_factory=dict, repr=False,
+                                                 compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "allow": list(self.allow), "status": self.status,
+                "proven": self.proven, "penalty": self.penalty,
+                "findings": [f.to_dict() for f in self.findings],
+                "cost": self.plan.objective if self.plan is not None else None}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    instance: str
+    feasible: bool
+    #: ``feasible`` is proved (a plan exists, or a pre-check or an optimal relaxation shows
+    #: none does). False when the relaxation stopped at its time limit undecided.
+    proven: bool
+    findings: list[Finding]
+    relaxations: list[Relaxation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    plan: Plan | None = None
+    weights: ElasticWeights = field(default_factory=ElasticWeights)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": "trainplan-explain/1", "instance": self.instance,
+                "feasible": self.feasible, "proven": self.proven,
+                "findings": [f.to_dict() for f in self.findings],
+                "relaxations": [r.to_dict() for r in self.relaxations],
+                "notes": list(self.notes),
+                "weights": {"late_hour": self.weights.late_hour,
+                            "gpu_hour": self.weights.gpu_hour, "tonne": self.weights.tonne},
+                "plan_cost": self.plan.objective if self.plan is not None else None}
+
+    def lines(self) -> list[str]:
+        """The explanation as text, one string per line."""
+        out: list[str] = []
+        if self.feasible:
+            cost = (f"; the cheapest plan found costs ${self.plan.objective:,.2f}"
+                    if self.plan is not None and self.plan.objective is not None else "")
+            out.append(f"{self.instance} is feasible: a plan meets every deadline, capacity "
+                       f"and cap{cost}. Nothing to explain.")
+            out.extend(f"note: {n}" for n in self.notes)
+            return out
+        verdict = "infeasible" if self.proven else "no plan found (not proved infeasible)"
+        out.append(f"{self.instance}: {verdict}")
+        pre = [f for f in self.findings if f.source == "pre-check"]
+        if pre:
+            out.append("conflicts that hold for any plan:")
+            out.extend(f"  {f.kind}: {f.message}" for f in pre)
+        w = self.weights
+        for r in self.relaxations:
+            head = ("smallest relaxation" if r.name == "smallest" else f"{r.name}")
+            if r.name == "smallest":
+                head += (f" (1 h past a deadline = {w.late_hour / w.gpu_hour:g} GPU-hour over "
+                         f"capacity = {w.late_hour / w.tonne:g} t CO2 over the cap)")
+            if r.status == "infeasible":
+                out.append(f"{head}: not possible this way")
+                continue
+            if r.penalty is None:
+                out.append(f"{head}: no answer in time ({r.status})")
+                continue
+            proof = "" if r.proven else ", not proved smallest (time limit)"
+            out.append(f"{head}{proof}:")
+            out.extend(f"  {f.message}" for f in r.findings)
+            if not r.findings:
+                out.append("  no further change: every other phase fits as given")
+            if r.plan is not None and r.plan.objective is not None:
+                out.append(f"  the cheapest plan under it costs ${r.plan.objective:,.2f}")
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _when(inst: Instance, hour: int) -> str:
+    t: datetime = inst.time_of(hour).astimezone(UTC)
+    return t.strftime("%Y-%m-%d %H:%MZ")
+
+
+def _ranges(hours: list[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for h in sorted(hours):
+        if runs and h == runs[-1][-1] + 1:
+            runs[-1].append(h)
+        else:
+            runs.append([h])
+    return runs
+
+
+def _span(inst: Instance, run: list[int]) -> str:
+    a, b = run[0], run[-1]
+    hours = f"hour {a}" if a == b else f"hours {a}-{b}"
+    return f"{hours} ({_when(inst, a)} to {_when(inst, b + 1)})"
+
+
+def memory_shortfall(inst: Instance, p: Phase) -> Finding | None:
+    """The (GPU type, count, layout) whose memory need exceeds its usable memory the least;
+    a finding when even that does not fit, else None."""
+    m = phase_model(inst, p)
+    train = is_training(p)
+    pol = inst.spec.memory
+    best: tuple[float, float, float, str, str] | None = None
+    for gname in p.gpu_types or tuple(inst.spec.gpu_types):
+        g = inst.gpu(gname)
+        for count in gpu_counts(p, g):
+            for lay in layouts(p, m, g, count):
+                if peak_tflops(g, lay.precision) is None:
+                    continue
+                mem = memory_per_gpu(m, g.memory_gb, lay.precision, lay.zero, lay.dp, lay.tp,
+                                     lay.pp, lay.recompute, p.options.micro_batch, train,
+                                     pol.buffer_gb, pol.fragmentation, pol.headroom,
+                                     p.memory_gb, min(count, 1.0))
+                short = mem.total_gb - mem.capacity_gb
+                setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
+                if m is not None:
+                    setting += (f", ZeRO-{lay.zero}, {lay.recompute} recompute, "
+                                f"tp{lay.tp} pp{lay.pp}")
+                if best is None or short < best[0]:
+                    best = (short, mem.total_gb, mem.capacity_gb, gname, setting)
+    if best is None or best[0] <= 1e-9:
+        return None
+    short, need, usable, gname, setting = best
+    return Finding("memory", p.name, short, "GB",
+                   f"{p.name}: needs {need:.1f} GB per GPU at best ({setting} on {gname}) but "
+                   f"{gname} has {usable:.1f} GB usable ({inst.gpu(gname).memory_gb:g} GB less "
+                   f"{pol.headroom:.0%} headroom): {short:.1f} GB short",
+                   gpu=gname)
+
+
+def deadline_findings(inst: Instance, fastest: dict[str, int | None]) -> list[Finding]:
+    """EF(p) = max(release(p), EF(q) for active predecessors q) + fastest(p); a finding for
+    every phase with EF(p) > deadline(p) (amount EF - deadline hours)."""
+    ef: dict[str, int] = {}
+    crit: dict[str, str | None] = {}
+    out: list[Finding] = []
+    active = {p.name for p in inst.active_phases}
+    for name in inst.order:
+        if name not in active:
+            continue
+        p = inst.phase(name)
+        es, via = inst.release[name], None
+        for q in p.predecessors:
+            if q in ef and ef[q] > es:
+                es, via = ef[q], q
+        n = fastest.get(name)
+        if n is None:
+            continue
+        ef[name] = es + n
+        crit[name] = via
+        d = inst.deadline[name]
+        if es + n > d:
+            chain = [name]
+            while crit.get(chain[-1]) is not None:
+                chain.append(str(crit[chain[-1]]))
+            path = " -> ".join(reversed(chain))
+            past = (f"; it is {es + n - inst.hours} h past the horizon end too"
+                    if es + n > inst.hours else "")
+            out.append(Finding(
+                "deadline", name, float(es + n - d), "h",
+                f"{name}: the fastest possible finish is hour {es + n} ({_when(inst, es + n)}; "
+                f"path {path}, fastest configurations from release hour "
+                f"{inst.release[chain[-1]]}) but its deadline is hour {d} ({_when(inst, d)}): "
+                f"{es + n - d} h short{past}"))
+    return out
+
+
+def capacity_findings(inst: Instance, space: ConfigSpace) -> list[Finding]:
+    """Compulsory parts of single-pool phases summed per pool and hour against capacity."""
+    win = time_windows(inst, space)
+    demand: dict[tuple[str, str], np.ndarray] = {}
+    who: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name, configs in space.by_phase.items():
+        e, l_ = win.start[name], win.end[name]
+        fits = [c for c in configs if c.hours <= l_ - e]
+        pools = {(c.region, c.gpu) for c in fits}
+        if len(pools) != 1:
+            continue
+        pool = next(iter(pools))
+        lo, hi = e, l_
+        for c in fits:
+            if inst.phase(name).preemptible:
+                s, f = (e, l_) if c.hours == l_ - e else (0, 0)
+            else:
+                s, f = l_ - c.hours, e + c.hours
+            lo, hi = max(lo, s), min(hi, f)
+        if lo >= hi:
+            continue
+        need = min(c.total_gpus for c in fits)
+        demand.setdefault(pool, np.zeros(inst.hours))[lo:hi] += need
+        for t in range(lo, hi):
+            who[pool][t].append(name)
+    out: list[Finding] = []
+    for (r, g), d in sorted(demand.items()):
+        cap = inst.capacity[(r, g)]
+        over = [t for t in range(inst.hours) if d[t] > cap[t] + 1e-9]
+        for run in _ranges(over):
+            excess = float(max(d[t] - cap[t] for t in run))
+            names = tuple(sorted({n for t in run for n in who[(r, g)][t]}))
+            out.append(Finding(
+                "capacity", None, excess, "GPUs",
+                f"capacity {r}/{g}: {', '.join(names)} must all run in {_span(inst, run)} "
+                f"and need {float(max(d[t] for t in run)):g} GPUs there; the pool has "
+                f"{float(min(cap[t] for t in run)):g}: {excess:g} GPUs short",
+                region=r, gpu=g, hours=tuple(run), phases=names))
+    return out
+
+
+def _pool_need(inst: Instance, p: Phase) -> int:
+    """The most GPUs (working + spare) any configuration of the phase could hold."""
+    most = 0.0
+    for gname in p.gpu_types or tuple(inst.spec.gpu_types):
+        g = inst.gpu(gname)
+        spare = (p.redundancy.spare_nodes + max(p.options.extra_spare_nodes)) * g.gpus_per_node
+        most = max(most, max(gpu_counts(p, g)) + spare)
+    return math.ceil(most)
+
+
+def relaxed_instance(inst: Instance, deadlines: bool = True, capacity: bool = True,
+                     carbon: bool = True, done: tuple[str, ...] = ()) -> Instance:
+    """``inst`` with deadlines at the horizon end, capacities raised above any possible need,
+    the carbon cap lifted and the phases in ``done`` marked done."""
+    for name in (*[p.name for p in inst.phases], *inst.spec.regions, *inst.spec.gpu_types):
+        if "." in name:
+            raise ExplainError(f"{inst.source}: explain builds variants by dotted paths; rename "
+                               f"{name!r} without a '.'")
+    ups: dict[str, Any] = {}
+    if deadlines:
+        for p in inst.active_phases:
+            if inst.deadline[p.name] < inst.hours:
+                ups[f"phases.{p.name}.deadline"] = inst.hours
+    if capacity:
+        need = sum(_pool_need(inst, p) for p in inst.active_phases)
+        for (r, g), cap in inst.capacity.items():
+            ups[f"regions.{r}.capacity.{g}"] = math.ceil(float(np.max(cap))) + need
+    if carbon and inst.spec.objective.carbon_cap_tonnes is not None:
+        ups["objective.carbon_cap_tonnes"] = None
+    for name in done:
+        ups[f"phases.{name}.done"] = True
+    return inst.replace(ups) if ups else inst
+
+
+def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
+    """What a schedule of the relaxed instance breaks in ``inst``: hours past deadlines, GPUs
+    above capacity (per pool and run of hours), tonnes above the carbon cap."""
+    out: list[Finding] = []
+    for name in inst.order:
+        if name not in schedule:
+            continue
+        _c, hours = schedule[name]
+        end, d = max(hours) + 1, inst.deadline[name]
+        if end > d:
+            out.append(Finding("deadline", name, float(end - d), "h",
+                               f"{name}: deadline +{end - d} h (hour {d} -> {end}, "
+                               f"{_when(inst, d)} -> {_when(inst, end)})", "relaxation"))
+    usage: dict[tuple[str, str], np.ndarray] = {}
+    users: dict[tuple[str, str], dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for name, (c, hours) in schedule.items():
+        u = usage.setdefault((c.region, c.gpu), np.zeros(inst.hours))
+        for t in hours:
+            u[t] += c.total_gpus
+            users[(c.region, c.gpu)][t].add(name)
+    for (r, g), u in sorted(usage.items()):
+        cap = inst.capacity.get((r, g), np.zeros(inst.hours))
+        over = [t for t in range(inst.hours) if u[t] > cap[t] + 1e-9]
+        for run in _ranges(over):
+            extra = [float(u[t] - cap[t]) for t in run]
+            names = tuple(sorted({n for t in run for n in users[(r, g)][t]}))
+            gpu_h = sum(extra)
+            out.append(Finding(
+                "capacity", None, max(extra), "GPUs",
+                f"capacity {r}/{g}: +{max(extra):g} GPUs in {_span(inst, run)}, "
+                f"{gpu_h:g} GPU-hours (used by {', '.join(names)})", "relaxation",
+                region=r, gpu=g, hours=tuple(run), phases=names))
+    cap_t = inst.spec.objective.carbon_cap_tonnes
+    if cap_t is not None:
+        emis = 0.0
+        for c, hours in schedule.values():
+            ci = inst.carbon[c.region]
+            if ci is not None:
+                emis += float(np.sum(c.facility_kw * ci[list(hours)] / 1e6))
+        if emis > cap_t * (1 + 1e-9) + 1e-12:
+            out.append(Finding("carbon", None, emis - cap_t, "t",
+                               f"carbon cap: +{emis - cap_t:.4g} t CO2 ({emis:.4g} t against "
+                               f"a cap of {cap_t:g} t)", "relaxation"))
+    return out
+
+
+def _relaxation(inst: Instance, em: ElasticModel, name: str, allow: tuple[str, ...],
+                time_limit: float, second_stage: bool, space: ConfigSpace,
+                costed: Instance) -> Relaxation:
+    sol: ElasticSolution = solve_elastic(em, time_limit, allow=allow, second_stage=second_stage)
+    if sol.schedule is None:
+        return Relaxation(name, allow, sol.status, False, None, ())
+    found = tuple(relaxation_findings(inst, sol.schedule))
+    plan = None
+    if second_stage:
+        plan = make_plan(costed, space, sol.schedule, sol.reserved, "elastic",
+                         "feasible", sol.status, None, sol.runtime_s)
+    proven = sol.proven or (sol.penalty_bound is not None and sol.penalty is not None
+                            and sol.penalty - sol.penalty_bound <= 1e-6)
+    return Relaxation(name, allow, sol.status, proven, sol.penalty, found, plan, costed,
+                      sol.schedule, sol.reserved)
+
+
+# ----------------------------------------------------------------------------- explain
+
+
+def explain(inst: Instance, time_limit: float = 60.0,
+            weights: ElasticWeights | None = None) -> Explanation:
+    """Pre-checks, then the smallest relaxation (and the alternatives); ``time_limit`` is per
+    MILP solve (at most two stages for the smallest relaxation and one per alternative)."""
+    w = weights or ElasticWeights()
+    notes: list[str] = []
+    space = build_config_space(inst)
+    findings: list[Finding] = []
+    inst_dl = relaxed_instance(inst, capacity=False, carbon=False)
+    space_dl = build_config_space(inst_dl)
+    inst_rel = relaxed_instance(inst)
+    space_rel = build_config_space(inst_rel)
+    impossible: list[str] = []
+    for inf in space.infeasible:
+        p = inst.phase(inf.phase)
+        if space_rel.by_phase.get(p.name):
+            if not space_dl.by_phase.get(p.name):
+                cfgs = space_rel.by_phase[p.name]
+                best = min(cfgs, key=lambda c: (c.total_gpus, c.hours))
+                cap = float(np.max(inst.capacity[(best.region, best.gpu)][inst.release[p.name]:]))
+                findings.append(Finding(
+                    "capacity", p.name, best.total_gpus - cap, "GPUs",
+                    f"{p.name}: every configuration that finishes within the horizon needs at "
+                    f"least {best.total_gpus:g} GPUs ({best.label}); its pool {best.region}/"
+                    f"{best.gpu} has at most {cap:g}", region=best.region, gpu=best.gpu))
+            continue
+        impossible.append(p.name)
+        mem = memory_shortfall(inst, p)
+        findings.append(mem if mem is not None else
+                        Finding("configuration", p.name, None, "", inf.reason))
+    fastest = {n: (min(c.hours for c in cs) if cs else None)
+               for n, cs in space_dl.by_phase.items()}
+    findings.extend(deadline_findings(inst, fastest))
+    findings.extend(capacity_findings(inst, space))
+
+    relaxations: list[Relaxation] = []
+    plan: Plan | None = None
+    possible = [p.name for p in inst.active_phases if p.name not in impossible]
+    if impossible:
+        notes.append(f"{', '.join(impossible)} can never run; the relaxation treats "
+                     f"{'them' if len(impossible) > 1 else 'it'} as done")
+    if not possible:
+        return Explanation(inst.name, False, True, findings, relaxations, notes, None, w)
+    inst_el = relaxed_instance(inst, done=tuple(impossible)) if impossible else inst_rel
+    space_el = build_config_space(inst_el) if impossible else space_rel
+    base = inst.replace({f"phases.{n}.done": True for n in impossible}) if impossible else inst
+    em = build_elastic(base, inst_el, space_el, w)
+    smallest = _relaxation(base, em, "smallest", ("late", "capacity", "carbon"), time_limit,
+                           True, space_el, inst_el)
+    relaxations.append(smallest)
+    if smallest.penalty is not None and smallest.penalty <= 1e-6 and not findings:
+        if smallest.schedule is not None:
+            plan = make_plan(inst, space_el, smallest.schedule, smallest.reserved, "elastic",
+                             "feasible", smallest.status, None,
+                             smallest.plan.runtime_s if smallest.plan else 0.0)
+        return Explanation(inst.name, True, True, [], [], notes, plan, w)
+    kinds = {f.kind for f in smallest.findings}
+    if "deadline" in kinds and em.over:
+        relaxations.append(_relaxation(base, em, "capacity only", ("capacity",), time_limit,
+                                       False, space_el, inst_el))
+    if "capacity" in kinds and em.late:
+        relaxations.append(_relaxation(base, em, "deadlines only", ("late",), time_limit,
+                                       False, space_el, inst_el))
+    findings.extend(smallest.findings)
+    proven = (any(f.source == "pre-check" for f in findings)
+              or smallest.status == "infeasible"
+              or (smallest.proven and smallest.penalty is not None and smallest.penalty > 1e-6))
+    if smallest.penalty is None and smallest.status != "infeasible":
+        notes.append(f"the relaxation found no answer in time ({smallest.status}); raise "
+                     "--time-limit")
+    if smallest.status == "infeasible":
+        notes.append("even the relaxed instance (deadlines at the horizon end, capacities "
+                     "raised, no carbon cap) has no plan: the horizon is too short for the "
+                     "precedence chain, or a reserved pool's limits rule every plan out")
+    return Explanation(inst.name, False, proven, findings, relaxations, notes, None, w)

@@ -1,0 +1,224 @@
+"""Run a grid: expand and validate it, skip what the store already holds, solve the rest on
+an executor, and store every result the moment it arrives."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+from rich.console import Console
+
+from planner.grid.spec import (
+    GridSpec,
+    base_fingerprint,
+    grid_from_dict,
+    load_grid,
+    updates_for,
+)
+from planner.grid.store import Store
+from planner.grid.task import BasePayload, SolveOptions, Task
+
+EXECUTORS = ("local", "ray")
+BACKENDS = ("auto", "highs", "pyomo")
+DEFAULT_GRACE_S = 60.0
+
+
+class Executor(Protocol):
+    name: str
+
+    @property
+    def workers(self) -> int: ...
+
+    def run(self, base: BasePayload, opts: SolveOptions, tasks: list[Task],
+            on_result: Callable[[dict[str, Any]], None]) -> None: ...
+
+
+@dataclass
+class RunReport:
+    """What one invocation did."""
+
+    spec: GridSpec
+    store: Path
+    run: int
+    options: SolveOptions
+    executor: str
+    workers: int
+    total: int
+    skipped: int
+    solved: Counter[str] = field(default_factory=Counter)
+    wall_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.skipped
+
+
+def resolve_grid(grid: str | Path | GridSpec | Mapping[str, Any]) -> GridSpec:
+    """A :class:`GridSpec` from a grid file path, a parsed grid document (its ``base``
+    relative to the working directory) or a spec."""
+    if isinstance(grid, GridSpec):
+        return grid
+    if isinstance(grid, Mapping):
+        return grid_from_dict(dict(grid), "<grid>", Path.cwd())
+    return load_grid(grid)
+
+
+def default_store(spec: GridSpec) -> Path:
+    """``<grid name>.sqlite`` beside the grid file."""
+    return spec.directory / f"{spec.name}.sqlite"
+
+
+def resolve_options(spec: GridSpec, solver: str | None = None, time_limit: float | None = None,
+                    gap: float | None = None, backend: str | None = None) -> SolveOptions:
+    """Explicit arguments, else the grid file's ``solve`` block, else the defaults. Raises
+    ``ValueError`` naming the option when a value is not allowed."""
+    from planner.solve import SOLVERS
+
+    d = spec.defaults
+    opts = SolveOptions(
+        solver=solver or d.solver or "auto",
+        time_limit=float(time_limit if time_limit is not None else d.time_limit or 60.0),
+        gap=float(gap if gap is not None else d.gap if d.gap is not None else 1e-4),
+        backend=backend or d.backend or "auto",
+        threads=1,
+    )
+    if opts.solver not in SOLVERS:
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {opts.solver!r}")
+    if opts.backend not in BACKENDS:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got "
+                         f"{opts.backend!r}")
+    if not opts.time_limit > 0:
+        raise ValueError(f"time limit: expected a positive number of seconds, got "
+                         f"{opts.time_limit!r}")
+    return opts
+
+
+def make_executor(executor: str, workers: int | None = None, address: str | None = None,
+                  memory_gb: float | None = None,
+                  grace_s: float = DEFAULT_GRACE_S) -> Executor:
+    if executor == "local":
+        from planner.grid.runner import LocalExecutor
+
+        return LocalExecutor(workers, memory_gb, grace_s)
+    if executor == "ray":
+        from planner.grid.ray_executor import RayExecutor, import_ray
+
+        import_ray()  # fail early with the install hint
+        return RayExecutor(workers, address, memory_gb, grace_s)
+    raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+
+
+def run_grid(spec: GridSpec, store_path: str | Path, executor: Executor, opts: SolveOptions,
+             retry_failed: bool = False,
+             on_start: Callable[[RunReport], None] | None = None,
+             on_result: Callable[[dict[str, Any]], None] | None = None) -> RunReport:
+    """Solve every scenario of ``spec`` not yet in the store (with ``retry_failed``, failed
+    and timed-out ones too), persisting each outcome as it arrives. ``on_start`` sees the
+    report before solving starts; ``on_result`` each outcome after it is stored."""
+    store_path = Path(store_path)
+    with Store(store_path) as store:
+        store.bind(spec.name, base_fingerprint(spec.base), spec.base.source)
+        warnings: list[str] = []
+        last = store.last_options()
+        now_opts = {"solver": opts.solver, "time_limit": opts.time_limit, "gap": opts.gap,
+                    "backend": opts.backend}
+        if last is not None and {k: last.get(k) for k in now_opts} != now_opts:
+            warnings.append(f"the store's previous run used {last}; results stored then are "
+                            "kept (use --retry-failed to redo failures)")
+        done = store.done_ids(retry_failed)
+        todo = [sc for sc in spec.scenarios if sc.id not in done]
+        tasks = [Task(id=sc.id, params=dict(sc.params), updates=updates_for(spec.base, sc))
+                 for sc in todo]
+        by_id = {t.id: t for t in tasks}
+        workers = executor.workers if tasks else 0
+        run = store.start_run(executor.name, workers, {**now_opts, "retry_failed": retry_failed},
+                              len(spec.scenarios), len(tasks))
+        report = RunReport(spec=spec, store=store_path, run=run, options=opts,
+                           executor=executor.name, workers=workers,
+                           total=len(spec.scenarios), skipped=len(spec.scenarios) - len(tasks),
+                           warnings=warnings)
+        if on_start is not None:
+            on_start(report)
+
+        def persist(outcome: dict[str, Any]) -> None:
+            task = by_id[outcome["id"]]
+            store.put(outcome, task.params, task.updates)
+            report.solved[str(outcome.get("status"))] += 1
+            if on_result is not None:
+                on_result(outcome)
+
+        t0 = time.perf_counter()
+        state = "interrupted"
+        try:
+            if tasks:
+                executor.run(BasePayload.of(spec.base), opts, tasks, persist)
+            state = "finished"
+        finally:
+            report.wall_s = time.perf_counter() - t0
+            store.finish_run(state)
+    return report
+
+
+def grid_frame(spec: GridSpec, store_path: str | Path, with_plan: bool = True) -> pd.DataFrame:
+    """The stored rows of the grid's scenarios, in expansion order."""
+    with Store(store_path, readonly=True) as store:
+        df = store.frame([sc.id for sc in spec.scenarios], with_plan=with_plan)
+    first = [f"param.{a}" for a in spec.axis_names if f"param.{a}" in df.columns]
+    rest = [c for c in df.columns if c not in first and c != "id"]
+    return df[["id", *first, *rest]]
+
+
+def solve_grid(
+    grid: str | Path | GridSpec | Mapping[str, Any],
+    workers: int | None = None,
+    executor: str = "local",
+    store: str | Path | None = None,
+    *,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    gap: float | None = None,
+    backend: str | None = None,
+    memory_gb: float | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+    retry_failed: bool = False,
+    address: str | None = None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Solve every scenario of a grid and return one row per scenario (expansion order):
+    ``id``, ``param.<axis>`` columns, ``status``, ``error``, ``objective``, ``bound``,
+    ``gap``, ``cost_<component>``, ``plan`` (JSON) and timings.
+
+    ``grid``: a grid file, a grid document or a :class:`GridSpec`; ``store``: the SQLite
+    store (default ``<grid name>.sqlite`` beside the grid file), resumed if it exists;
+    ``executor``: "local" (``workers`` processes) or "ray". Raises
+    :class:`~planner.grid.spec.GridError` for a bad grid or scenario, before solving."""
+    spec = resolve_grid(grid)
+    opts = resolve_options(spec, solver, time_limit, gap, backend)
+    ex = make_executor(executor, workers, address, memory_gb, grace_s)
+    path = Path(store) if store is not None else default_store(spec)
+    if progress:
+        from planner.grid.report import GridProgress
+
+        console = Console(stderr=True)
+        holder: list[GridProgress] = []
+
+        def start(rep: RunReport) -> None:
+            bar = GridProgress(console, rep.pending, spec.name)
+            bar.__enter__()
+            holder.append(bar)
+
+        try:
+            run_grid(spec, path, ex, opts, retry_failed, on_start=start,
+                     on_result=lambda o: holder[0].update(o) if holder else None)
+        finally:
+            for bar in holder:
+                bar.__exit__(None, None, None)
+    else:
+        run_grid(spec, path, ex, opts, retry_failed)
+    return grid_frame(spec, path)

@@ -1,0 +1,265 @@
+"""The local executor: a pool of worker processes that survives its workers.
+
+Each worker is a process (``forkserver`` start method where the platform has it, else
+``spawn``; never a plain ``fork`` of a parent that may hold threads and a database handle)
+with its own pipe to the parent. It gets the base instance once, then scenarios one task
+each (solved one at a time; the next is queued behind so the worker never idles), with the
+solver on one thread. The parent waits on every pipe and every process sentinel together, so
+it learns at once of
+
+- a result: handed to ``on_result`` (which stores it) and the worker gets the next scenario;
+- a dead worker (segfault, ``os._exit``, the kernel's OOM killer): its scenario is recorded
+  as ``failed`` with how the process ended, and a new worker replaces it;
+- a hung worker: past ``time_limit + grace`` seconds on one scenario it is killed
+  (``SIGKILL``), its scenario recorded as ``timeout``, and replaced.
+
+Memory: each worker sets ``RLIMIT_AS`` (its address space) to ``memory_gb``; an allocation
+beyond it raises ``MemoryError`` in Python (recorded as ``failed``, the worker carries on)
+or kills the worker in native code (recorded as a dead worker). Default: the machine's
+physical memory divided by the number of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import os
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from multiprocessing.context import BaseContext
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from planner.grid.task import (
+    FAILED,
+    TIMEOUT,
+    BasePayload,
+    SolveOptions,
+    Task,
+    empty_outcome,
+    now,
+    run_scenario,
+)
+
+OnResult = Callable[[dict[str, Any]], None]
+#: Modules the forkserver imports once, so that a new worker starts in milliseconds.
+PRELOAD = ["planner.grid.task", "planner.solve", "formulations.milp", "formulations.dispatch",
+           "formulations.baseline"]
+#: Give up when this many workers in a row die before taking any scenario.
+MAX_START_FAILURES = 5
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else (os.cpu_count() or 1))
+
+
+def physical_memory_gb() -> float | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """How a worker process ended, for the scenario's error column."""
+    if exitcode is None:
+        return "the worker process vanished"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        extra = " (the kernel's out-of-memory killer sends SIGKILL)" \
+            if -exitcode == signal.SIGKILL else ""
+        return f"the worker process was killed by {name}{extra}"
+    return f"the worker process exited with status {exitcode}"
+
+
+def _context() -> BaseContext:
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(PRELOAD)
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _worker_main(conn: Connection, base: BasePayload, opts: SolveOptions,
+                 memory_bytes: int | None) -> None:
+    """Worker loop: receive a :class:`Task`, send back its outcome; stop on ``None`` or when
+    the parent is gone."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if memory_bytes:
+        try:
+            import resource
+
+            _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            lim = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
+        except (ImportError, ValueError, OSError):
+            pass
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        out = run_scenario(base, task, opts)
+        try:
+            conn.send(out)
+        except (BrokenPipeError, OSError):
+            return
+
+
+@dataclass
+class _Slot:
+    """A worker and the scenarios sent to it, oldest (the one it is solving) first."""
+
+    proc: BaseProcess
+    conn: Connection
+    queue: deque[Task] = field(default_factory=deque)
+    #: When the worker started the oldest scenario (monotonic seconds, and as UTC text).
+    t0: float = 0.0
+    started_at: str = ""
+
+
+class LocalExecutor:
+    """Solve scenarios in ``workers`` local processes (see the module docstring).
+
+    Each worker holds up to ``prefetch`` scenarios: the one it is solving and the next, so it
+    never waits for the parent to store a result before starting the next scenario. A dead or
+    hung worker's current scenario is recorded; the ones queued behind it go back to the
+    front of the queue."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None, memory_gb: float | None = None,
+                 grace_s: float = 60.0, prefetch: int = 2) -> None:
+        self.workers = workers or default_workers()
+        if memory_gb is None:
+            total = physical_memory_gb()
+            memory_gb = None if total is None else max(1.0, total / self.workers)
+        self.memory_gb = memory_gb if memory_gb else None
+        self.grace_s = grace_s
+        self.prefetch = max(1, prefetch)
+
+    def run(self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task],
+            on_result: OnResult) -> None:
+        """Solve ``tasks``; call ``on_result(outcome)`` in this process, once per task, in
+        the order they finish. Returns when every task has an outcome."""
+        ctx = _context()
+        pending: deque[Task] = deque(tasks)
+        slots: list[_Slot] = []
+        limit = opts.time_limit + self.grace_s
+        mem = int(self.memory_gb * 2**30) if self.memory_gb else None
+        start_failures = 0
+
+        def spawn() -> _Slot:
+            parent, child = ctx.Pipe(duplex=True)
+            proc = ctx.Process(target=_worker_main, args=(child, base, opts, mem),  # type: ignore[attr-defined]
+                               daemon=True, name="trainplan-grid-worker")
+            proc.start()
+            child.close()
+            return _Slot(proc=proc, conn=parent)
+
+        def feed(s: _Slot) -> None:
+            while pending and len(s.queue) < self.prefetch:
+                task = pending.popleft()
+                try:
+                    s.conn.send(task)
+                except (BrokenPipeError, OSError):
+                    pending.appendleft(task)  # the worker is dead; noticed below
+                    return
+                if not s.queue:
+                    s.t0, s.started_at = time.monotonic(), now()
+                s.queue.append(task)
+
+        def retire(s: _Slot, kill: bool) -> Task | None:
+            """Remove a worker; requeue what it had not started; return what it was on."""
+            if kill and s.proc.is_alive():
+                s.proc.kill()
+            s.proc.join(timeout=5)
+            s.conn.close()
+            slots.remove(s)
+            current = s.queue.popleft() if s.queue else None
+            pending.extendleft(reversed(s.queue))
+            s.queue.clear()
+            return current
+
+        try:
+            while pending or any(s.queue for s in slots):
+                busy = sum(bool(s.queue) for s in slots)
+                while len(slots) < min(self.workers, busy + len(pending)):
+                    slots.append(spawn())
+                for s in slots:
+                    feed(s)
+                waiting = [s for s in slots if s.queue]
+                timeout = 0.5
+                if waiting:
+                    timeout = max(0.0, min(s.t0 + limit for s in waiting) - time.monotonic())
+                wait([s.conn for s in waiting] + [s.proc.sentinel for s in slots],
+                     timeout=timeout)
+                for s in list(slots):
+                    got: list[dict[str, Any]] = []
+                    while s.queue and _readable(s.conn):
+                        try:
+                            got.append(s.conn.recv())
+                        except (EOFError, OSError):
+                            break  # died mid-send; handled as a dead worker below
+                        s.queue.popleft()
+                        s.t0, s.started_at = time.monotonic(), now()
+                        start_failures = 0
+                    if got:
+                        feed(s)  # before storing: the worker goes on meanwhile
+                        for out in got:
+                            on_result(out)
+                    if not s.proc.is_alive():
+                        pid, code = s.proc.pid, s.proc.exitcode
+                        started = s.started_at
+                        current = retire(s, kill=False)
+                        if current is not None:
+                            on_result(empty_outcome(
+                                current, FAILED, f"{describe_exit(code)} while solving this "
+                                                 "scenario", started, pid))
+                        elif not got:
+                            start_failures += 1
+                            if start_failures >= MAX_START_FAILURES:
+                                raise RuntimeError(
+                                    f"{MAX_START_FAILURES} worker processes in a row died "
+                                    f"before solving anything ({describe_exit(code)}); is "
+                                    "--memory-gb too small?")
+                    elif s.queue and time.monotonic() > s.t0 + limit:
+                        pid, started = s.proc.pid, s.started_at
+                        hung = retire(s, kill=True)
+                        assert hung is not None
+                        on_result(empty_outcome(
+                            hung, TIMEOUT, f"killed after {limit:g} s (time limit "
+                                           f"{opts.time_limit:g} s + grace {self.grace_s:g} s): "
+                                           "the worker did not return", started, pid))
+        finally:
+            for s in list(slots):
+                if not s.queue:
+                    with contextlib.suppress(BrokenPipeError, OSError):
+                        s.conn.send(None)
+            deadline = time.monotonic() + 2.0
+            for s in list(slots):
+                if s.queue:
+                    s.proc.kill()
+                s.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+                if s.proc.is_alive():
+                    s.proc.kill()
+                    s.proc.join(timeout=5)
+                s.conn.close()
+            slots.clear()
+
+
+def _readable(conn: Connection) -> bool:
+    try:
+        return conn.poll()
+    except (EOFError, OSError):
+        return False

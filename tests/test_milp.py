@@ -1,0 +1,307 @@
+"""The hourly MILP: hand-computed optima, backend agreement, model-vs-costing consistency,
+metamorphic properties, time-limit behaviour. Every plan goes through the checker."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from conftest import assert_valid, instance_from, tiny_dict
+from formulations.greedy import greedy
+from formulations.milp.model import build
+from formulations.milp.solution import point_from_schedule
+from formulations.milp.solve import solve_milp
+from planner.configs import build_config_space
+from planner.costing import make_plan
+from planner.result import SolutionStatus, Termination
+from planner.solve import solve
+
+# A GPU with round numbers: 1 kW board power, no idle draw, ten per node, no host overhead.
+ROUND_GPU = {
+    "memory_gb": 80, "peak_tflops": {"bf16": 100.0}, "board_power_w": 1000, "idle_power_w": 0,
+    "gpus_per_node": 10, "node_overhead_w": 0, "failures_per_gpu_hour": 0.0,
+}
+FREE_STORAGE = {"hot": {"usd_per_gb_month": 0.0}}
+
+
+def region(tz: str, electricity: dict[str, Any], offers: dict[str, Any],
+           capacity: int = 10) -> dict[str, Any]:
+    return {"timezone": tz, "pue": 1.0, "electricity": electricity, "capacity": {"G": capacity},
+            "offers": {"G": offers}, "storage": FREE_STORAGE}
+
+
+def one_phase(regions: dict[str, Any], gpu_hours: float, deadline: int, hours: int = 24,
+              preemptible: bool = False, gpu: dict[str, Any] | None = None,
+              options: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    phase = {"name": "job", "kind": "data_preparation",
+             "work": {"gpu_hours": gpu_hours, "gpu": "G"}, "deadline": deadline,
+             "preemptible": preemptible, "power_load": 1.0,
+             "options": options or {"gpu_counts": [10], "extra_spare_nodes": [0]}}
+    d = {"name": "hand", "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
+         "gpu_types": {"G": gpu or ROUND_GPU}, "regions": regions, "phases": [phase]}
+    d.update(extra)
+    return d
+
+
+def solved(d: dict[str, Any], **kw: Any) -> Any:
+    inst = instance_from(d)
+    res = solve_milp(inst, time_limit=30, gap=0.0, **kw)
+    assert res.plan is not None, res.message
+    assert_valid(inst, res.plan)
+    return inst, res
+
+
+NIGHT = {"tou": {"default": 100, "bands": [{"start_hour": 0, "end_hour": 6, "price": 20}]}}
+NIGHT_NY = {"tou": {"default": 100, "bands": [{"start_hour": 0, "end_hour": 6, "price": 10}]}}
+
+
+def test_time_zones_shift_the_cheap_night() -> None:
+    # 10 GPUs x 1 kW = 10 kW for 4 h (40 GPU-hours on 10 GPUs); rental $1/GPU-h everywhere.
+    # Berlin (UTC+2) is cheap 00-06 local = 22:00-04:00 UTC: hours 0-3 at $20/MWh.
+    # New York (UTC-4) is cheap 00-06 local = 04:00-10:00 UTC: hours 4-9 at $10/MWh.
+    # Deadline hour 8: New York runs 4-7 at 10 kW x $10/MWh = $0.10/h -> energy $0.40,
+    # Berlin could only reach $0.80. Total = rental 4 x 10 x $1 = $40 + $0.40 = $40.40.
+    od = {"on_demand": {"usd_per_gpu_hour": 1.0}}
+    d = one_phase({"berlin": region("Europe/Berlin", NIGHT, od),
+                   "newyork": region("America/New_York", NIGHT_NY, od)}, 40, deadline=8)
+    _, res = solved(d)
+    p = res.plan.phase("job")
+    assert (p.region, p.hours) == ("newyork", (4, 5, 6, 7))
+    assert res.plan.costs["total"] == pytest.approx(40.40, abs=1e-6)
+    # Deadline hour 7: New York has only 3 cheap hours (3 at $100 + 3 x $10: $1.00 + $0.30),
+    # Berlin's 0-3 cost 4 x $0.20 = $0.80: Berlin wins, total $40.80.
+    d["phases"][0]["deadline"] = 7
+    _, res = solved(d)
+    p = res.plan.phase("job")
+    assert (p.region, p.hours) == ("berlin", (0, 1, 2, 3))
+    assert res.plan.costs["total"] == pytest.approx(40.80, abs=1e-6)
+
+
+@pytest.mark.parametrize(("gpu_hours", "reserved"), [(130, 10), (110, 0)])
+def test_reserved_pays_only_above_utilisation(gpu_hours: float, reserved: int) -> None:
+    # Horizon T = 20 h, 10 GPUs. On-demand $2.00/GPU-h; reserved $1.20/GPU-h for all 20 h.
+    # n hours on demand cost 2.00 x 10 x n; reserved 1.20 x 10 x 20 = $240: reserved pays when
+    # n > 12 (utilisation above 60%). n = 13: on-demand $260 > $240 -> reserve 10 GPUs.
+    # n = 11: on-demand $220 < $240 -> no reservation. Energy is free (price 0).
+    offers = {"on_demand": {"usd_per_gpu_hour": 2.0}, "reserved": {"usd_per_gpu_hour": 1.2}}
+    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, gpu_hours, deadline=20,
+                  hours=20)
+    _, res = solved(d)
+    got = {(r, g): n for r, g, n in res.plan.reserved}
+    assert got.get(("r", "G"), 0) == reserved
+    expected = 240.0 if reserved else 2.0 * gpu_hours
+    assert res.plan.costs["rental"] == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(("rate", "spares"), [(0.02, 8), (0.005, 0)])
+def test_spare_node_pays_only_above_failure_rate(rate: float, spares: int) -> None:
+    # 8 GPUs on one 8-GPU node at $1/GPU-h, free energy, no checkpoint (data preparation):
+    # a failure costs its downtime D at the hourly rental rho. Without a spare, D = restart
+    # 10 h and rho = $8: 8 + lambda x 10 x 8 per hour. With a spare node (8 more GPUs),
+    # D = swap 0.1 h and rho = $16: 16 + lambda x 0.1 x 16. The spare pays when
+    # 80 lambda - 1.6 lambda > 8, i.e. lambda_job > 0.10204/h, lambda_gpu > 0.012755.
+    gpu = dict(ROUND_GPU, gpus_per_node=8, failures_per_gpu_hour=rate)
+    d = one_phase({"r": region("UTC", {"constant": 0}, {"on_demand": {"usd_per_gpu_hour": 1.0}},
+                               capacity=16)},
+                  80, deadline=24, gpu=gpu,
+                  options={"gpu_counts": [8], "extra_spare_nodes": [0, 1]},
+                  failure={"restart_hours": 10, "spare_swap_hours": 0.1})
+    _, res = solved(d)
+    p = res.plan.phase("job")
+    assert p.spare_gpus == spares
+    # 10 h of work: no spare: 10 x (8 + 0.005 x 8 x 10 x 8) = 80 + 32 = 112 at rate 0.005;
+    # spare: 10 x (16 + 0.16 x 0.1 x 16) = 160 + 2.56 = 162.56 at rate 0.02.
+    expected = 162.56 if spares else 112.0
+    assert res.plan.costs["total"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_billing_granularity_rounds_up_blocks() -> None:
+    # 10 GPUs at $1/GPU-h billed in 4-hour blocks; 5 h of work. Electricity is free except
+    # hours 0-3 ($1000/MWh), so the job runs hours 4-8: blocks {1, 2} -> 8 billed hours =
+    # $80 rental, though only 5 h are used. (Starting at hour 8 would also use 2 blocks.)
+    offers = {"on_demand": {"usd_per_gpu_hour": 1.0, "billing_granularity_hours": 4}}
+    prices = [1000.0] * 4 + [0.0] * 20
+    d = one_phase({"r": region("UTC", {"values": prices}, offers)}, 50, deadline=24)
+    _, res = solved(d)
+    assert res.plan.costs["rental"] == pytest.approx(80.0)
+    assert res.plan.costs["energy"] == pytest.approx(0.0)
+
+
+def test_preemptible_phase_takes_the_cheap_hours() -> None:
+    # A preemptible 3-hour job, prices 50 except hours 2, 7, 11 at $5/MWh; resume overhead 0.
+    # It runs exactly those three hours: energy 3 x 10 kW x $5/MWh = $0.15, rental $30.
+    prices = [50.0] * 24
+    for t in (2, 7, 11):
+        prices[t] = 5.0
+    d = one_phase({"r": region("UTC", {"values": prices},
+                               {"on_demand": {"usd_per_gpu_hour": 1.0}})}, 30, deadline=24,
+                  preemptible=True)
+    d["phases"][0]["resume_overhead_hours"] = 0.0
+    _, res = solved(d)
+    assert res.plan.phase("job").hours == (2, 7, 11)
+    assert res.plan.costs["total"] == pytest.approx(30.15)
+
+
+def test_backends_agree_and_model_matches_costing(tiny: Any) -> None:
+    a = solve_milp(tiny, backend="highs", gap=0.0)
+    b = solve_milp(tiny, backend="pyomo", gap=0.0)
+    assert a.plan is not None and b.plan is not None
+    assert a.objective == pytest.approx(b.objective, rel=1e-7)
+    assert_valid(tiny, a.plan)
+    assert_valid(tiny, b.plan)
+    # The MILP objective of a schedule's point equals the costed plan: model == cost model.
+    space = build_config_space(tiny)
+    mm = build(tiny, space)
+    sched = greedy(tiny, space)
+    assert sched is not None
+    point = point_from_schedule(mm, sched)
+    assert point is not None
+    assert mm.lp.violations(point) == []
+    plan = make_plan(tiny, space, sched, {}, "greedy", "feasible", "heuristic", None, 0.0)
+    assert mm.lp.objective_of(point) == pytest.approx(plan.objective, rel=1e-9)
+    assert a.objective <= plan.objective + 1e-6
+
+
+# ----------------------------------------------------------------------------- metamorphic
+
+
+def generated(seed: int) -> dict[str, Any]:
+    """A small random variant of the tiny instance: prices, capacities, deadlines, work."""
+    rng = random.Random(seed)
+    d = tiny_dict()
+    d["horizon"]["hours"] = 36
+    d["regions"]["east"]["electricity"] = {"values": [round(rng.uniform(-5, 150), 2)
+                                                      for _ in range(36)]}
+    d["regions"]["east"]["capacity"]["A100"] = rng.choice([8, 16, 24])
+    d["regions"]["west"]["capacity"]["A100"] = rng.choice([8, 16])
+    d["regions"]["west"]["offers"]["A100"]["on_demand"]["usd_per_gpu_hour"] = round(
+        rng.uniform(1.5, 2.5), 2)
+    d["phases"][0]["work"]["gpu_hours"] = rng.choice([8, 12, 20])
+    d["phases"][1]["work"]["tokens"] = rng.choice([1e9, 2e9, 3e9])
+    d["phases"][1]["deadline"] = rng.choice([24, 30, 36])
+    d["phases"][1]["preemptible"] = rng.random() < 0.5
+    return d
+
+
+def optimum(d: dict[str, Any]) -> float:
+    inst = instance_from(d)
+    res = solve_milp(inst, backend="highs", gap=0.0, time_limit=60)
+    assert res.termination == Termination.OPTIMAL, res.summary()
+    assert res.plan is not None
+    assert_valid(inst, res.plan)
+    return float(res.objective or math.nan)
+
+
+SEEDS = [1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_more_capacity_never_raises_the_optimum(seed: int) -> None:
+    d = generated(seed)
+    base = optimum(d)
+    d["regions"]["west"]["capacity"]["A100"] += 8
+    assert optimum(d) <= base + 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_later_deadline_never_raises_the_optimum(seed: int) -> None:
+    d = generated(seed)
+    d["phases"][1]["deadline"] = 30
+    base = optimum(d)
+    d["phases"][1]["deadline"] = 36
+    assert optimum(d) <= base + 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_higher_price_never_lowers_the_optimum(seed: int) -> None:
+    d = generated(seed)
+    base = optimum(d)
+    d["regions"]["east"]["electricity"]["values"] = [
+        v + 20 for v in d["regions"]["east"]["electricity"]["values"]]
+    d["regions"]["east"]["offers"]["L4"]["on_demand"]["usd_per_gpu_hour"] += 0.3
+    assert optimum(d) >= base - 1e-6
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_scaling_all_prices_scales_the_optimum(seed: int) -> None:
+    d = generated(seed)
+    base = optimum(d)
+    k = 3.0
+    for r in d["regions"].values():
+        e = r["electricity"]
+        e["scale"] = k
+        for offers in r["offers"].values():
+            for offer in offers.values():
+                offer["usd_per_gpu_hour"] *= k
+        r.setdefault("storage", {"hot": {"usd_per_gb_month": 0.10, "write_gb_per_s": 5.0}})
+        for tier in r["storage"].values():
+            tier["usd_per_gb_month"] = tier.get("usd_per_gb_month", 0.1) * k
+        r["default_transfer_usd_per_gb"] = 0.02 * k
+    assert optimum(d) == pytest.approx(k * base, rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_dominated_configuration_is_never_chosen(seed: int) -> None:
+    # Give every region a second hot tier identical to "hot" but dearer: each configuration
+    # on it is dominated by its twin on "hot" in the same pool (same GPUs, hours, power; more
+    # storage cost), so pruning drops it and the unpruned optimum never uses it.
+    d = generated(seed)
+    d["phases"][0]["data"] = {"size_gb": 500}  # so that every phase pays for storage
+    for r in d["regions"].values():
+        r["storage"] = {"hot": {"usd_per_gb_month": 0.10, "write_gb_per_s": 5.0},
+                        "hot2": {"usd_per_gb_month": 0.30, "write_gb_per_s": 5.0}}
+    inst = instance_from(d)
+    space = build_config_space(inst)
+    assert not any(c.tier == "hot2" for cs in space.by_phase.values() for c in cs)
+    unpruned = build_config_space(inst, prune=False)
+    assert any(c.tier == "hot2" for cs in unpruned.by_phase.values() for c in cs)
+    res = solve_milp(inst, space=unpruned, backend="highs", gap=0.0)
+    assert res.plan is not None
+    assert_valid(inst, res.plan)
+    assert all(p.tier != "hot2" for p in res.plan.phases)
+    assert res.objective == pytest.approx(optimum(d), rel=1e-7)
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+def test_time_limit_is_honoured_and_reports_gap_or_no_plan() -> None:
+    d = tiny_dict()
+    d["horizon"]["hours"] = 168
+    rng = random.Random(7)
+    d["regions"]["east"]["electricity"] = {"values": [rng.uniform(0, 200) for _ in range(168)]}
+    d["phases"][0]["options"] = {"gpu_counts": [1, 2, 4], "fractions": [0.25, 0.5]}
+    d["phases"][1]["options"] = {"gpu_counts": [1, 2, 4, 8, 16]}
+    d["phases"][1]["preemptible"] = True
+    d["phases"][1]["deadline"] = 168
+    d["phases"][1]["work"]["tokens"] = 3e9
+    extra = [{"name": f"eval{i}", "kind": "evaluation", "model": "m1b",
+              "work": {"tokens": 2e8, "passes": "forward"}, "predecessors": ["finetune"],
+              "preemptible": True, "options": {"gpu_counts": [1, 2, 4, 8]}} for i in range(4)]
+    d["phases"].extend(extra)
+    inst = instance_from(d)
+    res = solve(inst, solver="milp", time_limit=1.0, backend="highs")
+    assert res.runtime_s <= 1.0 + 4.0
+    if res.plan is None:
+        assert res.termination == Termination.TIME_LIMIT
+        assert "no plan found in time" in res.message
+    else:
+        assert_valid(inst, res.plan)
+        assert res.termination in (Termination.TIME_LIMIT, Termination.OPTIMAL)
+        if res.termination == Termination.TIME_LIMIT:
+            assert res.status == SolutionStatus.FEASIBLE
+            # the proved gap, unless HiGHS stopped before it had any bound
+            assert (res.gap is not None and res.gap >= 0) or res.bound is None
+
+
+def test_infeasible_deadline_is_reported_not_raised() -> None:
+    d = tiny_dict()
+    d["phases"][1]["deadline"] = 3  # finetune's fastest config needs 3 h after prep's 3 h
+    inst = instance_from(d)
+    res = solve(inst, solver="milp", time_limit=10)
+    assert res.plan is None
+    assert res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION)
+    assert "explain" in res.message
