@@ -30,7 +30,7 @@ import numpy as np
 
 from formulations.highs_runner import solve_highs
 from formulations.milp.model import MilpModel, build
-from formulations.milp.solution import Schedule, schedule_from_point
+from formulations.milp.solution import Schedule, point_from_schedule, schedule_from_point
 from planner.configs import ConfigSpace
 from planner.instance.model import Instance
 
@@ -172,50 +172,159 @@ def build_elastic(original: Instance, relaxed: Instance, space: ConfigSpace,
     return em
 
 
+def start_from_schedule(em: ElasticModel, schedule: Schedule) -> np.ndarray | None:
+    """A full point of the elastic model from a schedule of the relaxed instance: the MILP
+    variables (:func:`point_from_schedule`) and each slack at the least value the schedule
+    needs. None if the schedule is not a point of the model."""
+    x = point_from_schedule(em.mm, schedule)
+    if x is None:
+        return None
+    inst = em.original
+    for name, j in em.late.items():
+        if name in schedule:
+            x[j] = max(0.0, max(schedule[name][1]) + 1.0 - inst.deadline[name])
+    usage: dict[tuple[str, str], np.ndarray] = {}
+    emis = 0.0
+    for c, hours in schedule.values():
+        u = usage.setdefault((c.region, c.gpu), np.zeros(inst.hours))
+        u[list(hours)] += c.total_gpus
+        ci = inst.carbon[c.region]
+        if ci is not None:
+            emis += float(np.sum(c.facility_kw * ci[list(hours)] / 1e6))
+    for (r, g, t), j in em.over.items():
+        used = usage.get((r, g))
+        x[j] = 0.0 if used is None else max(0.0, float(used[t] - inst.capacity[(r, g)][t]))
+    cap = inst.spec.objective.carbon_cap_tonnes
+    if em.carbon is not None and cap is not None:
+        x[em.carbon] = max(0.0, emis - cap)
+    return x
+
+
+def earliest_finish_schedule(original: Instance, relaxed: Instance,
+                             space: ConfigSpace) -> Schedule | None:
+    """A start for the elastic model that keeps lateness small: phases in topological order,
+    each on the configuration and contiguous start that finish first (then cost least),
+    within the *original* capacities left by the phases placed before it, anywhere up to
+    the relaxed deadline; a phase that fits nowhere within capacity runs as early as it can
+    above it (capacity slack). None if some phase cannot be placed even so."""
+    from formulations.costs import hourly_cost, weights
+
+    wts = weights(relaxed)
+    T = relaxed.hours
+    used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
+    ends: dict[str, int] = {}
+    out: Schedule = {}
+    for name in relaxed.order:
+        if name not in space.by_phase:
+            continue
+        p = relaxed.phase(name)
+        ready = max([relaxed.release[name]] + [ends[q] for q in p.predecessors if q in ends])
+        best: tuple[int, int, float, int] | None = None  # (over capacity, end, cost, start)
+        pick = None
+        for c in space.by_phase[name]:
+            if c.contract == "reserved":
+                continue
+            cap = original.capacity.get((c.region, c.gpu))
+            if cap is None:
+                continue
+            free = cap - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
+            cost = hourly_cost(relaxed, c, wts)
+            for start in range(ready, relaxed.deadline[name] - c.hours + 1):
+                over = 0 if free[start:start + c.hours].all() else 1
+                key = (over, start + c.hours, float(cost[start:start + c.hours].sum()), start)
+                if best is None or key < best:
+                    best, pick = key, c
+                if over == 0:
+                    break
+        if best is None or pick is None:
+            return None
+        start = best[3]
+        used[(pick.region, pick.gpu)][start:start + pick.hours] += pick.total_gpus
+        ends[name] = start + pick.hours
+        out[name] = (pick, tuple(range(start, start + pick.hours)))
+    return out
+
+
+def penalty_of(em: ElasticModel, x: np.ndarray) -> float:
+    return float(sum(wt * x[j] for j, wt in em.penalty.items()))
+
+
+def _restricted(em: ElasticModel, allow: tuple[str, ...]) -> list[float]:
+    """Upper bounds with the slack of kinds outside ``allow`` fixed at 0."""
+    upper = list(em.mm.lp.upper)
+    for kind in KINDS:
+        if kind not in allow:
+            for j in em.slack_vars(kind):
+                upper[j] = 0.0
+    return upper
+
+
+def minimise_slack(em: ElasticModel, time_limit: float = 60.0,
+                   allow: tuple[str, ...] = KINDS, threads: int | None = None,
+                   starts: tuple[Schedule, ...] = ()) -> ElasticSolution:
+    """Stage 1: minimise the weighted slack of the kinds in ``allow`` (the others fixed at 0).
+    ``starts``: schedules of the relaxed instance; the one with the least penalty that uses
+    only allowed slack seeds the solver. A start without slack is optimal as it is (the
+    penalty is never negative), and no solve is run."""
+    lp = copy.copy(em.mm.lp)
+    lp.upper = _restricted(em, allow)
+    lp.cost = [0.0] * lp.num_vars
+    lp.offset = 0.0
+    for j, wt in em.penalty.items():
+        lp.cost[j] = wt
+    start: np.ndarray | None = None
+    for sched in starts:
+        cand = start_from_schedule(em, sched)
+        if cand is None or lp.violations(cand):
+            continue
+        if start is None or penalty_of(em, cand) < penalty_of(em, start):
+            start = cand
+    if start is not None and penalty_of(em, start) <= 1e-9:
+        schedule, reserved = schedule_from_point(em.mm, start)
+        return ElasticSolution("optimal", 0.0, 0.0, schedule, reserved, start, 0.0,
+                               "a start without slack")
+    raw = solve_highs(lp, time_limit, 1e-9, threads, start=start)
+    if raw.x is None and start is not None:
+        raw.x = start
+    if raw.x is None:
+        return ElasticSolution(raw.status, None, raw.bound, None, {}, None, raw.runtime_s,
+                               raw.message)
+    schedule, reserved = schedule_from_point(em.mm, raw.x)
+    return ElasticSolution(raw.status, penalty_of(em, raw.x), raw.bound, schedule, reserved,
+                           raw.x, raw.runtime_s, raw.message)
+
+
+def cheapest_within(em: ElasticModel, first: ElasticSolution, time_limit: float = 60.0,
+                    gap: float = 1e-4, allow: tuple[str, ...] = KINDS,
+                    threads: int | None = None) -> ElasticSolution:
+    """Stage 2: the cheapest plan whose weighted slack is at most stage 1's,
+    ``sum_j w_j s_j <= penalty + tol``, started from stage 1's point."""
+    if first.x is None or first.penalty is None:
+        return first
+    lp = copy.deepcopy(em.mm.lp)
+    lp.upper = _restricted(em, allow)
+    ids = sorted(em.penalty)
+    if ids:
+        tol = 1e-6 * max(1.0, first.penalty) + 1e-6
+        lp.add_row("penalty_cap", "total", ids, [em.penalty[j] for j in ids],
+                   upper=first.penalty + tol)
+    raw = solve_highs(lp, time_limit, gap, threads, start=first.x)
+    x = raw.x if raw.x is not None else first.x
+    schedule, reserved = schedule_from_point(em.mm, x)
+    return ElasticSolution(first.status, first.penalty, first.penalty_bound, schedule,
+                           reserved, x, first.runtime_s + raw.runtime_s, first.message)
+
+
 def solve_elastic(em: ElasticModel, time_limit: float = 60.0, gap: float = 1e-4,
                   allow: tuple[str, ...] = KINDS, second_stage: bool = True,
-                  threads: int | None = None) -> ElasticSolution:
+                  threads: int | None = None,
+                  starts: tuple[Schedule, ...] = ()) -> ElasticSolution:
     """Minimise the weighted slack of the kinds in ``allow`` (the others are fixed at 0),
     then, holding it at its optimum, the relaxed plan's cost. ``time_limit`` is per stage."""
-    lp = em.mm.lp
-    saved_upper = list(lp.upper)
-    saved_cost, saved_offset = list(lp.cost), lp.offset
-    try:
-        for kind in KINDS:
-            if kind not in allow:
-                for j in em.slack_vars(kind):
-                    lp.upper[j] = 0.0
-        lp.cost = [0.0] * lp.num_vars
-        lp.offset = 0.0
-        for j, wt in em.penalty.items():
-            lp.cost[j] = wt
-        raw = solve_highs(lp, time_limit, 1e-9, threads)
-        runtime = raw.runtime_s
-        if raw.x is None:
-            return ElasticSolution(raw.status, None, raw.bound, None, {}, None, runtime,
-                                   raw.message)
-        penalty = float(sum(em.penalty[j] * raw.x[j] for j in em.penalty))
-        x = raw.x
-        if second_stage:
-            lp2 = copy.deepcopy(lp)
-            lp2.cost = list(em.cost)
-            lp2.offset = em.offset
-            ids = sorted(em.penalty)
-            if ids:
-                tol = 1e-6 * max(1.0, penalty) + 1e-6
-                lp2.add_row("penalty_cap", "total", ids, [em.penalty[j] for j in ids],
-                            upper=penalty + tol)
-            raw2 = solve_highs(lp2, time_limit, gap, threads, start=x)
-            runtime += raw2.runtime_s
-            if raw2.x is not None:
-                x = raw2.x
-        schedule, reserved = schedule_from_point(em.mm, x)
-        return ElasticSolution(raw.status, penalty, raw.bound, schedule, reserved, x, runtime,
-                               raw.message)
-    finally:
-        lp.upper = saved_upper
-        lp.cost = saved_cost
-        lp.offset = saved_offset
+    first = minimise_slack(em, time_limit, allow, threads, starts)
+    if not second_stage:
+        return first
+    return cheapest_within(em, first, time_limit, gap, allow, threads)
 
 
 def min_makespan(inst: Instance, space: ConfigSpace, time_limit: float = 60.0,

@@ -39,9 +39,12 @@ def greedy(
     first_start_only: bool = False,
 ) -> Schedule | None:
     """Place each phase, in topological order, on the configuration and contiguous start of
-    least cost. With ``first_start_only`` each configuration is tried only at its earliest
+    least cost, inside its precedence-tightened window. With ``first_start_only`` each configuration is tried only at its earliest
     feasible start (no time shifting). None if some phase cannot be placed."""
+    from formulations.milp.model import time_windows
+
     wts = weights(inst)
+    win = time_windows(inst, space)
     used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(inst.hours))
     ends: dict[str, int] = {}
     schedule: Schedule = {}
@@ -49,7 +52,7 @@ def greedy(
         if name not in space.by_phase:
             continue
         p = inst.phase(name)
-        ready = max([inst.release[name]] + [ends[q] for q in p.predecessors if q in ends])
+        ready = max([win.start[name]] + [ends[q] for q in p.predecessors if q in ends])
         best: tuple[float, int, Config] | None = None
         for c in space.by_phase[name]:
             if not allow(c):
@@ -57,7 +60,8 @@ def greedy(
             free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] \
                 >= c.total_gpus - 1e-9
             hourly = hourly_cost(inst, c, wts)
-            for start in range(ready, inst.deadline[name] - c.hours + 1):
+            # end by the latest time that still leaves successors their fastest run
+            for start in range(ready, win.end[name] - c.hours + 1):
                 if not free[start:start + c.hours].all():
                     continue
                 cost = _run_cost(inst, c, start, wts, hourly)

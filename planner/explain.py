@@ -41,12 +41,16 @@ from typing import Any
 import numpy as np
 
 from formulations.elastic import (
+    KINDS,
     ElasticModel,
     ElasticSolution,
     ElasticWeights,
     build_elastic,
-    solve_elastic,
+    cheapest_within,
+    earliest_finish_schedule,
+    minimise_slack,
 )
+from formulations.greedy import greedy
 from formulations.milp.model import time_windows
 from formulations.milp.solution import Schedule
 from planner.configs import (
@@ -398,8 +402,12 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
 
 def _relaxation(inst: Instance, em: ElasticModel, name: str, allow: tuple[str, ...],
                 time_limit: float, second_stage: bool, space: ConfigSpace,
-                costed: Instance) -> Relaxation:
-    sol: ElasticSolution = solve_elastic(em, time_limit, allow=allow, second_stage=second_stage)
+                costed: Instance, first: ElasticSolution | None = None) -> Relaxation:
+    """Solve one elastic variant (stage 1, and stage 2 when ``second_stage``; ``first`` is a
+    stage-1 solution already found) and read what it changes in ``inst``."""
+    if first is None:
+        first = minimise_slack(em, time_limit, allow, starts=_starts(inst, em, space))
+    sol = cheapest_within(em, first, time_limit, allow=allow) if second_stage else first
     if sol.schedule is None:
         return Relaxation(name, allow, sol.status, False, None, ())
     found = tuple(relaxation_findings(inst, sol.schedule))
@@ -411,6 +419,14 @@ def _relaxation(inst: Instance, em: ElasticModel, name: str, allow: tuple[str, .
                             and sol.penalty - sol.penalty_bound <= 1e-6)
     return Relaxation(name, allow, sol.status, proven, sol.penalty, found, plan, costed,
                       sol.schedule, sol.reserved)
+
+
+def _starts(inst: Instance, em: ElasticModel, space: ConfigSpace) -> tuple[Schedule, ...]:
+    """Seeds for stage 1: earliest finish within capacity, as soon as possible, cheapest."""
+    relaxed = em.mm.inst
+    return tuple(s for s in (earliest_finish_schedule(inst, relaxed, space),
+                             greedy(relaxed, space, first_start_only=True),
+                             greedy(relaxed, space)) if s is not None)
 
 
 # ----------------------------------------------------------------------------- explain
@@ -463,15 +479,20 @@ def explain(inst: Instance, time_limit: float = 60.0,
     space_el = build_config_space(inst_el) if impossible else space_rel
     base = inst.replace({f"phases.{n}.done": True for n in impossible}) if impossible else inst
     em = build_elastic(base, inst_el, space_el, w)
-    smallest = _relaxation(base, em, "smallest", ("late", "capacity", "carbon"), time_limit,
-                           True, space_el, inst_el)
-    relaxations.append(smallest)
-    if smallest.penalty is not None and smallest.penalty <= 1e-6 and not findings:
-        if smallest.schedule is not None:
-            plan = make_plan(inst, space_el, smallest.schedule, smallest.reserved, "elastic",
-                             "feasible", smallest.status, None,
-                             smallest.plan.runtime_s if smallest.plan else 0.0)
+    first = minimise_slack(em, time_limit, KINDS, starts=_starts(base, em, space_el))
+    if first.penalty is not None and first.penalty <= 1e-6 and not findings:
+        # feasible: the cheapest plan is the MILP's on the instance as given
+        from planner.solve import solve
+
+        res = solve(inst, solver="milp", time_limit=time_limit, backend="highs")
+        plan = res.plan
+        if plan is None and first.schedule is not None:
+            plan = make_plan(inst, space_el, first.schedule, first.reserved, "elastic",
+                             "feasible", first.status, None, first.runtime_s)
         return Explanation(inst.name, True, True, [], [], notes, plan, w)
+    smallest = _relaxation(base, em, "smallest", KINDS, time_limit, True, space_el, inst_el,
+                           first)
+    relaxations.append(smallest)
     kinds = {f.kind for f in smallest.findings}
     if "deadline" in kinds and em.over:
         relaxations.append(_relaxation(base, em, "capacity only", ("capacity",), time_limit,

@@ -52,9 +52,10 @@ Costs are the objective ``sum_k weights[k] x cost[k]`` (USD with the default wei
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,8 @@ class _Baseline:
     instance: Instance
     space: ConfigSpace
     schedule: Schedule
+    #: Phase-level levers the baseline keeps (it cannot meet the deadlines without them).
+    kept: frozenset[str] = frozenset()
 
 
 def _check_names(inst: Instance) -> None:
@@ -380,6 +383,9 @@ def _phase_choice(inst0: Instance, p: Phase, gpu: str | None, region: str | None
                 o.update(gpu_counts=(n,), fractions=())
                 ups["elastic"].update({f"{pre}.options.gpu_counts": [n],
                                        f"{pre}.options.fractions": []})
+                ups["elastic_whole"] = {f"{pre}.options.gpu_counts": [
+                    c for c in counts if c is not None and c >= n],
+                    f"{pre}.options.fractions": []}
             variant = p0.model_copy(
                 update={**fields, "options": p0.options.model_copy(update=o)})
             configs, _why = enumerate_phase(inst0, variant)
@@ -439,30 +445,59 @@ def build_baseline(inst: Instance) -> _Baseline:
             notes.append(f"{p.name}: no lever-free setting fits; it keeps its own choice of "
                          f"{', '.join(sorted(dropped))}")
         for key, ups in choice.items():
-            updates[key].update(ups)
+            updates.setdefault(key, {}).update(ups)
         for key in dropped & {"contracts", "spares"}:
             prefix = f"phases.{p.name}."
             for path in [x for x in updates[key] if x.startswith(prefix)]:
                 del updates[key][path]
-    for k in range(len(_DROP_ORDER) + 1):
-        if k > 0:
-            lever = _DROP_ORDER[k - 1]
-            if not updates.get(lever):
-                continue
-            notes.append(f"the lever-free baseline misses a deadline or capacity; it keeps "
-                         f"the {lever} lever for every phase")
-            updates[lever] = {}
-        base_inst = _variant(inst, updates, ())
+    for loose, whole in _fallbacks(updates):
+        trial = {k: dict(v) for k, v in updates.items()}
+        for lever in loose:
+            trial[lever] = {}
+        if whole:
+            trial["elastic"] = dict(trial.get("elastic_whole", {}))
+        base_inst = _variant(inst, trial, ())
         space = build_config_space(base_inst, prune=False)
         if space.infeasible:
             continue
         sched = greedy(base_inst, space, first_start_only=True)
-        if sched is not None:
-            rules = _rules(inst, base_inst, main, gpu, region, updates)
-            return _Baseline(updates, rules, notes, base_inst, space, sched)
+        if sched is None:
+            continue
+        if whole:
+            notes.append("one GPU count per phase misses a deadline or capacity: the baseline "
+                         "lets each phase pick among whole-node counts")
+        if loose:
+            notes.append("the lever-free baseline misses a deadline or capacity without "
+                         f"{', '.join(sorted(loose))}: the baseline keeps "
+                         f"{'that lever' if len(loose) == 1 else 'those levers'}")
+        rules = _rules(inst, base_inst, main, gpu, region, trial)
+        return _Baseline(trial, rules, notes, base_inst, space, sched, frozenset(loose))
     raise LeverError(f"{inst.source}: the lever-free baseline (as soon as possible, on demand) "
                      "cannot meet every deadline within capacity, even keeping the GPU-type, "
                      "region, precision and count choices; run `trainplan explain`")
+
+
+def _fallbacks(updates: Mapping[str, Mapping[str, Any]]
+               ) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """Ways to loosen the baseline, least first: nothing; whole-node counts instead of one
+    count per phase; one phase-level lever kept (with or without whole-node counts); two;
+    all of them. Sets that change nothing (a lever without restrictions) are skipped."""
+    levers = [k for k in _DROP_ORDER if updates.get(k)]
+    can_whole = bool(updates.get("elastic_whole")) and bool(updates.get("elastic"))
+    seen: set[tuple[tuple[str, ...], bool]] = set()
+    order: list[tuple[tuple[str, ...], bool]] = [((), False), ((), True)]
+    for size in (1, 2):
+        for combo in itertools.combinations(levers, size):
+            order.append((combo, False))
+            order.append((combo, True))
+    order.append((tuple(levers), False))
+    for dropped, whole in order:
+        w = whole and can_whole and "elastic" not in dropped
+        if whole and not w:
+            continue
+        if (dropped, w) not in seen:
+            seen.add((dropped, w))
+            yield dropped, w
 
 
 def _rules(inst: Instance, base: Instance, main: Phase, gpu: str, region: str | None,
@@ -481,7 +516,7 @@ def _rules(inst: Instance, base: Instance, main: Phase, gpu: str, region: str | 
         if f"phases.{p.name}.regions" in updates.get("region", {}):
             bits.append(f"@{(p.regions or ('?',))[0]}")
         if f"phases.{p.name}.options.gpu_counts" in updates.get("elastic", {}):
-            bits.append(f"{(p.options.gpu_counts or (0,))[0]} GPUs")
+            bits.append("/".join(f"{c:g}" for c in (p.options.gpu_counts or ())) + " GPUs")
         if f"phases.{p.name}.options.precision" in updates.get("precision", {}):
             bits.append(f"{p.options.precision[0]} ZeRO-{p.options.zero[0]} "
                         f"recompute {p.options.recompute[0]}")
@@ -635,9 +670,11 @@ def evaluate_levers(inst: Instance, time_limit: float = 60.0, backend: str = "hi
         if lv.key not in keys:
             continue
         if lv.key != "time_shifting" and not base.updates.get(lv.key):
+            why = ("kept in the baseline: it cannot meet the deadlines without this lever"
+                   if lv.key in base.kept else
+                   "nothing to choose: the instance offers no alternative")
             runs.append(_make_run(lv.key, lv.label, lv.article, "none", base_plan,
-                                  base.instance, base_cost,
-                                  "nothing to choose: the instance offers no alternative"))
+                                  base.instance, base_cost, why))
             continue
         variant = _variant(inst, base.updates, [lv.key])
         plan, method, note = _evaluate(variant, base, lv.key == "time_shifting", time_limit,

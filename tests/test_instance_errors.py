@@ -286,8 +286,8 @@ def _errors(path: Path) -> list[str]:
 
 
 def test_aliases_and_merge_keys_are_read(tmp_path: Path) -> None:
-    # an anchored offer used twice and a '<<' merge whose key is overridden: the same spec as
-    # tiny.yaml except west's A100 on-demand price (1.8 -> 2.0, taken from east's offer)
+    # east's A100 offer anchored and merged into west's with '<<', whose own on_demand (1.8)
+    # overrides the merged one (2.0): not a duplicate key, and the same spec as tiny.yaml
     text = (TINY.read_text()
             .replace("      A100: {on_demand: {usd_per_gpu_hour: 2.0}}",
                      "      A100: &od {on_demand: {usd_per_gpu_hour: 2.0}}")

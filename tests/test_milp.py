@@ -8,8 +8,8 @@ import random
 from typing import Any
 
 import pytest
-
 from conftest import assert_valid, instance_from, tiny_dict
+
 from formulations.greedy import greedy
 from formulations.milp.model import build
 from formulations.milp.solution import point_from_schedule

@@ -350,6 +350,11 @@ def test_cli_missing_plan_and_bad_output(plan: Plan, tmp_path: Path) -> None:
     plan.write(tmp_path / "plan.json")
     r = run(tmp_path / "plan.json", "-o", tmp_path / "no" / "such" / "r.html")
     assert r.exit_code == 2 and "does not exist" in r.stderr
+    # The default output is PLAN with the suffix .html: never the plan file itself.
+    plan.write(tmp_path / "plan.html")
+    r = run(tmp_path / "plan.html")
+    assert r.exit_code == 2 and "is the plan file itself" in r.stderr
+    assert (tmp_path / "plan.html").read_text(encoding="utf-8").startswith("{")
     (tmp_path / "f").write_text("x")
     r = run(tmp_path / "plan.json", "--png", tmp_path / "f")
     assert r.exit_code == 2 and "--png" in r.stderr and "expected a folder" in r.stderr

@@ -40,7 +40,7 @@ from planner.result import Result, SolutionStatus, Termination
 SOLVER = "cpsat"
 
 #: Parameters set on every solve (measured with benchmarks/cpsat_vs_milp.py).
-DEFAULT_PARAMS: dict[str, object] = {}
+DEFAULT_PARAMS: dict[str, object] = {"cp_model_probing_level": 0}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 
 import typer
@@ -120,6 +122,12 @@ def grid_cmd(
             bar.__enter__()
             bars.append(bar)
 
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # stop the workers and leave the store consistent
+
+    with contextlib.suppress(ValueError):  # only the main thread may set handlers
+        signal.signal(signal.SIGTERM, on_term)
+
     def close_bars() -> None:
         while bars:
             bars.pop().__exit__(None, None, None)
@@ -133,7 +141,7 @@ def grid_cmd(
     except KeyboardInterrupt:
         close_bars()
         err_console.print(f"interrupted: every finished result is in {store}; rerun the same "
-                          "command to resume")
+                          "command to resume", soft_wrap=True)
         raise typer.Exit(130) from None
     except RuntimeError as e:  # Ray unreachable, workers that cannot start
         close_bars()

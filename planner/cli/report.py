@@ -18,18 +18,12 @@ from planner.checker import read_plan
 from planner.cli.app import app, console, fail, guarded, load_instance
 from planner.instance import Instance
 from planner.plan import Plan
-from planner.report import (
-    ReportError,
-    check_hours,
-    check_match,
-    instance_candidates,
-    render,
-    write_pngs,
-)
 
 
 def _instance(plan: Plan, plan_path: Path, given: Path | None) -> tuple[Instance | None, str]:
     """The instance to draw against and a note for the page when there is none."""
+    from planner.report import instance_candidates
+
     if given is not None:
         return load_instance(given), ""
     cands = instance_candidates(plan, plan_path)
@@ -60,6 +54,9 @@ def report(
 ) -> None:
     """Write a self-contained HTML report of a plan: schedule, prices, costs, memory,
     utilisation, failures and the solver's bound and gap."""
+    # matplotlib loads only when a report is made, not with every command.
+    from planner.report import ReportError, check_hours, check_match, render, write_pngs
+
     plan = read_plan(plan_file)
     try:
         check_hours(plan, str(plan_file))
@@ -75,6 +72,8 @@ def report(
     out = output if output is not None else plan_file.with_suffix(".html")
     if out.is_dir():
         fail(escape(f"-o {out}: is a directory; expected an HTML file name"))
+    if out.resolve() == plan_file.resolve():
+        fail(escape(f"-o {out}: is the plan file itself; give another name with -o"))
     if not out.parent.is_dir():
         fail(escape(f"-o {out}: the folder {out.parent} does not exist"))
     if png is not None and png.exists() and not png.is_dir():

@@ -21,7 +21,7 @@ from planner.grid.spec import (
     updates_for,
 )
 from planner.grid.store import Store
-from planner.grid.task import BasePayload, SolveOptions, Task
+from planner.grid.task import BasePayload, SolveOptions, Task, hooks_from_env
 
 EXECUTORS = ("local", "ray")
 BACKENDS = ("auto", "highs", "pyomo")
@@ -87,6 +87,7 @@ def resolve_options(spec: GridSpec, solver: str | None = None, time_limit: float
         gap=float(gap if gap is not None else d.gap if d.gap is not None else 1e-4),
         backend=backend or d.backend or "auto",
         threads=1,
+        hooks=hooks_from_env(),
     )
     if opts.solver not in SOLVERS:
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {opts.solver!r}")

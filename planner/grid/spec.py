@@ -206,14 +206,22 @@ def updates_for(base: Instance, sc: Scenario) -> dict[str, Any]:
     """The ``Instance.replace`` updates of a scenario: its sets, then ``<series>.scale`` for
     each multiplier (the series' scale after the sets, times the factor). Raises
     :class:`InstanceError` naming the path when a multiplied path is not a series."""
-    updates: dict[str, Any] = dict(sc.sets)
-    if not sc.multiply:
-        return updates
-    data = _deepcopy(base.raw)
-    for path, value in sc.sets.items():
-        set_path(data, path, _deepcopy(value), base.source)
+    updates, errors = _updates(base, sc.sets, sc.multiply)
+    if errors:
+        raise InstanceError(base.source, errors)
+    return updates
+
+
+def _updates(base: Instance, sets: Mapping[str, Any],
+             multiply: Mapping[str, float]) -> tuple[dict[str, Any], list[FieldError]]:
+    updates: dict[str, Any] = dict(sets)
     errors: list[FieldError] = []
-    for path, factor in sc.multiply.items():
+    if not multiply:
+        return updates, errors
+    data = _deepcopy(base.raw)
+    for path, value in sets.items():
+        set_path(data, path, _deepcopy(value), base.source)
+    for path, factor in multiply.items():
         try:
             series = get_path(data, path)
         except KeyError as e:
@@ -230,9 +238,7 @@ def updates_for(base: Instance, sc: Scenario) -> dict[str, Any]:
             errors.append(FieldError(f"{path}.scale", f"expected a number, got {old!r}"))
             continue
         updates[f"{path}.scale"] = float(old) * float(factor)
-    if errors:
-        raise InstanceError(base.source, errors)
-    return updates
+    return updates, errors
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -572,25 +578,26 @@ def validate(spec: GridSpec) -> None:
 
 
 def scenario_errors(base: Instance, sc: Scenario) -> list[FieldError]:
-    """Every problem with one scenario: bad paths, multipliers on non-series, bad values."""
+    """Every problem with one scenario: bad paths, multipliers on non-series, bad values
+    (the instance is built from the sound part of the change, so a bad path does not hide a
+    bad value elsewhere)."""
     data = _deepcopy(base.raw)
     errors: list[FieldError] = []
+    good: dict[str, Any] = {}
     for path, value in sc.sets.items():
         try:
             set_path(data, path, _deepcopy(value), base.source)
         except InstanceError as e:
             errors.extend(e.errors)
-    if errors:
-        return errors
-    try:
-        updates = updates_for(base, sc)
-    except InstanceError as e:
-        return list(e.errors)
+        else:
+            good[path] = value
+    updates, more = _updates(base, good, sc.multiply)
+    errors.extend(more)
     try:
         base.replace(updates)
     except InstanceError as e:
-        return list(e.errors)
-    return []
+        errors.extend(e.errors)
+    return errors
 
 
 def build_instance(base: Instance, sc: Scenario) -> Instance:

@@ -4,8 +4,10 @@ A worker gets the base instance once (:class:`BasePayload`: the raw document, so
 but plain data crosses a process boundary), then one :class:`Task` at a time, and answers
 with an outcome: a flat dict of store columns (:data:`planner.grid.store.COLUMNS`).
 
-Test hooks (for the test suite; not for production use). Each names a scenario by its ID, by
-``axis=value`` or by a parameter value as text, or several separated by commas:
+Test hooks (for the test suite; not for production use). They are environment variables of
+the process that starts the grid, read when the run starts and passed to the workers with
+the solver options (:func:`hooks_from_env`). Each names a scenario by its ID, by ``axis=value``
+or by a parameter value as text, or several separated by commas:
 
 - ``TRAINPLAN_GRID_TEST_CRASH``: the worker calls ``os._exit(1)`` instead of solving, as a
   segfaulting solver would die, to check that the grid isolates the failure;
@@ -74,6 +76,14 @@ class SolveOptions:
     gap: float = 1e-4
     backend: str = "auto"
     threads: int = 1
+    #: ``TRAINPLAN_GRID_TEST_*`` variables set when the run started (see the module doc).
+    hooks: tuple[tuple[str, str], ...] = ()
+
+
+def hooks_from_env() -> tuple[tuple[str, str], ...]:
+    """The test-hook variables set in this process's environment."""
+    return tuple(sorted((k, v) for k, v in os.environ.items()
+                        if k.startswith("TRAINPLAN_GRID_TEST_") and v))
 
 
 @dataclass(frozen=True)
@@ -105,8 +115,8 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _hooked(var: str, task: Task) -> bool:
-    spec = os.environ.get(var)
+def _hooked(var: str, task: Task, opts: SolveOptions) -> bool:
+    spec = dict(opts.hooks).get(var)
     if not spec:
         return False
     names = {task.id}
@@ -144,18 +154,18 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
     ``build_s`` the time to build the variant."""
     started = now()
     pid, host = os.getpid(), socket.gethostname()
-    if _hooked(HOOK_CRASH, task):
+    if _hooked(HOOK_CRASH, task, opts):
         os._exit(1)
-    if _hooked(HOOK_HANG, task):
+    if _hooked(HOOK_HANG, task, opts):
         while True:
             time.sleep(3600)
-    delay = os.environ.get(HOOK_DELAY)
+    delay = dict(opts.hooks).get(HOOK_DELAY)
     if delay:
         time.sleep(float(delay))
     try:
-        if _hooked(HOOK_RAISE, task):
+        if _hooked(HOOK_RAISE, task, opts):
             raise RuntimeError(f"test hook {HOOK_RAISE} raised for scenario {task.id}")
-        if _hooked(HOOK_ALLOC, task):
+        if _hooked(HOOK_ALLOC, task, opts):
             hog = bytearray(4 * 2**30)
             del hog
         from planner.solve import solve

@@ -1,0 +1,108 @@
+"""Overhead of the grid machinery over the bare solves it runs.
+
+Solves N variants of tests/data/tiny.yaml (default 1,000: east PUE x east price multiplier
+x west price multiplier, 10 values each) with the local executor on W workers (default 2)
+and reports
+
+- ``sum(solve_s)``: the time spent inside ``planner.solve.solve``, measured in the workers;
+- ``wall x W``: the worker-seconds the grid took, from the call to ``solve_grid`` (grid
+  validation, worker start-up, dispatch, storing every result, reading the table back);
+- overhead = ``(wall x W - sum(solve_s)) / sum(solve_s)``, the target being under 5%;
+- the same over the steady state only (first scenario started to last finished, worker
+  clocks), which leaves out start-up and the final read-back;
+- medians per scenario of ``solve_s``, the variant build time and the worker-side time
+  outside the solve (``finished - started - solve_s``: build, plan JSON, test hooks).
+
+``cpu_s`` (the worker's CPU time inside the solve) against ``solve_s`` shows contention:
+on a machine busy with other work, solves wait for a CPU and both figures move.
+
+Run: ``.venv/bin/python benchmarks/grid_overhead.py [--n 1000] [--workers 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from planner.grid import solve_grid
+from planner.grid.spec import grid_from_instance
+from planner.instance import read
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def axes(n: int) -> list[dict[str, object]]:
+    """Three axes whose product has at least n scenarios (cube root per axis)."""
+    k = max(1, round(n ** (1 / 3)))
+    while k**3 < n:
+        k += 1
+    return [
+        {"path": "regions.east.pue", "values": [round(1.1 + 0.05 * i, 3) for i in range(k)]},
+        {"multiply": "regions.east.electricity", "values": [round(0.5 + 0.1 * i, 2)
+                                                            for i in range(k)]},
+        {"multiply": "regions.west.electricity", "values": [round(0.5 + 0.1 * i, 2)
+                                                            for i in range(k)]},
+    ]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1000, help="scenarios (rounded up to a cube)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--solver", default="auto")
+    ap.add_argument("--store", type=Path, default=None, help="keep the store here")
+    args = ap.parse_args()
+
+    base = read(ROOT / "tests" / "data" / "tiny.yaml")
+    t0 = time.perf_counter()
+    spec = grid_from_instance(base, axes(args.n), name="overhead")
+    t_valid = time.perf_counter() - t0
+    store = args.store or Path(tempfile.mkdtemp()) / "overhead.sqlite"
+    if store.exists():
+        raise SystemExit(f"{store} exists; the benchmark needs a fresh store")
+    called = datetime.now(UTC)
+    t1 = time.perf_counter()
+    df = solve_grid(spec, workers=args.workers, store=store, solver=args.solver,
+                    time_limit=60)
+    wall = time.perf_counter() - t1
+
+    n = len(df)
+    solve_s = df["solve_s"].astype(float)
+    busy = wall * args.workers
+    total = float(solve_s.sum())
+    start = min(datetime.fromisoformat(s) for s in df["started_at"])
+    end = max(datetime.fromisoformat(s) for s in df["finished_at"])
+    steady = (end - start).total_seconds() * args.workers
+    per = [(datetime.fromisoformat(f) - datetime.fromisoformat(s)).total_seconds() - v
+           for s, f, v in zip(df["started_at"], df["finished_at"], solve_s, strict=True)]
+    gaps: list[float] = []  # a worker's idle time between two scenarios (dispatch, IPC)
+    for _, w in df.sort_values("started_at").groupby("worker_pid"):
+        ends = [datetime.fromisoformat(x) for x in w["finished_at"]]
+        starts = [datetime.fromisoformat(x) for x in w["started_at"]]
+        gaps += [(b - a).total_seconds() for a, b in zip(ends, starts[1:], strict=False)]
+    print(f"scenarios: {n} ({dict(df['status'].value_counts())}), workers: {args.workers}, "
+          f"solver: {args.solver}")
+    print(f"expand + validate {n} scenarios: {t_valid:.2f} s (not in the wall time below)")
+    print(f"wall (solve_grid): {wall:.2f} s -> {busy:.1f} worker-s")
+    print(f"sum solve_s: {total:.1f} s; sum cpu_s: {float(df['cpu_s'].sum()):.1f} s")
+    print(f"median solve_s: {statistics.median(solve_s) * 1e3:.1f} ms, median build_s: "
+          f"{statistics.median(df['build_s']) * 1e3:.2f} ms, median worker time outside the "
+          f"solve: {statistics.median(per) * 1e3:.2f} ms")
+    print(f"start-up (call to first scenario started): {(start - called).total_seconds():.2f} s;"
+          f" wind-down (last finished to return): "
+          f"{wall - (end - called).total_seconds():.2f} s")
+    print(f"gaps between a worker's scenarios: median {statistics.median(gaps) * 1e3:.2f} ms, "
+          f"sum {sum(gaps):.2f} worker-s")
+    print(f"overhead, whole call: {(busy - total) / total:.1%} "
+          f"((wall x workers - sum solve_s) / sum solve_s)")
+    print(f"overhead, steady state (first start to last finish): "
+          f"{(steady - total) / total:.1%}")
+    print(f"store: {store}")
+
+
+if __name__ == "__main__":
+    main()
