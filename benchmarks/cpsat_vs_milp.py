@@ -27,17 +27,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from formulations.cpsat import Progress, solve_cpsat  # noqa: E402
-from formulations.dispatch import choose  # noqa: E402
-from formulations.highs_runner import _threads  # noqa: E402
-from formulations.linear import LinearProgram  # noqa: E402
-from formulations.starttime.data import build_data, estimate_nonzeros  # noqa: E402
-from formulations.starttime.model import build as build_starttime  # noqa: E402
-from formulations.starttime.model import choice_of_point  # noqa: E402
-from formulations.starttime.data import objective_of  # noqa: E402
-from planner.configs import build_config_space  # noqa: E402
-from planner.instance.model import Instance  # noqa: E402
-from planner.instance.read import from_dict  # noqa: E402
+from formulations.cpsat import Progress, solve_cpsat
+from formulations.dispatch import choose
+from formulations.highs_runner import _threads
+from formulations.linear import LinearProgram
+from formulations.starttime.data import (
+    build_data,
+    estimate_nonzeros,
+    objective_of,
+)
+from formulations.starttime.model import build as build_starttime
+from formulations.starttime.model import choice_of_point
+from planner.configs import build_config_space
+from planner.instance.model import Instance
+from planner.instance.read import from_dict
 
 #: (pipelines of prep -> train -> eval, horizon hours)
 SIZES: dict[str, tuple[int, int]] = {

@@ -31,9 +31,10 @@ TARGETS = {"small": (0.01, 60.0), "medium": (0.01, 10.0), "large": (0.01, 60.0),
 
 
 def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str, object]:
+    from generate import ROOT, generate
+
     from formulations.milp.model import time_windows
     from formulations.milp.solve import solve_milp
-    from generate import ROOT, generate
     from planner.checker import verify
     from planner.configs import build_config_space
     from planner.instance.read import from_dict

@@ -10,9 +10,9 @@ from planner.instance.model import Instance
 
 
 def weights(inst: Instance) -> dict[str, float]:
-    w = dict(inst.spec.objective.weights)
-    return {k: float(w.get(k, 1.0)) for k in  # type: ignore[call-overload]
-            ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")}
+    w: dict[str, float] = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
+    return {k: w.get(k, 1.0)
+            for k in ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")}
 
 
 def reserved_price(inst: Instance, c: Config) -> float:

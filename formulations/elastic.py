@@ -52,9 +52,6 @@ class ElasticWeights:
 class ElasticModel:
     mm: MilpModel
     original: Instance
-    #: The cost objective of the relaxed model (restored for the second stage).
-    cost: list[float]
-    offset: float
     late: dict[str, int] = field(default_factory=dict)
     over: dict[tuple[str, str, int], int] = field(default_factory=dict)
     carbon: int | None = None
@@ -164,11 +161,10 @@ def build_elastic(original: Instance, relaxed: Instance, space: ConfigSpace,
     the carbon cap (none) and phases marked done."""
     w = weights or ElasticWeights()
     mm = build(relaxed, space)
-    em = ElasticModel(mm, original, list(mm.lp.cost), mm.lp.offset)
+    em = ElasticModel(mm, original)
     add_lateness(em, w)
     add_capacity_slack(em, w)
     add_carbon_slack(em, w)
-    em.cost = list(mm.lp.cost)  # the slack columns cost nothing in the second stage
     return em
 
 

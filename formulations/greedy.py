@@ -39,8 +39,9 @@ def greedy(
     first_start_only: bool = False,
 ) -> Schedule | None:
     """Place each phase, in topological order, on the configuration and contiguous start of
-    least cost, inside its precedence-tightened window. With ``first_start_only`` each configuration is tried only at its earliest
-    feasible start (no time shifting). None if some phase cannot be placed."""
+    least cost, inside its precedence-tightened window. With ``first_start_only`` each
+    configuration is tried only at its earliest feasible start (no time shifting). None if
+    some phase cannot be placed."""
     from formulations.milp.model import time_windows
 
     wts = weights(inst)

@@ -57,9 +57,10 @@ class LinearProgram:
         return len(self.row_idx)
 
     def add_vars(
-        self, family: str, keys: Sequence[Hashable], lower: float | Sequence[float] = 0.0,
-        upper: float | Sequence[float] = INF, integer: bool = False,
-        cost: float | Sequence[float] = 0.0, doc: str = "",
+        self, family: str, keys: Sequence[Hashable],
+        lower: float | Sequence[float] | np.ndarray = 0.0,
+        upper: float | Sequence[float] | np.ndarray = INF, integer: bool = False,
+        cost: float | Sequence[float] | np.ndarray = 0.0, doc: str = "",
     ) -> np.ndarray:
         """Add one column per key; returns their indices. A family may be extended."""
         n = len(keys)
@@ -73,7 +74,8 @@ class LinearProgram:
         fam.keys.extend(keys)
         return np.arange(start, start + n)
 
-    def add_row(self, family: str, key: Hashable, idx: Sequence[int], val: Sequence[float],
+    def add_row(self, family: str, key: Hashable, idx: Sequence[int] | np.ndarray,
+                val: Sequence[float] | np.ndarray,
                 lower: float = -INF, upper: float = INF) -> None:
         """Add one constraint lower <= sum(val * x[idx]) <= upper."""
         start = self.num_rows

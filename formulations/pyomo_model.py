@@ -5,6 +5,8 @@ constraint, write it as LP/MPS (``m.write("plan.lp")``) or hand it to another so
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyomo.environ as pyo
 
@@ -18,7 +20,7 @@ def _index(keys: list[object]) -> list[object]:
 def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
     m = pyo.ConcreteModel(name="trainplan")
     a = lp.arrays()
-    cols: list[pyo.Var] = [None] * lp.num_vars  # type: ignore[list-item]
+    cols: list[Any] = [None] * lp.num_vars
     for fam in lp.var_families.values():
         members = np.asarray(fam.members, dtype=np.int64)
         if not len(members):

@@ -141,7 +141,9 @@ def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
 
 
 def is_training(p: Phase) -> bool:
-    return p.work.tokens is not None and p.work.passes == "train"
+    """A training phase has a model and ``work.passes: train`` (whatever unit its work is in):
+    it keeps optimizer states, checkpoints, and hands its weights on."""
+    return p.model is not None and p.work.passes == "train"
 
 
 def mfu_of(p: Phase, gpu: str) -> float:
@@ -420,8 +422,6 @@ def _configs_for(
             sla = r.sla
             share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
             mult = sla.credit_multiplier if sla else 0.0
-            if contract == "spot" and lam > 0:
-                share = share * (lam - preempt) / lam
             yield Config(
                 phase=p.name, index=-1, gpu=gname, region=rname, contract=contract, gpus=count,
                 spare_gpus=spare_gpus, layout=lay, tier=tier_name, memory=mem, flops_per_s=fps,
@@ -479,7 +479,7 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     by_phase: dict[str, tuple[Config, ...]] = {}
     infeasible: list[Infeasibility] = []
     dropped: dict[str, int] = {}
-    w = dict(inst.spec.objective.weights)
+    w = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
     for p in inst.active_phases:
         configs, why = enumerate_phase(inst, p)
         if why is not None:

@@ -25,7 +25,8 @@ gpu_type        2.1     one GPU type for every phase: the most capable (highest 
                         phase (the phase with the most FLOPs) and offered with capacity; a
                         phase that may not use it keeps its own most capable allowed type.
 elastic         2.2     whole nodes only and one GPU count per phase: the smallest whole-node
-                        count that fits (no fractional GPUs, no sub-node counts).
+                        count that fits (no fractional GPUs, no sub-node counts); when that
+                        misses a deadline, any whole-node count at least as large.
 storage         2.3     only the dearest ("hot") storage tier in every region, no checkpoint
                         compression (``storage.compression_ratio`` 1).
 spares          4.1     only the spare nodes ``redundancy.spare_nodes`` requires.
@@ -38,9 +39,11 @@ region          1.2     one region for every phase: where one GPU-hour of the ba
 
 When the fully restricted phase has no configuration (its memory, window or capacity rules
 every lever-free setting out), the phase keeps its own options for the levers that stop it,
-dropped in the order elastic, precision, region, gpu_type, contracts; when the baseline
-schedule misses a deadline, the same levers are dropped for every phase. Each such step is
-reported in :attr:`LeverReport.notes`.
+dropped in the order elastic, precision, region, gpu_type, contracts. When the baseline
+schedule then misses a deadline or capacity, the least loosening that gives one is searched:
+whole-node counts instead of one count, then one phase-level lever kept for every phase, then
+two, then all. A lever the baseline keeps is reported as such (it is part of the baseline, not
+a saving); every step is in :attr:`LeverReport.notes`.
 
 A lever run without time shifting is the greedy as-soon-as-possible schedule over the
 variant's configuration space; with time shifting it is :func:`planner.solve.solve` (the

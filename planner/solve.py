@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 from planner.instance.model import Instance
-from planner.result import Result
+from planner.result import Result, SolutionStatus, Termination
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 
@@ -19,9 +21,32 @@ def solve(
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
-    "auto". Always returns a :class:`Result`; never raises for an infeasible instance."""
+    "auto" (picked by formulations.dispatch.choose). Always returns a :class:`Result`: an
+    infeasible instance, a solver error or running out of memory become its termination and
+    message, never an exception (bad arguments still raise ValueError)."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
+    if not time_limit > 0:
+        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
+    if not 0 <= gap <= 1:
+        raise ValueError(f"gap must be in [0, 1], got {gap}")
+    t0 = time.perf_counter()
+    try:
+        return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
+    except MemoryError:
+        return _failed(solver, t0, "the solver ran out of memory; try a coarser instance, fewer "
+                                   "configurations (options.gpu_counts) or a shorter horizon")
+    except (ArithmeticError, RuntimeError, OSError) as e:
+        return _failed(solver, t0, f"the solver failed: {type(e).__name__}: {e}")
+
+
+def _failed(solver: str, t0: float, message: str) -> Result:
+    return Result(solver, Termination.ERROR, SolutionStatus.NONE, None, None, None,
+                  time.perf_counter() - t0, None, message)
+
+
+def _dispatch(instance: Instance, solver: str, time_limit: float, gap: float,
+              threads: int | None, backend: str, verbose: bool) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
 
@@ -31,14 +56,11 @@ def solve(
 
         return solve_nonpreemptive(instance, solver, time_limit, gap, threads, verbose)
     if solver == "auto":
-        try:
-            from formulations.dispatch import choose
-        except ImportError:
-            choose = None
-        if choose is not None:
-            picked, _why = choose(instance)
-            if picked != "milp":
-                return solve(instance, picked, time_limit, gap, threads, backend, verbose)
+        from formulations.dispatch import choose
+
+        picked, _why = choose(instance)
+        if picked != "milp":
+            return _dispatch(instance, picked, time_limit, gap, threads, backend, verbose)
     from formulations.milp import solve_milp
 
     return solve_milp(instance, time_limit=time_limit, gap=gap, threads=threads,

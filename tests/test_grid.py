@@ -307,7 +307,7 @@ def test_kill_9_then_resume(tmp_path: Path) -> None:
             if store.exists():
                 try:
                     seen = rows(store)  # a second connection, while the grid writes
-                except sqlite3.OperationalError:
+                except sqlite3.DatabaseError:  # being created: no tables yet
                     seen = {}
                 if len(seen) >= 4:
                     break

@@ -192,3 +192,22 @@ def test_carbon_cap_is_lifted_with_a_note() -> None:
     assert any("carbon_cap_tonnes is lifted" in n for n in rep.notes)
     assert rep.all_levers.instance.spec.objective.carbon_cap_tonnes is None
     assert rep.all_levers.cost == pytest.approx(82.16, abs=1e-6)
+
+
+def test_baseline_loosens_to_whole_node_counts_when_one_count_misses_the_deadline() -> None:
+    # explain_deadline.yaml with 10 or 20 GPUs allowed and 20 in the pool: on its smallest
+    # whole node (10 GPUs) each phase fits its own window (prep 4 h, train 6 h by hour 8) but
+    # not the chain (4 + 6 = 10 > 8). With 20 GPUs train takes 60 / 20 = 3 h: the baseline
+    # lets each phase pick a whole-node count, and says so.
+    inst = read(DATA / "explain_deadline.yaml").replace({
+        "phases.prep.options.gpu_counts": [10, 20],
+        "phases.train.options.gpu_counts": [10, 20],
+        "regions.r.capacity.G": 20})
+    b = build_baseline(inst)
+    assert any("whole-node counts" in n for n in b.notes)
+    assert b.instance.phase("train").options.gpu_counts == (10, 20)
+    train, hours = b.schedule["train"]
+    assert max(hours) + 1 <= 8 and train.gpus == 20
+    rep = evaluate_levers(inst, time_limit=30, levers=["elastic"])
+    assert rep.baseline.plan is not None
+    assert_valid(rep.baseline.instance, rep.baseline.plan)

@@ -55,24 +55,21 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule,
                 v[j] = 1.0 if k in blocks else 0.0
             if (name, c.index) in mm.m:
                 v[mm.m[(name, c.index)]] = max(0.0, c.min_rental_hours - g * len(blocks))
-        if c.contract == "reserved":
-            use = reserved.get((c.region, c.gpu), 0)
-            reserved[(c.region, c.gpu)] = use  # keep explicit
     # reserved: the least R covering peak reserved usage (at least the offer's minimum)
-    for (r, g), j in mm.R.items():
+    for (rname, gname), j in mm.R.items():
         usage = np.zeros(inst.hours)
         for c, hours in schedule.values():
-            if c.contract == "reserved" and c.region == r and c.gpu == g:
+            if c.contract == "reserved" and c.region == rname and c.gpu == gname:
                 usage[list(hours)] += c.total_gpus
         peak = float(usage.max())
-        given = reserved.get((r, g), 0)
+        given = reserved.get((rname, gname), 0)
         n = max(peak, given)
-        offer = inst.region(r).offers[g].reserved
+        offer = inst.region(rname).offers[gname].reserved
         if n > 0 and offer is not None:
             n = max(n, offer.min_gpus)
         v[j] = np.ceil(n - 1e-9)
-        if (r, g) in mm.sign:
-            v[mm.sign[(r, g)]] = 1.0 if n > 0 else 0.0
+        if (rname, gname) in mm.sign:
+            v[mm.sign[(rname, gname)]] = 1.0 if n > 0 else 0.0
     for (p, q, r1, r2), j in mm.w.items():
         if p in schedule and q in schedule:
             v[j] = 1.0 if (schedule[p][0].region == r1 and schedule[q][0].region == r2) else 0.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import time
 
-
 from formulations.bounds import hour_masks, lower_bound, phase_bounds, prune_by_bound
 from formulations.greedy import greedy
 from formulations.heuristic import lookahead_schedule

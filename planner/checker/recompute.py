@@ -36,9 +36,8 @@ HOURS_PER_MONTH = 730.0
 
 
 def is_training(p: Phase) -> bool:
-    """A training phase: work given in tokens with ``passes: train`` (6ND). Phases with work in
-    FLOPs or GPU-hours are not, even with a model (see the report on this ambiguity)."""
-    return p.work.tokens is not None and p.work.passes == "train"
+    """A training phase: a model and ``work.passes: train`` (docs/cost-model.md)."""
+    return p.model is not None and p.work.passes == "train"
 
 
 def model_of(inst: Instance, p: Phase) -> ModelDims | None:

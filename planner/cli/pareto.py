@@ -41,7 +41,8 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
         t.add_row(x, _money(p.cost), extra,
                   "-" if p.makespan_h is None else str(p.makespan_h),
                   "-" if p.emissions_t is None else f"{p.emissions_t:.4g}",
-                  p.termination + (f", gap {p.gap:.2%}" if p.gap else ""), note)
+                  p.termination + (f", gap {p.gap:.2%}" if p.gap and p.gap >= 5e-5 else ""),
+                  note)
     console.print(t)
 
 

@@ -4,11 +4,39 @@
 one row per scenario; ``trainplan grid`` does the same from the command line with a progress
 bar, a summary and a cost chart. See :mod:`planner.grid.spec` for the grid file format and
 :mod:`planner.grid.store` for what is stored and how a killed run resumes.
+
+The names below are imported on first use, so that a worker process, which imports
+:mod:`planner.grid.task` only, does not load pandas, rich or matplotlib.
 """
 
-from planner.grid.api import RunReport, default_store, resolve_grid, run_grid, solve_grid
-from planner.grid.export import export, read_store
-from planner.grid.spec import GridError, GridSpec, Scenario, grid_from_instance, load_grid
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from planner.grid.api import RunReport, default_store, resolve_grid, run_grid, solve_grid
+    from planner.grid.export import export, read_store
+    from planner.grid.spec import (
+        GridError,
+        GridSpec,
+        Scenario,
+        grid_from_instance,
+        load_grid,
+    )
+
+_WHERE = {
+    "RunReport": "api", "default_store": "api", "resolve_grid": "api", "run_grid": "api",
+    "solve_grid": "api", "export": "export", "read_store": "export", "GridError": "spec",
+    "GridSpec": "spec", "Scenario": "spec", "grid_from_instance": "spec", "load_grid": "spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f"planner.grid.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'planner.grid' has no attribute {name!r}")
+
 
 __all__ = [
     "GridError",

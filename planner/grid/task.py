@@ -192,8 +192,8 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
         "error": None if status in (OK, FEASIBLE) else (res.message or res.termination.value),
         "solver": res.solver, "objective": _finite(res.objective), "bound": _finite(res.bound),
         "gap": _finite(res.gap), "runtime_s": res.runtime_s, "solve_s": t2 - t1,
-        "cpu_s": c2 - c1, "build_s": t1 - t0, "started_at": started, "finished_at": now(),
-        "worker_pid": pid, "host": host,
+        "cpu_s": c2 - c1, "build_s": t1 - t0, "started_at": started, "worker_pid": pid,
+        "host": host,
     }
     if plan is not None:
         for k in (*COST_KEYS, "total"):
@@ -203,6 +203,7 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
         out["plan"] = plan.to_json(indent=None)
         if plan.phases:
             out["makespan_h"] = max(p.end_hour for p in plan.phases)
+    out["finished_at"] = now()
     return out
 
 

@@ -99,7 +99,9 @@ class Instance:
         return self.spec.regions[name]
 
     def successors(self, name: str) -> tuple[str, ...]:
-        return tuple(p.name for p in self.spec.phases if name in p.predecessors)
+        """Phases still to run that name ``name`` as a predecessor (a done successor needs
+        nothing handed on)."""
+        return tuple(p.name for p in self.spec.phases if name in p.predecessors and not p.done)
 
     def replace(self, updates: Mapping[str, Any]) -> Instance:
         """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,
