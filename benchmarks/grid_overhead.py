@@ -84,7 +84,8 @@ def main() -> None:
         ends = [datetime.fromisoformat(x) for x in w["finished_at"]]
         starts = [datetime.fromisoformat(x) for x in w["started_at"]]
         gaps += [(b - a).total_seconds() for a, b in zip(ends, starts[1:], strict=False)]
-    print(f"scenarios: {n} ({dict(df['status'].value_counts())}), workers: {args.workers}, "
+    counts = {str(k): int(v) for k, v in df['status'].value_counts().items()}
+    print(f"scenarios: {n} ({counts}), workers: {args.workers}, "
           f"solver: {args.solver}")
     print(f"expand + validate {n} scenarios: {t_valid:.2f} s (not in the wall time below)")
     print(f"wall (solve_grid): {wall:.2f} s -> {busy:.1f} worker-s")

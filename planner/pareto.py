@@ -75,17 +75,10 @@ def _makespan(plan: Plan | None) -> int | None:
 
 def _solve(inst: Instance, time_limit: float, backend: str) -> tuple[Plan | None, str,
                                                                      float | None]:
-    """The hourly MILP. Under a carbon cap it runs without the heuristic warm start: the
-    list-scheduling heuristics that seed it do not know the cap, and a start (or a shortcut
-    taken on it) that breaks the cap would be returned as the plan."""
-    if inst.spec.objective.carbon_cap_tonnes is not None:
-        from formulations.milp import solve_milp
+    """The hourly MILP (it discards a heuristic start that breaks a carbon cap)."""
+    from planner.solve import solve
 
-        res = solve_milp(inst, time_limit=time_limit, backend=backend, warm_start=False)
-    else:
-        from planner.solve import solve
-
-        res = solve(inst, solver="milp", time_limit=time_limit, backend=backend)
+    res = solve(inst, solver="milp", time_limit=time_limit, backend=backend)
     return res.plan, res.termination.value, res.gap
 
 

@@ -55,7 +55,7 @@ def variant(seed: int) -> dict[str, Any]:
     capacity dips, and per seed one of: block billing with a minimum rental, a reserved
     offer, porting + data transfer costs, fractional GPU slices."""
     rng = random.Random(seed)
-    T = 36
+    T = 24
     d = tiny_dict()
     d["horizon"]["hours"] = T
     for r in ("east", "west"):
@@ -64,8 +64,8 @@ def variant(seed: int) -> dict[str, Any]:
         reg["carbon_intensity"] = {"values": [round(rng.uniform(100, 600)) for _ in range(T)]}
     east_a100 = [16] * T
     a = rng.randrange(0, T - 6)
-    east_a100[a:a + rng.randrange(3, 7)] = [8] * len(east_a100[a:a + 6])
-    east_a100 = east_a100[:T]
+    for t in range(a, a + rng.randrange(3, 7)):
+        east_a100[t] = 8
     west_a100 = [8] * T
     b = rng.randrange(0, T - 4)
     west_a100[b:b + 3] = [0, 0, 0]
@@ -76,12 +76,12 @@ def variant(seed: int) -> dict[str, Any]:
     prep["preemptible"] = False
     prep["release"] = rng.randrange(0, 4)
     prep["work"]["gpu_hours"] = rng.choice([8, 12, 16])
-    ft["deadline"] = rng.choice([30, 36])
+    ft["deadline"] = rng.choice([20, 24])
     ft["output_gb"] = 4.0
     ev = {"name": "eval", "kind": "evaluation", "predecessors": ["finetune"],
           "work": {"gpu_hours": 4, "gpu": "A100"}, "options": {"gpu_counts": [1, 2]}}
     side = {"name": "side", "kind": "data_preparation", "deadline": T,
-            "work": {"gpu_hours": rng.choice([24, 40]), "gpu": "A100"},
+            "work": {"gpu_hours": rng.choice([16, 24]), "gpu": "A100"},
             "gpu_types": ["A100"], "options": {"gpu_counts": [4, 8], "extra_spare_nodes": [0]}}
     d["phases"] = [prep, ft, ev, side]
     kind = seed % 4

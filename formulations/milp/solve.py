@@ -97,8 +97,14 @@ def solve_milp(
     if warm_start:
         incumbent = lookahead_schedule(inst, space, windows) or greedy(inst, space)
         if incumbent is not None:
-            upper = make_plan(inst, space, incumbent, {}, "heuristic", "feasible", "heuristic",
-                              None, 0.0).objective or math.inf
+            first = make_plan(inst, space, incumbent, {}, "heuristic", "feasible", "heuristic",
+                              None, 0.0)
+            cap = inst.spec.objective.carbon_cap_tonnes
+            if cap is not None and first.emissions_t > cap + 1e-9:
+                incumbent = None  # the heuristics ignore the carbon cap
+                notes.append("the look-ahead plan breaks the carbon cap; solving without it")
+            else:
+                upper = first.objective if first.objective is not None else math.inf
     if incumbent is not None and math.isfinite(lower) and prune and \
             (upper - lower) <= gap * abs(upper) + 1e-9:
         runtime = time.perf_counter() - t0

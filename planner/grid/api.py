@@ -13,13 +13,7 @@ from typing import Any, Protocol
 import pandas as pd
 from rich.console import Console
 
-from planner.grid.spec import (
-    GridSpec,
-    base_fingerprint,
-    grid_from_dict,
-    load_grid,
-    updates_for,
-)
+from planner.grid.spec import GridSpec, base_fingerprint, grid_from_dict, load_grid
 from planner.grid.store import Store
 from planner.grid.task import BasePayload, SolveOptions, Task, hooks_from_env
 
@@ -134,7 +128,7 @@ def run_grid(spec: GridSpec, store_path: str | Path, executor: Executor, opts: S
                             "kept (use --retry-failed to redo failures)")
         done = store.done_ids(retry_failed)
         todo = [sc for sc in spec.scenarios if sc.id not in done]
-        tasks = [Task(id=sc.id, params=dict(sc.params), updates=updates_for(spec.base, sc))
+        tasks = [Task(id=sc.id, params=dict(sc.params), updates=dict(spec.updates_of(sc)))
                  for sc in todo]
         by_id = {t.id: t for t in tasks}
         workers = executor.workers if tasks else 0

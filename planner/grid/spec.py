@@ -37,6 +37,7 @@ not depend on the order of the axes, on the other scenarios, or on how the chang
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -49,7 +50,7 @@ from typing import Any
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.model import Instance
-from planner.instance.read import load_document, set_path
+from planner.instance.read import load_document, read, set_path
 
 #: Refuse grids that expand to more scenarios than this (a typo in an axis can explode).
 MAX_SCENARIOS = 200_000
@@ -120,6 +121,12 @@ class GridSpec:
     defaults: SolveDefaults = field(default_factory=SolveDefaults)
     #: Scenarios dropped because another scenario makes the same change (ID, kept ID).
     duplicates: tuple[tuple[str, str], ...] = ()
+    #: ``Instance.replace`` updates per scenario ID, computed once by :func:`validate`.
+    updates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def updates_of(self, sc: Scenario) -> Mapping[str, Any]:
+        known = self.updates.get(sc.id)
+        return known if known is not None else updates_for(self.base, sc)
 
     @property
     def axis_names(self) -> tuple[str, ...]:
@@ -289,8 +296,6 @@ def grid_from_dict(data: Any, file: str, directory: Path, default_name: str = "g
                                              " to the grid file)"))
         else:
             try:
-                from planner.instance.read import read
-
                 base = read(directory / rel)
             except InstanceError as e:
                 errors.extend(FieldError(f"base ({e.file})" + (f": {fe.path}" if fe.path else ""),
@@ -307,8 +312,7 @@ def grid_from_dict(data: Any, file: str, directory: Path, default_name: str = "g
     spec = GridSpec(name=str(name), file=file, directory=directory, base=base,
                     axes=tuple(axes), mode=str(mode), scenarios=scenarios,
                     defaults=defaults, duplicates=duplicates)
-    validate(spec)
-    return spec
+    return dataclasses.replace(spec, updates=validate(spec))
 
 
 def _parse_defaults(raw: Any, errors: list[FieldError]) -> SolveDefaults:
@@ -549,9 +553,9 @@ def expand(axes: Sequence[Axis], picks: Sequence[Mapping[str, Any]],
     return tuple(out), tuple(dups)
 
 
-def validate(spec: GridSpec) -> None:
+def validate(spec: GridSpec) -> dict[str, dict[str, Any]]:
     """Build every scenario's instance and raise one :class:`GridError` listing every
-    failure before anything is solved.
+    failure before anything is solved; return each scenario's ``replace`` updates.
 
     Per scenario, each set path is tried on its own (so that every bad path is found, not
     only the first), each multiplied path is checked to be a series, and when the paths are
@@ -559,11 +563,14 @@ def validate(spec: GridSpec) -> None:
     value. Failures with the same field path and message are reported once, with the
     scenarios (ID and parameters) they occur in."""
     found: dict[tuple[str, str], list[Scenario]] = {}
+    updates: dict[str, dict[str, Any]] = {}
     for sc in spec.scenarios:
-        for fe in scenario_errors(spec.base, sc):
+        errs, ups = _check(spec.base, sc)
+        for fe in errs:
             found.setdefault((fe.path, fe.message), []).append(sc)
+        updates[sc.id] = ups
     if not found:
-        return
+        return updates
     n = len(spec.scenarios)
     errors: list[FieldError] = []
     for (path, message), scs in found.items():
@@ -581,6 +588,10 @@ def scenario_errors(base: Instance, sc: Scenario) -> list[FieldError]:
     """Every problem with one scenario: bad paths, multipliers on non-series, bad values
     (the instance is built from the sound part of the change, so a bad path does not hide a
     bad value elsewhere)."""
+    return _check(base, sc)[0]
+
+
+def _check(base: Instance, sc: Scenario) -> tuple[list[FieldError], dict[str, Any]]:
     data = _deepcopy(base.raw)
     errors: list[FieldError] = []
     good: dict[str, Any] = {}
@@ -597,7 +608,7 @@ def scenario_errors(base: Instance, sc: Scenario) -> list[FieldError]:
         base.replace(updates)
     except InstanceError as e:
         errors.extend(e.errors)
-    return errors
+    return errors, updates
 
 
 def build_instance(base: Instance, sc: Scenario) -> Instance:
