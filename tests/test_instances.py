@@ -18,7 +18,7 @@ import pytest
 
 import planner
 from planner.catalog import gpu_by_name
-from planner.configs import build_config_space
+from planner.configs import Config, build_config_space
 from planner.instance.model import Instance
 from planner.solve import solve
 
@@ -233,7 +233,7 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
     inst = instances["month-70b"]
     space = build_config_space(inst)
 
-    def first(phase: str, **kw: object) -> planner.configs.Config:  # type: ignore[name-defined]
+    def first(phase: str, **kw: object) -> Config:
         cs = [c for c in space[phase] if all(getattr(c, k) == v for k, v in kw.items())]
         return min(cs, key=lambda c: (c.hours, c.rental_per_h + c.storage_per_h))
 
