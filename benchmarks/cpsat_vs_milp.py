@@ -8,7 +8,11 @@ within 1% of the best objective either solver found ("1% primal"), seconds until
 proved gap is <= 1% ("1% gap"), and the final objective and gap.
 
 Run:  .venv/bin/python benchmarks/cpsat_vs_milp.py [--sizes S M L XL] [--time-limit 60]
-      [--threads 2] [--modes literal element] [--seed 1]
+      [--threads 2] [--modes literal element] [--highs off on] [--portfolio] [--seed 1]
+
+"starttime-highs" runs HiGHS with presolve off (as the start-time MILP asks for),
+"starttime-highs+pre" with HiGHS's default presolve; "portfolio" is CP-SAT for 30% of the
+limit (at most 20 s), then HiGHS from CP-SAT's schedule.
 
 Times are wall seconds on the machine it runs on; "-" means never reached.
 """
@@ -28,19 +32,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from formulations.cpsat import Progress, solve_cpsat
-from formulations.dispatch import choose
+from formulations.dispatch import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE, choose
 from formulations.highs_runner import _threads
 from formulations.linear import LinearProgram
 from formulations.starttime.data import (
     build_data,
+    choice_of,
     estimate_nonzeros,
+    least_reserved,
     objective_of,
 )
 from formulations.starttime.model import build as build_starttime
-from formulations.starttime.model import choice_of_point
+from formulations.starttime.model import choice_of_point, point_of
 from planner.configs import build_config_space
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
+from planner.plan import Plan
 
 #: (pipelines of prep -> train -> eval, horizon hours)
 SIZES: dict[str, tuple[int, int]] = {
@@ -139,6 +146,7 @@ class Run:
     total_s: float = math.nan
     trace: list[tuple[float, float, float]] = field(default_factory=list)  # (s, obj, bound)
     note: str = ""
+    plan: Plan | None = None
 
     def to_primal(self, best: float, tol: float = 0.01) -> float:
         for s, obj, _ in self.trace:
@@ -173,20 +181,23 @@ def run_cpsat(inst: Instance, limit: float, threads: int, mode: str) -> Run:
         run.first_s = run.trace[0][0] if run.trace else math.nan
     run.bound = res.bound if res.bound is not None else math.nan
     if run.trace and res.bound is not None:
-        s, o, _ = run.trace[-1]
-        run.trace.append((run.total_s, o, res.bound))
+        run.trace.append((run.total_s, run.trace[-1][1], res.bound))
     run.note = res.termination.value
+    run.plan = res.plan
     return run
 
 
 def _highs_progress(lp: LinearProgram, limit: float, threads: int,
-                    trace: list[tuple[float, float, float]], t0: float) -> Any:
-    """HiGHS on the arrays, sampling (objective, bound) through its MIP callbacks."""
+                    trace: list[tuple[float, float, float]], t0: float, presolve: bool,
+                    start: np.ndarray | None = None) -> Any:
+    """HiGHS on the arrays (as formulations.highs_runner.solve_highs, plus the presolve
+    switch), sampling (objective, bound) through its MIP callbacks."""
     import highspy
 
     a = lp.arrays()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "on" if presolve else "off")
     h.setOptionValue("time_limit", float(max(limit, 0.05)))
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("threads", _threads(threads))
@@ -201,6 +212,11 @@ def _highs_progress(lp: LinearProgram, limit: float, threads: int,
     m.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                       for i in a["integer"]]
     h.passModel(m)
+    if start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = list(map(float, start))
+        sol.value_valid = True
+        h.setSolution(sol)
 
     def sample(e: Any) -> None:
         d = e.data_out
@@ -215,18 +231,22 @@ def _highs_progress(lp: LinearProgram, limit: float, threads: int,
     return h
 
 
-def run_highs(inst: Instance, limit: float, threads: int) -> Run:
-    t0 = time.perf_counter()
+def run_highs(inst: Instance, limit: float, threads: int, presolve: bool,
+              start: dict[str, tuple[int, int]] | None = None, t0: float | None = None,
+              name: str = "") -> Run:
+    t0 = time.perf_counter() if t0 is None else t0
     space = build_config_space(inst)
     data = build_data(inst, space)
     sm = build_starttime(data)
-    run = Run("starttime-highs", build_s=time.perf_counter() - t0)
-    left = limit - run.build_s
+    run = Run(name or ("starttime-highs" + ("+pre" if presolve else "")),
+              build_s=time.perf_counter() - t0)
+    left = limit - (time.perf_counter() - t0)
     if left <= 0.05:
         run.note = "not built in time"
         run.total_s = time.perf_counter() - t0
         return run
-    h = _highs_progress(sm.lp, left, threads, run.trace, t0)
+    x0 = point_of(sm, start, least_reserved(data, start)) if start is not None else None
+    h = _highs_progress(sm.lp, left, threads, run.trace, t0, presolve, x0)
     run.total_s = time.perf_counter() - t0
     info = h.getInfo()
     if info.primal_solution_status == 2:
@@ -243,6 +263,36 @@ def run_highs(inst: Instance, limit: float, threads: int) -> Run:
     return run
 
 
+def run_portfolio(inst: Instance, limit: float, threads: int) -> Run:
+    """CP-SAT for a share of the time, then HiGHS (presolve off) from its schedule, as
+    solve_nonpreemptive(portfolio=True) does for "highs"."""
+    t0 = time.perf_counter()
+    share = min(PORTFOLIO_SHARE * limit, PORTFOLIO_FIRST_MAX_S)
+    cp = run_cpsat(inst, share, threads, "literal")
+    start = None
+    data = build_data(inst, build_config_space(inst))
+    if cp.plan is not None:
+        sched = {p.name: (next(c for c in data.space[p.name] if c.label == p.info["config"]),
+                          p.hours) for p in cp.plan.phases}
+        start = choice_of(data, sched)
+    hs = run_highs(inst, limit, threads, False, start, t0, "portfolio")
+    run = Run("portfolio", build_s=cp.build_s, total_s=time.perf_counter() - t0)
+    run.trace = sorted(cp.trace[:-1] + hs.trace) if cp.trace else hs.trace
+    objs = [x for x in (cp.objective, hs.objective) if math.isfinite(x)]
+    run.objective = min(objs) if objs else math.nan
+    bounds = [x for x in (cp.bound, hs.bound) if math.isfinite(x)]
+    run.bound = max(bounds) if bounds else math.nan
+    run.first_s = run.trace[0][0] if run.trace else math.nan
+    # the combined trace: best objective so far against best bound so far
+    best_o, best_b, merged = math.inf, -math.inf, []
+    for s_, o, b in run.trace:
+        best_o, best_b = min(best_o, o), max(best_b, b)
+        merged.append((s_, best_o, best_b))
+    run.trace = merged
+    run.note = f"cp-sat {share:.0f} s, then {hs.note}"
+    return run
+
+
 def fmt(x: float, spec: str = ".1f") -> str:
     return "-" if not math.isfinite(x) else format(x, spec)
 
@@ -255,7 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--modes", nargs="+", default=["literal", "element"],
                     choices=["literal", "element"])
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-highs", action="store_true")
+    ap.add_argument("--highs", nargs="*", default=["off"], choices=["off", "on"],
+                    help="HiGHS runs of the start-time MILP, by presolve setting")
+    ap.add_argument("--portfolio", action="store_true",
+                    help="also run CP-SAT then HiGHS from its schedule")
     args = ap.parse_args(argv)
     header = (f"{'size':4} {'solver':16} {'build':>6} {'first':>6} {'1%prim':>7} {'1%gap':>6} "
               f"{'objective':>12} {'gap':>8}  note")
@@ -264,14 +317,16 @@ def main(argv: list[str] | None = None) -> None:
         inst = instance(size, args.seed)
         space = build_config_space(inst)
         nvar, nnz = estimate_nonzeros(inst, space)
-        pick, why = choose(inst)
+        _, why = choose(inst)
         print(f"\n[{size}] {inst.name}: {len(inst.active_phases)} phases, "
               f"{space.size} configurations, {nvar:,} starts, {nnz:,} capacity nonzeros")
         print(f"  auto -> {why}")
         print(header)
         runs = [run_cpsat(inst, args.time_limit, args.threads, m) for m in args.modes]
-        if not args.no_highs:
-            runs.append(run_highs(inst, args.time_limit, args.threads))
+        for pre in args.highs:
+            runs.append(run_highs(inst, args.time_limit, args.threads, pre == "on"))
+        if args.portfolio:
+            runs.append(run_portfolio(inst, args.time_limit, args.threads))
         best = min((r.objective for r in runs if math.isfinite(r.objective)), default=math.nan)
         for r in runs:
             print(f"{size:4} {r.solver:16} {fmt(r.build_s):>6} {fmt(r.first_s):>6} "

@@ -79,19 +79,24 @@ def greedy(
     return schedule
 
 
-def hottest_tier(inst: Instance, region: str) -> str:
+def hottest_tier(inst: Instance, region: str, allowed: tuple[str, ...] | None = None) -> str:
+    """The dearest storage tier of a region (among ``allowed`` ones, when given)."""
     tiers = inst.region(region).storage
-    return max(tiers, key=lambda t: tiers[t].usd_per_gb_month)
+    names = [t for t in tiers if allowed is None or t in allowed] or list(tiers)
+    return max(names, key=lambda t: tiers[t].usd_per_gb_month)
 
 
 def baseline_schedule(inst: Instance, full_space: ConfigSpace) -> Schedule | None:
     """The plan a team would make by hand: every phase as soon as possible, on the cheapest
-    on-demand configuration that fits, no time shifting, the hottest storage tier, only the
-    spare nodes the redundancy requirement demands. ``full_space`` should be unpruned."""
+    on-demand configuration that fits (spot when the phase allows no on-demand), no time
+    shifting, the hottest allowed storage tier, only the spare nodes the redundancy
+    requirement demands. ``full_space`` should be unpruned."""
 
     def allow(c: Config) -> bool:
         p = inst.phase(c.phase)
-        return (c.contract == "on_demand" and c.tier == hottest_tier(inst, c.region)
+        contract_ok = (c.contract == "on_demand" if "on_demand" in p.options.contracts
+                       else c.contract != "reserved")
+        return (contract_ok and c.tier == hottest_tier(inst, c.region, p.options.storage_tiers)
                 and c.spare_gpus == p.redundancy.spare_nodes * inst.gpu(c.gpu).gpus_per_node)
 
     return greedy(inst, full_space, allow=allow, first_start_only=True)

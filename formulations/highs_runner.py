@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import highspy
 import numpy as np
@@ -67,30 +69,31 @@ def _threads(requested: int | None) -> int:
     return _THREADS
 
 
-def solve_highs(
-    lp: LinearProgram, time_limit: float, gap: float, threads: int | None = None,
-    start: np.ndarray | None = None, verbose: bool = False, seed: int = 0,
+def _solve_arrays(
+    a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
+    start: np.ndarray | None, verbose: bool, seed: int,
+    on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
 ) -> RawSolution:
-    """Solve with highspy from arrays (CSR rows), with an optional MIP start."""
-    a = lp.arrays()
+    """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
+    n_col, n_row = len(a["cost"]), len(a["row_lower"])
     h = _new_highs()
     h.setOptionValue("output_flag", bool(verbose))
     h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
     h.setOptionValue("mip_rel_gap", float(gap))
-    h.setOptionValue("threads", _threads(threads))
+    h.setOptionValue("threads", threads)
     h.setOptionValue("random_seed", int(seed))
     model = highspy.HighsLp()
-    model.num_col_ = lp.num_vars
-    model.num_row_ = lp.num_rows
+    model.num_col_ = n_col
+    model.num_row_ = n_row
     model.col_cost_ = a["cost"]
     model.col_lower_ = a["lower"]
     model.col_upper_ = a["upper"]
     model.row_lower_ = a["row_lower"]
     model.row_upper_ = a["row_upper"]
-    model.offset_ = lp.offset
+    model.offset_ = offset
     model.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    model.a_matrix_.num_col_ = lp.num_vars
-    model.a_matrix_.num_row_ = lp.num_rows
+    model.a_matrix_.num_col_ = n_col
+    model.a_matrix_.num_row_ = n_row
     model.a_matrix_.start_ = a["row_ptr"]
     model.a_matrix_.index_ = a["row_idx"]
     model.a_matrix_.value_ = a["row_val"]
@@ -102,6 +105,14 @@ def solve_highs(
         sol.col_value = list(map(float, start))
         sol.value_valid = True
         h.setSolution(sol)
+    if on_incumbent is not None:
+        def improving(e: Any) -> None:
+            d = e.data_out
+            bound = float(d.mip_dual_bound) if math.isfinite(d.mip_dual_bound) else None
+            on_incumbent(float(d.objective_function_value), bound,
+                         np.asarray(d.mip_solution, dtype=float))
+
+        h.cbMipImprovingSolution.subscribe(improving)
     t0 = time.perf_counter()
     h.HandleUserInterrupt = True
     thread = h.startSolve()
@@ -138,9 +149,117 @@ def solve_highs(
         status = "error"
     else:
         status = "unknown"
-    if status == "optimal" and not lp.num_vars:
-        obj = lp.offset
+    if status == "optimal" and not n_col:
+        obj = offset
     return RawSolution(status, x, obj, bound, mgap, runtime, h.modelStatusToString(ms))
+
+
+#: Models with at least this many nonzeros are solved in a child process that is killed at
+#: the hard limit (time limit + grace) if HiGHS does not stop by itself; smaller ones in
+#: this process, where HiGHS honours its limit closely.
+ISOLATE_MIN_NONZEROS = 100_000
+
+
+def solve_highs(
+    lp: LinearProgram, time_limit: float, gap: float, threads: int | None = None,
+    start: np.ndarray | None = None, verbose: bool = False, seed: int = 0,
+    isolate: bool | None = None,
+) -> RawSolution:
+    """Solve with highspy from arrays (CSR rows), with an optional MIP start.
+
+    With ``isolate`` (default: models of ISOLATE_MIN_NONZEROS or more) HiGHS runs in a child
+    process that streams each improving solution back; if HiGHS overruns the limit by more
+    than GRACE_S, the child is killed and the best solution streamed so far is returned with
+    the last bound HiGHS reported, and a child that dies (out of memory) is reported as an
+    error instead of taking the caller down."""
+    a = lp.arrays()
+    n_threads = _threads(threads)
+    if isolate is None:
+        isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
+    if not isolate:
+        return _solve_arrays(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed)
+    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed)
+
+
+def _child(payload: tuple[Any, ...], conn: Any) -> None:
+    a, offset, time_limit, gap, threads, start, verbose, seed = payload
+
+    def send(obj: float, bound: float | None, x: np.ndarray) -> None:
+        conn.send(("incumbent", obj, bound, x))
+
+    try:
+        raw = _solve_arrays(a, offset, time_limit, gap, threads, start, verbose, seed, send)
+        conn.send(("final", raw))
+    except MemoryError:
+        conn.send(("error", "HiGHS ran out of memory"))
+    except Exception as e:  # reported to the parent, which turns it into a result
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _solve_isolated(
+    a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
+    start: np.ndarray | None, verbose: bool, seed: int,
+) -> RawSolution:
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    recv_conn, send_conn = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=((a, offset, time_limit, gap, threads, start,
+                                            verbose, seed), send_conn), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send_conn.close()
+    hard = t0 + time_limit + GRACE_S + 1.0  # the child also needs to start up
+    best: tuple[float, float | None, np.ndarray] | None = None
+    last_bound: float | None = None
+    final: RawSolution | None = None
+    error: str | None = None
+    killed = False
+    while True:
+        left = hard - time.perf_counter()
+        if left <= 0:
+            proc.kill()
+            killed = True
+            break
+        try:
+            ready = recv_conn.poll(min(left, 0.2))
+        except (EOFError, OSError):
+            break
+        if ready:
+            try:
+                msg = recv_conn.recv()
+            except (EOFError, OSError):
+                break
+            if msg[0] == "incumbent":
+                best = (msg[1], msg[2], msg[3])
+                last_bound = msg[2] if msg[2] is not None else last_bound
+            elif msg[0] == "final":
+                final = msg[1]
+                break
+            else:
+                error = msg[1]
+                break
+        elif not proc.is_alive():
+            break
+    proc.join(timeout=2.0)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=2.0)
+    runtime = time.perf_counter() - t0
+    if final is not None:
+        final.runtime_s = runtime
+        return final
+    x = best[2] if best is not None else None
+    obj = best[0] if best is not None else None
+    g = None if obj is None or last_bound is None else abs(obj - last_bound) / max(abs(obj), 1e-9)
+    if killed:
+        return RawSolution("time_limit", x, obj, last_bound, g, runtime,
+                           f"HiGHS overran its time limit by more than {GRACE_S:g} s and was "
+                           "stopped from outside; the best plan it had found is returned")
+    why = error or (f"the HiGHS process died (exit code {proc.exitcode}; out of memory?)")
+    return RawSolution("error", x, obj, last_bound, g, runtime, why)
 
 
 def solve_pyomo(

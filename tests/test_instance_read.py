@@ -415,3 +415,12 @@ def test_summary_of_done_phase_and_unused_offers(tiny: Instance) -> None:
     assert prep["done"] is True and prep["configurations"] is None
     assert ft["earliest_finish_hour"] == 3
     assert "regions.west.offers.L4: offered but no capacity given; never used" in s["warnings"]
+
+
+def test_replace_addresses_phase_names_with_dots(tmp_path: Path) -> None:
+    d = yaml.safe_load((Path(__file__).parent / "data" / "tiny.yaml").read_text())
+    d["phases"][1]["name"] = "finetune-1.3b"
+    f = tmp_path / "dotted.yaml"
+    f.write_text(yaml.safe_dump(d))
+    inst = read(f).replace({"phases.finetune-1.3b.deadline": 40})
+    assert inst.deadline["finetune-1.3b"] == 40

@@ -263,17 +263,22 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
 
 
 def test_slices_are_cheaper_than_whole_cards(instances: dict[str, Instance]) -> None:
-    """small-finetune eval-safety needs 2 x 7.1e8 x 1e7 x ... = 2.76e16 FLOPs: 0.21 L4-hours
-    at 121 TFLOPS x 0.30 MFU, so a whole L4 bills 1 h x 0.7992 = 0.80 USD on demand while a
-    1/4 slice bills 1 h x 0.25 x 0.7992 = 0.20 USD (rental per running hour x hours)."""
+    """small-finetune eval-safety needs 2 (P + L s h) D = 2 x (1.278e9 + 24 x 2048 x 2048)
+    x 1e7 = 2.76e16 FLOPs: 2.76e16 / (121e12 x 0.30) / 3600 = 0.21 L4-hours, so a whole L4
+    bills 1 h x 0.7992 = 0.80 USD on demand while a 1/4 slice runs 0.84 h -> 1 h and bills
+    1 h x 0.25 x 0.7992 = 0.20 USD (rental per running hour x hours)."""
     inst = instances["small-finetune"]
     space = build_config_space(inst, prune=False)
     cs = [c for c in space["eval-safety"] if c.region == "us-ny" and c.gpu == "L4"
           and c.contract == "on_demand" and c.tier == "ssd"]
     whole = min(c.rental_per_h * c.hours for c in cs if c.gpus == 1)
-    sliced = min(c.rental_per_h * c.hours for c in cs if c.gpus < 1)
+    quarter = [c for c in cs if c.gpus == 0.25]
+    assert [c.hours for c in quarter] == [1]
     assert whole == pytest.approx(0.7992)
-    assert sliced == pytest.approx(0.25 * 0.7992)
+    assert quarter[0].rental_per_h * quarter[0].hours == pytest.approx(0.25 * 0.7992)
+    # a 1/8 L4 has 24 x 0.125 x 0.95 = 2.85 GB usable: too small for the 2.56 GB of bf16
+    # weights plus the 1.5 GB buffer, so it is not a configuration at all
+    assert not [c for c in cs if c.gpus == 0.125]
     for p in inst.active_phases:
         if p.options.fractions:  # every sliceable phase has a slice among its configurations
             assert any(c.gpus < 1 for c in build_config_space(inst)[p.name]), p.name

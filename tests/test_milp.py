@@ -268,7 +268,9 @@ def test_dominated_configuration_is_never_chosen(seed: int) -> None:
 # ----------------------------------------------------------------------------- limits
 
 
-def test_time_limit_is_honoured_and_reports_gap_or_no_plan() -> None:
+def hard_instance() -> Any:
+    """A week-long variant of tiny with preemptible phases and many configurations: HiGHS
+    does not prove it optimal in a second or two."""
     d = tiny_dict()
     d["horizon"]["hours"] = 168
     rng = random.Random(7)
@@ -282,7 +284,11 @@ def test_time_limit_is_honoured_and_reports_gap_or_no_plan() -> None:
               "work": {"tokens": 2e8, "passes": "forward"}, "predecessors": ["finetune"],
               "preemptible": True, "options": {"gpu_counts": [1, 2, 4, 8]}} for i in range(4)]
     d["phases"].extend(extra)
-    inst = instance_from(d)
+    return instance_from(d)
+
+
+def test_time_limit_is_honoured_and_reports_gap_or_no_plan() -> None:
+    inst = hard_instance()
     res = solve(inst, solver="milp", time_limit=1.0, backend="highs")
     assert res.runtime_s <= 1.0 + 4.0
     if res.plan is None:
@@ -305,3 +311,33 @@ def test_infeasible_deadline_is_reported_not_raised() -> None:
     assert res.plan is None
     assert res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION)
     assert "explain" in res.message
+
+
+def test_isolated_solve_matches_in_process(tiny: Any) -> None:
+    from formulations.highs_runner import solve_highs
+
+    space = build_config_space(tiny)
+    mm = build(tiny, space)
+    a = solve_highs(mm.lp, 30, 0.0, isolate=False)
+    b = solve_highs(mm.lp, 30, 0.0, isolate=True)
+    assert a.status == b.status == "optimal"
+    assert a.objective == pytest.approx(b.objective, rel=1e-9)
+
+
+def test_overrunning_solver_is_stopped_from_outside(monkeypatch: pytest.MonkeyPatch) -> None:
+    # HiGHS gets 30 s but the hard limit is moved to ~1.5 s after start: the child process is
+    # killed and the caller gets "time_limit" promptly, with whatever incumbent was streamed.
+    import time as _time
+
+    import formulations.highs_runner as hr
+
+    inst = hard_instance()
+    space = build_config_space(inst, prune=False)
+    mm = build(inst, space)
+    monkeypatch.setattr(hr, "GRACE_S", -29.5)
+    t0 = _time.perf_counter()
+    raw = hr.solve_highs(mm.lp, 30, 0.0, isolate=True)
+    took = _time.perf_counter() - t0
+    assert raw.status == "time_limit"
+    assert "stopped from outside" in raw.message
+    assert took < 5

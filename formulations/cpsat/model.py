@@ -54,7 +54,11 @@ from ortools.sat.python import cp_model
 from formulations.starttime.data import Pool, StartData
 
 #: ``auto`` cost mode: one Boolean per start while the instance has at most this many starts.
-LITERAL_MAX_STARTS = 60_000
+#: Measured (benchmarks/cpsat_vs_milp.py, 2 workers): element mode found no solution in
+#: 60 s on L (62k starts) or 120 s on XL (291k starts), where literal mode found plans in
+#: 5-16 s; literal mode was also faster on S and M. So literals throughout, element beyond
+#: a size where one Boolean per start would not fit in memory.
+LITERAL_MAX_STARTS = 5_000_000
 
 #: Largest scale (integer units per USD) tried, and the bound on scaled objective magnitude.
 MAX_SCALE = 1e4
@@ -89,6 +93,8 @@ class CpsatModel:
     #: number of rounded terms a solution can have (R counts hi_R times)
     rounding_terms: int = 0
     notes: list[str] = field(default_factory=list)
+    #: groups of interchangeable phases, ordered by start in the model
+    groups: list[list[str]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def scaled(self, usd: np.ndarray | float) -> np.ndarray:
@@ -301,6 +307,8 @@ def add_symmetry(cm: CpsatModel) -> None:
     for name in cm.data.tables:
         groups[_phase_key(cm, name)].append(name)
     for names in groups.values():
+        if len(names) > 1:
+            cm.groups.append(names)
         for a, b in itertools.pairwise(names):
             cm.model.add(cm.start[a] <= cm.start[b])
             cm.counts["symmetry_rows"] += 1

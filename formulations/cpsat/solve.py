@@ -7,7 +7,9 @@ when stopped early otherwise), feasible; INFEASIBLE -> infeasible, none; MODEL_I
 error, none; UNKNOWN -> time_limit (or unknown), none.
 
 The bound reported is CP-SAT's best objective bound divided by the scale, minus the rounding
-bound of the integer costs, so it stays a valid lower bound on the exact objective.
+bound of the integer costs, so it stays a valid lower bound on the exact objective (none
+when CP-SAT found no solution). If CP-SAT stops at its time limit without a solution and
+its hint is a feasible schedule, the hint is returned as a feasible plan.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from formulations.starttime.data import (
     least_reserved,
     no_plan_message,
     objective_of,
+    violations_of,
 )
 from planner.configs import Config, ConfigSpace, build_config_space
 from planner.instance.model import Instance
@@ -64,10 +67,23 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
                                  self.best_objective_bound / self.scale))
 
 
+def canonical(cm: CpsatModel, choice: Mapping[str, tuple[int, int]]
+              ) -> dict[str, tuple[int, int]]:
+    """The same plan with interchangeable phases' assignments sorted by start, as the
+    symmetry-breaking order requires."""
+    out = dict(choice)
+    for names in cm.groups:
+        for name, assigned in zip(names, sorted((choice[n] for n in names),
+                                                key=lambda a: a[1]), strict=True):
+            out[name] = assigned
+    return out
+
+
 def add_hint(cm: CpsatModel, choice: Mapping[str, tuple[int, int]],
              reserved: Mapping[Pool, int]) -> None:
-    """Hint every decision of a choice ``{phase: (table, start)}``."""
+    """Hint every decision of a choice ``{phase: (table, start)}`` (made canonical)."""
     d, m = cm.data, cm.model
+    choice = canonical(cm, choice)
     region: dict[str, str] = {}
     fams: set[str] = set()
     for name, (k, tau) in choice.items():
@@ -161,6 +177,7 @@ def solve_cpsat(
     sched = as_schedule(data, hint) if hint is not None else None
     if hint is None and greedy_hint:
         sched, source = greedy(inst, space), "greedy"
+    fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
     if sched is not None:
         ch = choice_of(data, sched)
         if ch is not None:
@@ -169,6 +186,8 @@ def solve_cpsat(
             stats["hint_objective"] = objective_of(data, ch, res)
             note_list.append(f"CP-SAT hint: the {source} schedule "
                              f"({stats['hint_objective']:,.2f})")
+            if not violations_of(data, ch, res):
+                fallback = (ch, res)
         elif hint is not None:
             note_list.append("hint dropped: not a contiguous schedule inside the modelled "
                              "windows")
@@ -192,16 +211,18 @@ def solve_cpsat(
     if out:
         stats["first_solution_s"] = out[0].seconds
     return _result(cm, solver, status, wall, prm.max_time_in_seconds, t0,
-                   tuple(note_list), stats)
+                   tuple(note_list), stats, fallback)
 
 
-def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolverStatus, wall: float,
-            limit: float, t0: float, notes: tuple[str, ...], stats: dict[str, float]) -> Result:
-    hit_limit = wall >= 0.95 * limit
+def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolverStatus,
+            wall: float, limit: float, t0: float, notes: tuple[str, ...],
+            stats: dict[str, float],
+            fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None) -> Result:
+    # CP-SAT stops without proof only at a limit or when interrupted
+    hit_limit = wall >= 0.5 * limit
     has_sol = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    bound = None
-    if status != cp_model.INFEASIBLE and status != cp_model.MODEL_INVALID:
-        bound = solver.best_objective_bound / cm.scale - cm.rounding_bound
+    # without a solution CP-SAT's bound may be its unset default (0), not a proved bound
+    bound = solver.best_objective_bound / cm.scale - cm.rounding_bound if has_sol else None
     if status == cp_model.OPTIMAL:
         closed = solver.objective_value <= solver.best_objective_bound
         term = Termination.OPTIMAL if closed else Termination.GAP_REACHED
@@ -217,6 +238,12 @@ def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolver
         term = Termination.TIME_LIMIT if hit_limit else Termination.UNKNOWN
         sol = SolutionStatus.NONE
     name = solver.status_name(status)
+    if not has_sol and fallback is not None and term == Termination.TIME_LIMIT:
+        choice, reserved = fallback
+        exact = objective_of(cm.data, choice, reserved)
+        notes = (*notes, "CP-SAT found no solution in time: the plan is its (feasible) hint")
+        return finish(cm.data, SOLVER, term, SolutionStatus.FEASIBLE, choice, reserved, bound,
+                      t0, f"hint only ({name})", notes, stats, exact)
     if not has_sol:
         msg = no_plan_message(term)
         if term == Termination.ERROR:

@@ -292,6 +292,39 @@ def least_reserved(data: StartData, choice: Mapping[str, tuple[int, int]]) -> di
     return out
 
 
+def violations_of(data: StartData, choice: Mapping[str, tuple[int, int]],
+                  reserved: Mapping[Pool, int]) -> list[str]:
+    """What a choice breaks among the constraints the start tables do not already encode:
+    precedence, capacity per pool and hour, reserved pools and the carbon cap."""
+    out: list[str] = []
+    inst = data.inst
+    end = {n: tau + data.tables[n][k].hours for n, (k, tau) in choice.items()}
+    for p, q in data.edges:
+        if choice[q][1] < end[p]:
+            out.append(f"{q} starts at hour {choice[q][1]} before {p} ends at {end[p]}")
+    use: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(inst.hours))
+    res_use: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(inst.hours))
+    emis = 0.0
+    for name, (k, tau) in choice.items():
+        t = data.tables[name][k]
+        use[t.pool][tau:tau + t.hours] += t.config.total_gpus
+        if t.config.contract == "reserved":
+            res_use[t.pool][tau:tau + t.hours] += t.config.total_gpus
+        emis += float(t.emissions[tau - int(t.starts[0])])
+    for pool, u in use.items():
+        over = np.where(u > inst.capacity[pool] + 1e-9)[0]
+        if len(over):
+            out.append(f"{pool[0]}/{pool[1]}: {u[over[0]]:g} GPUs in hour {over[0]} > "
+                       f"capacity {inst.capacity[pool][over[0]]:g}")
+    for pool, u in res_use.items():
+        if u.max() > reserved.get(pool, 0) + 1e-9:
+            out.append(f"{pool[0]}/{pool[1]}: {u.max():g} reserved GPUs > {reserved.get(pool, 0)}")
+    cap = inst.spec.objective.carbon_cap_tonnes
+    if cap is not None and emis > cap + 1e-12:
+        out.append(f"emissions {emis:.6g} t > cap {cap:g} t")
+    return out
+
+
 def schedule_of(data: StartData, choice: Mapping[str, tuple[int, int]]) -> Schedule:
     sched: Schedule = {}
     for name, (k, tau) in choice.items():

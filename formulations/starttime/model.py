@@ -166,20 +166,33 @@ def add_capacity(sm: StartModel) -> None:
 
 def _cover_rows(sm: StartModel, members: list[tuple[str, int]], hours: np.ndarray,
                 reserved_only: bool) -> dict[int, tuple[list[int], list[float]]]:
+    """Per hour t (where ``hours[t]``), the columns of the starts covering t and their
+    demands: start tau covers tau .. tau + n_c - 1."""
     d = sm.data
-    rows: dict[int, tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
+    ts: list[np.ndarray] = []
+    cs: list[np.ndarray] = []
+    vs: list[np.ndarray] = []
     for name, k in members:
         t = d.tables[name][k]
         if reserved_only and t.config.contract != "reserved":
             continue
-        cols = sm.y[(name, k)]
-        dem = t.config.total_gpus
-        for pos, s in enumerate(t.starts.tolist()):
-            for h in range(s, s + t.hours):
-                if hours[h]:
-                    ids, vals = rows[h]
-                    ids.append(int(cols[pos]))
-                    vals.append(dem)
+        cover = (t.starts[:, None] + np.arange(t.hours)[None, :]).ravel()
+        cols = np.repeat(sm.y[(name, k)], t.hours)
+        keep = hours[cover]
+        ts.append(cover[keep])
+        cs.append(cols[keep])
+        vs.append(np.full(int(keep.sum()), t.config.total_gpus))
+    rows: dict[int, tuple[list[int], list[float]]] = {}
+    if not ts:
+        return rows
+    t_all, c_all, v_all = np.concatenate(ts), np.concatenate(cs), np.concatenate(vs)
+    order = np.argsort(t_all, kind="stable")
+    t_all, c_all, v_all = t_all[order], c_all[order], v_all[order]
+    cuts = np.flatnonzero(np.diff(t_all)) + 1
+    for tt, cc, vv in zip(np.split(t_all, cuts), np.split(c_all, cuts), np.split(v_all, cuts),
+                          strict=True):
+        if len(tt):
+            rows[int(tt[0])] = (cc.tolist(), vv.tolist())
     return rows
 
 

@@ -710,15 +710,22 @@ def set_path(data: Any, path: str, value: Any, file: str = "<variant>") -> None:
     :class:`InstanceError` naming the path."""
     parts = path.split(".")
     node = data
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
+    i = 0
+    while i < len(parts):
+        part = parts[i]
         if isinstance(node, list):
+            # a name may itself contain dots: take the longest run of parts naming an item
             idx: int | None = None
-            for j, item in enumerate(node):
-                if isinstance(item, dict) and item.get("name") == part:
-                    idx = j
+            names = {item.get("name"): j for j, item in enumerate(node)
+                     if isinstance(item, dict)}
+            for k in range(len(parts), i, -1):
+                joined = ".".join(parts[i:k])
+                if joined in names:
+                    idx, i = names[joined], k - 1
+                    break
             if idx is None and part.isdigit() and int(part) < len(node):
                 idx = int(part)
+            last = i == len(parts) - 1
             if idx is None:
                 raise InstanceError(file, [FieldError(path, f"no item named {part!r}")])
             if last:
@@ -726,6 +733,7 @@ def set_path(data: Any, path: str, value: Any, file: str = "<variant>") -> None:
                 return
             node = node[idx]
         elif isinstance(node, dict):
+            last = i == len(parts) - 1
             if last:
                 node[part] = value
                 return
@@ -738,3 +746,4 @@ def set_path(data: Any, path: str, value: Any, file: str = "<variant>") -> None:
         else:
             raise InstanceError(file, [FieldError(path, f"{'.'.join(parts[:i])} is not a mapping"
                                                         " or list")])
+        i += 1
