@@ -1,8 +1,9 @@
 """A cheap valid lower bound, and the configurations it proves useless.
 
-Relaxation: drop capacity, precedence beyond the tightened time windows, reservations'
-coupling (a reserved configuration pays only its licence, as in the MILP), transfers between
-phases, porting, pause parking and resumes — all costs that are >= 0. What remains separates
+Relaxation: drop capacity, precedence beyond the tightened time windows, transfers between
+phases, porting, pause parking and resumes — all costs that are >= 0 — and replace a
+reservation's commitment R x price x T by the reserved GPU-hours actually used x price (never
+more). What remains separates
 by phase: each phase independently picks the configuration and hours of least cost inside its
 window, contiguous for a non-preemptible phase (a sliding-window minimum), the n cheapest
 hours otherwise. The sum over phases is a lower bound on every plan.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.costs import hourly_cost, weights
+from formulations.costs import hourly_cost_with_reservation, weights
 from planner.configs import Config, ConfigSpace
 from planner.instance.model import Instance
 
@@ -52,7 +53,7 @@ def phase_bounds(inst: Instance, space: ConfigSpace, windows_start: dict[str, in
                 continue
             # hours whose capacity alone cannot host c are never used by any plan
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost(inst, c, w)[e:l_], np.inf)
+            h = np.where(cap_ok, hourly_cost_with_reservation(inst, c, w)[e:l_], np.inf)
             if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
                 continue
             if c.contract != "reserved" and c.billing_hours > 1:
@@ -117,7 +118,7 @@ def hour_masks(inst: Instance, space: ConfigSpace, bounds: dict[str, PhaseBound]
                 continue
             base = b.per_config[c.index]
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost(inst, c, w)[e:l_], np.inf)
+            h = np.where(cap_ok, hourly_cost_with_reservation(inst, c, w)[e:l_], np.inf)
             n = c.hours
             if pre:
                 kth = float(np.sort(h)[n - 1])

@@ -37,3 +37,33 @@ def hourly_cost(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
     elif c.billing_hours == 1:
         cost = cost + w["rental"] * c.rental_per_h
     return np.asarray(cost, dtype=float) * np.ones(inst.hours)
+
+
+def hourly_cost_with_reservation(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
+    """:func:`hourly_cost` plus, for a reserved configuration, its GPUs at the reserved price.
+    Summed over a plan this never exceeds what the plan pays for its reservations: a pool of
+    R GPUs costs R x price x T >= sum over hours of the GPUs in use x price. So it keeps the
+    separable bound valid, and prices reserved runs for the heuristics."""
+    h = hourly_cost(inst, c, w)
+    if c.contract == "reserved":
+        h = h + w["rental"] * c.total_gpus * reserved_price(inst, c)
+    return h
+
+
+def reservations_for(inst: Instance, schedule: dict[str, tuple[Config, tuple[int, ...]]]
+                     ) -> dict[tuple[str, str], int]:
+    """The least reservation per pool that covers a schedule's reserved-contract GPUs in every
+    hour, at least the offer's minimum."""
+    usage: dict[tuple[str, str], np.ndarray] = {}
+    for c, hours in schedule.values():
+        if c.contract == "reserved":
+            u = usage.setdefault((c.region, c.gpu), np.zeros(inst.hours))
+            u[list(hours)] += c.total_gpus
+    out: dict[tuple[str, str], int] = {}
+    for (r, g), u in usage.items():
+        offer = inst.region(r).offers[g].reserved
+        n = int(np.ceil(u.max() - 1e-9))
+        if offer is not None and n > 0:
+            n = max(n, offer.min_gpus)
+        out[(r, g)] = n
+    return out

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from formulations.costs import hourly_cost, weights
+from formulations.costs import hourly_cost_with_reservation, weights
 from formulations.milp.model import Windows, time_windows
 from planner.configs import Config, ConfigSpace
 from planner.instance.model import Instance
@@ -48,7 +48,7 @@ class LookAhead:
         self.w = weights(inst)
         self.win = windows or time_windows(inst, space)
         self.allow_reserved = allow_reserved
-        self.hourly = {(p, c.index): hourly_cost(inst, c, self.w)
+        self.hourly = {(p, c.index): hourly_cost_with_reservation(inst, c, self.w)
                        for p, cs in space.by_phase.items() for c in cs}
         self.G: dict[str, np.ndarray] = {}
         self.failed: str | None = None
@@ -173,6 +173,8 @@ def _segments(hours: np.ndarray) -> int:
     return int(1 + np.sum(np.diff(hours) > 1)) if len(hours) else 0
 
 
-def lookahead_schedule(inst: Instance, space: ConfigSpace,
-                       windows: Windows | None = None) -> Schedule | None:
-    return LookAhead(inst, space, windows).schedule()
+def lookahead_schedule(inst: Instance, space: ConfigSpace, windows: Windows | None = None,
+                       allow_reserved: bool = False) -> Schedule | None:
+    """The look-ahead schedule; with ``allow_reserved`` reserved configurations compete at
+    their reserved price per GPU-hour used (the pool is then sized to the peak)."""
+    return LookAhead(inst, space, windows, allow_reserved).schedule()

@@ -6,10 +6,11 @@ import math
 import time
 
 from formulations.bounds import hour_masks, lower_bound, phase_bounds, prune_by_bound
+from formulations.costs import reservations_for
 from formulations.greedy import greedy
-from formulations.heuristic import lookahead_schedule
+from formulations.heuristic import Schedule, lookahead_schedule
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
-from formulations.milp.model import MilpModel, build, time_windows
+from formulations.milp.model import MilpModel, Windows, build, time_windows
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import ConfigSpace, build_config_space
 from planner.costing import make_plan
@@ -63,6 +64,37 @@ def _stats(mm: MilpModel, raw: RawSolution) -> dict[str, float]:
             "solver_objective": raw.objective if raw.objective is not None else float("nan")}
 
 
+def _best_heuristic(inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
+                    ) -> tuple[Schedule | None, dict[tuple[str, str], int], float]:
+    """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
+    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
+    cap = inst.spec.objective.carbon_cap_tonnes
+    best: tuple[Schedule | None, dict[tuple[str, str], int], float] = (None, {}, math.inf)
+    candidates = [lookahead_schedule(inst, space, windows)]
+    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        candidates.append(lookahead_schedule(inst, space, windows, allow_reserved=True))
+    if candidates[0] is None:
+        candidates.append(greedy(inst, space))
+    broke_cap = False
+    for sched in candidates:
+        if sched is None:
+            continue
+        reserved = reservations_for(inst, sched)
+        if any((o := inst.region(r).offers[g].reserved) is not None and o.max_gpus is not None
+               and n > o.max_gpus for (r, g), n in reserved.items()):
+            continue  # the schedule needs more reserved GPUs than the offer allows
+        plan = make_plan(inst, space, sched, reserved, "heuristic", "feasible", "heuristic",
+                         None, 0.0)
+        if cap is not None and plan.emissions_t > cap + 1e-9:
+            broke_cap = True  # the heuristics do not know the cap
+            continue
+        if plan.objective is not None and plan.objective < best[2]:
+            best = (sched, reserved, plan.objective)
+    if best[0] is None and broke_cap:
+        notes.append("the look-ahead plan breaks the carbon cap; solving without it")
+    return best
+
+
 def solve_milp(
     inst: Instance,
     space: ConfigSpace | None = None,
@@ -94,24 +126,16 @@ def solve_milp(
     lower = lower_bound(bounds)
     incumbent = None
     upper = math.inf
+    reserved: dict[tuple[str, str], int] = {}
     if warm_start:
-        incumbent = lookahead_schedule(inst, space, windows) or greedy(inst, space)
-        if incumbent is not None:
-            first = make_plan(inst, space, incumbent, {}, "heuristic", "feasible", "heuristic",
-                              None, 0.0)
-            cap = inst.spec.objective.carbon_cap_tonnes
-            if cap is not None and first.emissions_t > cap + 1e-9:
-                incumbent = None  # the heuristics ignore the carbon cap
-                notes.append("the look-ahead plan breaks the carbon cap; solving without it")
-            else:
-                upper = first.objective if first.objective is not None else math.inf
+        incumbent, reserved, upper = _best_heuristic(inst, space, windows, notes)
     if incumbent is not None and math.isfinite(lower) and prune and \
             (upper - lower) <= gap * abs(upper) + 1e-9:
         runtime = time.perf_counter() - t0
         notes.append(f"the look-ahead plan is within {gap:.2%} of the separable lower bound "
                      f"{lower:,.2f}: proved without branching")
-        plan = make_plan(inst, space, incumbent, {}, "milp-bound", "feasible", "gap_reached",
-                         lower, runtime, tuple(notes))
+        plan = make_plan(inst, space, incumbent, reserved, "milp-bound", "feasible",
+                         "gap_reached", lower, runtime, tuple(notes))
         return Result("milp-bound", Termination.GAP_REACHED, SolutionStatus.FEASIBLE,
                       plan.objective, lower, plan.gap, runtime, plan, "gap closed by the bound",
                       stats={"lower_bound": lower, "heuristic": upper, "build_s": 0.0,
@@ -139,7 +163,7 @@ def solve_milp(
     build_s = time.perf_counter() - t0
     start = None
     if incumbent is not None:
-        start = point_from_schedule(mm, incumbent)
+        start = point_from_schedule(mm, incumbent, reserved)
         if start is not None and mm.lp.violations(start):
             notes.append("heuristic start rejected: " + mm.lp.violations(start)[0])
             start = None
@@ -156,7 +180,7 @@ def solve_milp(
     elif math.isfinite(lower):
         raw.bound = lower
     if incumbent is not None and (raw.x is None or (raw.objective or math.inf) > upper + 1e-6):
-        start_pt = point_from_schedule(mm, incumbent)
+        start_pt = point_from_schedule(mm, incumbent, reserved)
         if start_pt is not None:
             raw.x = start_pt
             raw.objective = upper
