@@ -1,0 +1,442 @@
+"""Fuzzed instances: the shipped instances and tests/data/tiny.yaml, parsed, then mutated at
+random paths (fields dropped, duplicated, retyped; extreme numbers; huge lists; unicode,
+control-character and duplicate names; wrong units), must each end in one of
+
+- ``invalid``: an :class:`~planner.instance.InstanceError` for the fuzz source, every line
+  naming a field path rooted at a top-level field of the document, with a message in the
+  reader's words (no pydantic boilerplate, no traceback);
+- ``valid``: the instance reads, its numerical hygiene check and the ``trainplan check``
+  summary run;
+- ``plan``: (solve cases) a plan that the independent checker (planner.checker.verify)
+  accepts, from the chosen solver and from the baseline;
+- ``infeasible`` / ``no_configuration`` / ``time_limit``: (solve cases) no plan, with a
+  message saying why;
+
+never another exception, never a solver ``error`` result, and never a hang: each case runs
+under a wall-clock alarm (:data:`CASE_DEADLINE_S`).
+
+The default run tries :data:`SHORT_EXAMPLES` cases (derandomised: the same cases every run).
+``pytest -m fuzz_long tests/test_fuzz.py -s`` runs :data:`LONG_EXAMPLES` random cases, most of
+them validation only and a share (:data:`LONG_SOLVE_PERCENT` of the tiny-based ones) solved,
+and prints how many cases ended in each outcome.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from planner.checker import verify
+from planner.hygiene import check_numerics
+from planner.instance import InstanceError
+from planner.instance.read import from_dict, load_document
+from planner.instance.schema import InstanceSpec
+from planner.result import Result, Termination
+from planner.solve import solve
+from planner.summary import summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+BASES: dict[str, Path] = {
+    "tiny": DATA / "tiny.yaml",
+    "small-finetune": ROOT / "instances" / "small-finetune.yaml",
+    "week-7b": ROOT / "instances" / "week-7b.yaml",
+    "month-70b": ROOT / "instances" / "month-70b.yaml",
+}
+#: Bases small enough to solve within the per-case deadline.
+SOLVABLE = ("tiny",)
+#: The name every fuzzed document is read under; errors must name it.
+SOURCE = "<fuzz>"
+SOLVE_TIME_LIMIT_S = 2.0
+CASE_DEADLINE_S = 45.0
+SHORT_EXAMPLES = 80
+SHORT_SOLVE_PERCENT = 30
+LONG_EXAMPLES = 10_000
+LONG_SOLVE_PERCENT = 6
+
+NO_PLAN = {Termination.INFEASIBLE.value, Termination.NO_CONFIGURATION.value,
+           Termination.TIME_LIMIT.value}
+OUTCOMES = {"invalid", "valid", "valid+warnings", "plan", *NO_PLAN}
+
+Key = str | int
+Where = tuple[Key, ...]
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+@functools.cache
+def _parsed(name: str) -> dict[str, Any]:
+    doc = load_document(BASES[name])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def fresh(name: str) -> dict[str, Any]:
+    return copy.deepcopy(_parsed(name))
+
+
+# ----------------------------------------------------------------------------- paths
+
+
+def walk(node: Any, where: Where = ()) -> Iterator[Where]:
+    """Every path below ``node`` (mapping keys and list indices), parents before children."""
+    if isinstance(node, dict):
+        items: Any = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return
+    for k, v in items:
+        yield (*where, k)
+        yield from walk(v, (*where, k))
+
+
+def parent(doc: Any, where: Where) -> Any:
+    node = doc
+    for k in where[:-1]:
+        node = node[k]
+    return node
+
+
+def is_number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+# ----------------------------------------------------------------------------- pools
+
+EXTREMES: list[Any] = [0, -0.0, -1, -1e-9, math.nan, math.inf, -math.inf, 1e308, -1e308,
+                       1e-308, 5e-324, 2**63, 10**30, 1e15]
+NAMES: list[str] = [
+    "🚀", "🇩🇪 Frankfurt", "\u202eRTL-override\u202c", "مركز البيانات", "עברית", "a\x00b",
+    "", " ", "\t", "x" * 300, "a.b", "a[0]", "0", "null", "日本語", "é", "e\u0301",
+    "A100", "east", "prep", "zero\u200bwidth",
+]
+
+
+SUFFIXES: list[str] = ["2", " ", "🚀", "é", "\u202e", "\x00", ".x"]
+
+
+def retypes(old: Any) -> list[Any]:
+    return [None, True, False, "text", "", 3, 2.5, -7, [], {}, [old], {"k": old},
+            "2023-06-05T00:00:00Z", str(old)]
+
+
+# ----------------------------------------------------------------------------- mutations
+
+
+def op_drop(draw: Draw, doc: dict[str, Any]) -> str:
+    where = draw(st.sampled_from(list(walk(doc))))
+    del parent(doc, where)[where[-1]]
+    return f"drop {where}"
+
+
+def op_duplicate(draw: Draw, doc: dict[str, Any]) -> str:
+    """A list item twice (a phase twice: a duplicate name), or a mapping entry copied under
+    a new key (a second region, GPU or model named with a suffix; elsewhere a stray field)."""
+    where = draw(st.sampled_from(list(walk(doc))))
+    up = parent(doc, where)
+    value = copy.deepcopy(up[where[-1]])
+    if isinstance(up, list):
+        up.insert(int(where[-1]) + 1, value)
+        return f"duplicate item {where}"
+    new = f"{where[-1]}{draw(st.sampled_from(SUFFIXES))}"
+    up[new] = value
+    return f"duplicate {where} as {new!r}"
+
+
+def op_retype(draw: Draw, doc: dict[str, Any]) -> str:
+    where = draw(st.sampled_from(list(walk(doc))))
+    up = parent(doc, where)
+    up[where[-1]] = value = draw(st.sampled_from(retypes(up[where[-1]])))
+    return f"retype {where} = {value!r:.60}"
+
+
+def op_extreme(draw: Draw, doc: dict[str, Any]) -> str:
+    paths = list(walk(doc))
+    numeric = [w for w in paths if is_number(parent(doc, w)[w[-1]])]
+    where = draw(st.sampled_from(numeric or paths))
+    parent(doc, where)[where[-1]] = value = draw(st.sampled_from(EXTREMES))
+    return f"extreme {where} = {value!r}"
+
+
+def op_huge_list(draw: Draw, doc: dict[str, Any], most: int) -> str:
+    """A list repeated to n items (or a leaf turned into a list of n copies)."""
+    paths = list(walk(doc))
+    lists = [w for w in paths if isinstance(parent(doc, w)[w[-1]], list)]
+    where = draw(st.sampled_from(lists + paths if draw(st.booleans()) else paths))
+    up = parent(doc, where)
+    n = draw(st.integers(100, most))
+    old = up[where[-1]]
+    item = old[0] if isinstance(old, list) and old else old
+    up[where[-1]] = [copy.deepcopy(item) if isinstance(item, dict | list) else item] * n
+    return f"huge list {where} x {n}"
+
+
+def _rename_everywhere(node: Any, old: str, new: str) -> Any:
+    """A copy of ``node`` with every mapping key and string value equal to ``old`` renamed."""
+    if isinstance(node, dict):
+        return {(new if k == old else k): _rename_everywhere(v, old, new) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_rename_everywhere(v, old, new) for v in node]
+    return new if node == old else node
+
+
+def op_rename(draw: Draw, doc: dict[str, Any]) -> str:
+    """A GPU type, region, model or phase renamed to a unicode, control-character, empty,
+    very long or colliding name; everywhere (references follow) or only where defined."""
+    names: list[str] = []
+    for section in ("gpu_types", "regions", "models"):
+        if isinstance(doc.get(section), dict):
+            names.extend(str(k) for k in doc[section])
+    if isinstance(doc.get("phases"), list):
+        names.extend(str(p["name"]) for p in doc["phases"]
+                     if isinstance(p, dict) and isinstance(p.get("name"), str))
+    if not names:
+        return "rename: nothing to rename"
+    old = draw(st.sampled_from(names))
+    new = draw(st.sampled_from(NAMES))
+    if draw(st.booleans()):
+        renamed = _rename_everywhere(doc, old, new)
+        doc.clear()
+        doc.update(renamed)
+        return f"rename {old!r} -> {new!r} everywhere"
+    for section in ("gpu_types", "regions", "models"):
+        table = doc.get(section)
+        if isinstance(table, dict) and old in table:
+            doc[section] = {(new if k == old else k): v for k, v in table.items()}
+            return f"rename {section}.{old!r} -> {new!r} (references left)"
+    for p in doc.get("phases") or []:
+        if isinstance(p, dict) and p.get("name") == old:
+            p["name"] = new
+    return f"rename phase {old!r} -> {new!r} (references left)"
+
+
+def _scale_all(node: Any, keys: set[str], factor: float) -> None:
+    """Multiply every number under a key in ``keys`` (anywhere in the document) by factor."""
+    if isinstance(node, dict):
+        for k, v in list(node.items()):
+            if k in keys and is_number(v):
+                node[k] = v * factor
+            elif k in keys and isinstance(v, dict):
+                for kk, vv in v.items():
+                    if is_number(vv):
+                        v[kk] = vv * factor
+            else:
+                _scale_all(v, keys, factor)
+    elif isinstance(node, list):
+        for v in node:
+            _scale_all(v, keys, factor)
+
+
+def _per_kwh(doc: dict[str, Any]) -> None:
+    """Electricity given in USD/kWh: every series value, band, adder and CSV scale / 1000."""
+    for region in (doc.get("regions") or {}).values():
+        if not isinstance(region, dict):
+            continue
+        if is_number(region.get("price_adder_usd_per_mwh")):
+            region["price_adder_usd_per_mwh"] /= 1000
+        series = region.get("electricity")
+        if not isinstance(series, dict):
+            continue
+        if "csv" in series:
+            series["scale"] = (series.get("scale") or 1.0) / 1000
+        _scale_all(series, {"constant", "default", "weekend", "holiday", "price"}, 1e-3)
+        if isinstance(series.get("values"), list):
+            series["values"] = [v / 1000 if is_number(v) else v for v in series["values"]]
+
+
+UNITS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "memory in bytes": lambda d: _scale_all(d.get("gpu_types"), {"memory_gb"}, 1e9),
+    "prices per kWh": _per_kwh,
+    "power in kW": lambda d: _scale_all(d.get("gpu_types"),
+                                        {"board_power_w", "idle_power_w", "node_overhead_w"},
+                                        1e-3),
+    "rental in cents": lambda d: _scale_all(d.get("regions"), {"usd_per_gpu_hour"}, 100.0),
+    "tokens in billions": lambda d: _scale_all(d.get("phases"), {"tokens"}, 1e-9),
+    "FLOP/s for TFLOPS": lambda d: _scale_all(d.get("gpu_types"), {"peak_tflops"}, 1e12),
+    "capacity in thousands": lambda d: _scale_all(d.get("regions"), {"capacity"}, 1e-3),
+    "failures per 1000 GPU-hours": lambda d: d.__setitem__(
+        "failure", {"failures_per_gpu_hour": 20.0}),
+}
+
+
+def op_units(draw: Draw, doc: dict[str, Any]) -> str:
+    which = draw(st.sampled_from(sorted(UNITS)))
+    UNITS[which](doc)
+    return f"units: {which}"
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+@dataclass
+class Case:
+    base: str
+    doc: dict[str, Any]
+    mutations: tuple[str, ...]
+    solve: bool
+
+
+@st.composite
+def cases(draw: Draw, solve_percent: int, most_items: int) -> Case:
+    base = draw(st.sampled_from(["tiny", "tiny", "tiny", "small-finetune", "week-7b",
+                                 "month-70b"]))
+    doc = fresh(base)
+    ops: list[Callable[[Draw, dict[str, Any]], str]] = [
+        op_drop, op_duplicate, op_retype, op_extreme, op_rename, op_units,
+        lambda dr, d: op_huge_list(dr, d, most_items)]
+    done = []
+    for _ in range(draw(st.integers(1, 3))):
+        if not doc:
+            break
+        done.append(draw(st.sampled_from(ops))(draw, doc))
+    solving = base in SOLVABLE and draw(st.integers(0, 99)) < solve_percent
+    return Case(base, doc, tuple(done), solving)
+
+
+class Hang(Exception):
+    """A case ran past its deadline."""
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise Hang(f"case still running after {CASE_DEADLINE_S} s")
+
+
+def check_error(e: InstanceError, doc: dict[str, Any]) -> None:
+    """The error names the fuzz source and, on every line, a field rooted in the document."""
+    assert e.file == SOURCE
+    assert e.errors, "an InstanceError without errors"
+    roots = set(InstanceSpec.model_fields) | {str(k) for k in doc}
+    for fe in e.errors:
+        assert fe.path, f"an error without a field path: {fe.message!r}"
+        assert fe.message.strip(), f"an empty message at {fe.path}"
+        head = fe.path.split(".")[0].split("[")[0]
+        assert head in roots or fe.path.startswith("["), f"path {fe.path!r} is not a field"
+        for junk in ("Traceback", "errors.pydantic.dev", "For further information"):
+            assert junk not in fe.message, fe.message
+    assert str(e).startswith(f"{SOURCE}: ")
+
+
+def check_result(inst: Any, res: Result) -> str:
+    """A verified plan, or no plan with a message; never a solver error."""
+    if res.plan is not None:
+        v = verify(inst, res.plan)
+        assert v.ok, f"{res.solver}: checker rejected the plan: " + "; ".join(
+            f"{x.kind} {x.phase}: {x.message}" for x in v.violations[:5])
+        return "plan"
+    assert res.termination.value in NO_PLAN, \
+        f"{res.solver}: {res.termination.value}: {res.message}"
+    assert res.message.strip(), f"{res.solver}: {res.termination.value} without a message"
+    return res.termination.value
+
+
+def judge(case: Case) -> str:
+    """Run one case to its outcome (see the module docstring); assertion errors are bugs."""
+    base_dir = BASES[case.base].parent
+    try:
+        inst = from_dict(case.doc, SOURCE, base_dir)
+    except InstanceError as e:
+        check_error(e, case.doc)
+        return "invalid"
+    warnings = check_numerics(inst)
+    assert all(isinstance(w, str) and w.strip() for w in warnings)
+    if not case.solve:
+        summarize(inst)  # what `trainplan check` prints
+        return "valid+warnings" if warnings else "valid"
+    outcome = check_result(inst, solve(inst, time_limit=SOLVE_TIME_LIMIT_S, threads=1))
+    check_result(inst, solve(inst, solver="baseline"))
+    return outcome
+
+
+def run_case(case: Case, tally: Counter[str]) -> None:
+    note(f"base {case.base}; solve {case.solve}; " + "; ".join(case.mutations))
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, CASE_DEADLINE_S)
+    try:
+        outcome = judge(case)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert outcome in OUTCOMES
+    tally[outcome] += 1
+    tally["cases"] += 1
+
+
+_SETTINGS: dict[str, Any] = {
+    "deadline": None, "database": None, "print_blob": True,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
+                              HealthCheck.large_base_example, HealthCheck.filter_too_much],
+}
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def test_bases_are_valid_and_clean() -> None:
+    # the fuzz starts from valid instances without hygiene warnings: a finding is the
+    # mutation's doing
+    for name, path in BASES.items():
+        inst = from_dict(fresh(name), SOURCE, path.parent)
+        assert check_numerics(inst) == [], name
+
+
+def test_mutations_do_what_they_say() -> None:
+    doc = fresh("tiny")
+    UNITS["prices per kWh"](doc)
+    assert doc["regions"]["east"]["electricity"] == {"constant": 0.06}  # 60 USD/MWh / 1000
+    assert doc["regions"]["west"]["electricity"]["tou"]["bands"][0]["price"] == 0.04
+    doc = _rename_everywhere(fresh("tiny"), "A100", "🚀")
+    assert "🚀" in doc["gpu_types"] and "🚀" in doc["regions"]["west"]["capacity"]
+    assert doc["phases"][0]["work"]["gpu"] == "🚀"
+    assert ("phases", 1, "deadline") in set(walk(fresh("tiny")))
+
+
+def test_fuzz_short() -> None:
+    """SHORT_EXAMPLES derandomised cases, a SHORT_SOLVE_PERCENT share of tiny ones solved."""
+    tally: Counter[str] = Counter()
+
+    @settings(max_examples=SHORT_EXAMPLES, derandomize=True, **_SETTINGS)
+    @given(cases(SHORT_SOLVE_PERCENT, 5_000))
+    def run(case: Case) -> None:
+        run_case(case, tally)
+
+    run()
+    assert tally["cases"] >= SHORT_EXAMPLES
+    # the mix exercises both doors: refused documents and valid ones
+    assert tally["invalid"] > 0 and tally["valid"] + tally["valid+warnings"] > 0
+
+
+@pytest.mark.fuzz_long
+@pytest.mark.timeout(6 * 3600)
+def test_fuzz_long(capsys: pytest.CaptureFixture[str]) -> None:
+    """LONG_EXAMPLES random cases; prints the count per outcome."""
+    tally: Counter[str] = Counter()
+    t0 = time.perf_counter()
+
+    @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
+    @given(cases(LONG_SOLVE_PERCENT, 50_000))
+    def run(case: Case) -> None:
+        run_case(case, tally)
+
+    try:
+        run()
+    finally:
+        with capsys.disabled():
+            outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()) if k != "cases")
+            print(f"\nfuzz_long: {tally['cases']} cases in {time.perf_counter() - t0:.0f} s: "
+                  f"{outcomes}")
+    assert tally["cases"] >= LONG_EXAMPLES
+    assert set(tally) - {"cases"} <= OUTCOMES
+    assert tally["invalid"] > 0 and tally["plan"] > 0
