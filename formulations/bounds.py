@@ -19,6 +19,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+
+def window_sums(h: np.ndarray, n: int) -> np.ndarray:
+    """Sum of every run of ``n`` consecutive entries of ``h``; +inf for a run containing an
+    infinite (blocked) entry. (A plain cumulative sum would turn every run after the first
+    blocked hour into NaN.)"""
+    blocked = ~np.isfinite(h)
+    cs = np.concatenate([[0.0], np.cumsum(np.where(blocked, 0.0, h))])
+    cb = np.concatenate([[0], np.cumsum(blocked)])
+    sums = cs[n:] - cs[:-n]
+    return np.where(cb[n:] - cb[:-n] > 0, np.inf, sums)
+
 from formulations.costs import hourly_cost_with_reservation, weights
 from planner.configs import Config, ConfigSpace
 from planner.instance.model import Instance
@@ -66,9 +77,7 @@ def phase_bounds(inst: Instance, space: ConfigSpace, windows_start: dict[str, in
             if pre:
                 run = float(np.sort(h)[:c.hours].sum())
             else:
-                cs = np.concatenate([[0.0], np.cumsum(h)])
-                with np.errstate(invalid="ignore"):
-                    sums = cs[c.hours:] - cs[:-c.hours]
+                sums = window_sums(h, c.hours)
                 sums = sums[np.isfinite(sums)]
                 if not len(sums):
                     continue
@@ -125,11 +134,8 @@ def hour_masks(inst: Instance, space: ConfigSpace, bounds: dict[str, PhaseBound]
                 least = base + np.maximum(0.0, h - kth)
                 masks[(name, c.index)] = cap_ok & (least - b.best <= slack + 1e-6)
             else:
-                cs = np.concatenate([[0.0], np.cumsum(h)])
-                with np.errstate(invalid="ignore"):
-                    sums = cs[n:] - cs[:-n]
-                sums = np.where(np.isnan(sums), np.inf, sums)
-                good = (sums - float(np.nanmin(sums)) + base - b.best) <= slack + 1e-6
+                sums = window_sums(h, n)
+                good = (sums - float(np.min(sums)) + base - b.best) <= slack + 1e-6
                 cg = np.concatenate([[0], np.cumsum(good)])
                 t = np.arange(l_ - e)
                 lo = np.maximum(0, t - n + 1)

@@ -6,12 +6,26 @@
 - Every phase is non-preemptive: a phase is fixed by its configuration and start hour, and
   two exact models of the same costs exist: the start-time MILP on HiGHS
   (:mod:`formulations.starttime`) and CP-SAT (:mod:`formulations.cpsat`). The start-time
-  MILP's LP bound is strong and HiGHS proves small instances optimal fastest, but its
-  capacity rows hold one nonzero per (start, running hour), which grows as
-  configurations x window x run length; CP-SAT's interval model grows only with
-  configurations x window and finds good plans on large instances where the MILP cannot
-  even be built in the time limit. :data:`HIGHS_MAX_NONZEROS` is the crossover measured by
-  ``benchmarks/cpsat_vs_milp.py``.
+  MILP's capacity rows hold one nonzero per (start, running hour), configurations x window
+  x run length; CP-SAT's interval model grows with configurations x window only.
+
+Measured by ``benchmarks/cpsat_vs_milp.py`` (2 threads, 60 s, shared machine; seconds to a
+proved optimum, or objective at the limit):
+
+=====  ===========  ====================  ===================  =====================
+size   nonzeros     CP-SAT                HiGHS presolve off   HiGHS presolve on
+=====  ===========  ====================  ===================  =====================
+XS     17k          0.1 s                 0.0 s                0.4 s
+S      56k / 114k   0.2 / 0.4 s           0.1 / 0.3 s          0.6 / 3.4-9.4 s
+M      243k         3.5 s                 5.6-11.9 s           7.5-37.8 s
+L      2.1M         17,469 (bound 8.7k)   21,376 (bound 16.2k)
+XL     14.6M        26,222                26,228 (no bound)
+=====  ===========  ====================  ===================  =====================
+
+So HiGHS (with presolve off) up to :data:`HIGHS_MAX_NONZEROS`, CP-SAT above. HiGHS's
+presolve cannot be switched off until ``formulations.highs_runner.solve_highs`` takes
+options; with presolve on HiGHS was slower than CP-SAT at every size, so until then "auto"
+picks CP-SAT throughout.
 
 ``solve_nonpreemptive(..., portfolio=True)`` lets the two help each other: for "highs",
 CP-SAT runs first for a share of the time and its schedule becomes HiGHS's MIP start; for
@@ -27,14 +41,15 @@ import weakref
 from collections.abc import Mapping
 
 from formulations.starttime.data import estimate_nonzeros
+from formulations.starttime.solve import highs_takes_options
 from planner.configs import Config, ConfigSpace, build_config_space
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination, relative_gap
 
 #: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP on
-#: HiGHS; above it, CP-SAT (benchmarks/cpsat_vs_milp.py).
-HIGHS_MAX_NONZEROS = 400_000
+#: HiGHS (when its presolve can be turned off); above it, CP-SAT (see the table above).
+HIGHS_MAX_NONZEROS = 150_000
 
 #: Share of the time limit the first solver of a portfolio gets, and its cap in seconds.
 PORTFOLIO_SHARE = 0.3
@@ -66,6 +81,10 @@ def choose(inst: Instance) -> tuple[str, str]:
                         "MILP reports")
     nvar, nnz = estimate_nonzeros(inst, space)
     n = len(active)
+    if not highs_takes_options():
+        return "cpsat", (f"cpsat: all {n} phases are non-preemptive, and HiGHS cannot run the "
+                         f"start-time MILP ({_si(nnz)} capacity nonzeros) without its slow "
+                         "presolve here")
     if nnz <= HIGHS_MAX_NONZEROS:
         return "highs", (f"highs: all {n} phases are non-preemptive and the start-time MILP is "
                          f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "

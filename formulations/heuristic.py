@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from formulations.bounds import window_sums
 from formulations.costs import hourly_cost_with_reservation, weights
 from formulations.milp.model import Windows, time_windows
 from planner.configs import Config, ConfigSpace
@@ -83,10 +84,7 @@ class LookAhead:
                 h = np.where(self.inst.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
                              self.hourly[(name, c.index)], np.inf)
                 starts = np.arange(e, l_ - n + 1)
-                cs = np.concatenate([[0.0], np.cumsum(h)])
-                with np.errstate(invalid="ignore"):
-                    run = cs[starts + n] - cs[starts]
-                run = np.where(np.isnan(run), np.inf, run)
+                run = window_sums(h, n)[starts]
                 ends = starts + n
                 val = run + self._succ_cost(name, ends) + np.array(
                     [_fixed(self.inst, c, int(x), self.w) for x in ends])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +73,13 @@ def _solve_arrays(
     a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
     start: np.ndarray | None, verbose: bool, seed: int,
     on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
     n_col, n_row = len(a["cost"]), len(a["row_lower"])
     h = _new_highs()
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)  # type: ignore[arg-type]
     h.setOptionValue("output_flag", bool(verbose))
     h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
     h.setOptionValue("mip_rel_gap", float(gap))
@@ -163,7 +166,7 @@ ISOLATE_MIN_NONZEROS = 100_000
 def solve_highs(
     lp: LinearProgram, time_limit: float, gap: float, threads: int | None = None,
     start: np.ndarray | None = None, verbose: bool = False, seed: int = 0,
-    isolate: bool | None = None,
+    isolate: bool | None = None, options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     """Solve with highspy from arrays (CSR rows), with an optional MIP start.
 
@@ -171,24 +174,29 @@ def solve_highs(
     process that streams each improving solution back; if HiGHS overruns the limit by more
     than GRACE_S, the child is killed and the best solution streamed so far is returned with
     the last bound HiGHS reported, and a child that dies (out of memory) is reported as an
-    error instead of taking the caller down."""
+    error instead of taking the caller down. ``options`` are further HiGHS options (e.g.
+    ``{"presolve": "off"}``)."""
     a = lp.arrays()
     n_threads = _threads(threads)
     if isolate is None:
         isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
+    opts = dict(options or {})
     if not isolate:
-        return _solve_arrays(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed)
-    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed)
+        return _solve_arrays(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed,
+                             None, opts)
+    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed,
+                           opts)
 
 
 def _child(payload: tuple[Any, ...], conn: Any) -> None:
-    a, offset, time_limit, gap, threads, start, verbose, seed = payload
+    a, offset, time_limit, gap, threads, start, verbose, seed, options = payload
 
     def send(obj: float, bound: float | None, x: np.ndarray) -> None:
         conn.send(("incumbent", obj, bound, x))
 
     try:
-        raw = _solve_arrays(a, offset, time_limit, gap, threads, start, verbose, seed, send)
+        raw = _solve_arrays(a, offset, time_limit, gap, threads, start, verbose, seed, send,
+                            options)
         conn.send(("final", raw))
     except MemoryError:
         conn.send(("error", "HiGHS ran out of memory"))
@@ -201,13 +209,15 @@ def _child(payload: tuple[Any, ...], conn: Any) -> None:
 def _solve_isolated(
     a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
     start: np.ndarray | None, verbose: bool, seed: int,
+    options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")
     recv_conn, send_conn = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=((a, offset, time_limit, gap, threads, start,
-                                            verbose, seed), send_conn), daemon=True)
+                                            verbose, seed, dict(options or {})), send_conn),
+                       daemon=True)
     t0 = time.perf_counter()
     proc.start()
     send_conn.close()

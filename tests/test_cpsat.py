@@ -28,6 +28,7 @@ from formulations.starttime.data import (
     schedule_of,
 )
 from formulations.starttime.model import point_of
+from formulations.starttime.solve import highs_takes_options
 from planner.configs import build_config_space
 from planner.costing import make_plan
 from planner.instance.model import Instance
@@ -271,6 +272,27 @@ def test_capacity_dip_does_not_hide_the_cheap_hours() -> None:
         checked(inst, res.plan)
 
 
+def test_carbon_cap_moves_the_run() -> None:
+    # Prices [100, 100, 100, 100, 10, 10, 10, 10] USD/MWh, intensity 100 g/kWh in hours 0-3
+    # and 500 in 4-7; 10 kW for 4 h. Per start: energy $ = sum price / 100, tonnes =
+    # sum 10 kW x ci / 1e6:  0-3: $4.00, 0.004 t;  1-4: $3.10, 0.008 t;  2-5: $2.20, 0.012 t;
+    # 3-6: $1.30, 0.016 t;  4-7: $0.40, 0.020 t. Uncapped the job runs 4-7 for $40.40; with a
+    # cap of exactly 0.008 t it runs 1-4 for 40 + 3.10 = $43.10.
+    inst = one_job(False)
+    d = dict(inst.raw)
+    d["regions"]["r"]["electricity"] = {"values": [100] * 4 + [10] * 4}
+    d["regions"]["r"]["carbon_intensity"] = {"values": [100] * 4 + [500] * 4}
+    assert solve_cpsat(instance_from(d), gap=0.0, threads=2).objective == pytest.approx(40.40)
+    d["objective"] = {"carbon_cap_tonnes": 0.008}
+    inst = instance_from(d, "<capped>")
+    for res in (solve_cpsat(inst, gap=0.0, threads=2), solve_starttime(inst, gap=0.0),
+                solve_milp(inst, gap=0.0, backend="highs", prune=False)):
+        assert res.objective == pytest.approx(43.10, abs=1e-6), res.solver
+        assert plan_of(res).phase("job").hours == (1, 2, 3, 4)
+        assert plan_of(res).emissions_t == pytest.approx(0.008, abs=1e-12)
+        checked(inst, res.plan)
+
+
 def test_preemptible_instance_through_cpsat_is_a_restriction() -> None:
     # The contiguous best ($46.20) is a valid plan of the preemptible job but not its
     # optimum ($43.2875): reported feasible, without a bound, with a note.
@@ -294,7 +316,8 @@ def test_choose() -> None:
     inst = instance_from(d)
     pick, why = choose(inst)
     _, nnz = estimate_nonzeros(inst, build_config_space(inst))
-    assert pick == ("highs" if nnz <= HIGHS_MAX_NONZEROS else "cpsat")
+    small = nnz <= HIGHS_MAX_NONZEROS and highs_takes_options()
+    assert pick == ("highs" if small else "cpsat")
     assert why.startswith(pick + ":") and "2 phases are non-preemptive" in why
     # a long horizon with many phases: the start-time model is too large
     d["horizon"]["hours"] = 24 * 30
@@ -334,6 +357,12 @@ def test_hints_and_portfolio(solved: Any) -> None:
     assert c.objective == pytest.approx(st.objective, rel=1e-7)
     assert any("portfolio" in n for n in plan_of(c).notes)
     checked(inst, c.plan)
+    # ... and the other way: the start-time MILP first, its plan as CP-SAT's hint (here it
+    # already proves the optimum, so CP-SAT is not needed).
+    e = solve_nonpreemptive(inst, "cpsat", 20.0, 0.0, 2, False, portfolio=True)
+    assert e.objective == pytest.approx(st.objective, rel=1e-7)
+    assert any("portfolio: starttime-highs closed the gap" in n for n in plan_of(e).notes)
+    checked(inst, e.plan)
 
 
 def test_bad_hint_is_dropped_with_a_note() -> None:
@@ -366,6 +395,26 @@ def test_identical_phases_are_ordered_and_share_the_capacity() -> None:
     assert [plan_of(cp).phase(f"job{i}").start_hour for i in range(3)] == [0, 4, 8]
     checked(inst, cp.plan)
     checked(inst, st.plan)
+
+
+def test_identical_configurations_are_kept_once() -> None:
+    # Two free storage tiers make two configurations that differ only in the tier's name:
+    # same pool, hours, GPUs and cost at every start. Without dominance pruning both reach
+    # the start data once; a schedule on the dropped one maps to the kept one.
+    inst = one_job(False)
+    d = dict(inst.raw)
+    d["regions"]["r"]["storage"] = {"hot": {"usd_per_gb_month": 0.0},
+                                    "cold": {"usd_per_gb_month": 0.0}}
+    inst = instance_from(d, "<tiers>")
+    space = build_config_space(inst, prune=False)
+    assert len(space["job"]) == 2
+    data = build_data(inst, space)
+    assert data.duplicates == 1 and len(data.tables["job"]) == 1
+    dropped = space["job"][1]
+    assert choice_of(data, {"job": (dropped, (4, 5, 6, 7))}) == {"job": (0, 4)}
+    res = solve_cpsat(inst, space, gap=0.0, threads=2)
+    assert res.stats["duplicate_configs"] == 1
+    assert res.objective == pytest.approx(46.20, abs=1e-6)  # as in the contiguity test
 
 
 # ----------------------------------------------------------------------------- limits
@@ -402,6 +451,10 @@ def big() -> Instance:
 
 def _stops_in_time(res: Result, limit: float, inst: Instance) -> None:
     assert res.runtime_s <= limit + 2.5, res.summary()
+    if res.termination == Termination.OPTIMAL:  # solved within the limit: nothing to stop
+        assert res.plan is not None
+        checked(inst, res.plan)
+        return
     assert res.termination == Termination.TIME_LIMIT, res.summary()
     if res.plan is not None:
         assert res.status == SolutionStatus.FEASIBLE

@@ -359,9 +359,10 @@ def add_porting(cm: CpsatModel) -> None:
 
 
 def add_carbon_cap(cm: CpsatModel) -> None:
-    """sum of run emissions <= cap, in units of 1/Ke tonne: emissions rounded up, the cap
-    down, so no plan CP-SAT returns exceeds the cap (a plan within phases/Ke t of the cap
-    may be excluded)."""
+    """sum of run emissions <= cap, in units of 1/Ke tonne (Ke <= 1e9): emissions rounded up,
+    the cap down, each up to a tolerance of 1e-6 units against floating-point noise, so a
+    plan CP-SAT returns exceeds the cap by at most phases x 1e-6 / Ke t, and a plan within
+    phases / Ke t of the cap may be excluded."""
     d, m = cm.data, cm.model
     cap = d.inst.spec.objective.carbon_cap_tonnes
     if cap is None:
@@ -374,7 +375,7 @@ def add_carbon_cap(cm: CpsatModel) -> None:
     for name, tables in d.tables.items():
         if cm.mode == "literal":
             for k, t in enumerate(tables):
-                coefs = np.ceil(t.emissions * ke - 1e-9).astype(np.int64).tolist()
+                coefs = np.ceil(t.emissions * ke - 1e-6).astype(np.int64).tolist()
                 terms.extend((yv, c) for yv, c in zip(cm.y[(name, k)], coefs, strict=True)
                              if c)
         else:
@@ -382,11 +383,11 @@ def add_carbon_cap(cm: CpsatModel) -> None:
             width = max(int(t.starts[-1]) for t in tables) - e + 1
             flat = np.zeros(len(tables) * width, dtype=np.int64)
             for k, t in enumerate(tables):
-                flat[k * width + (t.starts - e)] = np.ceil(t.emissions * ke - 1e-9)
+                flat[k * width + (t.starts - e)] = np.ceil(t.emissions * ke - 1e-6)
             ev = m.new_int_var(0, int(flat.max()), f"emis[{name}]")
             m.add_element(cm.index[name], flat.tolist(), ev)
             terms.append((ev, 1))
-    m.add(sum(c * v for v, c in terms) <= math.floor(cap * ke + 1e-9))
+    m.add(sum(c * v for v, c in terms) <= math.floor(cap * ke + 1e-6))
     cm.notes.append(f"carbon cap applied in units of {1 / ke:g} t (emissions rounded up, cap "
                     f"down): conservative by at most {len(d.tables) / ke:g} t")
 

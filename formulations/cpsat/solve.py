@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from formulations.cpsat.model import CpsatModel, build
-from formulations.greedy import greedy
 from formulations.starttime.data import (
     Pool,
     StartData,
@@ -30,6 +29,7 @@ from formulations.starttime.data import (
     build_data,
     choice_of,
     finish,
+    heuristic_schedule,
     least_reserved,
     no_plan_message,
     objective_of,
@@ -135,7 +135,7 @@ def solve_cpsat(
     scale: float | None = None,
     redundant: bool = True,
     symmetry: bool = True,
-    greedy_hint: bool = True,
+    heuristic_hint: bool = True,
     verbose: bool = False,
     data: StartData | None = None,
     progress: list[Progress] | None = None,
@@ -146,10 +146,11 @@ def solve_cpsat(
     """Build and solve the CP-SAT model of a non-preemptive instance.
 
     ``hint``: a contiguous schedule or a plan (e.g. from the MILP) given to CP-SAT as a
-    solution hint; without one, the greedy schedule (:func:`formulations.greedy.greedy`) is
-    used when ``greedy_hint``. ``threads`` -> ``num_workers`` (None: all cores). The time
-    limit covers building and solving. ``progress`` collects every improving solution.
-    ``params`` are further CP-SAT parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
+    solution hint; without one, the look-ahead (else greedy) schedule of
+    :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_hint``.
+    ``threads`` -> ``num_workers`` (None: all cores). The time limit covers building and
+    solving. ``progress`` collects every improving solution. ``params`` are further CP-SAT
+    parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
     t0 = time.perf_counter()
     space = space or build_config_space(inst)
     if space.infeasible:
@@ -175,8 +176,8 @@ def solve_cpsat(
     }
     source = "given"
     sched = as_schedule(data, hint) if hint is not None else None
-    if hint is None and greedy_hint:
-        sched, source = greedy(inst, space), "greedy"
+    if hint is None and heuristic_hint:
+        sched, source = heuristic_schedule(data)
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
     if sched is not None:
         ch = choice_of(data, sched)

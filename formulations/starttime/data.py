@@ -325,6 +325,18 @@ def violations_of(data: StartData, choice: Mapping[str, tuple[int, int]],
     return out
 
 
+def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
+    """A starting schedule: the look-ahead list schedule (formulations.heuristic), else the
+    greedy one (formulations.greedy); with the name of the one found."""
+    from formulations.greedy import greedy
+    from formulations.heuristic import lookahead_schedule
+
+    sched = lookahead_schedule(data.inst, data.space, data.windows)
+    if sched is not None and choice_of(data, sched) is not None:
+        return sched, "look-ahead"
+    return greedy(data.inst, data.space), "greedy"
+
+
 def schedule_of(data: StartData, choice: Mapping[str, tuple[int, int]]) -> Schedule:
     sched: Schedule = {}
     for name, (k, tau) in choice.items():

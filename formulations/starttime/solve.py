@@ -15,9 +15,11 @@ from formulations.starttime.data import (
     build_data,
     choice_of,
     finish,
+    heuristic_schedule,
     least_reserved,
     no_plan_message,
     objective_of,
+    violations_of,
 )
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
 from planner.configs import Config, ConfigSpace, build_config_space
@@ -59,11 +61,13 @@ def solve_starttime(
     verbose: bool = False,
     data: StartData | None = None,
     notes: tuple[str, ...] = (),
+    heuristic_start: bool = True,
 ) -> Result:
     """Build and solve the start-time MILP. ``start`` (a contiguous schedule, e.g. CP-SAT's,
     or a plan) becomes a MIP start; a start that does not fit the model is reported in the
     plan notes and dropped. ``backend``: "highs" (arrays into highspy; takes the MIP start)
-    or "pyomo" (through Pyomo's HiGHS interface, no MIP start)."""
+    or "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without ``start``, the
+    look-ahead (else greedy) schedule is the MIP start when ``heuristic_start``."""
     t0 = time.perf_counter()
     space = space or build_config_space(inst)
     if space.infeasible:
@@ -83,12 +87,20 @@ def solve_starttime(
     stats["build_s"] = time.perf_counter() - t0
     note_list = list(notes)
     x0 = None
+    sched: Schedule | None = None
+    source = "given"
     if start is not None:
-        sched: Schedule | None = as_schedule(data, start)
+        sched = as_schedule(data, start)
+    elif heuristic_start:
+        sched, source = heuristic_schedule(data)
+    if sched is not None or start is not None:
         ch = choice_of(data, sched) if sched is not None else None
         if ch is None:
             note_list.append("MIP start dropped: it is not a contiguous schedule inside the "
                              "modelled windows")
+        elif violations_of(data, ch, least_reserved(data, ch)):
+            note_list.append("MIP start dropped: "
+                             + violations_of(data, ch, least_reserved(data, ch))[0])
         else:
             x0 = point_of(sm, ch, least_reserved(data, ch))
             bad = sm.lp.violations(x0)
@@ -97,6 +109,8 @@ def solve_starttime(
                 x0 = None
             else:
                 stats["start_objective"] = sm.lp.objective_of(x0)
+                note_list.append(f"MIP start: the {source} schedule "
+                                 f"({stats['start_objective']:,.2f})")
     remaining = max(0.05, time_limit - (time.perf_counter() - t0))
     if backend == "pyomo":
         raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
