@@ -244,6 +244,8 @@ def _speeds(inst: Instance, p: Phase) -> tuple[_Speed | None, _Speed | None]:
         else:
             counts = [float(o.min_gpus), float(o.max_gpus)]
         counts += [float(f) for f in o.fractions]
+        if not counts:
+            continue
         most = min(max(counts), max(caps))
         fewest = min(counts)
         mfu = mfu_of(p, gname)
@@ -271,25 +273,36 @@ def _cost_range(inst: Instance) -> list[str]:
     """The objective's hourly cost coefficients: for every configuration c of every phase and
     every hour t of its window, |cost_c(t)| (configs.Config.hourly_usd: rental, energy,
     storage, failure and carbon, objective weights applied). Warn when max / min over the
-    nonzero ones exceeds MAX_COST_RANGE, naming the configurations at both ends."""
-    space = build_config_space(inst)
+    nonzero ones exceeds MAX_COST_RANGE, naming the configurations at both ends. A cost that
+    overflows to infinity or NaN is a finding of its own (the first one is named), and so is a
+    configuration space that cannot be computed at all."""
+    try:
+        with np.errstate(all="ignore"):
+            space = build_config_space(inst)
+    except (ArithmeticError, ValueError) as e:
+        return [f"objective: the configurations' costs cannot be computed ({type(e).__name__}: "
+                f"{e}); look for numbers many orders of magnitude off"]
     hi: tuple[float, str] | None = None
     lo: tuple[float, str] | None = None
     for name, configs in space.by_phase.items():
         a, b = inst.release[name], inst.deadline[name]
         for c in configs:
-            costs = np.abs(c.hourly_usd(inst)[a:b])
+            what = (f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in "
+                    f"{c.region}")
+            with np.errstate(all="ignore"):
+                costs = np.abs(c.hourly_usd(inst)[a:b])
+            if not np.all(np.isfinite(costs)):
+                return [f"objective: the hourly cost of {what} is not a finite number "
+                        "(overflow); look for numbers many orders of magnitude off"]
             nz = costs[costs > 0]
             if nz.size == 0:
                 continue
-            what = (f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in "
-                    f"{c.region}")
             top, bottom = float(nz.max()), float(nz.min())
             if hi is None or top > hi[0]:
                 hi = (top, what)
             if lo is None or bottom < lo[0]:
                 lo = (bottom, what)
-    if hi is None or lo is None or not math.isfinite(hi[0]):
+    if hi is None or lo is None:
         return []
     ratio = hi[0] / lo[0]
     if ratio > MAX_COST_RANGE:

@@ -15,6 +15,11 @@ control-character and duplicate names; wrong units), must each end in one of
 never another exception, never a solver ``error`` result, and never a hang: each case runs
 under a wall-clock alarm (:data:`CASE_DEADLINE_S`).
 
+Bugs the fuzzer found that are not fixed yet are recognised narrowly (:func:`known_bug`) and
+counted as ``known:<id>`` outcomes (:data:`KNOWN`); each has a minimal xfail(strict=True)
+test at the end of this file (or in test_hostile.py) whose reason says what to change. Any
+other failure fails the test, and hypothesis prints the mutations that led to it.
+
 The default run tries :data:`SHORT_EXAMPLES` cases (derandomised: the same cases every run).
 ``pytest -m fuzz_long tests/test_fuzz.py -s`` runs :data:`LONG_EXAMPLES` random cases, most of
 them validation only and a share (:data:`LONG_SOLVE_PERCENT` of the tiny-based ones) solved,
@@ -26,8 +31,10 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import re
 import signal
 import time
+import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,7 +48,7 @@ from hypothesis import strategies as st
 
 from planner.checker import verify
 from planner.hygiene import check_numerics
-from planner.instance import InstanceError
+from planner.instance import Instance, InstanceError
 from planner.instance.read import from_dict, load_document
 from planner.instance.schema import InstanceSpec
 from planner.result import Result, Termination
@@ -62,10 +69,10 @@ SOLVABLE = ("tiny",)
 SOURCE = "<fuzz>"
 SOLVE_TIME_LIMIT_S = 2.0
 CASE_DEADLINE_S = 45.0
-SHORT_EXAMPLES = 80
+SHORT_EXAMPLES = 300
 SHORT_SOLVE_PERCENT = 30
 LONG_EXAMPLES = 10_000
-LONG_SOLVE_PERCENT = 6
+LONG_SOLVE_PERCENT = 15
 
 NO_PLAN = {Termination.INFEASIBLE.value, Termination.NO_CONFIGURATION.value,
            Termination.TIME_LIMIT.value}
@@ -310,6 +317,81 @@ def cases(draw: Draw, solve_percent: int, most_items: int) -> Case:
     return Case(base, doc, tuple(done), solving)
 
 
+# ----------------------------------------------------------------------------- known bugs
+
+
+@dataclass(frozen=True)
+class Known:
+    """A bug the fuzzer found, tolerated here until its fix lands: ``test`` is the
+    xfail(strict=True) test that shows it; when the fix makes that test pass, delete the
+    entry and the test's xfail mark."""
+
+    id: str
+    test: str
+    fix: str
+
+
+KNOWN: dict[str, Known] = {k.id: k for k in (
+    Known("work-gpu-precision", "test_gpu_hours_on_a_gpu_without_that_precision_is_refused",
+          "read.py: refuse work.gpu_hours whose work.gpu has no peak at work.precision"),
+    Known("empty-csv-names", "test_empty_csv_names_are_refused",
+          "schema.py: Series.csv, column and time_column need at least one character"),
+    Known("config-arithmetic", "test_configs_survive_a_checkpoint_overhead_of_one",
+          "configs.py: skip configurations whose checkpoint overhead is 1 or whose hours are "
+          "not finite"),
+    Known("extreme-magnitudes", "test_extreme_magnitudes_are_refused",
+          "read.py: refuse nonzero magnitudes outside [1e-12, 1e15] (work and model sizes up "
+          "to 1e30)"),
+    Known("duplicate-choices", "test_hostile.py::test_repeated_choices_do_not_hang",
+          "schema.py: refuse (or drop) repeated entries in phase choice lists"),
+)}
+
+#: Largest and smallest nonzero magnitudes a field may take (KNOWN["extreme-magnitudes"]);
+#: work sizes and parameter counts may be larger.
+MAGNITUDE = (1e-12, 1e15)
+SIZES = {"tokens", "flops", "params", "gpu_hours"}
+CHOICE_LISTS = ("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
+                "contracts", "extra_spare_nodes", "storage_tiers")
+
+
+def has_extreme(node: Any, key: str = "") -> bool:
+    """A number in ``node`` outside MAGNITUDE (SIZES keys: above 1e30 only)."""
+    if isinstance(node, dict):
+        return any(has_extreme(v, str(k)) for k, v in node.items())
+    if isinstance(node, list):
+        return any(has_extreme(v, key) for v in node)
+    if not is_number(node) or not math.isfinite(node) or node == 0:
+        return False
+    top = 1e30 if key in SIZES else MAGNITUDE[1]
+    return not MAGNITUDE[0] <= abs(node) <= top
+
+
+def repeated_choices(inst: Instance) -> bool:
+    """Some phase lists a choice (GPU type, region, precision, ...) more than 10 times over."""
+    for p in inst.phases:
+        lists = [p.gpu_types or (), p.regions or ()]
+        lists += [getattr(p.options, name) or () for name in CHOICE_LISTS]
+        if any(len(xs) - len(set(xs)) > 10 for xs in lists):
+            return True
+    return False
+
+
+def known_bug(case: Case, e: BaseException) -> str | None:
+    """The KNOWN entry ``e`` is an instance of, if any."""
+    frames = traceback.extract_tb(e.__traceback__)
+    last = Path(frames[-1].filename).as_posix() if frames else ""
+    text = str(e)
+    if isinstance(e, AssertionError) and "which has no peak at precision" in text:
+        return "work-gpu-precision"
+    if isinstance(e, AssertionError) and last.endswith("planner/instance/series.py"):
+        return "empty-csv-names"
+    if isinstance(e, ArithmeticError | ValueError) and last.endswith("planner/configs.py"):
+        return "config-arithmetic"
+    if isinstance(e, ArithmeticError | ValueError | AssertionError) and has_extreme(case.doc):
+        return "extreme-magnitudes"
+    return None
+
+
 class Hang(Exception):
     """A case ran past its deadline."""
 
@@ -318,12 +400,18 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise Hang(f"case still running after {CASE_DEADLINE_S} s")
 
 
+#: The last line of an error list that was cut short, if the reader cuts it.
+MORE = re.compile(r"\.\.\. and \d+ more problems? \(the first \d+ are listed\)")
+
+
 def check_error(e: InstanceError, doc: dict[str, Any]) -> None:
     """The error names the fuzz source and, on every line, a field rooted in the document."""
     assert e.file == SOURCE
     assert e.errors, "an InstanceError without errors"
     roots = set(InstanceSpec.model_fields) | {str(k) for k in doc}
     for fe in e.errors:
+        if not fe.path and MORE.fullmatch(fe.message):
+            continue  # the count of problems not listed (a reader that caps its list)
         assert fe.path, f"an error without a field path: {fe.message!r}"
         assert fe.message.strip(), f"an empty message at {fe.path}"
         head = fe.path.split(".")[0].split("[")[0]
@@ -354,6 +442,8 @@ def judge(case: Case) -> str:
     except InstanceError as e:
         check_error(e, case.doc)
         return "invalid"
+    if repeated_choices(inst):
+        return "known:duplicate-choices"  # would hang in build_config_space
     warnings = check_numerics(inst)
     assert all(isinstance(w, str) and w.strip() for w in warnings)
     if not case.solve:
@@ -369,11 +459,20 @@ def run_case(case: Case, tally: Counter[str]) -> None:
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CASE_DEADLINE_S)
     try:
-        outcome = judge(case)
+        try:
+            outcome = judge(case)
+        except Hang:
+            raise
+        except Exception as e:
+            known = known_bug(case, e)
+            if known is None:
+                raise
+            note(f"known bug {known}: {type(e).__name__}: {e!s:.200}")
+            outcome = f"known:{known}"
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    assert outcome in OUTCOMES
+    assert outcome in OUTCOMES or outcome.removeprefix("known:") in KNOWN, outcome
     tally[outcome] += 1
     tally["cases"] += 1
 
@@ -442,5 +541,116 @@ def test_fuzz_long(capsys: pytest.CaptureFixture[str]) -> None:
             print(f"\nfuzz_long: {tally['cases']} cases in {time.perf_counter() - t0:.0f} s: "
                   f"{outcomes}")
     assert tally["cases"] >= LONG_EXAMPLES
-    assert set(tally) - {"cases"} <= OUTCOMES
+    assert all(k in OUTCOMES or k.removeprefix("known:") in KNOWN for k in tally if k != "cases")
     assert tally["invalid"] > 0 and tally["plan"] > 0
+
+
+# ----------------------------------------------------------------------------- found by fuzzing
+# Minimal cases of the KNOWN bugs. Each fails today (xfail, strict) and passes once the fix
+# in its reason is applied; then remove the mark and the KNOWN entry.
+
+
+def _refused(doc: dict[str, Any], base_dir: Path = DATA) -> InstanceError:
+    with pytest.raises(InstanceError) as e:
+        from_dict(doc, SOURCE, base_dir)
+    return e.value
+
+
+def _paths(e: InstanceError) -> list[str]:
+    return [fe.path for fe in e.errors]
+
+
+@pytest.mark.xfail(strict=True, reason="work-gpu-precision: " + KNOWN["work-gpu-precision"].fix)
+def test_gpu_hours_on_a_gpu_without_that_precision_is_refused() -> None:
+    # prep's work is 12 GPU-hours measured on A100 at bf16 (the default precision); without
+    # A100's bf16 peak the work has no FLOPs (configs.work_flops uses peak 0.0), the solver
+    # runs prep for one hour and the checker rejects the plan: "the work is undefined"
+    doc = fresh("tiny")
+    del doc["gpu_types"]["A100"]["peak_tflops"]["bf16"]
+    e = _refused(doc)
+    assert any(p.startswith("phases[0] (prep).work") for p in _paths(e)), str(e)
+
+
+@pytest.mark.parametrize("field", ["column", "time_column"])
+@pytest.mark.xfail(strict=True, reason="empty-csv-names: " + KNOWN["empty-csv-names"].fix)
+def test_empty_csv_names_are_refused(field: str) -> None:
+    # today: AssertionError in planner/instance/series.py (the CLI says "internal error")
+    doc = fresh("tiny")
+    doc["regions"]["east"]["electricity"] = {
+        "csv": "fixture_prices_newyork.csv", "column": "price", "time_column": "time",
+        "timezone": "America/New_York"}
+    doc["regions"]["east"]["electricity"][field] = ""
+    e = _refused(doc)
+    assert _paths(e) == [f"regions.east.electricity.{field}"], str(e)
+
+
+def test_empty_csv_file_name_names_the_series() -> None:
+    doc = fresh("tiny")
+    doc["regions"]["east"]["electricity"] = {"csv": "", "column": "price", "time_column": "time"}
+    (path,) = _paths(_refused(doc))
+    assert path.startswith("regions.east.electricity")
+
+
+@pytest.mark.xfail(strict=True, reason="config-arithmetic: " + KNOWN["config-arithmetic"].fix)
+def test_configs_survive_a_checkpoint_overhead_of_one() -> None:
+    # finetune on west's A100 spot with 1e15 preemptions per hour (inside MAGNITUDE): the
+    # mean time between failures is 3600 / 1e15 = 3.6e-12 s, while a checkpoint of m1b
+    # (1.2e9 parameters) to a 1e-6 GB/s tier takes ~1e7 s, so the checkpoint overhead
+    # delta / (tau + delta) with tau = M rounds to exactly 1.0 and
+    # compute_h / (1 - overhead) divides by zero. Such a configuration never finishes:
+    # it must be skipped, and the on-demand ones remain.
+    from planner.configs import build_config_space
+
+    doc = fresh("tiny")
+    doc["phases"][1]["preemptible"] = True
+    doc["regions"]["west"]["offers"]["A100"]["spot"]["preemptions_per_hour"] = 1e15
+    doc["regions"]["west"]["storage"] = {"slow": {"usd_per_gb_month": 0.1,
+                                                  "write_gb_per_s": 1e-6}}
+    assert not has_extreme(doc)
+    inst = from_dict(doc, SOURCE, DATA)
+    space = build_config_space(inst)
+    assert space["finetune"]
+    assert not any(c.contract == "spot" and c.region == "west" for c in space["finetune"])
+
+
+EXTREME_CASES = [
+    # (path in tiny, value, the field path the error must name)
+    (("regions", "east", "electricity", "constant"), -1e308,
+     "regions.east.electricity.constant"),
+    (("gpu_types", "A100", "peak_tflops", "bf16"), 5e-324, "gpu_types.A100.peak_tflops.bf16"),
+    (("regions", "east", "capacity", "A100"), 10**30, "regions.east.capacity.A100"),
+    (("regions", "west", "offers", "A100", "spot", "preemptions_per_hour"), 1e30,
+     "regions.west.offers.A100.spot.preemptions_per_hour"),
+    (("phases", 1, "options", "gpu_counts", 0), 10**30,
+     "phases[1] (finetune).options.gpu_counts[0]"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "field"), EXTREME_CASES,
+                         ids=[c[2] for c in EXTREME_CASES])
+@pytest.mark.xfail(strict=True, reason="extreme-magnitudes: " + KNOWN["extreme-magnitudes"].fix)
+def test_extreme_magnitudes_are_refused(where: Where, value: float, field: str) -> None:
+    # today these read; then costs overflow to inf/NaN: configs raise OverflowError or
+    # ZeroDivisionError, HiGHS ends "unknown", the baseline states NaN costs
+    doc = fresh("tiny")
+    parent(doc, where)[where[-1]] = value
+    assert has_extreme(doc)
+    e = _refused(doc)
+    assert field in _paths(e), str(e)
+
+
+def test_shipped_instances_are_inside_the_proposed_magnitudes() -> None:
+    # the rule of KNOWN["extreme-magnitudes"] refuses none of the shipped or test instances
+    files = [*BASES.values(), *sorted(DATA.glob("explain_*.yaml")), DATA / "levers_tou.yaml"]
+    for f in files:
+        assert not has_extreme(load_document(f)), f
+
+
+@pytest.mark.xfail(strict=True, reason="schema.py: Options.gpu_counts, when given, needs at "
+                                       "least one count")
+def test_empty_gpu_counts_is_refused() -> None:
+    # today: accepted, and the phase "can never fit" because "none of the allowed GPU types
+    # supports the allowed precisions ['bf16']", which is not the reason
+    doc = fresh("tiny")
+    doc["phases"][1]["options"]["gpu_counts"] = []
+    assert _paths(_refused(doc)) == ["phases[1] (finetune).options.gpu_counts"]

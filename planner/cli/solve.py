@@ -84,7 +84,9 @@ def solve_cmd(
     output: Path | None = typer.Option(None, "-o", "--output", help="write the plan JSON here"),
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds"),
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="relative MIP gap"),
-    threads: int = typer.Option(1, "--threads", min=1, help="solver threads"),
+    threads: int | None = typer.Option(
+        None, "--threads", min=1,
+        help="solver threads (default: HiGHS 1, CP-SAT every core)"),
     solver: str = typer.Option("auto", "--solver", help=f"one of {', '.join(SOLVERS)}"),
     backend: str = typer.Option("auto", "--backend", help="MILP backend: auto, highs, pyomo"),
     baseline: bool = typer.Option(False, "--baseline",
