@@ -403,9 +403,13 @@ def _configs_for(
                 loss = reliability.loss_hours_per_failure(tau, write_s, down)
             else:
                 tau, overhead, loss = math.inf, 0.0, down
+            if not overhead < 1.0:
+                continue  # checkpoints take all the time: the phase never progresses
             compute_h = compute.hours_for(flops, fps) / (1.0 - overhead)
             io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
             work_h = max(compute_h, io_h)
+            if not math.isfinite(work_h):
+                continue
             hours = max(1, math.ceil(work_h - 1e-9))
             if hours > window + 10 * 24 * 365:
                 continue

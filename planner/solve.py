@@ -36,8 +36,13 @@ def solve(
     except MemoryError:
         return _failed(solver, t0, "the solver ran out of memory; try a coarser instance, fewer "
                                    "configurations (options.gpu_counts) or a shorter horizon")
-    except (ArithmeticError, RuntimeError, OSError) as e:
-        return _failed(solver, t0, f"the solver failed: {type(e).__name__}: {e}")
+    except Exception as e:  # a solver bug or crash: a result, never a traceback
+        import os
+
+        if os.environ.get("TRAINPLAN_DEBUG"):
+            raise
+        return _failed(solver, t0, f"the solver failed: {type(e).__name__}: {e}; try another "
+                                   "--solver or --backend; if it persists, please report it")
 
 
 def _failed(solver: str, t0: float, message: str) -> Result:

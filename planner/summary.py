@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from planner.configs import ConfigSpace, build_config_space, work_flops
+from planner.hygiene import check_numerics
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 
@@ -195,6 +196,6 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
         "configurations": space.size,
         "infeasible": [{"phase": n, "reason": infeasible[n]}
                        for n in active_names if n in infeasible],
-        "warnings": [*inst.warnings, *_offer_notes(inst)],
+        "warnings": [*inst.warnings, *_offer_notes(inst), *check_numerics(inst)],
         "feasible": not any(n in infeasible for n in active_names),
     }

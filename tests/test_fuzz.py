@@ -331,20 +331,7 @@ class Known:
     fix: str
 
 
-KNOWN: dict[str, Known] = {k.id: k for k in (
-    Known("work-gpu-precision", "test_gpu_hours_on_a_gpu_without_that_precision_is_refused",
-          "read.py: refuse work.gpu_hours whose work.gpu has no peak at work.precision"),
-    Known("empty-csv-names", "test_empty_csv_names_are_refused",
-          "schema.py: Series.csv, column and time_column need at least one character"),
-    Known("config-arithmetic", "test_configs_survive_a_checkpoint_overhead_of_one",
-          "configs.py: skip configurations whose checkpoint overhead is 1 or whose hours are "
-          "not finite"),
-    Known("extreme-magnitudes", "test_extreme_magnitudes_are_refused",
-          "read.py: refuse nonzero magnitudes outside [1e-12, 1e15] (work and model sizes up "
-          "to 1e30)"),
-    Known("duplicate-choices", "test_hostile.py::test_repeated_choices_do_not_hang",
-          "schema.py: refuse (or drop) repeated entries in phase choice lists"),
-)}
+KNOWN: dict[str, Known] = {}  # every bug found so far is fixed
 
 #: Largest and smallest nonzero magnitudes a field may take (KNOWN["extreme-magnitudes"]);
 #: work sizes and parameter counts may be larger.
@@ -560,7 +547,6 @@ def _paths(e: InstanceError) -> list[str]:
     return [fe.path for fe in e.errors]
 
 
-@pytest.mark.xfail(strict=True, reason="work-gpu-precision: " + KNOWN["work-gpu-precision"].fix)
 def test_gpu_hours_on_a_gpu_without_that_precision_is_refused() -> None:
     # prep's work is 12 GPU-hours measured on A100 at bf16 (the default precision); without
     # A100's bf16 peak the work has no FLOPs (configs.work_flops uses peak 0.0), the solver
@@ -572,7 +558,6 @@ def test_gpu_hours_on_a_gpu_without_that_precision_is_refused() -> None:
 
 
 @pytest.mark.parametrize("field", ["column", "time_column"])
-@pytest.mark.xfail(strict=True, reason="empty-csv-names: " + KNOWN["empty-csv-names"].fix)
 def test_empty_csv_names_are_refused(field: str) -> None:
     # today: AssertionError in planner/instance/series.py (the CLI says "internal error")
     doc = fresh("tiny")
@@ -591,7 +576,6 @@ def test_empty_csv_file_name_names_the_series() -> None:
     assert path.startswith("regions.east.electricity")
 
 
-@pytest.mark.xfail(strict=True, reason="config-arithmetic: " + KNOWN["config-arithmetic"].fix)
 def test_configs_survive_a_checkpoint_overhead_of_one() -> None:
     # finetune on west's A100 spot with 1e15 preemptions per hour (inside MAGNITUDE): the
     # mean time between failures is 3600 / 1e15 = 3.6e-12 s, while a checkpoint of m1b
@@ -628,7 +612,6 @@ EXTREME_CASES = [
 
 @pytest.mark.parametrize(("where", "value", "field"), EXTREME_CASES,
                          ids=[c[2] for c in EXTREME_CASES])
-@pytest.mark.xfail(strict=True, reason="extreme-magnitudes: " + KNOWN["extreme-magnitudes"].fix)
 def test_extreme_magnitudes_are_refused(where: Where, value: float, field: str) -> None:
     # today these read; then costs overflow to inf/NaN: configs raise OverflowError or
     # ZeroDivisionError, HiGHS ends "unknown", the baseline states NaN costs
@@ -646,8 +629,6 @@ def test_shipped_instances_are_inside_the_proposed_magnitudes() -> None:
         assert not has_extreme(load_document(f)), f
 
 
-@pytest.mark.xfail(strict=True, reason="schema.py: Options.gpu_counts, when given, needs at "
-                                       "least one count")
 def test_empty_gpu_counts_is_refused() -> None:
     # today: accepted, and the phase "can never fit" because "none of the allowed GPU types
     # supports the allowed precisions ['bf16']", which is not the reason

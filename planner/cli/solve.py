@@ -20,6 +20,7 @@ from planner.cli.app import (
     guarded,
     load_instance,
 )
+from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 from planner.result import Result, Termination
@@ -102,6 +103,7 @@ def solve_cmd(
     inst = load_instance(instance)
     for w in inst.warnings:
         err_console.print(f"warning: {w}", soft_wrap=True)
+    print_numeric_warnings(inst)
     base = solve(inst, solver="baseline")
     if baseline:
         res = base

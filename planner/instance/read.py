@@ -23,6 +23,9 @@ from planner.physics.reliability import per_gpu_hour_from_node_days
 from planner.physics.transformer import ModelDims, dims
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
+#: YAML is scanned and composed in Python (about 2 MB/s for comments and long strings,
+#: 17 us and 0.4 KB per value): a larger YAML file cannot be read in a few seconds.
+MAX_YAML_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 40
 #: Alias uses (``*name``) a YAML document may make.
 MAX_ALIASES = 200
@@ -31,6 +34,19 @@ MAX_ALIASES = 200
 #: passes this at its 46th alias use, while composing, before anything is expanded.
 MAX_ALIAS_VALUES = 1_000_000
 MAX_NODES = 2_000_000
+#: Values a document may write out (aliases not expanded), counted while composing YAML and
+#: before parsing JSON. The largest shipped instance has 474; 200,000 YAML values compose in
+#: about 3.5 s and 60 MB.
+MAX_WRITTEN = 200_000
+#: Problems listed in one InstanceError; the rest are counted.
+MAX_ERRORS = 50
+#: Nonzero magnitudes a number may take; work sizes and parameter counts up to LARGEST_SIZE.
+#: Beyond them costs overflow (1e308 USD/MWh x kW = inf), divide by zero (5e-324 GB/s) or
+#: defeat the solver's tolerances; no real instance comes near (tokens up to ~1e13, FLOPs
+#: ~1e25, prices ~1e3, failure rates ~1e-5).
+MAGNITUDE = (1e-12, 1e15)
+LARGEST_SIZE = 1e30
+_SIZE_KEYS = frozenset({"tokens", "flops", "params", "gpu_hours"})
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -57,6 +73,8 @@ class _GuardedLoader(yaml.SafeLoader):
         self._aliases = 0
         self._alias_values = 0
         self._depth = 0
+        #: nodes composed so far (aliases not expanded): bounds memory while composing
+        self._composed = 0
         self.duplicates: list[tuple[dict[Any, Any], Any, str]] = []
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
@@ -80,6 +98,9 @@ class _GuardedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         if self._depth > MAX_DEPTH:
             raise _Refused(f"document nested deeper than {MAX_DEPTH} levels; refusing it")
+        self._composed += 1
+        if self._composed > MAX_WRITTEN:
+            raise _Refused(f"document has more than {MAX_WRITTEN} values; refusing it")
         self._depth += 1
         try:
             node = super().compose_node(parent, index)
@@ -142,10 +163,25 @@ def _check_shape(data: Any, file: str) -> None:
         if depth > MAX_DEPTH:
             raise InstanceError(file, [FieldError("", f"document nested deeper than {MAX_DEPTH}"
                                                      " levels; refusing it")])
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+        if isinstance(node, dict | list):
+            if count + len(node) > MAX_NODES:
+                raise InstanceError(file, [FieldError("", f"document has more than {MAX_NODES}"
+                                                         " values; refusing it")])
+            values = node.values() if isinstance(node, dict) else node
+            stack.extend((v, depth + 1) for v in values)
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file, or None when it is a regular file."""
+    if path.is_file():
+        return None
+    if path.is_symlink() and not path.exists():
+        return "is a symbolic link that leads nowhere (a loop or a missing target)"
+    if path.is_dir():
+        return "is a directory; expected a file"
+    if path.exists():
+        return "is not a regular file (a FIFO, socket or device); expected a file"
+    return "does not exist"
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:
@@ -194,12 +230,17 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
     lines). JSON's ``NaN`` and ``Infinity`` are refused as syntax unless ``nan_as_float``,
     which parses them as floats so that a schema check can name the field (:func:`read`)."""
     file = str(path)
-    if not path.is_file():
-        raise InstanceError(file, [FieldError("", "file does not exist")])
+    why = _not_a_file(path)
+    if why is not None:
+        raise InstanceError(file, [FieldError("", f"file {why}" if why == "does not exist"
+                                              else why)])
     size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
+    is_json = path.suffix.lower() == ".json"
+    limit = MAX_FILE_BYTES if is_json else MAX_YAML_BYTES
+    if size > limit:
         raise InstanceError(file, [FieldError("", f"file is {size} bytes; the limit is "
-                                                 f"{MAX_FILE_BYTES}")])
+                                                 f"{limit}" + ("" if is_json else " for YAML "
+                                                               "(JSON may be larger)"))])
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
@@ -208,8 +249,13 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
         raise InstanceError(file, [FieldError("", "the file is empty; expected a mapping of "
                                                  "fields")])
     duplicates: list[tuple[dict[Any, Any], Any, str]] = []
+    # a JSON document of n values has at least n - 1 - (containers) commas: refuse one that
+    # may hold more than MAX_WRITTEN values before building any of them
+    if is_json and text.count(",") + text.count("[") + text.count("{") + 1 > MAX_WRITTEN:
+        raise InstanceError(file, [FieldError("", f"document has more than {MAX_WRITTEN} "
+                                                 "values; refusing it")])
     try:
-        if path.suffix.lower() == ".json":
+        if is_json:
             def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 obj = dict(pairs)
                 if len(obj) < len(pairs):
@@ -477,13 +523,46 @@ def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(file, [FieldError(_loc(tuple(err["loc"]), data), _explain(err))
-                                   for err in _plain_branch(e.errors(), data)]) from None
+        raise InstanceError(file, _capped([FieldError(_loc(tuple(err["loc"]), data),
+                                                      _explain(err))
+                                           for err in _plain_branch(e.errors(), data)])) \
+            from None
     errors: list[FieldError] = []
+    _check_magnitudes(data, errors)
     _check_references(spec, errors)
     if errors:
-        raise InstanceError(file, errors)
+        raise InstanceError(file, _capped(errors))
     return _resolve(spec, data, file, base_dir)
+
+
+def _capped(errors: list[FieldError]) -> list[FieldError]:
+    """The first MAX_ERRORS problems, and a count of the rest."""
+    if len(errors) <= MAX_ERRORS:
+        return errors
+    rest = len(errors) - MAX_ERRORS
+    return [*errors[:MAX_ERRORS],
+            FieldError("", f"... and {rest} more problem{'s' * (rest != 1)} (the first "
+                           f"{MAX_ERRORS} are listed)")]
+
+
+def _check_magnitudes(data: Any, errors: list[FieldError]) -> None:
+    """Append an error for every nonzero number outside MAGNITUDE (keys in _SIZE_KEYS: above
+    LARGEST_SIZE), with its readable path."""
+    low, high = MAGNITUDE
+    stack: list[tuple[Any, tuple[Any, ...], str]] = [(data, (), "")]
+    while stack:
+        node, loc, key = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((v, (*loc, k), str(k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, (*loc, i), key) for i, v in enumerate(node))
+        elif isinstance(node, int | float) and not isinstance(node, bool) and node != 0 \
+                and math.isfinite(node):
+            top = LARGEST_SIZE if key in _SIZE_KEYS else high
+            if not low <= abs(node) <= top:
+                errors.append(FieldError(_loc(loc, data),
+                                         f"expected 0 or a magnitude between {low:g} and "
+                                         f"{top:g} (got {node:g}); is the unit right?"))
 
 
 def _hour_of(spec: InstanceSpec, when: int | datetime) -> int | float:
@@ -511,6 +590,7 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
     horizon or leaves no whole hour slot, and (when all names resolve) a precedence cycle."""
     gpus, regions = spec.gpu_types, spec.regions
     names = [p.name for p in spec.phases]
+    known_names = set(names)
     seen: set[str] = set()
     for i, p in enumerate(spec.phases):
         where = f"phases[{i}] ({p.name})"
@@ -518,7 +598,7 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
             errors.append(FieldError(f"{where}.name", f"duplicate phase name {p.name!r}"))
         seen.add(p.name)
         for q in p.predecessors:
-            if q not in names:
+            if q not in known_names:
                 errors.append(FieldError(f"{where}.predecessors",
                                          f"unknown phase {q!r}; phases are {names}"))
             if q == p.name:
@@ -537,6 +617,12 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
         if p.work.gpu is not None and p.work.gpu not in gpus:
             errors.append(FieldError(f"{where}.work.gpu",
                                      f"unknown GPU type {p.work.gpu!r}; known: {sorted(gpus)}"))
+        if p.work.gpu_hours is not None and p.work.gpu in gpus \
+                and not gpus[p.work.gpu].peak_tflops.get(p.work.precision):
+            errors.append(FieldError(f"{where}.work.precision",
+                                     f"GPU type {p.work.gpu!r} has no peak_tflops at "
+                                     f"{p.work.precision!r}, so its GPU-hours say nothing "
+                                     "about the work; give a precision it has"))
         if p.work.tokens is not None and p.model is None:
             errors.append(FieldError(f"{where}.work.tokens",
                                      "work in tokens needs the phase's 'model' (6ND)"))
@@ -605,40 +691,51 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
 
 
 def _find_cycle(phases: tuple[Phase, ...]) -> list[str] | None:
+    """A precedence cycle (``[a, b, ..., a]``) or None, by an iterative depth-first search
+    over predecessor edges: O(phases + edges), no recursion."""
     preds = {p.name: p.predecessors for p in phases}
-    state: dict[str, int] = {}
-
-    def visit(n: str, path: list[str]) -> list[str] | None:
-        state[n] = 1
-        for q in preds[n]:
-            if state.get(q) == 1:
-                return [*path[path.index(q):], q] if q in path else [q, n, q]
-            if q not in state:
-                found = visit(q, [*path, q])
-                if found:
-                    return found
-        state[n] = 2
-        return None
-
-    for p in phases:
-        if p.name not in state:
-            found = visit(p.name, [p.name])
-            if found:
-                return found
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for root in preds:
+        if root in state:
+            continue
+        path = [root]
+        state[root] = 1
+        todo = [iter(preds[root])]
+        while todo:
+            q = next(todo[-1], None)
+            if q is None:
+                state[path.pop()] = 2
+                todo.pop()
+            elif state.get(q) == 1:
+                return [*path[path.index(q):], q]
+            elif q not in state:
+                state[q] = 1
+                path.append(q)
+                todo.append(iter(preds[q]))
     return None
 
 
 def _topological(phases: tuple[Phase, ...]) -> tuple[str, ...]:
+    """Phase names with every phase after its predecessors (Kahn 1962), ties in file order:
+    O(phases + edges)."""
+    import heapq
+
+    index = {p.name: i for i, p in enumerate(phases)}
+    waiting = {p.name: len(set(p.predecessors)) for p in phases}
+    after: dict[str, list[str]] = {p.name: [] for p in phases}
+    for p in phases:
+        for q in set(p.predecessors):
+            after[q].append(p.name)
+    ready = [index[n] for n, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
     done: list[str] = []
-    placed: set[str] = set()
-    pending = list(phases)
-    while pending:
-        for p in pending:
-            if all(q in placed for q in p.predecessors):
-                done.append(p.name)
-                placed.add(p.name)
-                pending.remove(p)
-                break
+    while ready:
+        name = phases[heapq.heappop(ready)].name
+        done.append(name)
+        for n in after[name]:
+            waiting[n] -= 1
+            if waiting[n] == 0:
+                heapq.heappush(ready, index[n])
     return tuple(done)
 
 

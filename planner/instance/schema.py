@@ -37,6 +37,8 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 PosFloat = Annotated[PositiveFloat, Field(allow_inf_nan=False)]
 NonNegFloat = Annotated[NonNegativeFloat, Field(allow_inf_nan=False)]
+#: A file or column name: at least one character.
+Name = Annotated[str, Field(min_length=1)]
 
 #: Typical power usage effectiveness by cooling type. Air: Uptime Institute Global Data Center
 #: Survey 2023 industry average PUE 1.58. Liquid (direct-to-chip): 1.15, vendor figures for
@@ -68,7 +70,8 @@ class TimeOfUse(Strict):
     """Time-of-use tariff: bands over a default price; weekends and holidays at their own price."""
 
     default: FiniteFloat
-    bands: tuple[TouBand, ...] = ()
+    #: at most one band per hour of the week
+    bands: Annotated[tuple[TouBand, ...], Field(max_length=168)] = ()
     weekend: FiniteFloat | None = None
     holidays: tuple[date, ...] = ()
     holiday: FiniteFloat | None = None
@@ -85,9 +88,9 @@ class Series(Strict):
     """
 
     values: tuple[FiniteFloat, ...] | None = None
-    csv: str | None = None
-    column: str | None = None
-    time_column: str | None = None
+    csv: Name | None = None
+    column: Name | None = None
+    time_column: Name | None = None
     timezone: str = "UTC"
     tou: TimeOfUse | None = None
     constant: FiniteFloat | None = None
@@ -291,6 +294,20 @@ class Work(Strict):
         return self
 
 
+def _once(what: str, choices: tuple[object, ...]) -> None:
+    """Refuse an entry listed twice: configurations multiply over the lists, so 300 repeats
+    in two of them would enumerate 90,000 copies of each layout."""
+    seen: set[object] = set()
+    twice: set[str] = set()
+    for c in choices:
+        if c in seen:
+            twice.add(str(c))
+        seen.add(c)
+    if twice:
+        raise ValueError(f"{', '.join(sorted(twice)[:5])} listed more than once; list each "
+                         f"{what} once")
+
+
 class Options(Strict):
     """What the planner may choose among for a phase."""
 
@@ -317,6 +334,17 @@ class Options(Strict):
             if len(getattr(self, name)) == 0:
                 raise ValueError(f"{name}: expected at least one choice")
         return self
+
+    @field_validator("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
+                     "contracts", "extra_spare_nodes", "gpu_counts", "storage_tiers")
+    @classmethod
+    def _choices(cls, v: tuple[object, ...] | None) -> tuple[object, ...] | None:
+        """Each choice once; a list of GPU counts or tiers, when given, not empty."""
+        if v is not None:
+            if len(v) == 0:
+                raise ValueError("expected at least one choice")
+            _once("choice", v)
+        return v
 
 
 class Scaling(Strict):
@@ -377,6 +405,13 @@ class Phase(Strict):
     memory_gb: NonNegFloat = 0.0
     licence_usd_per_gpu_hour: NonNegFloat = 0.0
     done: bool = False
+
+    @field_validator("predecessors", "gpu_types", "regions")
+    @classmethod
+    def _listed_once(cls, v: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if v is not None:
+            _once("name", v)
+        return v
 
     @field_validator("mfu")
     @classmethod

@@ -77,16 +77,19 @@ def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetim
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
     of their ``time_column`` (times without an offset are read in ``tz_name``)."""
     if not path.is_file():
-        raise SeriesError(f"file {str(path)!r} does not exist")
+        from planner.instance.read import _not_a_file
+
+        raise SeriesError(f"file {str(path)!r} {_not_a_file(path)}")
     if path.stat().st_size > MAX_CSV_BYTES:
         raise SeriesError(f"file {str(path)!r} is larger than {MAX_CSV_BYTES // 2**20} MiB")
+    utc_start = start.astimezone(ZoneInfo("UTC"))
+    wanted = {utc_start + timedelta(hours=k) for k in range(hours)}
     try:
-        values = _csv_rows(path, column, time_column, ZoneInfo(tz_name))
+        values = _csv_rows(path, column, time_column, ZoneInfo(tz_name), wanted)
     except UnicodeDecodeError as e:
         raise SeriesError(f"file {str(path)!r} is not UTF-8 text ({e.reason})") from None
     except csv.Error as e:
         raise SeriesError(f"file {str(path)!r} is not readable CSV ({e})") from None
-    utc_start = start.astimezone(ZoneInfo("UTC"))
     out = np.empty(hours)
     for k in range(hours):
         t = utc_start + timedelta(hours=k)
@@ -102,11 +105,14 @@ def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetim
     return out
 
 
-def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo) -> dict[datetime, float]:
-    """Every row's value by its UTC hour (NaN where the value is empty); lines starting with
-    ``#`` are comments. Errors name the line of the file, comments and blank lines counted."""
+def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo,
+              wanted: set[datetime]) -> dict[datetime, float]:
+    """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
+    rows outside it are checked but not kept, so memory follows the horizon, not the file.
+    Lines starting with ``#`` are comments; a UTF-8 byte-order mark is skipped. Errors name
+    the line of the file, comments and blank lines counted."""
     values: dict[datetime, float] = {}
-    with path.open(newline="", encoding="utf-8", errors="strict") as fh:
+    with path.open(newline="", encoding="utf-8-sig", errors="strict") as fh:
         last = [0]  # the file line of the last line handed to the CSV reader
 
         def rows() -> Iterator[str]:
@@ -120,9 +126,11 @@ def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo) -> dict[d
             raise SeriesError(f"file {str(path)!r} is empty")
         for col in (column, time_column):
             if col not in reader.fieldnames:
-                raise SeriesError(
-                    f"file {str(path)!r} has no column {col!r}; columns are {reader.fieldnames}"
-                )
+                names = list(reader.fieldnames)
+                shown = repr(names[:10])[:-1] + (f", ... ({len(names) - 10} more)]"
+                                                 if len(names) > 10 else "]")
+                raise SeriesError(f"file {str(path)!r} has no column {col!r}; columns are "
+                                  f"{shown[:500]}")
         for row in reader:
             lineno = last[0]
             raw_t, raw_v = row.get(time_column), row.get(column)
@@ -139,5 +147,7 @@ def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo) -> dict[d
                 raise SeriesError(
                     f"file {str(path)!r} line {lineno}: {column!r} is not a number: {raw_v!r}"
                 ) from None
-            values[t.replace(minute=0, second=0, microsecond=0)] = v
+            hour = t.replace(minute=0, second=0, microsecond=0)
+            if hour in wanted:
+                values[hour] = v
     return values
