@@ -19,6 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from formulations.costs import hourly_cost_with_reservation, weights
+from planner.configs import Config, ConfigSpace
+from planner.instance.model import Instance
+
 
 def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     """Sum of every run of ``n`` consecutive entries of ``h``; +inf for a run containing an
@@ -30,9 +34,6 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     sums = cs[n:] - cs[:-n]
     return np.where(cb[n:] - cb[:-n] > 0, np.inf, sums)
 
-from formulations.costs import hourly_cost_with_reservation, weights
-from planner.configs import Config, ConfigSpace
-from planner.instance.model import Instance
 
 
 @dataclass(frozen=True)
