@@ -54,22 +54,39 @@ from planner.plan import Plan
 
 #: (pipelines of prep -> train -> eval, horizon hours)
 SIZES: dict[str, tuple[int, int]] = {
-    "XS": (1, 120), "S": (2, 120), "M": (4, 168), "L": (8, 336), "XL": (12, 720),
+    "XS": (1, 120),
+    "S": (2, 120),
+    "M": (4, 168),
+    "L": (8, 336),
+    "XL": (12, 720),
 }
 
 GPUS: dict[str, dict[str, Any]] = {
-    "H100": {"memory_gb": 80, "peak_tflops": {"fp32": 67, "tf32": 495, "bf16": 989,
-                                              "fp16": 989, "fp8": 1979},
-             "board_power_w": 700, "idle_power_w": 90, "gpus_per_node": 8,
-             "node_overhead_w": 2000},
-    "A100": {"memory_gb": 80, "peak_tflops": {"fp32": 19.5, "tf32": 156, "bf16": 312,
-                                              "fp16": 312},
-             "board_power_w": 400, "idle_power_w": 50, "gpus_per_node": 8,
-             "node_overhead_w": 1600, "family": "nvidia"},
-    "L4": {"memory_gb": 24, "peak_tflops": {"fp32": 30.3, "tf32": 60, "bf16": 121,
-                                            "fp16": 121, "fp8": 242},
-           "board_power_w": 72, "idle_power_w": 16, "gpus_per_node": 8,
-           "node_overhead_w": 400},
+    "H100": {
+        "memory_gb": 80,
+        "peak_tflops": {"fp32": 67, "tf32": 495, "bf16": 989, "fp16": 989, "fp8": 1979},
+        "board_power_w": 700,
+        "idle_power_w": 90,
+        "gpus_per_node": 8,
+        "node_overhead_w": 2000,
+    },
+    "A100": {
+        "memory_gb": 80,
+        "peak_tflops": {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+        "board_power_w": 400,
+        "idle_power_w": 50,
+        "gpus_per_node": 8,
+        "node_overhead_w": 1600,
+        "family": "nvidia",
+    },
+    "L4": {
+        "memory_gb": 24,
+        "peak_tflops": {"fp32": 30.3, "tf32": 60, "bf16": 121, "fp16": 121, "fp8": 242},
+        "board_power_w": 72,
+        "idle_power_w": 16,
+        "gpus_per_node": 8,
+        "node_overhead_w": 400,
+    },
 }
 LIST_PRICE = {"H100": 4.0, "A100": 2.0, "L4": 0.8}
 ZONES = ["America/New_York", "Europe/Berlin", "Asia/Tokyo", "America/Los_Angeles"]
@@ -88,23 +105,26 @@ def generate(pipelines: int, hours: int, seed: int) -> dict[str, Any]:
             arr = np.full(hours, base)
             for _ in range(max(1, hours // 96)):  # maintenance dips
                 a = int(rng.integers(0, hours - 8))
-                arr[a:a + int(rng.integers(4, 12))] = base // 2
+                arr[a : a + int(rng.integers(4, 12))] = base // 2
             cap[g] = arr.tolist()
         offers: dict[str, Any] = {}
         for g in GPUS:
-            od: dict[str, Any] = {"usd_per_gpu_hour": round(LIST_PRICE[g]
-                                                            * rng.uniform(0.85, 1.15), 3)}
+            od: dict[str, Any] = {
+                "usd_per_gpu_hour": round(LIST_PRICE[g] * rng.uniform(0.85, 1.15), 3)
+            }
             if g == "A100" and i == 1:
                 od.update(billing_granularity_hours=4, min_rental_hours=8)
             offers[g] = {"on_demand": od}
         if i == 0:
-            offers["H100"]["reserved"] = {"usd_per_gpu_hour": 2.6, "min_gpus": 8,
-                                          "max_gpus": 16}
+            offers["H100"]["reserved"] = {"usd_per_gpu_hour": 2.6, "min_gpus": 8, "max_gpus": 16}
         regions[f"r{i}"] = {
-            "timezone": tz, "pue": round(float(rng.uniform(1.1, 1.5)), 2),
+            "timezone": tz,
+            "pue": round(float(rng.uniform(1.1, 1.5)), 2),
             "electricity": {"values": np.round(np.maximum(price, 5), 2).tolist()},
             "carbon_intensity": {"values": np.round(np.maximum(ci, 20), 1).tolist()},
-            "capacity": cap, "offers": offers, "default_transfer_usd_per_gb": 0.02,
+            "capacity": cap,
+            "offers": offers,
+            "default_transfer_usd_per_gb": 0.02,
         }
     phases: list[dict[str, Any]] = []
     for k in range(pipelines):
@@ -112,26 +132,53 @@ def generate(pipelines: int, hours: int, seed: int) -> dict[str, Any]:
         dl = min(hours, rel + int(rng.integers(hours // 2, hours - rel + 1)))
         home = f"r{int(rng.integers(0, 3))}"
         common: dict[str, Any] = {"release": rel, "deadline": dl}
-        phases.append({"name": f"prep{k}", "kind": "data_preparation", **common,
-                       "work": {"gpu_hours": float(rng.integers(20, 120)), "gpu": "A100"},
-                       "gpu_types": ["A100", "L4"], "output_gb": 200,
-                       "data": {"size_gb": 500, "home_region": home},
-                       "options": {"gpu_counts": [1, 2, 4, 8], "extra_spare_nodes": [0]}})
-        phases.append({"name": f"train{k}", "kind": "fine_tuning", **common,
-                       "predecessors": [f"prep{k}"], "output_gb": 60,
-                       "work": {"gpu_hours": float(rng.integers(200, 900)), "gpu": "H100"},
-                       "gpu_types": ["H100", "A100"],
-                       "options": {"gpu_counts": [8, 16, 32], "extra_spare_nodes": [0],
-                                   "contracts": ["on_demand", "reserved"]}})
-        phases.append({"name": f"eval{k}", "kind": "evaluation", **common,
-                       "predecessors": [f"train{k}"],
-                       "work": {"gpu_hours": float(rng.integers(8, 60)), "gpu": "A100"},
-                       "gpu_types": ["A100", "L4"],
-                       "options": {"gpu_counts": [1, 2, 4], "extra_spare_nodes": [0]}})
-    return {"name": f"bench-{pipelines}x3-{hours}h-s{seed}",
-            "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
-            "gpu_types": GPUS, "regions": regions, "phases": phases,
-            "families": {"nvidia": {"porting_usd": 0.0}}}
+        phases.append(
+            {
+                "name": f"prep{k}",
+                "kind": "data_preparation",
+                **common,
+                "work": {"gpu_hours": float(rng.integers(20, 120)), "gpu": "A100"},
+                "gpu_types": ["A100", "L4"],
+                "output_gb": 200,
+                "data": {"size_gb": 500, "home_region": home},
+                "options": {"gpu_counts": [1, 2, 4, 8], "extra_spare_nodes": [0]},
+            }
+        )
+        phases.append(
+            {
+                "name": f"train{k}",
+                "kind": "fine_tuning",
+                **common,
+                "predecessors": [f"prep{k}"],
+                "output_gb": 60,
+                "work": {"gpu_hours": float(rng.integers(200, 900)), "gpu": "H100"},
+                "gpu_types": ["H100", "A100"],
+                "options": {
+                    "gpu_counts": [8, 16, 32],
+                    "extra_spare_nodes": [0],
+                    "contracts": ["on_demand", "reserved"],
+                },
+            }
+        )
+        phases.append(
+            {
+                "name": f"eval{k}",
+                "kind": "evaluation",
+                **common,
+                "predecessors": [f"train{k}"],
+                "work": {"gpu_hours": float(rng.integers(8, 60)), "gpu": "A100"},
+                "gpu_types": ["A100", "L4"],
+                "options": {"gpu_counts": [1, 2, 4], "extra_spare_nodes": [0]},
+            }
+        )
+    return {
+        "name": f"bench-{pipelines}x3-{hours}h-s{seed}",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
+        "gpu_types": GPUS,
+        "regions": regions,
+        "phases": phases,
+        "families": {"nvidia": {"porting_usd": 0.0}},
+    }
 
 
 def instance(size: str, seed: int) -> Instance:
@@ -173,8 +220,7 @@ class Run:
 def run_cpsat(inst: Instance, limit: float, threads: int, mode: str) -> Run:
     t0 = time.perf_counter()
     prog: list[Progress] = []
-    res = solve_cpsat(inst, time_limit=limit, gap=0.0, threads=threads, mode=mode,
-                      progress=prog)
+    res = solve_cpsat(inst, time_limit=limit, gap=0.0, threads=threads, mode=mode, progress=prog)
     build = res.stats.get("build_s", math.nan)
     run = Run(f"cpsat-{mode}", build_s=build, total_s=time.perf_counter() - t0)
     # progress seconds count from the start of the search; shift by the build time
@@ -190,9 +236,15 @@ def run_cpsat(inst: Instance, limit: float, threads: int, mode: str) -> Run:
     return run
 
 
-def _highs_progress(lp: LinearProgram, limit: float, threads: int,
-                    trace: list[tuple[float, float, float]], t0: float, presolve: bool,
-                    start: np.ndarray | None = None) -> Any:
+def _highs_progress(
+    lp: LinearProgram,
+    limit: float,
+    threads: int,
+    trace: list[tuple[float, float, float]],
+    t0: float,
+    presolve: bool,
+    start: np.ndarray | None = None,
+) -> Any:
     """HiGHS on the arrays (as formulations.highs_runner.solve_highs, plus the presolve
     switch), sampling (objective, bound) through its MIP callbacks."""
     import highspy
@@ -212,8 +264,10 @@ def _highs_progress(lp: LinearProgram, limit: float, threads: int,
     m.a_matrix_.num_col_, m.a_matrix_.num_row_ = lp.num_vars, lp.num_rows
     m.a_matrix_.start_, m.a_matrix_.index_ = a["row_ptr"], a["row_idx"]
     m.a_matrix_.value_ = a["row_val"]
-    m.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                      for i in a["integer"]]
+    m.integrality_ = [
+        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+        for i in a["integer"]
+    ]
     h.passModel(m)
     if start is not None:
         sol = highspy.HighsSolution()
@@ -224,8 +278,11 @@ def _highs_progress(lp: LinearProgram, limit: float, threads: int,
     def sample(e: Any) -> None:
         d = e.data_out
         obj, bnd = float(d.mip_primal_bound), float(d.mip_dual_bound)
-        if math.isfinite(obj) and obj < 1e20 and (not trace or obj < trace[-1][1] - 1e-9
-                                                  or bnd > trace[-1][2] + 1e-6):
+        if (
+            math.isfinite(obj)
+            and obj < 1e20
+            and (not trace or obj < trace[-1][1] - 1e-9 or bnd > trace[-1][2] + 1e-6)
+        ):
             trace.append((time.perf_counter() - t0, obj, bnd))
 
     h.cbMipInterrupt.subscribe(sample)
@@ -234,15 +291,22 @@ def _highs_progress(lp: LinearProgram, limit: float, threads: int,
     return h
 
 
-def run_highs(inst: Instance, limit: float, threads: int, presolve: bool,
-              start: dict[str, tuple[int, int]] | None = None, t0: float | None = None,
-              name: str = "") -> Run:
+def run_highs(
+    inst: Instance,
+    limit: float,
+    threads: int,
+    presolve: bool,
+    start: dict[str, tuple[int, int]] | None = None,
+    t0: float | None = None,
+    name: str = "",
+) -> Run:
     t0 = time.perf_counter() if t0 is None else t0
     space = build_config_space(inst)
     data = build_data(inst, space)
     sm = build_starttime(data)
-    run = Run(name or ("starttime-highs" + ("+pre" if presolve else "")),
-              build_s=time.perf_counter() - t0)
+    run = Run(
+        name or ("starttime-highs" + ("+pre" if presolve else "")), build_s=time.perf_counter() - t0
+    )
     left = limit - (time.perf_counter() - t0)
     if left <= 0.05:
         run.note = "not built in time"
@@ -278,8 +342,10 @@ def run_portfolio(inst: Instance, limit: float, threads: int) -> Run:
     start = None
     data = build_data(inst, build_config_space(inst))
     if cp.plan is not None:
-        sched = {p.name: (next(c for c in data.space[p.name] if c.label == p.info["config"]),
-                          p.hours) for p in cp.plan.phases}
+        sched = {
+            p.name: (next(c for c in data.space[p.name] if c.label == p.info["config"]), p.hours)
+            for p in cp.plan.phases
+        }
         start = choice_of(data, sched)
     hs = run_highs(inst, limit, threads, False, start, t0, "portfolio")
     run = Run("portfolio", build_s=cp.build_s, total_s=time.perf_counter() - t0)
@@ -308,24 +374,35 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--modes", nargs="+", default=["literal", "element"],
-                    choices=["literal", "element"])
+    ap.add_argument(
+        "--modes", nargs="+", default=["literal", "element"], choices=["literal", "element"]
+    )
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--highs", nargs="*", default=["off"], choices=["off", "on"],
-                    help="HiGHS runs of the start-time MILP, by presolve setting")
-    ap.add_argument("--portfolio", action="store_true",
-                    help="also run CP-SAT then HiGHS from its schedule")
+    ap.add_argument(
+        "--highs",
+        nargs="*",
+        default=["off"],
+        choices=["off", "on"],
+        help="HiGHS runs of the start-time MILP, by presolve setting",
+    )
+    ap.add_argument(
+        "--portfolio", action="store_true", help="also run CP-SAT then HiGHS from its schedule"
+    )
     args = ap.parse_args(argv)
-    header = (f"{'size':4} {'solver':19} {'build':>6} {'first':>6} {'1%prim':>7} {'1%gap':>6} "
-              f"{'end':>6} {'objective':>12} {'gap':>8}  note")
+    header = (
+        f"{'size':4} {'solver':19} {'build':>6} {'first':>6} {'1%prim':>7} {'1%gap':>6} "
+        f"{'end':>6} {'objective':>12} {'gap':>8}  note"
+    )
     print(f"time limit {args.time_limit:g} s, {args.threads} threads, seed {args.seed}")
     for size in args.sizes:
         inst = instance(size, args.seed)
         space = build_config_space(inst)
         nvar, nnz = estimate_nonzeros(inst, space)
         _, why = choose(inst)
-        print(f"\n[{size}] {inst.name}: {len(inst.active_phases)} phases, "
-              f"{space.size} configurations, {nvar:,} starts, {nnz:,} capacity nonzeros")
+        print(
+            f"\n[{size}] {inst.name}: {len(inst.active_phases)} phases, "
+            f"{space.size} configurations, {nvar:,} starts, {nnz:,} capacity nonzeros"
+        )
         print(f"  auto -> {why}")
         print(header)
         runs = [run_cpsat(inst, args.time_limit, args.threads, m) for m in args.modes]
@@ -335,10 +412,12 @@ def main(argv: list[str] | None = None) -> None:
             runs.append(run_portfolio(inst, args.time_limit, args.threads))
         best = min((r.objective for r in runs if math.isfinite(r.objective)), default=math.nan)
         for r in runs:
-            print(f"{size:4} {r.solver:19} {fmt(r.build_s):>6} {fmt(r.first_s):>6} "
-                  f"{fmt(r.to_primal(best)):>7} {fmt(r.to_gap()):>6} {fmt(r.total_s):>6} "
-                  f"{fmt(r.objective, ',.2f'):>12} {fmt(100 * r.gap, '.3f') + '%':>8}  "
-                  f"{r.note}")
+            print(
+                f"{size:4} {r.solver:19} {fmt(r.build_s):>6} {fmt(r.first_s):>6} "
+                f"{fmt(r.to_primal(best)):>7} {fmt(r.to_gap()):>6} {fmt(r.total_s):>6} "
+                f"{fmt(r.objective, ',.2f'):>12} {fmt(100 * r.gap, '.3f') + '%':>8}  "
+                f"{r.note}"
+            )
 
 
 if __name__ == "__main__":

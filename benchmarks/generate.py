@@ -44,15 +44,33 @@ MARKETS = [
 
 #: Datasheet figures as in planner/data/gpus.yaml (dense TFLOPS).
 GPUS: dict[str, dict[str, Any]] = {
-    "H100": {"memory_gb": 80, "peak_tflops": {"bf16": 989.4, "fp8": 1978.9},
-             "board_power_w": 700, "idle_power_w": 70, "gpus_per_node": 8,
-             "node_overhead_w": 2800, "family": "nvidia"},
-    "A100": {"memory_gb": 80, "peak_tflops": {"bf16": 312.0},
-             "board_power_w": 400, "idle_power_w": 50, "gpus_per_node": 8,
-             "node_overhead_w": 1900, "family": "nvidia"},
-    "L4": {"memory_gb": 24, "peak_tflops": {"bf16": 121.0, "fp8": 242.0},
-           "board_power_w": 72, "idle_power_w": 16, "gpus_per_node": 8,
-           "node_overhead_w": 500, "family": "nvidia"},
+    "H100": {
+        "memory_gb": 80,
+        "peak_tflops": {"bf16": 989.4, "fp8": 1978.9},
+        "board_power_w": 700,
+        "idle_power_w": 70,
+        "gpus_per_node": 8,
+        "node_overhead_w": 2800,
+        "family": "nvidia",
+    },
+    "A100": {
+        "memory_gb": 80,
+        "peak_tflops": {"bf16": 312.0},
+        "board_power_w": 400,
+        "idle_power_w": 50,
+        "gpus_per_node": 8,
+        "node_overhead_w": 1900,
+        "family": "nvidia",
+    },
+    "L4": {
+        "memory_gb": 24,
+        "peak_tflops": {"bf16": 121.0, "fp8": 242.0},
+        "board_power_w": 72,
+        "idle_power_w": 16,
+        "gpus_per_node": 8,
+        "node_overhead_w": 500,
+        "family": "nvidia",
+    },
 }
 PRICE = {"H100": 3.8, "A100": 2.5, "L4": 0.8}
 
@@ -62,7 +80,7 @@ def _prices(market: str, start_index: int, hours: int) -> list[float]:
     with path.open() as fh:
         rows = list(csv.DictReader(fh))
     vals = [float(r["Price (USD/MWh)"]) for r in rows]
-    return [round(v, 3) for v in vals[start_index:start_index + hours]]
+    return [round(v, 3) for v in vals[start_index : start_index + hours]]
 
 
 def generate(size: str, seed: int = 0) -> dict[str, Any]:
@@ -79,50 +97,78 @@ def generate(size: str, seed: int = 0) -> dict[str, Any]:
             base = {"H100": 256, "A100": 256, "L4": 64}[g] * max(1, n_phases // 8)
             series = []
             for t in range(hours):
-                local = (t + {"America/Chicago": -5, "Europe/Berlin": 2, "Asia/Tokyo": 9,
-                              "America/Los_Angeles": -7, "Asia/Singapore": 8,
-                              "Europe/Madrid": 2}[tz]) % 24
+                local = (
+                    t
+                    + {
+                        "America/Chicago": -5,
+                        "Europe/Berlin": 2,
+                        "Asia/Tokyo": 9,
+                        "America/Los_Angeles": -7,
+                        "Asia/Singapore": 8,
+                        "Europe/Madrid": 2,
+                    }[tz]
+                ) % 24
                 busy = 0.25 if 9 <= local < 18 else 0.0  # other tenants by day
                 maint = 0.5 if (t // 24) % 7 == 3 and 2 <= local < 6 else 0.0
                 series.append(int(base * (1 - busy - maint)))
             cap[g] = series
-        offers = {g: {"on_demand": {"usd_per_gpu_hour": round(PRICE[g] * rng.uniform(0.9, 1.1),
-                                                               3)},
-                      "spot": {"usd_per_gpu_hour": round(PRICE[g] * 0.45, 3),
-                               "preemptions_per_hour": 0.02}}
-                  for g in GPUS}
+        offers = {
+            g: {
+                "on_demand": {"usd_per_gpu_hour": round(PRICE[g] * rng.uniform(0.9, 1.1), 3)},
+                "spot": {
+                    "usd_per_gpu_hour": round(PRICE[g] * 0.45, 3),
+                    "preemptions_per_hour": 0.02,
+                },
+            }
+            for g in GPUS
+        }
         regions[name] = {
-            "timezone": tz, "pue": pue,
+            "timezone": tz,
+            "pue": pue,
             "electricity": {"values": _prices(name, start_index, hours)},
             "price_adder_usd_per_mwh": 30.0,
-            "capacity": cap, "offers": offers,
-            "storage": {"hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0,
-                                "read_gb_per_s": 10.0},
-                        "cold": {"usd_per_gb_month": 0.02, "write_gb_per_s": 1.0,
-                                 "read_gb_per_s": 1.0, "retrieval_usd_per_gb": 0.01}},
+            "capacity": cap,
+            "offers": offers,
+            "storage": {
+                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
+                "cold": {
+                    "usd_per_gb_month": 0.02,
+                    "write_gb_per_s": 1.0,
+                    "read_gb_per_s": 1.0,
+                    "retrieval_usd_per_gb": 0.01,
+                },
+            },
         }
-    models = {"m1b": {"layers": 24, "hidden": 2048, "heads": 16, "seq_len": 2048},
-              "m7b": {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 4096},
-              "m13b": {"layers": 40, "hidden": 5120, "heads": 40, "seq_len": 4096}}
+    models = {
+        "m1b": {"layers": 24, "hidden": 2048, "heads": 16, "seq_len": 2048},
+        "m7b": {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 4096},
+        "m13b": {"layers": 40, "hidden": 5120, "heads": 40, "seq_len": 4096},
+    }
     # configurations per phase ~ regions x GPU types x counts x contracts x tiers (pruned)
     phases: list[dict[str, Any]] = []
     pipelines = max(1, n_phases // 8 + (1 if n_phases % 8 >= 4 else 0))
-    kinds = ["data_preparation", "validation", "pretraining", "fine_tuning", "evaluation",
-             "fine_tuning", "evaluation", "validation"]
+    kinds = [
+        "data_preparation",
+        "validation",
+        "pretraining",
+        "fine_tuning",
+        "evaluation",
+        "fine_tuning",
+        "evaluation",
+        "validation",
+    ]
     for k in range(n_phases):
         pipe = k % pipelines
         step = k // pipelines
         kind = kinds[step % len(kinds)]
         name = f"p{pipe}-{step}-{kind}"
-        model = rng.choice(["m1b", "m7b"]) if kind != "pretraining" else rng.choice(
-            ["m7b", "m13b"])
+        model = rng.choice(["m1b", "m7b"]) if kind != "pretraining" else rng.choice(["m7b", "m13b"])
         prev = [ph["name"] for ph in phases if ph["name"].startswith(f"p{pipe}-")]
         preds = prev[-1:] if prev else []
         counts_all = [8, 16, 32, 64, 128, 256]
         if kind == "pretraining":
             counts = counts_all
-            tokens = rng.uniform(0.3, 0.8) * hours / 168 * 20e9 * (7 / 13 if model == "m13b"
-                                                                   else 1)
+            tokens = rng.uniform(0.3, 0.8) * hours / 168 * 20e9 * (7 / 13 if model == "m13b" else 1)
             work: dict[str, Any] = {"tokens": round(tokens, -6)}
             gpu_types = ["H100", "A100"]
         elif kind == "data_preparation":
@@ -143,12 +189,20 @@ def generate(size: str, seed: int = 0) -> dict[str, Any]:
         keep = max(1, min(len(counts), round(n_configs / per_count)))
         counts = counts[-keep:]
         phase: dict[str, Any] = {
-            "name": name, "kind": kind, "work": work, "predecessors": preds,
+            "name": name,
+            "kind": kind,
+            "work": work,
+            "predecessors": preds,
             "gpu_types": gpu_types,
             "preemptible": preemptible,
-            "options": {"gpu_counts": counts, "tensor_parallel": [1, 2, 4, 8],
-                        "contracts": ["on_demand", "spot"], "extra_spare_nodes": [0],
-                        "recompute": ["selective", "full"], "zero": [1, 3]},
+            "options": {
+                "gpu_counts": counts,
+                "tensor_parallel": [1, 2, 4, 8],
+                "contracts": ["on_demand", "spot"],
+                "extra_spare_nodes": [0],
+                "recompute": ["selective", "full"],
+                "zero": [1, 3],
+            },
             "mfu": {"H100": 0.38, "A100": 0.45, "L4": 0.4},
         }
         if model:
@@ -160,7 +214,10 @@ def generate(size: str, seed: int = 0) -> dict[str, Any]:
         "name": f"bench-{size}-{seed}",
         "description": f"generated benchmark instance {size} seed {seed}",
         "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
-        "gpu_types": GPUS, "regions": regions, "models": models, "phases": phases,
+        "gpu_types": GPUS,
+        "regions": regions,
+        "models": models,
+        "phases": phases,
     }
     _set_deadlines(inst, rng)
     return inst

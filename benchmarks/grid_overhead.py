@@ -42,10 +42,14 @@ def axes(n: int) -> list[dict[str, object]]:
         k += 1
     return [
         {"path": "regions.east.pue", "values": [round(1.1 + 0.05 * i, 3) for i in range(k)]},
-        {"multiply": "regions.east.electricity", "values": [round(0.5 + 0.1 * i, 2)
-                                                            for i in range(k)]},
-        {"multiply": "regions.west.electricity", "values": [round(0.5 + 0.1 * i, 2)
-                                                            for i in range(k)]},
+        {
+            "multiply": "regions.east.electricity",
+            "values": [round(0.5 + 0.1 * i, 2) for i in range(k)],
+        },
+        {
+            "multiply": "regions.west.electricity",
+            "values": [round(0.5 + 0.1 * i, 2) for i in range(k)],
+        },
     ]
 
 
@@ -66,8 +70,7 @@ def main() -> None:
         raise SystemExit(f"{store} exists; the benchmark needs a fresh store")
     called = datetime.now(UTC)
     t1 = time.perf_counter()
-    df = solve_grid(spec, workers=args.workers, store=store, solver=args.solver,
-                    time_limit=60)
+    df = solve_grid(spec, workers=args.workers, store=store, solver=args.solver, time_limit=60)
     wall = time.perf_counter() - t1
 
     n = len(df)
@@ -77,31 +80,39 @@ def main() -> None:
     start = min(datetime.fromisoformat(s) for s in df["started_at"])
     end = max(datetime.fromisoformat(s) for s in df["finished_at"])
     steady = (end - start).total_seconds() * args.workers
-    per = [(datetime.fromisoformat(f) - datetime.fromisoformat(s)).total_seconds() - v
-           for s, f, v in zip(df["started_at"], df["finished_at"], solve_s, strict=True)]
+    per = [
+        (datetime.fromisoformat(f) - datetime.fromisoformat(s)).total_seconds() - v
+        for s, f, v in zip(df["started_at"], df["finished_at"], solve_s, strict=True)
+    ]
     gaps: list[float] = []  # a worker's idle time between two scenarios (dispatch, IPC)
     for _, w in df.sort_values("started_at").groupby("worker_pid"):
         ends = [datetime.fromisoformat(x) for x in w["finished_at"]]
         starts = [datetime.fromisoformat(x) for x in w["started_at"]]
         gaps += [(b - a).total_seconds() for a, b in zip(ends, starts[1:], strict=False)]
-    counts = {str(k): int(v) for k, v in df['status'].value_counts().items()}
-    print(f"scenarios: {n} ({counts}), workers: {args.workers}, "
-          f"solver: {args.solver}")
+    counts = {str(k): int(v) for k, v in df["status"].value_counts().items()}
+    print(f"scenarios: {n} ({counts}), workers: {args.workers}, solver: {args.solver}")
     print(f"expand + validate {n} scenarios: {t_valid:.2f} s (not in the wall time below)")
     print(f"wall (solve_grid): {wall:.2f} s -> {busy:.1f} worker-s")
     print(f"sum solve_s: {total:.1f} s; sum cpu_s: {float(df['cpu_s'].sum()):.1f} s")
-    print(f"median solve_s: {statistics.median(solve_s) * 1e3:.1f} ms, median build_s: "
-          f"{statistics.median(df['build_s']) * 1e3:.2f} ms, median worker time outside the "
-          f"solve: {statistics.median(per) * 1e3:.2f} ms")
-    print(f"start-up (call to first scenario started): {(start - called).total_seconds():.2f} s;"
-          f" wind-down (last finished to return): "
-          f"{wall - (end - called).total_seconds():.2f} s")
-    print(f"gaps between a worker's scenarios: median {statistics.median(gaps) * 1e3:.2f} ms, "
-          f"sum {sum(gaps):.2f} worker-s")
-    print(f"overhead, whole call: {(busy - total) / total:.1%} "
-          f"((wall x workers - sum solve_s) / sum solve_s)")
-    print(f"overhead, steady state (first start to last finish): "
-          f"{(steady - total) / total:.1%}")
+    print(
+        f"median solve_s: {statistics.median(solve_s) * 1e3:.1f} ms, median build_s: "
+        f"{statistics.median(df['build_s']) * 1e3:.2f} ms, median worker time outside the "
+        f"solve: {statistics.median(per) * 1e3:.2f} ms"
+    )
+    print(
+        f"start-up (call to first scenario started): {(start - called).total_seconds():.2f} s;"
+        f" wind-down (last finished to return): "
+        f"{wall - (end - called).total_seconds():.2f} s"
+    )
+    print(
+        f"gaps between a worker's scenarios: median {statistics.median(gaps) * 1e3:.2f} ms, "
+        f"sum {sum(gaps):.2f} worker-s"
+    )
+    print(
+        f"overhead, whole call: {(busy - total) / total:.1%} "
+        f"((wall x workers - sum solve_s) / sum solve_s)"
+    )
+    print(f"overhead, steady state (first start to last finish): {(steady - total) / total:.1%}")
     print(f"store: {store}")
 
 

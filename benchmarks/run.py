@@ -26,8 +26,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 #: size -> (target gap, time limit s), the targets of the scale issue.
-TARGETS = {"small": (0.01, 60.0), "medium": (0.01, 10.0), "large": (0.01, 60.0),
-           "xlarge": (0.02, 300.0)}
+TARGETS = {
+    "small": (0.01, 60.0),
+    "medium": (0.01, 10.0),
+    "large": (0.01, 60.0),
+    "xlarge": (0.02, 300.0),
+}
 
 
 def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str, object]:
@@ -53,17 +57,27 @@ def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str
     ok = verify(inst, res.plan).ok if res.plan is not None else False
     st = res.stats
     return {
-        "size": size, "phases": len(space.by_phase),
+        "size": size,
+        "phases": len(space.by_phase),
         "configs_per_phase": round(space.size / max(1, len(space.by_phase)), 1),
-        "hours": inst.hours, "full_x_vars": full_x,
-        "variables": int(st.get("variables", 0)), "constraints": int(st.get("constraints", 0)),
+        "hours": inst.hours,
+        "full_x_vars": full_x,
+        "variables": int(st.get("variables", 0)),
+        "constraints": int(st.get("constraints", 0)),
         "nonzeros": int(st.get("nonzeros", 0)),
-        "build_s": round(float(st.get("build_s", 0.0)), 3), "total_s": round(total, 2),
-        "gap": res.gap, "termination": res.termination.value, "verified": ok,
+        "build_s": round(float(st.get("build_s", 0.0)), 3),
+        "total_s": round(total, 2),
+        "gap": res.gap,
+        "termination": res.termination.value,
+        "verified": ok,
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "cost": res.objective, "baseline": base.objective,
-        "saving": (None if base.objective is None or res.objective is None
-                   else 1 - res.objective / base.objective),
+        "cost": res.objective,
+        "baseline": base.objective,
+        "saving": (
+            None
+            if base.objective is None or res.objective is None
+            else 1 - res.objective / base.objective
+        ),
     }
 
 
@@ -71,8 +85,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("sizes", nargs="*", default=["small", "medium", "large", "xlarge"])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--gap", type=float, default=None,
-                    help="override the target gap (e.g. 0.001 to exercise branching)")
+    ap.add_argument(
+        "--gap",
+        type=float,
+        default=None,
+        help="override the target gap (e.g. 0.001 to exercise branching)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -83,10 +101,19 @@ def main() -> None:
     for size in args.sizes:
         runs = []
         for _ in range(args.repeat):
-            extra = ["--seed", str(args.seed)] + ([] if args.gap is None else
-                                                  ["--gap", str(args.gap)])
-            out = subprocess.run([sys.executable, __file__, "--one", size, *extra], check=True,
-                                 capture_output=True, text=True).stdout.strip().splitlines()[-1]
+            extra = ["--seed", str(args.seed)] + (
+                [] if args.gap is None else ["--gap", str(args.gap)]
+            )
+            out = (
+                subprocess.run(
+                    [sys.executable, __file__, "--one", size, *extra],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                )
+                .stdout.strip()
+                .splitlines()[-1]
+            )
             runs.append(json.loads(out))
         row = dict(runs[0])
         for key in ("build_s", "total_s", "peak_mb"):
@@ -94,20 +121,47 @@ def main() -> None:
         row["gap"] = max(float(r["gap"] or 0.0) for r in runs)  # type: ignore[arg-type]
         row["verified"] = all(bool(r["verified"]) for r in runs)
         rows.append(row)
-    head = ("size", "phases x configs x hours", "full x vars", "vars", "cons", "nnz",
-            "build s", "total s", "gap", "peak MB", "cost", "baseline", "saving", "verified")
+    head = (
+        "size",
+        "phases x configs x hours",
+        "full x vars",
+        "vars",
+        "cons",
+        "nnz",
+        "build s",
+        "total s",
+        "gap",
+        "peak MB",
+        "cost",
+        "baseline",
+        "saving",
+        "verified",
+    )
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
         saving = "n/a" if r["saving"] is None else f"{float(r['saving']):.1%}"  # type: ignore
-        print(" | ".join(str(x) for x in (
-            r["size"], f"{r['phases']} x {r['configs_per_phase']} x {r['hours']}",
-            r["full_x_vars"], r["variables"], r["constraints"], r["nonzeros"],
-            f"{float(r['build_s']):.2f}", f"{float(r['total_s']):.2f}",  # type: ignore[arg-type]
-            f"{float(r['gap']):.2%}", r["peak_mb"],  # type: ignore[arg-type]
-            f"{float(r['cost']):,.0f}" if r["cost"] is not None else "none",  # type: ignore
-            f"{float(r['baseline']):,.0f}" if r["baseline"] is not None else "none",  # type: ignore
-            saving, r["verified"])))
+        print(
+            " | ".join(
+                str(x)
+                for x in (
+                    r["size"],
+                    f"{r['phases']} x {r['configs_per_phase']} x {r['hours']}",
+                    r["full_x_vars"],
+                    r["variables"],
+                    r["constraints"],
+                    r["nonzeros"],
+                    f"{float(r['build_s']):.2f}",
+                    f"{float(r['total_s']):.2f}",  # type: ignore[arg-type]
+                    f"{float(r['gap']):.2%}",
+                    r["peak_mb"],  # type: ignore[arg-type]
+                    f"{float(r['cost']):,.0f}" if r["cost"] is not None else "none",  # type: ignore
+                    f"{float(r['baseline']):,.0f}" if r["baseline"] is not None else "none",  # type: ignore
+                    saving,
+                    r["verified"],
+                )
+            )
+        )
     print(f"\nrepeats per size: {args.repeat}; times are medians, gap the worst of the runs")
 
 

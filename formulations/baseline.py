@@ -16,15 +16,42 @@ def solve_baseline(inst: Instance) -> Result:
     space = build_config_space(inst, prune=False)
     if space.infeasible:
         msg = "; ".join(i.reason for i in space.infeasible)
-        return Result("baseline", Termination.NO_CONFIGURATION, SolutionStatus.NONE, None, None,
-                      None, time.perf_counter() - t0, None, msg)
+        return Result(
+            "baseline",
+            Termination.NO_CONFIGURATION,
+            SolutionStatus.NONE,
+            None,
+            None,
+            None,
+            time.perf_counter() - t0,
+            None,
+            msg,
+        )
     sched = baseline_schedule(inst, space)
     if sched is None:
-        return Result("baseline", Termination.INFEASIBLE, SolutionStatus.NONE, None, None, None,
-                      time.perf_counter() - t0, None,
-                      "the hand-made baseline (as soon as possible, on-demand, hot storage) "
-                      "cannot meet every deadline within capacity")
-    plan = make_plan(inst, space, sched, {}, "baseline", "feasible", "heuristic", None,
-                     time.perf_counter() - t0)
-    return Result("baseline", Termination.HEURISTIC, SolutionStatus.FEASIBLE, plan.objective,
-                  None, None, plan.runtime_s, plan, "greedy baseline")
+        return Result(
+            "baseline",
+            Termination.INFEASIBLE,
+            SolutionStatus.NONE,
+            None,
+            None,
+            None,
+            time.perf_counter() - t0,
+            None,
+            "the hand-made baseline (as soon as possible, on-demand, hot storage) "
+            "cannot meet every deadline within capacity",
+        )
+    plan = make_plan(
+        inst, space, sched, {}, "baseline", "feasible", "heuristic", None, time.perf_counter() - t0
+    )
+    return Result(
+        "baseline",
+        Termination.HEURISTIC,
+        SolutionStatus.FEASIBLE,
+        plan.objective,
+        None,
+        None,
+        plan.runtime_s,
+        plan,
+        "greedy baseline",
+    )

@@ -35,7 +35,6 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     return np.where(cb[n:] - cb[:-n] > 0, np.inf, sums)
 
 
-
 @dataclass(frozen=True)
 class PhaseBound:
     best: float
@@ -52,8 +51,9 @@ def config_fixed_cost(inst: Instance, c: Config, end_limit: int, w: dict[str, fl
     return k
 
 
-def phase_bounds(inst: Instance, space: ConfigSpace, windows_start: dict[str, int],
-                 windows_end: dict[str, int]) -> dict[str, PhaseBound]:
+def phase_bounds(
+    inst: Instance, space: ConfigSpace, windows_start: dict[str, int], windows_end: dict[str, int]
+) -> dict[str, PhaseBound]:
     w = weights(inst)
     out: dict[str, PhaseBound] = {}
     for name, configs in space.by_phase.items():
@@ -71,12 +71,13 @@ def phase_bounds(inst: Instance, space: ConfigSpace, windows_start: dict[str, in
             if c.contract != "reserved" and c.billing_hours > 1:
                 # rental billed per block: at least ceil(n / g) blocks of g hours
                 blocks = -(-c.hours // c.billing_hours)
-                rent = w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) \
-                    * c.rental_per_h
+                rent = (
+                    w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
+                )
             else:
                 rent = 0.0
             if pre:
-                run = float(np.sort(h)[:c.hours].sum())
+                run = float(np.sort(h)[: c.hours].sum())
             else:
                 sums = window_sums(h, c.hours)
                 sums = sums[np.isfinite(sums)]
@@ -93,22 +94,29 @@ def lower_bound(bounds: dict[str, PhaseBound]) -> float:
     return float(sum(b.best for b in bounds.values()))
 
 
-def prune_by_bound(space: ConfigSpace, bounds: dict[str, PhaseBound], upper: float
-                   ) -> ConfigSpace:
+def prune_by_bound(space: ConfigSpace, bounds: dict[str, PhaseBound], upper: float) -> ConfigSpace:
     """Drop configurations that cannot be part of a plan cheaper than ``upper``."""
     slack = upper - lower_bound(bounds)
     by_phase: dict[str, tuple[Config, ...]] = {}
     for name, configs in space.by_phase.items():
         b = bounds[name]
-        kept = tuple(c for c in configs
-                     if c.index in b.per_config and b.per_config[c.index] - b.best <= slack + 1e-6)
+        kept = tuple(
+            c
+            for c in configs
+            if c.index in b.per_config and b.per_config[c.index] - b.best <= slack + 1e-6
+        )
         by_phase[name] = kept
     return ConfigSpace(by_phase, space.infeasible, space.dropped, space.pause_usd_per_h)
 
 
-def hour_masks(inst: Instance, space: ConfigSpace, bounds: dict[str, PhaseBound],
-               windows_start: dict[str, int], windows_end: dict[str, int], upper: float
-               ) -> dict[tuple[str, int], np.ndarray]:
+def hour_masks(
+    inst: Instance,
+    space: ConfigSpace,
+    bounds: dict[str, PhaseBound],
+    windows_start: dict[str, int],
+    windows_end: dict[str, int],
+    upper: float,
+) -> dict[tuple[str, int], np.ndarray]:
     """Per configuration, the hours of its window it may still use in a plan cheaper than
     ``upper``: using hour t must not push the phase's own least cost above best + slack.
 

@@ -11,8 +11,10 @@ from planner.instance.model import Instance
 
 def weights(inst: Instance) -> dict[str, float]:
     w: dict[str, float] = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
-    return {k: w.get(k, 1.0)
-            for k in ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")}
+    return {
+        k: w.get(k, 1.0)
+        for k in ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
+    }
 
 
 def reserved_price(inst: Instance, c: Config) -> float:
@@ -26,12 +28,18 @@ def hourly_cost(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
     (billing granularity 1) and, for reserved configurations, the licence only."""
     price = inst.price[c.region]
     e = c.facility_kw * price / 1000.0
-    fail = c.failure_rate * (c.loss_h * (c.rental_per_h + e)
-                             - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h)
+    fail = c.failure_rate * (
+        c.loss_h * (c.rental_per_h + e)
+        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
+    )
     ci = inst.carbon[c.region]
     carbon = 0.0 if ci is None else c.facility_kw * ci / 1e6
-    cost = (w["energy"] * e + w["failure"] * fail + w["storage"] * c.storage_per_h
-            + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * carbon)
+    cost = (
+        w["energy"] * e
+        + w["failure"] * fail
+        + w["storage"] * c.storage_per_h
+        + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * carbon
+    )
     if c.contract == "reserved":
         cost = cost + w["rental"] * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))
     elif c.billing_hours == 1:
@@ -50,8 +58,9 @@ def hourly_cost_with_reservation(inst: Instance, c: Config, w: dict[str, float])
     return h
 
 
-def reservations_for(inst: Instance, schedule: dict[str, tuple[Config, tuple[int, ...]]]
-                     ) -> dict[tuple[str, str], int]:
+def reservations_for(
+    inst: Instance, schedule: dict[str, tuple[Config, tuple[int, ...]]]
+) -> dict[tuple[str, str], int]:
     """The least reservation per pool that covers a schedule's reserved-contract GPUs in every
     hour, at least the offer's minimum."""
     usage: dict[tuple[str, str], np.ndarray] = {}

@@ -73,25 +73,34 @@ def choose(inst: Instance) -> tuple[str, str]:
     pre = [p.name for p in active if p.preemptible]
     if pre:
         names = ", ".join(pre[:3]) + (" ..." if len(pre) > 3 else "")
-        return "milp", (f"milp: {len(pre)} of {len(active)} phases may pause ({names}), and "
-                        "only the hourly MILP models pauses and resumes")
+        return "milp", (
+            f"milp: {len(pre)} of {len(active)} phases may pause ({names}), and "
+            "only the hourly MILP models pauses and resumes"
+        )
     space = config_space(inst)
     if space.infeasible:
-        return "milp", ("milp: some phase has no feasible configuration, which the hourly "
-                        "MILP reports")
+        return "milp", (
+            "milp: some phase has no feasible configuration, which the hourly MILP reports"
+        )
     nvar, nnz = estimate_nonzeros(inst, space)
     n = len(active)
     if not highs_takes_options():
-        return "cpsat", (f"cpsat: all {n} phases are non-preemptive, and HiGHS cannot run the "
-                         f"start-time MILP ({_si(nnz)} capacity nonzeros) without its slow "
-                         "presolve here")
+        return "cpsat", (
+            f"cpsat: all {n} phases are non-preemptive, and HiGHS cannot run the "
+            f"start-time MILP ({_si(nnz)} capacity nonzeros) without its slow "
+            "presolve here"
+        )
     if nnz <= HIGHS_MAX_NONZEROS:
-        return "highs", (f"highs: all {n} phases are non-preemptive and the start-time MILP is "
-                         f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "
-                         f"{_si(HIGHS_MAX_NONZEROS)}), where HiGHS proves optimality fastest")
-    return "cpsat", (f"cpsat: all {n} phases are non-preemptive and the start-time MILP would "
-                     f"have {_si(nnz)} capacity nonzeros ({nvar:,} starts), more than "
-                     f"{_si(HIGHS_MAX_NONZEROS)}")
+        return "highs", (
+            f"highs: all {n} phases are non-preemptive and the start-time MILP is "
+            f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "
+            f"{_si(HIGHS_MAX_NONZEROS)}), where HiGHS proves optimality fastest"
+        )
+    return "cpsat", (
+        f"cpsat: all {n} phases are non-preemptive and the start-time MILP would "
+        f"have {_si(nnz)} capacity nonzeros ({nvar:,} starts), more than "
+        f"{_si(HIGHS_MAX_NONZEROS)}"
+    )
 
 
 def _si(n: int) -> str:
@@ -127,15 +136,16 @@ def solve_nonpreemptive(
     from formulations.starttime import build_data, solve_starttime
 
     if solver not in ("cpsat", "highs"):
-        raise ValueError(f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or "
-                         "'highs'")
+        raise ValueError(f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or 'highs'")
     t0 = time.perf_counter()
     space = space or config_space(inst)
     pre = [p.name for p in inst.active_phases if p.preemptible]
     notes: tuple[str, ...] = ()
     if pre:
-        notes = (f"preemptible phases {', '.join(pre)} scheduled without pauses: a plan that "
-                 "pauses may cost less (use --solver milp)",)
+        notes = (
+            f"preemptible phases {', '.join(pre)} scheduled without pauses: a plan that "
+            "pauses may cost less (use --solver milp)",
+        )
     data = None if space.infeasible else build_data(inst, space)
 
     def left() -> float:
@@ -145,23 +155,36 @@ def solve_nonpreemptive(
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
         if solver == "highs":
-            first = solve_cpsat(inst, space, share, gap, threads, hint=hint, verbose=verbose,
-                                data=data, notes=notes)
+            first = solve_cpsat(
+                inst, space, share, gap, threads, hint=hint, verbose=verbose, data=data, notes=notes
+            )
         elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
-            first = solve_starttime(inst, space, share, gap, threads, start=hint,
-                                    verbose=verbose, data=data, notes=notes)
+            first = solve_starttime(
+                inst,
+                space,
+                share,
+                gap,
+                threads,
+                start=hint,
+                verbose=verbose,
+                data=data,
+                notes=notes,
+            )
         if first is not None and first.status == SolutionStatus.OPTIMAL:
-            res = _relabel(first, f"portfolio: {first.solver} closed the gap in "
-                                  f"{first.runtime_s:.1f} s")
+            res = _relabel(
+                first, f"portfolio: {first.solver} closed the gap in {first.runtime_s:.1f} s"
+            )
             return _restricted(res, pre)
         if first is not None and first.plan is not None:
             hint = first.plan
     if solver == "cpsat":
-        res = solve_cpsat(inst, space, left(), gap, threads, hint=hint, verbose=verbose,
-                          data=data, notes=notes)
+        res = solve_cpsat(
+            inst, space, left(), gap, threads, hint=hint, verbose=verbose, data=data, notes=notes
+        )
     else:
-        res = solve_starttime(inst, space, left(), gap, threads, start=hint, verbose=verbose,
-                              data=data, notes=notes)
+        res = solve_starttime(
+            inst, space, left(), gap, threads, start=hint, verbose=verbose, data=data, notes=notes
+        )
     if first is not None:
         res = _merge(res, first, time.perf_counter() - t0)
     return _restricted(res, pre)
@@ -179,26 +202,46 @@ def _merge(res: Result, first: Result, runtime: float) -> Result:
     bounds = [b for b in (res.bound, first.bound) if b is not None]
     bound = max(bounds) if bounds else None
     best, other = (res, first)
-    if res.plan is None or (first.objective is not None and res.objective is not None
-                            and first.objective < res.objective - 1e-9):
+    if res.plan is None or (
+        first.objective is not None
+        and res.objective is not None
+        and first.objective < res.objective - 1e-9
+    ):
         best, other = first, res
-    note = (f"portfolio: {first.solver} ({first.runtime_s:.1f} s) then {res.solver}; plan "
-            f"from {best.solver}; bound: the better of both")
+    note = (
+        f"portfolio: {first.solver} ({first.runtime_s:.1f} s) then {res.solver}; plan "
+        f"from {best.solver}; bound: the better of both"
+    )
     stats = {**{f"{other.solver}.{k}": v for k, v in other.stats.items()}, **best.stats}
     if best.plan is None:
-        return dataclasses.replace(best, bound=bound, runtime_s=runtime, stats=stats,
-                                   message=f"{best.message}; {note}")
+        return dataclasses.replace(
+            best, bound=bound, runtime_s=runtime, stats=stats, message=f"{best.message}; {note}"
+        )
     g = relative_gap(best.objective, bound)
     if bound is not None and best.objective is not None and bound > best.objective:
         g = 0.0
     term, status = best.termination, best.status
     if g is not None and g <= 1e-9:
         term, status = Termination.OPTIMAL, SolutionStatus.OPTIMAL
-    plan = dataclasses.replace(best.plan, bound=bound, gap=g, runtime_s=runtime,
-                               status=status.value, termination=term.value,
-                               notes=(*best.plan.notes, note))
-    return dataclasses.replace(best, bound=bound, gap=g, runtime_s=runtime, stats=stats,
-                               plan=plan, termination=term, status=status)
+    plan = dataclasses.replace(
+        best.plan,
+        bound=bound,
+        gap=g,
+        runtime_s=runtime,
+        status=status.value,
+        termination=term.value,
+        notes=(*best.plan.notes, note),
+    )
+    return dataclasses.replace(
+        best,
+        bound=bound,
+        gap=g,
+        runtime_s=runtime,
+        stats=stats,
+        plan=plan,
+        termination=term,
+        status=status,
+    )
 
 
 def _restricted(res: Result, preemptible: list[str]) -> Result:
@@ -206,8 +249,15 @@ def _restricted(res: Result, preemptible: list[str]) -> Result:
     if not preemptible or res.plan is None:
         return res
     term = Termination.HEURISTIC if res.termination == Termination.OPTIMAL else res.termination
-    plan = dataclasses.replace(res.plan, status=SolutionStatus.FEASIBLE.value,
-                               termination=term.value, bound=None, gap=None)
-    return dataclasses.replace(res, plan=plan, status=SolutionStatus.FEASIBLE, termination=term,
-                               bound=None, gap=None,
-                               message=f"{res.message}; best contiguous schedule only")
+    plan = dataclasses.replace(
+        res.plan, status=SolutionStatus.FEASIBLE.value, termination=term.value, bound=None, gap=None
+    )
+    return dataclasses.replace(
+        res,
+        plan=plan,
+        status=SolutionStatus.FEASIBLE,
+        termination=term,
+        bound=None,
+        gap=None,
+        message=f"{res.message}; best contiguous schedule only",
+    )

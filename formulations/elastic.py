@@ -103,15 +103,15 @@ def add_lateness(em: ElasticModel, w: ElasticWeights) -> None:
                 if t >= d:
                     by_hour[t].append(i)
         for t, ids in sorted(by_hour.items()):
-            lp.add_row("lateness", (name, t), [j, *ids], [1.0, *([-(t + 1.0 - d)] * len(ids))],
-                       lower=0.0)
+            lp.add_row(
+                "lateness", (name, t), [j, *ids], [1.0, *([-(t + 1.0 - d)] * len(ids))], lower=0.0
+            )
 
 
 def add_capacity_slack(em: ElasticModel, w: ElasticWeights) -> None:
     """sum G_c x[p,c,t] - S[r,g,t] <= cap_orig[r,g,t] wherever the pool could exceed it."""
     mm, lp = em.mm, em.mm.lp
-    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
-        lambda: ([], []))
+    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     for name, configs in mm.space.by_phase.items():
         for c in configs:
             hours, xi = mm.x[(name, c.index)]
@@ -153,8 +153,9 @@ def add_carbon_slack(em: ElasticModel, w: ElasticWeights) -> None:
     lp.add_row("carbon_elastic", "total", [*idx, e], [*val, -1.0], upper=cap)
 
 
-def build_elastic(original: Instance, relaxed: Instance, space: ConfigSpace,
-                  weights: ElasticWeights | None = None) -> ElasticModel:
+def build_elastic(
+    original: Instance, relaxed: Instance, space: ConfigSpace, weights: ElasticWeights | None = None
+) -> ElasticModel:
     """The hourly MILP of ``relaxed`` (over ``space``, its configuration space) with the
     deadlines, capacities and carbon cap of ``original`` added back as penalised slack.
     ``relaxed`` must differ from ``original`` only in deadlines (later), capacities (higher),
@@ -196,8 +197,9 @@ def start_from_schedule(em: ElasticModel, schedule: Schedule) -> np.ndarray | No
     return x
 
 
-def earliest_finish_schedule(original: Instance, relaxed: Instance,
-                             space: ConfigSpace) -> Schedule | None:
+def earliest_finish_schedule(
+    original: Instance, relaxed: Instance, space: ConfigSpace
+) -> Schedule | None:
     """A start for the elastic model that keeps lateness small: phases in topological order,
     each on the configuration and contiguous start that finish first (then cost least),
     within the *original* capacities left by the phases placed before it, anywhere up to
@@ -226,8 +228,8 @@ def earliest_finish_schedule(original: Instance, relaxed: Instance,
             free = cap - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
             cost = hourly_cost(relaxed, c, wts)
             for start in range(ready, relaxed.deadline[name] - c.hours + 1):
-                over = 0 if free[start:start + c.hours].all() else 1
-                key = (over, start + c.hours, float(cost[start:start + c.hours].sum()), start)
+                over = 0 if free[start : start + c.hours].all() else 1
+                key = (over, start + c.hours, float(cost[start : start + c.hours].sum()), start)
                 if best is None or key < best:
                     best, pick = key, c
                 if over == 0:
@@ -235,7 +237,7 @@ def earliest_finish_schedule(original: Instance, relaxed: Instance,
         if best is None or pick is None:
             return None
         start = best[3]
-        used[(pick.region, pick.gpu)][start:start + pick.hours] += pick.total_gpus
+        used[(pick.region, pick.gpu)][start : start + pick.hours] += pick.total_gpus
         ends[name] = start + pick.hours
         out[name] = (pick, tuple(range(start, start + pick.hours)))
     return out
@@ -255,9 +257,13 @@ def _restricted(em: ElasticModel, allow: tuple[str, ...]) -> list[float]:
     return upper
 
 
-def minimise_slack(em: ElasticModel, time_limit: float = 60.0,
-                   allow: tuple[str, ...] = KINDS, threads: int | None = None,
-                   starts: tuple[Schedule, ...] = ()) -> ElasticSolution:
+def minimise_slack(
+    em: ElasticModel,
+    time_limit: float = 60.0,
+    allow: tuple[str, ...] = KINDS,
+    threads: int | None = None,
+    starts: tuple[Schedule, ...] = (),
+) -> ElasticSolution:
     """Stage 1: minimise the weighted slack of the kinds in ``allow`` (the others fixed at 0).
     ``starts``: schedules of the relaxed instance; the one with the least penalty that uses
     only allowed slack seeds the solver. A start without slack is optimal as it is (the
@@ -277,22 +283,37 @@ def minimise_slack(em: ElasticModel, time_limit: float = 60.0,
             start = cand
     if start is not None and penalty_of(em, start) <= 1e-9:
         schedule, reserved = schedule_from_point(em.mm, start)
-        return ElasticSolution("optimal", 0.0, 0.0, schedule, reserved, start, 0.0,
-                               "a start without slack")
+        return ElasticSolution(
+            "optimal", 0.0, 0.0, schedule, reserved, start, 0.0, "a start without slack"
+        )
     raw = solve_highs(lp, time_limit, 1e-9, threads, start=start)
     if raw.x is None and start is not None:
         raw.x = start
     if raw.x is None:
-        return ElasticSolution(raw.status, None, raw.bound, None, {}, None, raw.runtime_s,
-                               raw.message)
+        return ElasticSolution(
+            raw.status, None, raw.bound, None, {}, None, raw.runtime_s, raw.message
+        )
     schedule, reserved = schedule_from_point(em.mm, raw.x)
-    return ElasticSolution(raw.status, penalty_of(em, raw.x), raw.bound, schedule, reserved,
-                           raw.x, raw.runtime_s, raw.message)
+    return ElasticSolution(
+        raw.status,
+        penalty_of(em, raw.x),
+        raw.bound,
+        schedule,
+        reserved,
+        raw.x,
+        raw.runtime_s,
+        raw.message,
+    )
 
 
-def cheapest_within(em: ElasticModel, first: ElasticSolution, time_limit: float = 60.0,
-                    gap: float = 1e-4, allow: tuple[str, ...] = KINDS,
-                    threads: int | None = None) -> ElasticSolution:
+def cheapest_within(
+    em: ElasticModel,
+    first: ElasticSolution,
+    time_limit: float = 60.0,
+    gap: float = 1e-4,
+    allow: tuple[str, ...] = KINDS,
+    threads: int | None = None,
+) -> ElasticSolution:
     """Stage 2: the cheapest plan whose weighted slack is at most stage 1's,
     ``sum_j w_j s_j <= penalty + tol``, started from stage 1's point."""
     if first.x is None or first.penalty is None:
@@ -302,19 +323,33 @@ def cheapest_within(em: ElasticModel, first: ElasticSolution, time_limit: float 
     ids = sorted(em.penalty)
     if ids:
         tol = 1e-6 * max(1.0, first.penalty) + 1e-6
-        lp.add_row("penalty_cap", "total", ids, [em.penalty[j] for j in ids],
-                   upper=first.penalty + tol)
+        lp.add_row(
+            "penalty_cap", "total", ids, [em.penalty[j] for j in ids], upper=first.penalty + tol
+        )
     raw = solve_highs(lp, time_limit, gap, threads, start=first.x)
     x = raw.x if raw.x is not None else first.x
     schedule, reserved = schedule_from_point(em.mm, x)
-    return ElasticSolution(first.status, first.penalty, first.penalty_bound, schedule,
-                           reserved, x, first.runtime_s + raw.runtime_s, first.message)
+    return ElasticSolution(
+        first.status,
+        first.penalty,
+        first.penalty_bound,
+        schedule,
+        reserved,
+        x,
+        first.runtime_s + raw.runtime_s,
+        first.message,
+    )
 
 
-def solve_elastic(em: ElasticModel, time_limit: float = 60.0, gap: float = 1e-4,
-                  allow: tuple[str, ...] = KINDS, second_stage: bool = True,
-                  threads: int | None = None,
-                  starts: tuple[Schedule, ...] = ()) -> ElasticSolution:
+def solve_elastic(
+    em: ElasticModel,
+    time_limit: float = 60.0,
+    gap: float = 1e-4,
+    allow: tuple[str, ...] = KINDS,
+    second_stage: bool = True,
+    threads: int | None = None,
+    starts: tuple[Schedule, ...] = (),
+) -> ElasticSolution:
     """Minimise the weighted slack of the kinds in ``allow`` (the others are fixed at 0),
     then, holding it at its optimum, the relaxed plan's cost. ``time_limit`` is per stage."""
     first = minimise_slack(em, time_limit, allow, threads, starts)
@@ -323,8 +358,9 @@ def solve_elastic(em: ElasticModel, time_limit: float = 60.0, gap: float = 1e-4,
     return cheapest_within(em, first, time_limit, gap, allow, threads)
 
 
-def min_makespan(inst: Instance, space: ConfigSpace, time_limit: float = 60.0,
-                 threads: int | None = None) -> tuple[int | None, str]:
+def min_makespan(
+    inst: Instance, space: ConfigSpace, time_limit: float = 60.0, threads: int | None = None
+) -> tuple[int | None, str]:
     """The earliest hour by which every active phase can have finished, subject to every
     constraint of the hourly MILP: min M  s.t.  M >= (t + 1) sum_c x[p,c,t] for all p, t.
     Returns (M or None, solver status); M is None when no plan exists or none was found."""
@@ -340,8 +376,9 @@ def min_makespan(inst: Instance, space: ConfigSpace, time_limit: float = 60.0,
             for t, i in zip(hours.tolist(), xi.tolist(), strict=True):
                 by_hour[t].append(i)
         for t, ids in sorted(by_hour.items()):
-            lp.add_row("makespan", (name, t), [m, *ids], [1.0, *([-(t + 1.0)] * len(ids))],
-                       lower=0.0)
+            lp.add_row(
+                "makespan", (name, t), [m, *ids], [1.0, *([-(t + 1.0)] * len(ids))], lower=0.0
+            )
     raw = solve_highs(lp, time_limit, 1e-9, threads)
     if raw.x is None or raw.objective is None:
         return None, raw.status

@@ -18,14 +18,16 @@ from planner.instance.model import Instance
 Schedule = dict[str, tuple[Config, tuple[int, ...]]]
 
 
-def _run_cost(inst: Instance, c: Config, start: int, wts: dict[str, float],
-              hourly: np.ndarray) -> float:
+def _run_cost(
+    inst: Instance, c: Config, start: int, wts: dict[str, float], hourly: np.ndarray
+) -> float:
     end = start + c.hours
     cost = float(hourly[start:end].sum())
     if c.contract != "reserved" and c.billing_hours > 1:
         blocks = {t // c.billing_hours for t in range(start, end)}
-        cost += wts["rental"] * max(len(blocks) * c.billing_hours, c.min_rental_hours) \
-            * c.rental_per_h
+        cost += (
+            wts["rental"] * max(len(blocks) * c.billing_hours, c.min_rental_hours) * c.rental_per_h
+        )
     elif c.contract != "reserved":
         cost += wts["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
     cost += wts["storage"] * (inst.hours - end) * c.archive_per_h
@@ -58,12 +60,11 @@ def greedy(
         for c in space.by_phase[name]:
             if not allow(c):
                 continue
-            free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] \
-                >= c.total_gpus - 1e-9
+            free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
             hourly = hourly_cost(inst, c, wts)
             # end by the latest time that still leaves successors their fastest run
             for start in range(ready, win.end[name] - c.hours + 1):
-                if not free[start:start + c.hours].all():
+                if not free[start : start + c.hours].all():
                     continue
                 cost = _run_cost(inst, c, start, wts, hourly)
                 if best is None or (cost, start) < (best[0], best[1]):
@@ -73,7 +74,7 @@ def greedy(
         if best is None:
             return None
         _, start, c = best
-        used[(c.region, c.gpu)][start:start + c.hours] += c.total_gpus
+        used[(c.region, c.gpu)][start : start + c.hours] += c.total_gpus
         ends[name] = start + c.hours
         schedule[name] = (c, tuple(range(start, start + c.hours)))
     return schedule
@@ -94,9 +95,15 @@ def baseline_schedule(inst: Instance, full_space: ConfigSpace) -> Schedule | Non
 
     def allow(c: Config) -> bool:
         p = inst.phase(c.phase)
-        contract_ok = (c.contract == "on_demand" if "on_demand" in p.options.contracts
-                       else c.contract != "reserved")
-        return (contract_ok and c.tier == hottest_tier(inst, c.region, p.options.storage_tiers)
-                and c.spare_gpus == p.redundancy.spare_nodes * inst.gpu(c.gpu).gpus_per_node)
+        contract_ok = (
+            c.contract == "on_demand"
+            if "on_demand" in p.options.contracts
+            else c.contract != "reserved"
+        )
+        return (
+            contract_ok
+            and c.tier == hottest_tier(inst, c.region, p.options.storage_tiers)
+            and c.spare_gpus == p.redundancy.spare_nodes * inst.gpu(c.gpu).gpus_per_node
+        )
 
     return greedy(inst, full_space, allow=allow, first_start_only=True)

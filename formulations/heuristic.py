@@ -42,22 +42,31 @@ def _fixed(inst: Instance, c: Config, end: int, w: dict[str, float]) -> float:
 
 
 class LookAhead:
-    def __init__(self, inst: Instance, space: ConfigSpace, windows: Windows | None = None,
-                 allow_reserved: bool = False) -> None:
+    def __init__(
+        self,
+        inst: Instance,
+        space: ConfigSpace,
+        windows: Windows | None = None,
+        allow_reserved: bool = False,
+    ) -> None:
         self.inst = inst
         self.space = space
         self.w = weights(inst)
         self.win = windows or time_windows(inst, space)
         self.allow_reserved = allow_reserved
-        self.hourly = {(p, c.index): hourly_cost_with_reservation(inst, c, self.w)
-                       for p, cs in space.by_phase.items() for c in cs}
+        self.hourly = {
+            (p, c.index): hourly_cost_with_reservation(inst, c, self.w)
+            for p, cs in space.by_phase.items()
+            for c in cs
+        }
         self.G: dict[str, np.ndarray] = {}
         self.failed: str | None = None
         self._backward()
 
     def _configs(self, name: str) -> list[Config]:
-        return [c for c in self.space.by_phase[name]
-                if self.allow_reserved or c.contract != "reserved"]
+        return [
+            c for c in self.space.by_phase[name] if self.allow_reserved or c.contract != "reserved"
+        ]
 
     def _succ_cost(self, name: str, end: np.ndarray) -> np.ndarray:
         total = np.zeros(len(end))
@@ -81,23 +90,29 @@ class LookAhead:
                 if l_ - e < n:
                     continue
                 # capacity alone (no other phase) must admit the run: a static filter
-                h = np.where(self.inst.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
-                             self.hourly[(name, c.index)], np.inf)
+                h = np.where(
+                    self.inst.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
+                    self.hourly[(name, c.index)],
+                    np.inf,
+                )
                 starts = np.arange(e, l_ - n + 1)
                 run = window_sums(h, n)[starts]
                 ends = starts + n
-                val = run + self._succ_cost(name, ends) + np.array(
-                    [_fixed(self.inst, c, int(x), self.w) for x in ends])
+                val = (
+                    run
+                    + self._succ_cost(name, ends)
+                    + np.array([_fixed(self.inst, c, int(x), self.w) for x in ends])
+                )
                 if c.contract != "reserved" and c.billing_hours > 1:
-                    val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n))
-                                     for s in starts])
+                    val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n)) for s in starts])
                 at = np.full(T + 1, np.inf)
                 at[starts] = val
                 if pre:
                     # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
                     for end in np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int)):
-                        extra = (self._succ_cost(name, np.array([end]))[0]
-                                 + _fixed(self.inst, c, int(end), self.w))
+                        extra = self._succ_cost(name, np.array([end]))[0] + _fixed(
+                            self.inst, c, int(end), self.w
+                        )
                         for r in range(e, end - n + 1, max(1, (end - n - e) // 8 or 1)):
                             v = float(np.sort(h[r:end])[:n].sum()) + extra
                             if v < at[r]:
@@ -122,8 +137,10 @@ class LookAhead:
                 n = c.hours
                 if l_ - ready < n:
                     continue
-                free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] \
+                free = (
+                    inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)]
                     >= c.total_gpus - 1e-9
+                )
                 h = self.hourly[(name, c.index)]
                 if p.preemptible:
                     cands = np.unique(np.linspace(ready + n, l_, END_CANDIDATES).astype(int))
@@ -134,10 +151,13 @@ class LookAhead:
                             continue
                         pick = np.sort(hrs[np.argsort(h[hrs], kind="stable")[:n]])
                         real_end = int(pick[-1]) + 1
-                        v = (float(h[pick].sum()) + _rent_blocks(c, self.w, pick)
-                             + _fixed(inst, c, real_end, self.w)
-                             + self._succ_cost(name, np.array([real_end]))[0]
-                             + self.w["failure"] * c.resume_usd * (_segments(pick) - 1))
+                        v = (
+                            float(h[pick].sum())
+                            + _rent_blocks(c, self.w, pick)
+                            + _fixed(inst, c, real_end, self.w)
+                            + self._succ_cost(name, np.array([real_end]))[0]
+                            + self.w["failure"] * c.resume_usd * (_segments(pick) - 1)
+                        )
                         if best is None or v < best[0]:
                             best = (v, c, tuple(int(t) for t in pick))
                 else:
@@ -148,11 +168,15 @@ class LookAhead:
                     if not len(feasible):
                         continue
                     ends_ = feasible + n
-                    val = (cs[ends_] - cs[feasible]) + self._succ_cost(name, ends_) + np.array(
-                        [_fixed(inst, c, int(x), self.w) for x in ends_])
+                    val = (
+                        (cs[ends_] - cs[feasible])
+                        + self._succ_cost(name, ends_)
+                        + np.array([_fixed(inst, c, int(x), self.w) for x in ends_])
+                    )
                     if c.contract != "reserved" and c.billing_hours > 1:
-                        val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n))
-                                         for s in feasible])
+                        val += np.array(
+                            [_rent_blocks(c, self.w, np.arange(s, s + n)) for s in feasible]
+                        )
                     k = int(np.argmin(val))
                     if best is None or val[k] < best[0]:
                         s0 = int(feasible[k])
@@ -171,8 +195,9 @@ def _segments(hours: np.ndarray) -> int:
     return int(1 + np.sum(np.diff(hours) > 1)) if len(hours) else 0
 
 
-def lookahead_schedule(inst: Instance, space: ConfigSpace, windows: Windows | None = None,
-                       allow_reserved: bool = False) -> Schedule | None:
+def lookahead_schedule(
+    inst: Instance, space: ConfigSpace, windows: Windows | None = None, allow_reserved: bool = False
+) -> Schedule | None:
     """The look-ahead schedule; with ``allow_reserved`` reserved configurations compete at
     their reserved price per GPU-hour used (the pool is then sized to the peak)."""
     return LookAhead(inst, space, windows, allow_reserved).schedule()

@@ -70,8 +70,14 @@ def _threads(requested: int | None) -> int:
 
 
 def _solve_arrays(
-    a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
-    start: np.ndarray | None, verbose: bool, seed: int,
+    a: dict[str, np.ndarray],
+    offset: float,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    start: np.ndarray | None,
+    verbose: bool,
+    seed: int,
     on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
     options: Mapping[str, object] | None = None,
 ) -> RawSolution:
@@ -100,8 +106,10 @@ def _solve_arrays(
     model.a_matrix_.start_ = a["row_ptr"]
     model.a_matrix_.index_ = a["row_idx"]
     model.a_matrix_.value_ = a["row_val"]
-    model.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-                          for i in a["integer"]]
+    model.integrality_ = [
+        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+        for i in a["integer"]
+    ]
     h.passModel(model)
     if start is not None:
         sol = highspy.HighsSolution()
@@ -109,11 +117,13 @@ def _solve_arrays(
         sol.value_valid = True
         h.setSolution(sol)
     if on_incumbent is not None:
+
         def improving(e: Any) -> None:
             d = e.data_out
             bound = float(d.mip_dual_bound) if math.isfinite(d.mip_dual_bound) else None
-            on_incumbent(float(d.objective_function_value), bound,
-                         np.asarray(d.mip_solution, dtype=float))
+            on_incumbent(
+                float(d.objective_function_value), bound, np.asarray(d.mip_solution, dtype=float)
+            )
 
         h.cbMipImprovingSolution.subscribe(improving)
     t0 = time.perf_counter()
@@ -147,8 +157,14 @@ def _solve_arrays(
         status = "time_limit" if cancelled else "interrupted"
     elif ms in (MS.kInfeasible, MS.kUnboundedOrInfeasible):
         status = "infeasible"
-    elif ms in (MS.kSolveError, MS.kModelError, MS.kLoadError, MS.kPresolveError,
-                MS.kPostsolveError, MS.kMemoryLimit):
+    elif ms in (
+        MS.kSolveError,
+        MS.kModelError,
+        MS.kLoadError,
+        MS.kPresolveError,
+        MS.kPostsolveError,
+        MS.kMemoryLimit,
+    ):
         status = "error"
     else:
         status = "unknown"
@@ -164,9 +180,15 @@ ISOLATE_MIN_NONZEROS = 100_000
 
 
 def solve_highs(
-    lp: LinearProgram, time_limit: float, gap: float, threads: int | None = None,
-    start: np.ndarray | None = None, verbose: bool = False, seed: int = 0,
-    isolate: bool | None = None, options: Mapping[str, object] | None = None,
+    lp: LinearProgram,
+    time_limit: float,
+    gap: float,
+    threads: int | None = None,
+    start: np.ndarray | None = None,
+    verbose: bool = False,
+    seed: int = 0,
+    isolate: bool | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     """Solve with highspy from arrays (CSR rows), with an optional MIP start.
 
@@ -182,10 +204,10 @@ def solve_highs(
         isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
     opts = dict(options or {})
     if not isolate:
-        return _solve_arrays(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed,
-                             None, opts)
-    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed,
-                           opts)
+        return _solve_arrays(
+            a, lp.offset, time_limit, gap, n_threads, start, verbose, seed, None, opts
+        )
+    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed, opts)
 
 
 def _child(payload: tuple[Any, ...], conn: Any) -> None:
@@ -195,8 +217,9 @@ def _child(payload: tuple[Any, ...], conn: Any) -> None:
         conn.send(("incumbent", obj, bound, x))
 
     try:
-        raw = _solve_arrays(a, offset, time_limit, gap, threads, start, verbose, seed, send,
-                            options)
+        raw = _solve_arrays(
+            a, offset, time_limit, gap, threads, start, verbose, seed, send, options
+        )
         conn.send(("final", raw))
     except MemoryError:
         conn.send(("error", "HiGHS ran out of memory"))
@@ -207,17 +230,28 @@ def _child(payload: tuple[Any, ...], conn: Any) -> None:
 
 
 def _solve_isolated(
-    a: dict[str, np.ndarray], offset: float, time_limit: float, gap: float, threads: int,
-    start: np.ndarray | None, verbose: bool, seed: int,
+    a: dict[str, np.ndarray],
+    offset: float,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    start: np.ndarray | None,
+    verbose: bool,
+    seed: int,
     options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")
     recv_conn, send_conn = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=((a, offset, time_limit, gap, threads, start,
-                                            verbose, seed, dict(options or {})), send_conn),
-                       daemon=True)
+    proc = ctx.Process(
+        target=_child,
+        args=(
+            (a, offset, time_limit, gap, threads, start, verbose, seed, dict(options or {})),
+            send_conn,
+        ),
+        daemon=True,
+    )
     t0 = time.perf_counter()
     proc.start()
     send_conn.close()
@@ -265,15 +299,25 @@ def _solve_isolated(
     obj = best[0] if best is not None else None
     g = None if obj is None or last_bound is None else abs(obj - last_bound) / max(abs(obj), 1e-9)
     if killed:
-        return RawSolution("time_limit", x, obj, last_bound, g, runtime,
-                           f"HiGHS overran its time limit by more than {GRACE_S:g} s and was "
-                           "stopped from outside; the best plan it had found is returned")
+        return RawSolution(
+            "time_limit",
+            x,
+            obj,
+            last_bound,
+            g,
+            runtime,
+            f"HiGHS overran its time limit by more than {GRACE_S:g} s and was "
+            "stopped from outside; the best plan it had found is returned",
+        )
     why = error or (f"the HiGHS process died (exit code {proc.exitcode}; out of memory?)")
     return RawSolution("error", x, obj, last_bound, g, runtime, why)
 
 
 def solve_pyomo(
-    lp: LinearProgram, time_limit: float, gap: float, threads: int | None = None,
+    lp: LinearProgram,
+    time_limit: float,
+    gap: float,
+    threads: int | None = None,
     verbose: bool = False,
 ) -> RawSolution:
     """Solve the Pyomo translation through Pyomo's current HiGHS interface."""
@@ -286,8 +330,12 @@ def solve_pyomo(
     m = to_pyomo(lp)
     t0 = time.perf_counter()
     res = Highs().solve(
-        m, time_limit=float(max(time_limit, 0.01)), rel_gap=float(gap), tee=bool(verbose),
-        threads=_threads(threads), raise_exception_on_nonoptimal_result=False,
+        m,
+        time_limit=float(max(time_limit, 0.01)),
+        rel_gap=float(gap),
+        tee=bool(verbose),
+        threads=_threads(threads),
+        raise_exception_on_nonoptimal_result=False,
         load_solutions=False,
     )
     runtime = time.perf_counter() - t0
@@ -304,8 +352,7 @@ def solve_pyomo(
         status = "optimal"
     elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
         status = "time_limit"
-    elif tc in (TerminationCondition.provenInfeasible,
-                TerminationCondition.infeasibleOrUnbounded):
+    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
         status = "infeasible"
     elif tc == TerminationCondition.interrupted:
         status = "interrupted"

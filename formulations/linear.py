@@ -57,10 +57,14 @@ class LinearProgram:
         return len(self.row_idx)
 
     def add_vars(
-        self, family: str, keys: Sequence[Hashable],
+        self,
+        family: str,
+        keys: Sequence[Hashable],
         lower: float | Sequence[float] | np.ndarray = 0.0,
-        upper: float | Sequence[float] | np.ndarray = INF, integer: bool = False,
-        cost: float | Sequence[float] | np.ndarray = 0.0, doc: str = "",
+        upper: float | Sequence[float] | np.ndarray = INF,
+        integer: bool = False,
+        cost: float | Sequence[float] | np.ndarray = 0.0,
+        doc: str = "",
     ) -> np.ndarray:
         """Add one column per key; returns their indices. A family may be extended."""
         n = len(keys)
@@ -74,9 +78,15 @@ class LinearProgram:
         fam.keys.extend(keys)
         return np.arange(start, start + n)
 
-    def add_row(self, family: str, key: Hashable, idx: Sequence[int] | np.ndarray,
-                val: Sequence[float] | np.ndarray,
-                lower: float = -INF, upper: float = INF) -> None:
+    def add_row(
+        self,
+        family: str,
+        key: Hashable,
+        idx: Sequence[int] | np.ndarray,
+        val: Sequence[float] | np.ndarray,
+        lower: float = -INF,
+        upper: float = INF,
+    ) -> None:
         """Add one constraint lower <= sum(val * x[idx]) <= upper."""
         start = self.num_rows
         self.row_idx.extend(int(i) for i in idx)
@@ -127,8 +137,10 @@ class LinearProgram:
         act = np.where(empty, 0.0, act) if len(act) else act
         bad_rows = np.where((act < a["row_lower"] - tol) | (act > a["row_upper"] + tol))[0]
         for r in bad_rows[:10]:
-            out.append(f"row {self._row_name(int(r))}: {act[r]} not in "
-                       f"[{a['row_lower'][r]}, {a['row_upper'][r]}]")
+            out.append(
+                f"row {self._row_name(int(r))}: {act[r]} not in "
+                f"[{a['row_lower'][r]}, {a['row_upper'][r]}]"
+            )
         return out
 
     def _row_name(self, r: int) -> str:

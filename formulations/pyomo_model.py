@@ -49,8 +49,9 @@ def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
 
         def rule(_m: pyo.ConcreteModel, *key: object, row_of: dict = row_of) -> object:
             r = row_of[tuple(key)]
-            body = pyo.quicksum(float(val[k]) * cols[int(idx[k])]
-                                for k in range(ptr[r], ptr[r + 1]))
+            body = pyo.quicksum(
+                float(val[k]) * cols[int(idx[k])] for k in range(ptr[r], ptr[r + 1])
+            )
             lo, hi = a["row_lower"][r], a["row_upper"][r]
             if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
                 return body == float(lo)
@@ -66,8 +67,8 @@ def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
     cost = a["cost"]
     nz = np.nonzero(cost)[0]
     m.objective = pyo.Objective(
-        expr=pyo.quicksum(float(cost[j]) * cols[int(j)] for j in nz) + lp.offset,
-        sense=pyo.minimize)
+        expr=pyo.quicksum(float(cost[j]) * cols[int(j)] for j in nz) + lp.offset, sense=pyo.minimize
+    )
     m._trainplan_cols = cols
     return m
 

@@ -17,5 +17,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'planner' has no attribute {name!r}")
 
 
-__all__ = ["Instance", "InstanceError", "Plan", "Result", "SolutionStatus", "Termination",
-           "read", "solve", "solve_grid"]
+__all__ = [
+    "Instance",
+    "InstanceError",
+    "Plan",
+    "Result",
+    "SolutionStatus",
+    "Termination",
+    "read",
+    "solve",
+    "solve_grid",
+]

@@ -48,12 +48,17 @@ def _raw() -> dict[str, dict[str, Any]]:
         msg = str(e).splitlines()[0] if str(e) else "invalid YAML"
         raise CatalogError(label, [FieldError("", f"cannot parse: {msg}")]) from None
     if not isinstance(data, dict) or not data:
-        raise CatalogError(label, [FieldError("", "expected a mapping of GPU name to its "
-                                                  "figures")])
+        raise CatalogError(label, [FieldError("", "expected a mapping of GPU name to its figures")])
     for name, entry in data.items():
         if not isinstance(entry, dict):
-            raise CatalogError(label, [FieldError(str(name), "expected a mapping of figures, "
-                                                             f"got {type(entry).__name__}")])
+            raise CatalogError(
+                label,
+                [
+                    FieldError(
+                        str(name), f"expected a mapping of figures, got {type(entry).__name__}"
+                    )
+                ],
+            )
     return {str(k): dict(v) for k, v in data.items()}
 
 
@@ -66,10 +71,12 @@ def _catalog() -> dict[str, GpuType]:
     for name, entry in _raw().items():
         fields = {k: v for k, v in entry.items() if k in known}
         price = entry.get(PRICE_KEY)
-        if price is not None and (not isinstance(price, int | float) or isinstance(price, bool)
-                                  or price < 0):
-            errors.append(FieldError(f"{name}.{PRICE_KEY}",
-                                     f"expected a non-negative number, got {price!r}"))
+        if price is not None and (
+            not isinstance(price, int | float) or isinstance(price, bool) or price < 0
+        ):
+            errors.append(
+                FieldError(f"{name}.{PRICE_KEY}", f"expected a non-negative number, got {price!r}")
+            )
         try:
             out[name] = GpuType.model_validate(fields)
         except ValidationError as e:
@@ -102,8 +109,9 @@ def resolve_name(name: str) -> str:
         return by_lower[key]
     close = difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(by_lower[c] for c in close)}?)" if close else ""
-    raise CatalogError("GPU catalog", [FieldError(
-        "", f"unknown GPU {name!r}{hint}; known: {', '.join(names)}")])
+    raise CatalogError(
+        "GPU catalog", [FieldError("", f"unknown GPU {name!r}{hint}; known: {', '.join(names)}")]
+    )
 
 
 def gpu_by_name(name: str) -> GpuType:

@@ -82,8 +82,10 @@ class Config:
         lay = self.layout
         g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
         spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
-        return (f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
-                f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}")
+        return (
+            f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
+            f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
+        )
 
     def energy_usd(self, price: np.ndarray) -> np.ndarray:
         return self.facility_kw * price / 1000.0
@@ -91,7 +93,8 @@ class Config:
     def failure_usd(self, price: np.ndarray) -> np.ndarray:
         return self.failure_rate * (
             self.loss_h * (self.rental_per_h + self.energy_usd(price))
-            - self.sla_share * self.sla_multiplier * self.downtime_h * self.rental_per_h)
+            - self.sla_share * self.sla_multiplier * self.downtime_h * self.rental_per_h
+        )
 
     def carbon_t(self, intensity: np.ndarray | None) -> np.ndarray | float:
         return 0.0 if intensity is None else self.facility_kw * intensity / 1e6
@@ -100,11 +103,14 @@ class Config:
         """Cost of running this configuration in each horizon hour (objective weights applied)."""
         w = inst.spec.objective.weights
         price = inst.price[self.region]
-        c = (w.get("energy", 1.0) * self.energy_usd(price)
-             + w.get("failure", 1.0) * self.failure_usd(price)
-             + w.get("storage", 1.0) * self.storage_per_h
-             + w.get("carbon", 1.0) * inst.spec.objective.carbon_usd_per_tonne
-             * self.carbon_t(inst.carbon[self.region]))
+        c = (
+            w.get("energy", 1.0) * self.energy_usd(price)
+            + w.get("failure", 1.0) * self.failure_usd(price)
+            + w.get("storage", 1.0) * self.storage_per_h
+            + w.get("carbon", 1.0)
+            * inst.spec.objective.carbon_usd_per_tonne
+            * self.carbon_t(inst.carbon[self.region])
+        )
         if include_rental:
             c = c + w.get("rental", 1.0) * self.rental_per_h
         return np.asarray(c, dtype=float) * np.ones(inst.hours)
@@ -179,8 +185,11 @@ def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
         raw = p.checkpoint_gb
     else:
         m = phase_model(inst, p)
-        raw = 0.0 if m is None else storage.checkpoint_gb(m.params, precision, m.optimizer,
-                                                           is_training(p))
+        raw = (
+            0.0
+            if m is None
+            else storage.checkpoint_gb(m.params, precision, m.optimizer, is_training(p))
+        )
     return raw / inst.spec.storage.compression_ratio
 
 
@@ -261,11 +270,25 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
         return out
     allowed = p.options.contracts
     if o.on_demand and "on_demand" in allowed:
-        out.append(("on_demand", o.on_demand.usd_per_gpu_hour,
-                    o.on_demand.billing_granularity_hours, o.on_demand.min_rental_hours, 0.0))
+        out.append(
+            (
+                "on_demand",
+                o.on_demand.usd_per_gpu_hour,
+                o.on_demand.billing_granularity_hours,
+                o.on_demand.min_rental_hours,
+                0.0,
+            )
+        )
     if o.spot and "spot" in allowed and p.preemptible:
-        out.append(("spot", o.spot.usd_per_gpu_hour, o.spot.billing_granularity_hours,
-                    o.spot.min_rental_hours, o.spot.preemptions_per_hour))
+        out.append(
+            (
+                "spot",
+                o.spot.usd_per_gpu_hour,
+                o.spot.billing_granularity_hours,
+                o.spot.min_rental_hours,
+                o.spot.preemptions_per_hour,
+            )
+        )
     if o.reserved and "reserved" in allowed:
         out.append(("reserved", o.reserved.usd_per_gpu_hour, 1, 0, 0.0))
     return out
@@ -307,24 +330,43 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                     continue
                 saw_precision = True
                 mem = memory_per_gpu(
-                    m, g.memory_gb, lay.precision, lay.zero, lay.dp, lay.tp, lay.pp,
-                    lay.recompute, p.options.micro_batch, train, mem_pol.buffer_gb,
-                    mem_pol.fragmentation, mem_pol.headroom, p.memory_gb, min(count, 1.0),
+                    m,
+                    g.memory_gb,
+                    lay.precision,
+                    lay.zero,
+                    lay.dp,
+                    lay.tp,
+                    lay.pp,
+                    lay.recompute,
+                    p.options.micro_batch,
+                    train,
+                    mem_pol.buffer_gb,
+                    mem_pol.fragmentation,
+                    mem_pol.headroom,
+                    p.memory_gb,
+                    min(count, 1.0),
                 )
                 if best_need is None or mem.total_gb < best_need[0]:
-                    best_need = (mem.total_gb, f"{lay.precision}, ZeRO-{lay.zero}, "
-                                 f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}, "
-                                 f"{count:g} GPUs")
+                    best_need = (
+                        mem.total_gb,
+                        f"{lay.precision}, ZeRO-{lay.zero}, "
+                        f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}, "
+                        f"{count:g} GPUs",
+                    )
                 if not mem.fits:
                     continue
                 saw_fit = True
                 multi = count > g.gpus_per_node
                 scale = compute.scaling_efficiency(count, g.gpus_per_node, p.scaling.per_doubling)
-                lay_eff = (compute.layout_efficiency(lay.tp, lay.pp, lay.zero, lay.dp, multi)
-                           if m is not None else 1.0)
+                lay_eff = (
+                    compute.layout_efficiency(lay.tp, lay.pp, lay.zero, lay.dp, multi)
+                    if m is not None
+                    else 1.0
+                )
                 rc = lay.recompute if m is not None else "none"
-                fps = compute.effective_flops_per_s(count, peak, mfu_of(p, gname), rc,
-                                                    scale * lay_eff)
+                fps = compute.effective_flops_per_s(
+                    count, peak, mfu_of(p, gname), rc, scale * lay_eff
+                )
                 for rname in rnames:
                     r = inst.region(rname)
                     if (rname, gname) not in inst.capacity:
@@ -334,45 +376,95 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                     saw_region = True
                     for contract, price, bill_h, min_h, preempt in _offers(r, gname, p):
                         saw_offer = True
-                        for cfg in _configs_for(inst, p, g, gname, r, rname, count, lay, mem, fps,
-                                                flops, contract, price, bill_h, min_h, preempt,
-                                                window, fail.restart_hours, fail.spare_swap_hours):
+                        for cfg in _configs_for(
+                            inst,
+                            p,
+                            g,
+                            gname,
+                            r,
+                            rname,
+                            count,
+                            lay,
+                            mem,
+                            fps,
+                            flops,
+                            contract,
+                            price,
+                            bill_h,
+                            min_h,
+                            preempt,
+                            window,
+                            fail.restart_hours,
+                            fail.spare_swap_hours,
+                        ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
                             if cfg.hours <= window and cfg.total_gpus <= float(
-                                    inst.capacity[(rname, gname)][
-                                        inst.release[p.name]:inst.deadline[p.name]].max()):
+                                inst.capacity[(rname, gname)][
+                                    inst.release[p.name] : inst.deadline[p.name]
+                                ].max()
+                            ):
                                 out.append(cfg)
     if out:
         return out, None
     if not saw_precision:
-        return [], (f"{p.name}: none of the allowed GPU types supports the allowed precisions "
-                    f"{list(p.options.precision)}")
+        return [], (
+            f"{p.name}: none of the allowed GPU types supports the allowed precisions "
+            f"{list(p.options.precision)}"
+        )
     if not saw_fit and best_need is not None:
-        return [], (f"{p.name}: needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
-                    f"largest allowed GPU has {largest_gpu:g} GB, "
-                    f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom")
+        return [], (
+            f"{p.name}: needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
+            f"largest allowed GPU has {largest_gpu:g} GB, "
+            f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom"
+        )
     if not saw_region:
         if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
-            return [], (f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
-                        f"region with capacity for its GPU types has that many")
-        return [], (f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
-                    f"GPU types {list(gnames)}")
+            return [], (
+                f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
+                f"region with capacity for its GPU types has that many"
+            )
+        return [], (
+            f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
+            f"GPU types {list(gnames)}"
+        )
     if not saw_offer:
-        return [], (f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
-                    f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
-                    + ("" if p.preemptible else " (spot needs a preemptible phase)"))
+        return [], (
+            f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
+            f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
+            + ("" if p.preemptible else " (spot needs a preemptible phase)")
+        )
     if fastest is not None and fastest > window:
-        return [], (f"{p.name}: the fastest configuration needs {fastest} h but the window from "
-                    f"release (hour {inst.release[p.name]}) to deadline (hour "
-                    f"{inst.deadline[p.name]}) is {window} h")
-    return [], (f"{p.name}: every configuration that fits in memory and time needs more GPUs "
-                f"than the capacity of its region in the phase's window")
+        return [], (
+            f"{p.name}: the fastest configuration needs {fastest} h but the window from "
+            f"release (hour {inst.release[p.name]}) to deadline (hour "
+            f"{inst.deadline[p.name]}) is {window} h"
+        )
+    return [], (
+        f"{p.name}: every configuration that fits in memory and time needs more GPUs "
+        f"than the capacity of its region in the phase's window"
+    )
 
 
 def _configs_for(
-    inst: Instance, p: Phase, g: GpuType, gname: str, r: Region, rname: str, count: float,
-    lay: Layout, mem: MemoryBreakdown, fps: float, flops: float, contract: str, price: float,
-    bill_h: int, min_h: int, preempt: float, window: int, restart_h: float, swap_h: float,
+    inst: Instance,
+    p: Phase,
+    g: GpuType,
+    gname: str,
+    r: Region,
+    rname: str,
+    count: float,
+    lay: Layout,
+    mem: MemoryBreakdown,
+    fps: float,
+    flops: float,
+    contract: str,
+    price: float,
+    bill_h: int,
+    min_h: int,
+    preempt: float,
+    window: int,
+    restart_h: float,
+    swap_h: float,
 ) -> Iterator[Config]:
     fail = inst.spec.failure
     tiers = p.options.storage_tiers or tuple(r.storage)
@@ -388,8 +480,11 @@ def _configs_for(
             continue
         tier = r.storage[tier_name]
         ck_gb = checkpoint_gb_of(inst, p, lay.precision)
-        write_s = (fail.checkpoint_write_s if fail.checkpoint_write_s is not None
-                   else storage.write_seconds(ck_gb, tier.write_gb_per_s))
+        write_s = (
+            fail.checkpoint_write_s
+            if fail.checkpoint_write_s is not None
+            else storage.write_seconds(ck_gb, tier.write_gb_per_s)
+        )
         reload_h = ck_gb / tier.read_gb_per_s / 3600.0
         for spare_nodes in spare_choices:
             if spare_nodes > 0 and count < g.gpus_per_node:
@@ -414,8 +509,15 @@ def _configs_for(
             if hours > window + 10 * 24 * 365:
                 continue
             rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
-            it_kw = energy.it_power_kw(count, spare_gpus, g.board_power_w, g.idle_power_w,
-                                       p.power_load, g.gpus_per_node, g.node_overhead_w)
+            it_kw = energy.it_power_kw(
+                count,
+                spare_gpus,
+                g.board_power_w,
+                g.idle_power_w,
+                p.power_load,
+                g.gpus_per_node,
+                g.node_overhead_w,
+            )
             kw = energy.facility_kw(it_kw, r.effective_pue)
             state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
             stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
@@ -427,13 +529,32 @@ def _configs_for(
             share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
             mult = sla.credit_multiplier if sla else 0.0
             yield Config(
-                phase=p.name, index=-1, gpu=gname, region=rname, contract=contract, gpus=count,
-                spare_gpus=spare_gpus, layout=lay, tier=tier_name, memory=mem, flops_per_s=fps,
-                work_hours=work_h, hours=hours, rental_per_h=rental, storage_per_h=stor_h,
-                facility_kw=kw, failure_rate=lam, loss_h=loss, downtime_h=down,
-                checkpoint_interval_s=tau, checkpoint_write_s=write_s if ck_gb > 0 else 0.0,
-                sla_share=share, sla_multiplier=mult, billing_hours=bill_h,
-                min_rental_hours=min_h, one_time_usd=one_time,
+                phase=p.name,
+                index=-1,
+                gpu=gname,
+                region=rname,
+                contract=contract,
+                gpus=count,
+                spare_gpus=spare_gpus,
+                layout=lay,
+                tier=tier_name,
+                memory=mem,
+                flops_per_s=fps,
+                work_hours=work_h,
+                hours=hours,
+                rental_per_h=rental,
+                storage_per_h=stor_h,
+                facility_kw=kw,
+                failure_rate=lam,
+                loss_h=loss,
+                downtime_h=down,
+                checkpoint_interval_s=tau,
+                checkpoint_write_s=write_s if ck_gb > 0 else 0.0,
+                sla_share=share,
+                sla_multiplier=mult,
+                billing_hours=bill_h,
+                min_rental_hours=min_h,
+                one_time_usd=one_time,
                 archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
                 resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
             )
@@ -459,23 +580,33 @@ def _dominates(a: Config, b: Config, nonneg_prices: bool, w: dict[str, float]) -
         return False
 
     def fixed(c: Config) -> float:
-        return (w.get("rental", 1.0) * c.rental_per_h + w.get("storage", 1.0) * c.storage_per_h
-                + w.get("failure", 1.0) * c.failure_rate
-                * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h) * c.rental_per_h)
+        return (
+            w.get("rental", 1.0) * c.rental_per_h
+            + w.get("storage", 1.0) * c.storage_per_h
+            + w.get("failure", 1.0)
+            * c.failure_rate
+            * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
+            * c.rental_per_h
+        )
 
     def kw_eff(c: Config) -> float:
-        return c.facility_kw * (w.get("energy", 1.0)
-                                + w.get("failure", 1.0) * c.failure_rate * c.loss_h)
+        return c.facility_kw * (
+            w.get("energy", 1.0) + w.get("failure", 1.0) * c.failure_rate * c.loss_h
+        )
 
     fa, fb = fixed(a), fixed(b)
     if a.hours < b.hours and not (nonneg_prices and fb >= 0):
         return False
-    return (fa <= fb + eps and kw_eff(a) <= kw_eff(b) + eps
-            and a.facility_kw <= b.facility_kw + eps
-            and a.one_time_usd <= b.one_time_usd + eps
-            and a.archive_per_h <= b.archive_per_h + eps
-            and a.resume_usd <= b.resume_usd + eps
-            and a.billing_hours == b.billing_hours and a.min_rental_hours == b.min_rental_hours)
+    return (
+        fa <= fb + eps
+        and kw_eff(a) <= kw_eff(b) + eps
+        and a.facility_kw <= b.facility_kw + eps
+        and a.one_time_usd <= b.one_time_usd + eps
+        and a.archive_per_h <= b.archive_per_h + eps
+        and a.resume_usd <= b.resume_usd + eps
+        and a.billing_hours == b.billing_hours
+        and a.min_rental_hours == b.min_rental_hours
+    )
 
 
 def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
@@ -512,8 +643,9 @@ def _prune(inst: Instance, configs: list[Config], w: dict[str, float]) -> list[C
     for group in groups.values():
         nonneg = bool(np.all(inst.price[group[0].region] >= 0))
         # identical (hours, gpus) with different layouts: keep the cheapest per hour first
-        group.sort(key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h,
-                                  c.facility_kw))
+        group.sort(
+            key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h, c.facility_kw)
+        )
         survivors: list[Config] = []
         for c in group:
             if any(_dominates(s, c, nonneg, w) for s in survivors):

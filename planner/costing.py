@@ -28,8 +28,14 @@ def segments(hours: tuple[int, ...]) -> int:
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
-def phase_costs(inst: Instance, space: ConfigSpace, c: Config, hours: tuple[int, ...],
-                region_of: Mapping[str, str], reserved_price: float = 0.0) -> dict[str, float]:
+def phase_costs(
+    inst: Instance,
+    space: ConfigSpace,
+    c: Config,
+    hours: tuple[int, ...],
+    region_of: Mapping[str, str],
+    reserved_price: float = 0.0,
+) -> dict[str, float]:
     """Costs of one phase (docs/cost-model.md, "Plan costs"), unweighted."""
     p = inst.phase(c.phase)
     H = np.asarray(sorted(hours), dtype=int)
@@ -40,9 +46,15 @@ def phase_costs(inst: Instance, space: ConfigSpace, c: Config, hours: tuple[int,
     else:
         blocks = {int(h) // c.billing_hours for h in H}
         rental = max(len(blocks) * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-    fail = float(np.sum(c.failure_rate * (c.loss_h * (c.rental_per_h + e)
-                                          - c.sla_share * c.sla_multiplier * c.downtime_h
-                                          * c.rental_per_h)))
+    fail = float(
+        np.sum(
+            c.failure_rate
+            * (
+                c.loss_h * (c.rental_per_h + e)
+                - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
+            )
+        )
+    )
     start, end = int(H.min()), int(H.max()) + 1
     stor = len(hours) * c.storage_per_h + (inst.hours - end) * c.archive_per_h
     if p.preemptible:
@@ -51,7 +63,9 @@ def phase_costs(inst: Instance, space: ConfigSpace, c: Config, hours: tuple[int,
     out_gb = output_gb_of(inst, p)
     transfer = c.one_time_usd + sum(
         out_gb * transfer_price(inst, c.region, region_of[q])
-        for q in inst.successors(p.name) if q in region_of)
+        for q in inst.successors(p.name)
+        if q in region_of
+    )
     ci = inst.carbon[c.region]
     carbon_t = float(np.sum(c.facility_kw * ci[H] / 1e6)) if ci is not None else 0.0
     return {
@@ -100,38 +114,54 @@ def make_plan(
         lay = c.layout
         p = inst.phase(name)
         expected_failures = c.failure_rate * len(hours)
-        phases.append(PhasePlan(
-            name=name, gpu=c.gpu, region=c.region, contract=c.contract, gpus=c.gpus,
-            spare_gpus=c.spare_gpus, precision=lay.precision, zero=lay.zero,
-            recompute=lay.recompute, tp=lay.tp, pp=lay.pp, tier=c.tier,
-            hours=tuple(sorted(hours)), costs={k: round(v, 6) for k, v in pc.items()},
-            info={
-                "config": c.label,
-                "dp": lay.dp,
-                "memory_gb": round(c.memory.total_gb, 3),
-                "model_states_gb": round(c.memory.model_states_gb, 3),
-                "activations_gb": round(c.memory.activations_gb, 3),
-                "memory_capacity_gb": round(c.memory.capacity_gb, 3),
-                "work_hours": round(c.work_hours, 4),
-                "facility_kw": round(c.facility_kw, 4),
-                "checkpoint_gb": round(checkpoint_gb_of(inst, p, lay.precision), 3),
-                "checkpoint_interval_s": (None if math.isinf(c.checkpoint_interval_s)
-                                          else round(c.checkpoint_interval_s, 1)),
-                "expected_failures": round(expected_failures, 4),
-                "failure_rate_per_h": c.failure_rate,
-                "tflops_per_gpu": round(c.flops_per_s / max(c.gpus, 1e-9) / 1e12, 2),
-                "kind": p.kind,
-                "preemptible": p.preemptible,
-            },
-        ))
+        phases.append(
+            PhasePlan(
+                name=name,
+                gpu=c.gpu,
+                region=c.region,
+                contract=c.contract,
+                gpus=c.gpus,
+                spare_gpus=c.spare_gpus,
+                precision=lay.precision,
+                zero=lay.zero,
+                recompute=lay.recompute,
+                tp=lay.tp,
+                pp=lay.pp,
+                tier=c.tier,
+                hours=tuple(sorted(hours)),
+                costs={k: round(v, 6) for k, v in pc.items()},
+                info={
+                    "config": c.label,
+                    "dp": lay.dp,
+                    "memory_gb": round(c.memory.total_gb, 3),
+                    "model_states_gb": round(c.memory.model_states_gb, 3),
+                    "activations_gb": round(c.memory.activations_gb, 3),
+                    "memory_capacity_gb": round(c.memory.capacity_gb, 3),
+                    "work_hours": round(c.work_hours, 4),
+                    "facility_kw": round(c.facility_kw, 4),
+                    "checkpoint_gb": round(checkpoint_gb_of(inst, p, lay.precision), 3),
+                    "checkpoint_interval_s": (
+                        None
+                        if math.isinf(c.checkpoint_interval_s)
+                        else round(c.checkpoint_interval_s, 1)
+                    ),
+                    "expected_failures": round(expected_failures, 4),
+                    "failure_rate_per_h": c.failure_rate,
+                    "tflops_per_gpu": round(c.flops_per_s / max(c.gpus, 1e-9) / 1e12, 2),
+                    "kind": p.kind,
+                    "preemptible": p.preemptible,
+                },
+            )
+        )
     for (r, g), n in reserved.items():
         if n > 0:
             offer = inst.region(r).offers[g].reserved
             assert offer is not None
             totals["rental"] += n * offer.usd_per_gpu_hour * inst.hours
     families = {inst.gpu(c.gpu).family for c, _ in schedule.values()}
-    totals["porting"] = sum(inst.spec.families[f].porting_usd for f in families
-                            if f in inst.spec.families)
+    totals["porting"] = sum(
+        inst.spec.families[f].porting_usd for f in families if f in inst.spec.families
+    )
     totals["total"] = sum(totals[k] for k in COST_KEYS)
     w = inst.spec.objective.weights
     objective = sum(w.get(k, 1.0) * totals[k] for k in COST_KEYS)  # type: ignore[call-overload]
@@ -139,10 +169,19 @@ def make_plan(
     if bound is not None:
         gap = max(0.0, (objective - bound)) / max(abs(objective), 1e-9)
     return Plan(
-        instance=inst.name, horizon_start=inst.start, solver=solver, status=status,
-        termination=termination, objective=objective, bound=bound, gap=gap,
-        runtime_s=runtime_s, costs={k: round(v, 6) for k, v in totals.items()},
+        instance=inst.name,
+        horizon_start=inst.start,
+        solver=solver,
+        status=status,
+        termination=termination,
+        objective=objective,
+        bound=bound,
+        gap=gap,
+        runtime_s=runtime_s,
+        costs={k: round(v, 6) for k, v in totals.items()},
         phases=tuple(phases),
         reserved=tuple((r, g, int(n)) for (r, g), n in sorted(reserved.items()) if n > 0),
-        energy_kwh=kwh, emissions_t=emis, notes=notes,
+        energy_kwh=kwh,
+        emissions_t=emis,
+        notes=notes,
     )

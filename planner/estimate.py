@@ -84,8 +84,9 @@ def parse_quantity(text: str, flag: str) -> float:
     (k = 10^3, M = 10^6, B or G = 10^9, T = 10^12, P = 10^15)."""
     m = _QUANTITY.match(text)
     if m is None:
-        raise EstimateError(f"{flag}: expected a positive number such as 7e9, 7B, 70B or 1.5T, "
-                            f"got {text!r}")
+        raise EstimateError(
+            f"{flag}: expected a positive number such as 7e9, 7B, 70B or 1.5T, got {text!r}"
+        )
     value = float(m.group(1)) * _SUFFIX[m.group(2).lower()]
     if not math.isfinite(value) or value <= 0:
         raise EstimateError(f"{flag}: expected a positive, finite number, got {text!r}")
@@ -118,12 +119,18 @@ def gpu_spec(
     name, an explicit GPU from ``memory_gb``, ``tflops`` (dense peak at every precision) and
     ``power_w`` (board power); idle defaults to 10% of board power, 8 GPUs per node, no node
     overhead. The price is ``usd_per_gpu_hour``, else the catalog's on-demand price."""
-    for flag, v in (("--gpu-memory-gb", memory_gb), ("--gpu-tflops", tflops),
-                    ("--gpu-power-w", power_w)):
+    for flag, v in (
+        ("--gpu-memory-gb", memory_gb),
+        ("--gpu-tflops", tflops),
+        ("--gpu-power-w", power_w),
+    ):
         if v is not None and not (math.isfinite(v) and v > 0):
             raise EstimateError(f"{flag}: expected a positive number, got {v:g}")
-    for flag, v in (("--gpu-idle-w", idle_w), ("--node-overhead-w", node_overhead_w),
-                    ("--gpu-hour-usd", usd_per_gpu_hour)):
+    for flag, v in (
+        ("--gpu-idle-w", idle_w),
+        ("--node-overhead-w", node_overhead_w),
+        ("--gpu-hour-usd", usd_per_gpu_hour),
+    ):
         if v is not None and not (math.isfinite(v) and v >= 0):
             raise EstimateError(f"{flag}: expected a non-negative number, got {v:g}")
     if gpus_per_node is not None and gpus_per_node < 1:
@@ -138,16 +145,30 @@ def gpu_spec(
         fields: dict[str, Any] = dict(base.model_dump())
         label = canonical
     else:
-        missing = [f for f, v in (("--gpu-memory-gb", memory_gb), ("--gpu-tflops", tflops),
-                                  ("--gpu-power-w", power_w)) if v is None]
+        missing = [
+            f
+            for f, v in (
+                ("--gpu-memory-gb", memory_gb),
+                ("--gpu-tflops", tflops),
+                ("--gpu-power-w", power_w),
+            )
+            if v is None
+        ]
         if missing:
-            raise EstimateError("give --gpu NAME (a catalog GPU) or the explicit figures "
-                                "--gpu-memory-gb, --gpu-tflops and --gpu-power-w; missing "
-                                + ", ".join(missing))
+            raise EstimateError(
+                "give --gpu NAME (a catalog GPU) or the explicit figures "
+                "--gpu-memory-gb, --gpu-tflops and --gpu-power-w; missing " + ", ".join(missing)
+            )
         assert power_w is not None
-        fields = {"memory_gb": memory_gb, "peak_tflops": dict.fromkeys(PRECISIONS, tflops),
-                  "board_power_w": power_w, "idle_power_w": DEFAULT_IDLE_SHARE * power_w,
-                  "gpus_per_node": 8, "node_overhead_w": 0.0, "source": "command line"}
+        fields = {
+            "memory_gb": memory_gb,
+            "peak_tflops": dict.fromkeys(PRECISIONS, tflops),
+            "board_power_w": power_w,
+            "idle_power_w": DEFAULT_IDLE_SHARE * power_w,
+            "gpus_per_node": 8,
+            "node_overhead_w": 0.0,
+            "source": "command line",
+        }
         price = usd_per_gpu_hour
         label = "custom"
     if memory_gb is not None:
@@ -165,8 +186,10 @@ def gpu_spec(
     if node_overhead_w is not None:
         fields["node_overhead_w"] = node_overhead_w
     if fields["idle_power_w"] > fields["board_power_w"]:
-        raise EstimateError(f"--gpu-idle-w: idle power {fields['idle_power_w']:g} W exceeds the "
-                            f"board power {fields['board_power_w']:g} W")
+        raise EstimateError(
+            f"--gpu-idle-w: idle power {fields['idle_power_w']:g} W exceeds the "
+            f"board power {fields['board_power_w']:g} W"
+        )
     return GpuSpec(label, GpuType.model_validate(fields), price)
 
 
@@ -272,34 +295,59 @@ class EstimateRow:
 
     @property
     def label(self) -> str:
-        return (f"{self.gpus} x {self.gpu} {self.precision} ZeRO-{self.zero} "
-                f"recompute={self.recompute} tp{self.tp} pp{self.pp}")
+        return (
+            f"{self.gpus} x {self.gpu} {self.precision} ZeRO-{self.zero} "
+            f"recompute={self.recompute} tp{self.tp} pp{self.pp}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; infinities (no failures: no checkpoint interval) become null."""
         m, mem = self.model, self.memory
         return {
-            "gpu": self.gpu, "gpus": self.gpus, "precision": self.precision, "zero": self.zero,
-            "recompute": self.recompute, "tp": self.tp, "pp": self.pp, "dp": self.dp,
+            "gpu": self.gpu,
+            "gpus": self.gpus,
+            "precision": self.precision,
+            "zero": self.zero,
+            "recompute": self.recompute,
+            "tp": self.tp,
+            "pp": self.pp,
+            "dp": self.dp,
             "micro_batch": self.micro_batch,
-            "params": m.params, "layers": m.layers, "hidden": m.hidden, "heads": m.heads,
-            "seq_len": m.seq_len, "architecture_inferred": m.inferred, "tokens": self.tokens,
-            "model_states_gb": mem.model_states_gb, "activations_gb": mem.activations_gb,
-            "buffers_gb": mem.buffers_gb, "total_gb": mem.total_gb,
-            "capacity_gb": mem.capacity_gb, "fits": mem.fits,
-            "flops": self.flops, "flops_per_s": self.flops_per_s, "hours": self.hours,
-            "gpu_hours": self.gpu_hours, "facility_kw": self.facility_kw,
-            "energy_kwh": self.energy_kwh, "tokens_per_kwh": _finite(self.tokens_per_kwh),
+            "params": m.params,
+            "layers": m.layers,
+            "hidden": m.hidden,
+            "heads": m.heads,
+            "seq_len": m.seq_len,
+            "architecture_inferred": m.inferred,
+            "tokens": self.tokens,
+            "model_states_gb": mem.model_states_gb,
+            "activations_gb": mem.activations_gb,
+            "buffers_gb": mem.buffers_gb,
+            "total_gb": mem.total_gb,
+            "capacity_gb": mem.capacity_gb,
+            "fits": mem.fits,
+            "flops": self.flops,
+            "flops_per_s": self.flops_per_s,
+            "hours": self.hours,
+            "gpu_hours": self.gpu_hours,
+            "facility_kw": self.facility_kw,
+            "energy_kwh": self.energy_kwh,
+            "tokens_per_kwh": _finite(self.tokens_per_kwh),
             "emissions_t": self.emissions_t,
-            "checkpoint_gb": self.checkpoint_gb, "checkpoint_write_s": self.checkpoint_write_s,
+            "checkpoint_gb": self.checkpoint_gb,
+            "checkpoint_write_s": self.checkpoint_write_s,
             "checkpoint_interval_s": _finite(self.checkpoint_interval_s),
             "checkpoint_overhead": self.checkpoint_overhead,
             "failure_rate_per_h": self.failure_rate_per_h,
             "expected_failures": self.expected_failures,
             "loss_h_per_failure": self.loss_h_per_failure,
             "usd_per_gpu_hour": self.usd_per_gpu_hour,
-            "cost_usd": {"rental": self.costs.rental, "energy": self.costs.energy,
-                         "failure": self.costs.failure, "total": self.costs.total},
+            "cost_usd": {
+                "rental": self.costs.rental,
+                "energy": self.costs.energy,
+                "failure": self.costs.failure,
+                "total": self.costs.total,
+            },
             "notes": list(self.notes),
         }
 
@@ -323,31 +371,40 @@ def _check(inp: EstimateInput) -> None:
     positive("--checkpoint-write-s", inp.checkpoint_write_s)
     positive("--write-gb-per-s", inp.write_gb_per_s)
     positive("--read-gb-per-s", inp.read_gb_per_s)
-    for flag, iv in (("--seq-len", inp.seq_len), ("--layers", inp.layers),
-                     ("--hidden", inp.hidden), ("--heads", inp.heads), ("--vocab", inp.vocab),
-                     ("--micro-batch", inp.micro_batch), ("--tp", inp.tp), ("--pp", inp.pp)):
+    for flag, iv in (
+        ("--seq-len", inp.seq_len),
+        ("--layers", inp.layers),
+        ("--hidden", inp.hidden),
+        ("--heads", inp.heads),
+        ("--vocab", inp.vocab),
+        ("--micro-batch", inp.micro_batch),
+        ("--tp", inp.tp),
+        ("--pp", inp.pp),
+    ):
         at_least_one(flag, iv)
     for g in inp.gpus:
         if g < 1:
             raise EstimateError(f"--gpus: expected a whole number of at least 1, got {g}")
     if not (math.isfinite(inp.mfu) and 0 < inp.mfu <= 1):
-        raise EstimateError(f"--mfu: expected a model FLOPs utilisation in (0, 1], got "
-                            f"{inp.mfu:g}")
+        raise EstimateError(f"--mfu: expected a model FLOPs utilisation in (0, 1], got {inp.mfu:g}")
     if not (math.isfinite(inp.power_load) and 0 <= inp.power_load <= 1):
-        raise EstimateError(f"--power-load: expected a fraction in [0, 1], got "
-                            f"{inp.power_load:g}")
+        raise EstimateError(f"--power-load: expected a fraction in [0, 1], got {inp.power_load:g}")
     if not (math.isfinite(inp.pue) and 1 <= inp.pue <= 5):
-        raise EstimateError(f"--pue: expected a power usage effectiveness in [1, 5], got "
-                            f"{inp.pue:g}")
+        raise EstimateError(
+            f"--pue: expected a power usage effectiveness in [1, 5], got {inp.pue:g}"
+        )
     if not math.isfinite(inp.price_usd_per_mwh):
         raise EstimateError("--price-usd-per-mwh: expected a finite number")
-    if inp.carbon_g_per_kwh is not None and not (math.isfinite(inp.carbon_g_per_kwh)
-                                                 and inp.carbon_g_per_kwh >= 0):
-        raise EstimateError(f"--carbon-g-per-kwh: expected a non-negative number, got "
-                            f"{inp.carbon_g_per_kwh:g}")
+    if inp.carbon_g_per_kwh is not None and not (
+        math.isfinite(inp.carbon_g_per_kwh) and inp.carbon_g_per_kwh >= 0
+    ):
+        raise EstimateError(
+            f"--carbon-g-per-kwh: expected a non-negative number, got {inp.carbon_g_per_kwh:g}"
+        )
     if not (0 <= inp.restart_hours < math.inf):
-        raise EstimateError(f"--restart-hours: expected a non-negative number, got "
-                            f"{inp.restart_hours:g}")
+        raise EstimateError(
+            f"--restart-hours: expected a non-negative number, got {inp.restart_hours:g}"
+        )
     if inp.mtbf_scope not in ("gpu", "job"):
         raise EstimateError(f"--mtbf-scope: expected 'gpu' or 'job', got {inp.mtbf_scope!r}")
     if inp.params is None and (inp.layers is None or inp.hidden is None):
@@ -355,29 +412,38 @@ def _check(inp: EstimateInput) -> None:
     if inp.hidden is not None and inp.heads is not None and inp.hidden % inp.heads:
         raise EstimateError(f"--heads: {inp.heads} does not divide --hidden {inp.hidden}")
     if inp.optimizer not in OPTIMIZER_K_MIXED:
-        raise EstimateError(f"--optimizer: expected one of {', '.join(OPTIMIZER_K_MIXED)}, got "
-                            f"{inp.optimizer!r}")
+        raise EstimateError(
+            f"--optimizer: expected one of {', '.join(OPTIMIZER_K_MIXED)}, got {inp.optimizer!r}"
+        )
     for p in inp.precision:
         if p not in PRECISIONS:
-            raise EstimateError(f"--precision: expected one of {', '.join(PRECISIONS)}, got "
-                                f"{p!r}")
+            raise EstimateError(f"--precision: expected one of {', '.join(PRECISIONS)}, got {p!r}")
     for z in inp.zero:
         if z not in (0, 1, 2, 3):
             raise EstimateError(f"--zero: expected a ZeRO stage 0, 1, 2 or 3, got {z}")
     for r in inp.recompute:
         if r not in RECOMPUTES:
-            raise EstimateError(f"--recompute: expected one of {', '.join(RECOMPUTES)}, got "
-                                f"{r!r}")
+            raise EstimateError(f"--recompute: expected one of {', '.join(RECOMPUTES)}, got {r!r}")
     if not (0 <= inp.fragmentation <= 1 and 0 <= inp.headroom < 1 and inp.buffer_gb >= 0):
-        raise EstimateError("memory allowances: expected buffer >= 0, fragmentation in [0, 1] "
-                            "and headroom in [0, 1)")
+        raise EstimateError(
+            "memory allowances: expected buffer >= 0, fragmentation in [0, 1] "
+            "and headroom in [0, 1)"
+        )
 
 
 def model_of(inp: EstimateInput) -> ModelDims:
     """Complete the model: P from the architecture, or the architecture inferred from P
     (Narayanan et al. 2021 eq. 2; GPT-3 aspect ratio h = 128 L, head size 128)."""
-    return dims(inp.params, inp.layers, inp.hidden, inp.heads, inp.seq_len, inp.vocab,
-                inp.optimizer, inp.flash_attention)
+    return dims(
+        inp.params,
+        inp.layers,
+        inp.hidden,
+        inp.heads,
+        inp.seq_len,
+        inp.vocab,
+        inp.optimizer,
+        inp.flash_attention,
+    )
 
 
 def _default_precision(g: GpuType) -> str:
@@ -399,12 +465,15 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     tp, pp = inp.tp, inp.pp
     for n in gpus_list:
         if n % (tp * pp):
-            raise EstimateError(f"--gpus: {n} GPUs is not a multiple of tp x pp = "
-                                f"{tp} x {pp} = {tp * pp}")
+            raise EstimateError(
+                f"--gpus: {n} GPUs is not a multiple of tp x pp = {tp} x {pp} = {tp * pp}"
+            )
     hint = " (inferred from --params; pass --layers/--hidden/--heads)" if m.inferred else ""
     if tp > g.gpus_per_node:
-        raise EstimateError(f"--tp: tensor parallelism {tp} exceeds the {g.gpus_per_node} GPUs "
-                            f"of a {inp.gpu.name} node (it runs within a node)")
+        raise EstimateError(
+            f"--tp: tensor parallelism {tp} exceeds the {g.gpus_per_node} GPUs "
+            f"of a {inp.gpu.name} node (it runs within a node)"
+        )
     if m.heads % tp:
         raise EstimateError(f"--tp: {tp} does not divide the {m.heads} attention heads{hint}")
     if m.layers % pp:
@@ -412,12 +481,15 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     for prec in precisions:
         if not g.peak_tflops.get(prec):  # type: ignore[call-overload]
             have = [p for p, v in g.peak_tflops.items() if v]
-            raise EstimateError(f"--precision: {inp.gpu.name} has no {prec} peak; it supports "
-                                f"{', '.join(have)}")
+            raise EstimateError(
+                f"--precision: {inp.gpu.name} has no {prec} peak; it supports {', '.join(have)}"
+            )
     notes: list[str] = []
     if m.inferred:
-        notes.append(f"architecture inferred from params: L={m.layers}, h={m.hidden}, "
-                     f"heads={m.heads}; pass --layers/--hidden/--heads for accuracy")
+        notes.append(
+            f"architecture inferred from params: L={m.layers}, h={m.hidden}, "
+            f"heads={m.heads}; pass --layers/--hidden/--heads for accuracy"
+        )
     flops = compute.training_flops(m.params, inp.tokens, m.layers, m.seq_len, m.hidden)
     rows: list[EstimateRow] = []
     for n, prec, zero, rc in itertools.product(gpus_list, precisions, inp.zero, inp.recompute):
@@ -425,21 +497,45 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     return rows
 
 
-def _row(inp: EstimateInput, m: ModelDims, flops: float, n: int, prec: str, zero: int, rc: str,
-         notes: tuple[str, ...]) -> EstimateRow:
+def _row(
+    inp: EstimateInput,
+    m: ModelDims,
+    flops: float,
+    n: int,
+    prec: str,
+    zero: int,
+    rc: str,
+    notes: tuple[str, ...],
+) -> EstimateRow:
     g = inp.gpu.gpu
     tp, pp = inp.tp, inp.pp
     dp = n // (tp * pp)
-    mem = memory_per_gpu(m, g.memory_gb, prec, zero, dp, tp, pp, rc, inp.micro_batch, True,
-                         inp.buffer_gb, inp.fragmentation, inp.headroom)
+    mem = memory_per_gpu(
+        m,
+        g.memory_gb,
+        prec,
+        zero,
+        dp,
+        tp,
+        pp,
+        rc,
+        inp.micro_batch,
+        True,
+        inp.buffer_gb,
+        inp.fragmentation,
+        inp.headroom,
+    )
     peak = float(g.peak_tflops[prec])  # type: ignore[index, arg-type]
     scale = compute.scaling_efficiency(n, g.gpus_per_node, inp.per_doubling)
     lay = compute.layout_efficiency(tp, pp, zero, dp, n > g.gpus_per_node)
     fps = compute.effective_flops_per_s(n, peak, inp.mfu, rc, scale * lay)
     # Checkpointing and failures (docs/cost-model.md: Daly interval, loss per failure).
     ck = storage.checkpoint_gb(m.params, prec, m.optimizer)
-    write_s = (inp.checkpoint_write_s if inp.checkpoint_write_s is not None
-               else storage.write_seconds(ck, inp.write_gb_per_s))
+    write_s = (
+        inp.checkpoint_write_s
+        if inp.checkpoint_write_s is not None
+        else storage.write_seconds(ck, inp.write_gb_per_s)
+    )
     if inp.mtbf_hours is None:
         lam = reliability.job_failure_rate(n, _FAILURE.failures_per_gpu_hour)
     elif inp.mtbf_scope == "gpu":
@@ -454,29 +550,58 @@ def _row(inp: EstimateInput, m: ModelDims, flops: float, n: int, prec: str, zero
     else:
         tau, overhead, loss = math.inf, 0.0, down
     hours = compute.hours_for(flops, fps) / (1.0 - overhead)
-    it_kw = energy.it_power_kw(n, 0, g.board_power_w, g.idle_power_w, inp.power_load,
-                               g.gpus_per_node, g.node_overhead_w)
+    it_kw = energy.it_power_kw(
+        n, 0, g.board_power_w, g.idle_power_w, inp.power_load, g.gpus_per_node, g.node_overhead_w
+    )
     kw = energy.facility_kw(it_kw, inp.pue)
     price = inp.gpu.usd_per_gpu_hour
     rental_h = None if price is None else n * price
     energy_h = energy.energy_cost_usd(kw, inp.price_usd_per_mwh)
-    failure_h = reliability.expected_failure_cost_per_hour(lam, loss, (rental_h or 0.0)
-                                                           + energy_h)
-    costs = Costs(rental=None if rental_h is None else rental_h * hours,
-                  energy=energy_h * hours, failure=failure_h * hours)
-    emissions = (None if inp.carbon_g_per_kwh is None
-                 else energy.emissions_tonnes(kw * hours, inp.carbon_g_per_kwh))
+    failure_h = reliability.expected_failure_cost_per_hour(lam, loss, (rental_h or 0.0) + energy_h)
+    costs = Costs(
+        rental=None if rental_h is None else rental_h * hours,
+        energy=energy_h * hours,
+        failure=failure_h * hours,
+    )
+    emissions = (
+        None
+        if inp.carbon_g_per_kwh is None
+        else energy.emissions_tonnes(kw * hours, inp.carbon_g_per_kwh)
+    )
     row_notes = notes
     if price is None:
-        row_notes = (*notes, "no GPU price: pass --gpu-hour-usd for rental and total cost; "
-                             "the failure cost counts energy only")
+        row_notes = (
+            *notes,
+            "no GPU price: pass --gpu-hour-usd for rental and total cost; "
+            "the failure cost counts energy only",
+        )
     return EstimateRow(
-        gpu=inp.gpu.name, gpus=n, precision=prec, zero=zero, recompute=rc, tp=tp, pp=pp, dp=dp,
-        micro_batch=inp.micro_batch, model=m, tokens=inp.tokens, memory=mem, flops=flops,
-        flops_per_s=fps, hours=hours, facility_kw=kw, checkpoint_gb=ck,
-        checkpoint_write_s=write_s, checkpoint_interval_s=tau, checkpoint_overhead=overhead,
-        failure_rate_per_h=lam, loss_h_per_failure=loss, usd_per_gpu_hour=price, costs=costs,
-        emissions_t=emissions, notes=row_notes,
+        gpu=inp.gpu.name,
+        gpus=n,
+        precision=prec,
+        zero=zero,
+        recompute=rc,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        micro_batch=inp.micro_batch,
+        model=m,
+        tokens=inp.tokens,
+        memory=mem,
+        flops=flops,
+        flops_per_s=fps,
+        hours=hours,
+        facility_kw=kw,
+        checkpoint_gb=ck,
+        checkpoint_write_s=write_s,
+        checkpoint_interval_s=tau,
+        checkpoint_overhead=overhead,
+        failure_rate_per_h=lam,
+        loss_h_per_failure=loss,
+        usd_per_gpu_hour=price,
+        costs=costs,
+        emissions_t=emissions,
+        notes=row_notes,
     )
 
 
@@ -505,17 +630,33 @@ class ConfigEstimate:
         lay = c.layout
         mem = c.memory
         return {
-            "phase": c.phase, "gpu": c.gpu, "region": c.region, "contract": c.contract,
-            "gpus": c.gpus, "spare_gpus": c.spare_gpus, "precision": lay.precision,
-            "zero": lay.zero, "recompute": lay.recompute, "tp": lay.tp, "pp": lay.pp,
-            "dp": lay.dp, "tier": c.tier,
-            "model_states_gb": mem.model_states_gb, "activations_gb": mem.activations_gb,
-            "buffers_gb": mem.buffers_gb, "total_gb": mem.total_gb,
-            "capacity_gb": mem.capacity_gb, "fits": mem.fits,
-            "hours": c.hours, "work_hours": c.work_hours, "gpu_hours": self.gpu_hours,
-            "facility_kw": c.facility_kw, "energy_kwh": self.energy_kwh,
-            "tokens_per_kwh": (None if self.tokens_per_kwh is None
-                               else _finite(self.tokens_per_kwh)),
+            "phase": c.phase,
+            "gpu": c.gpu,
+            "region": c.region,
+            "contract": c.contract,
+            "gpus": c.gpus,
+            "spare_gpus": c.spare_gpus,
+            "precision": lay.precision,
+            "zero": lay.zero,
+            "recompute": lay.recompute,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "dp": lay.dp,
+            "tier": c.tier,
+            "model_states_gb": mem.model_states_gb,
+            "activations_gb": mem.activations_gb,
+            "buffers_gb": mem.buffers_gb,
+            "total_gb": mem.total_gb,
+            "capacity_gb": mem.capacity_gb,
+            "fits": mem.fits,
+            "hours": c.hours,
+            "work_hours": c.work_hours,
+            "gpu_hours": self.gpu_hours,
+            "facility_kw": c.facility_kw,
+            "energy_kwh": self.energy_kwh,
+            "tokens_per_kwh": (
+                None if self.tokens_per_kwh is None else _finite(self.tokens_per_kwh)
+            ),
             "checkpoint_interval_s": _finite(c.checkpoint_interval_s),
             "expected_failures": self.expected_failures,
             "cost_usd": dict(self.costs),
@@ -549,8 +690,10 @@ def cost_at_mean_price(inst: Instance, c: Config) -> dict[str, float]:
         g = c.billing_hours
         rental = max(math.ceil(n / g) * g, c.min_rental_hours) * c.rental_per_h
     e_h = c.facility_kw * price / 1000.0
-    fail_h = c.failure_rate * (c.loss_h * (c.rental_per_h + e_h)
-                               - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h)
+    fail_h = c.failure_rate * (
+        c.loss_h * (c.rental_per_h + e_h)
+        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
+    )
     ci = inst.carbon[c.region]
     carbon_t = 0.0 if ci is None else n * c.facility_kw * float(np.mean(ci)) / 1e6
     out = {
@@ -585,11 +728,16 @@ def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
     for c in configs:
         costs = cost_at_mean_price(inst, c)
         kwh = c.hours * c.facility_kw
-        rows.append(ConfigEstimate(
-            config=c, costs=costs, gpu_hours=c.hours * c.total_gpus, energy_kwh=kwh,
-            expected_failures=c.failure_rate * c.hours,
-            tokens_per_kwh=(energy.tokens_per_kwh(tokens, kwh) if tokens is not None
-                            else None)))
+        rows.append(
+            ConfigEstimate(
+                config=c,
+                costs=costs,
+                gpu_hours=c.hours * c.total_gpus,
+                energy_kwh=kwh,
+                expected_failures=c.failure_rate * c.hours,
+                tokens_per_kwh=(energy.tokens_per_kwh(tokens, kwh) if tokens is not None else None),
+            )
+        )
     rows.sort(key=lambda r: (r.total, r.config.label))
     return PhaseEstimate(phase, tuple(rows[:top]), len(rows), reason)
 

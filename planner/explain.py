@@ -92,10 +92,18 @@ class Finding:
     phases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "phase": self.phase, "amount": self.amount,
-                "unit": self.unit, "message": self.message, "source": self.source,
-                "region": self.region, "gpu": self.gpu, "hours": list(self.hours),
-                "phases": list(self.phases)}
+        return {
+            "kind": self.kind,
+            "phase": self.phase,
+            "amount": self.amount,
+            "unit": self.unit,
+            "message": self.message,
+            "source": self.source,
+            "region": self.region,
+            "gpu": self.gpu,
+            "hours": list(self.hours),
+            "phases": list(self.phases),
+        }
 
 
 @dataclass(frozen=True)
@@ -112,14 +120,18 @@ class Relaxation:
     #: The relaxed instance the plan is valid for (deadlines, capacity and cap relaxed).
     instance: Instance | None = field(default=None, repr=False, compare=False)
     schedule: Schedule | None = field(default=None, repr=False, compare=False)
-    reserved: dict[tuple[str, str], int] = field(default_factory=dict, repr=False,
-                                                 compare=False)
+    reserved: dict[tuple[str, str], int] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "allow": list(self.allow), "status": self.status,
-                "proven": self.proven, "penalty": self.penalty,
-                "findings": [f.to_dict() for f in self.findings],
-                "cost": self.plan.objective if self.plan is not None else None}
+        return {
+            "name": self.name,
+            "allow": list(self.allow),
+            "status": self.status,
+            "proven": self.proven,
+            "penalty": self.penalty,
+            "findings": [f.to_dict() for f in self.findings],
+            "cost": self.plan.objective if self.plan is not None else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -136,23 +148,35 @@ class Explanation:
     weights: ElasticWeights = field(default_factory=ElasticWeights)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": "trainplan-explain/1", "instance": self.instance,
-                "feasible": self.feasible, "proven": self.proven,
-                "findings": [f.to_dict() for f in self.findings],
-                "relaxations": [r.to_dict() for r in self.relaxations],
-                "notes": list(self.notes),
-                "weights": {"late_hour": self.weights.late_hour,
-                            "gpu_hour": self.weights.gpu_hour, "tonne": self.weights.tonne},
-                "plan_cost": self.plan.objective if self.plan is not None else None}
+        return {
+            "format": "trainplan-explain/1",
+            "instance": self.instance,
+            "feasible": self.feasible,
+            "proven": self.proven,
+            "findings": [f.to_dict() for f in self.findings],
+            "relaxations": [r.to_dict() for r in self.relaxations],
+            "notes": list(self.notes),
+            "weights": {
+                "late_hour": self.weights.late_hour,
+                "gpu_hour": self.weights.gpu_hour,
+                "tonne": self.weights.tonne,
+            },
+            "plan_cost": self.plan.objective if self.plan is not None else None,
+        }
 
     def lines(self) -> list[str]:
         """The explanation as text, one string per line."""
         out: list[str] = []
         if self.feasible:
-            cost = (f"; the cheapest plan found costs ${self.plan.objective:,.2f}"
-                    if self.plan is not None and self.plan.objective is not None else "")
-            out.append(f"{self.instance} is feasible: a plan meets every deadline, capacity "
-                       f"and cap{cost}. Nothing to explain.")
+            cost = (
+                f"; the cheapest plan found costs ${self.plan.objective:,.2f}"
+                if self.plan is not None and self.plan.objective is not None
+                else ""
+            )
+            out.append(
+                f"{self.instance} is feasible: a plan meets every deadline, capacity "
+                f"and cap{cost}. Nothing to explain."
+            )
             out.extend(f"note: {n}" for n in self.notes)
             return out
         verdict = "infeasible" if self.proven else "no plan found (not proved infeasible)"
@@ -163,10 +187,12 @@ class Explanation:
             out.extend(f"  {f.kind}: {f.message}" for f in pre)
         w = self.weights
         for r in self.relaxations:
-            head = ("smallest relaxation" if r.name == "smallest" else f"{r.name}")
+            head = "smallest relaxation" if r.name == "smallest" else f"{r.name}"
             if r.name == "smallest":
-                head += (f" (1 h past a deadline = {w.late_hour / w.gpu_hour:g} GPU-hour over "
-                         f"capacity = {w.late_hour / w.tonne:g} t CO2 over the cap)")
+                head += (
+                    f" (1 h past a deadline = {w.late_hour / w.gpu_hour:g} GPU-hour over "
+                    f"capacity = {w.late_hour / w.tonne:g} t CO2 over the cap)"
+                )
             if r.status == "infeasible":
                 out.append(f"{head}: not possible this way")
                 continue
@@ -221,25 +247,44 @@ def memory_shortfall(inst: Instance, p: Phase) -> Finding | None:
             for lay in layouts(p, m, g, count):
                 if peak_tflops(g, lay.precision) is None:
                     continue
-                mem = memory_per_gpu(m, g.memory_gb, lay.precision, lay.zero, lay.dp, lay.tp,
-                                     lay.pp, lay.recompute, p.options.micro_batch, train,
-                                     pol.buffer_gb, pol.fragmentation, pol.headroom,
-                                     p.memory_gb, min(count, 1.0))
+                mem = memory_per_gpu(
+                    m,
+                    g.memory_gb,
+                    lay.precision,
+                    lay.zero,
+                    lay.dp,
+                    lay.tp,
+                    lay.pp,
+                    lay.recompute,
+                    p.options.micro_batch,
+                    train,
+                    pol.buffer_gb,
+                    pol.fragmentation,
+                    pol.headroom,
+                    p.memory_gb,
+                    min(count, 1.0),
+                )
                 short = mem.total_gb - mem.capacity_gb
                 setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
                 if m is not None:
-                    setting += (f", ZeRO-{lay.zero}, {lay.recompute} recompute, "
-                                f"tp{lay.tp} pp{lay.pp}")
+                    setting += (
+                        f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+                    )
                 if best is None or short < best[0]:
                     best = (short, mem.total_gb, mem.capacity_gb, gname, setting)
     if best is None or best[0] <= 1e-9:
         return None
     short, need, usable, gname, setting = best
-    return Finding("memory", p.name, short, "GB",
-                   f"{p.name}: needs {need:.1f} GB per GPU at best ({setting} on {gname}) but "
-                   f"{gname} has {usable:.1f} GB usable ({inst.gpu(gname).memory_gb:g} GB less "
-                   f"{pol.headroom:.0%} headroom): {short:.1f} GB short",
-                   gpu=gname)
+    return Finding(
+        "memory",
+        p.name,
+        short,
+        "GB",
+        f"{p.name}: needs {need:.1f} GB per GPU at best ({setting} on {gname}) but "
+        f"{gname} has {usable:.1f} GB usable ({inst.gpu(gname).memory_gb:g} GB less "
+        f"{pol.headroom:.0%} headroom): {short:.1f} GB short",
+        gpu=gname,
+    )
 
 
 def deadline_findings(inst: Instance, fastest: dict[str, int | None]) -> list[Finding]:
@@ -268,14 +313,23 @@ def deadline_findings(inst: Instance, fastest: dict[str, int | None]) -> list[Fi
             while crit.get(chain[-1]) is not None:
                 chain.append(str(crit[chain[-1]]))
             path = " -> ".join(reversed(chain))
-            past = (f"; it is {es + n - inst.hours} h past the horizon end too"
-                    if es + n > inst.hours else "")
-            out.append(Finding(
-                "deadline", name, float(es + n - d), "h",
-                f"{name}: the fastest possible finish is hour {es + n} ({_when(inst, es + n)}; "
-                f"path {path}, fastest configurations from release hour "
-                f"{inst.release[chain[-1]]}) but its deadline is hour {d} ({_when(inst, d)}): "
-                f"{es + n - d} h short{past}"))
+            past = (
+                f"; it is {es + n - inst.hours} h past the horizon end too"
+                if es + n > inst.hours
+                else ""
+            )
+            out.append(
+                Finding(
+                    "deadline",
+                    name,
+                    float(es + n - d),
+                    "h",
+                    f"{name}: the fastest possible finish is hour {es + n} ({_when(inst, es + n)}; "
+                    f"path {path}, fastest configurations from release hour "
+                    f"{inst.release[chain[-1]]}) but its deadline is hour {d} ({_when(inst, d)}): "
+                    f"{es + n - d} h short{past}",
+                )
+            )
     return out
 
 
@@ -311,12 +365,21 @@ def capacity_findings(inst: Instance, space: ConfigSpace) -> list[Finding]:
         for run in _ranges(over):
             excess = float(max(d[t] - cap[t] for t in run))
             names = tuple(sorted({n for t in run for n in who[(r, g)][t]}))
-            out.append(Finding(
-                "capacity", None, excess, "GPUs",
-                f"capacity {r}/{g}: {', '.join(names)} must all run in {_span(inst, run)} "
-                f"and need {float(max(d[t] for t in run)):g} GPUs there; the pool has "
-                f"{float(min(cap[t] for t in run)):g}: {excess:g} GPUs short",
-                region=r, gpu=g, hours=tuple(run), phases=names))
+            out.append(
+                Finding(
+                    "capacity",
+                    None,
+                    excess,
+                    "GPUs",
+                    f"capacity {r}/{g}: {', '.join(names)} must all run in {_span(inst, run)} "
+                    f"and need {float(max(d[t] for t in run)):g} GPUs there; the pool has "
+                    f"{float(min(cap[t] for t in run)):g}: {excess:g} GPUs short",
+                    region=r,
+                    gpu=g,
+                    hours=tuple(run),
+                    phases=names,
+                )
+            )
     return out
 
 
@@ -330,14 +393,21 @@ def _pool_need(inst: Instance, p: Phase) -> int:
     return math.ceil(most)
 
 
-def relaxed_instance(inst: Instance, deadlines: bool = True, capacity: bool = True,
-                     carbon: bool = True, done: tuple[str, ...] = ()) -> Instance:
+def relaxed_instance(
+    inst: Instance,
+    deadlines: bool = True,
+    capacity: bool = True,
+    carbon: bool = True,
+    done: tuple[str, ...] = (),
+) -> Instance:
     """``inst`` with deadlines at the horizon end, capacities raised above any possible need,
     the carbon cap lifted and the phases in ``done`` marked done."""
     for name in (*[p.name for p in inst.phases], *inst.spec.regions, *inst.spec.gpu_types):
         if "." in name:
-            raise ExplainError(f"{inst.source}: explain builds variants by dotted paths; rename "
-                               f"{name!r} without a '.'")
+            raise ExplainError(
+                f"{inst.source}: explain builds variants by dotted paths; rename "
+                f"{name!r} without a '.'"
+            )
     ups: dict[str, Any] = {}
     if deadlines:
         for p in inst.active_phases:
@@ -364,9 +434,17 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
         _c, hours = schedule[name]
         end, d = max(hours) + 1, inst.deadline[name]
         if end > d:
-            out.append(Finding("deadline", name, float(end - d), "h",
-                               f"{name}: deadline +{end - d} h (hour {d} -> {end}, "
-                               f"{_when(inst, d)} -> {_when(inst, end)})", "relaxation"))
+            out.append(
+                Finding(
+                    "deadline",
+                    name,
+                    float(end - d),
+                    "h",
+                    f"{name}: deadline +{end - d} h (hour {d} -> {end}, "
+                    f"{_when(inst, d)} -> {_when(inst, end)})",
+                    "relaxation",
+                )
+            )
     usage: dict[tuple[str, str], np.ndarray] = {}
     users: dict[tuple[str, str], dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
     for name, (c, hours) in schedule.items():
@@ -381,11 +459,21 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
             extra = [float(u[t] - cap[t]) for t in run]
             names = tuple(sorted({n for t in run for n in users[(r, g)][t]}))
             gpu_h = sum(extra)
-            out.append(Finding(
-                "capacity", None, max(extra), "GPUs",
-                f"capacity {r}/{g}: +{max(extra):g} GPUs in {_span(inst, run)}, "
-                f"{gpu_h:g} GPU-hours (used by {', '.join(names)})", "relaxation",
-                region=r, gpu=g, hours=tuple(run), phases=names))
+            out.append(
+                Finding(
+                    "capacity",
+                    None,
+                    max(extra),
+                    "GPUs",
+                    f"capacity {r}/{g}: +{max(extra):g} GPUs in {_span(inst, run)}, "
+                    f"{gpu_h:g} GPU-hours (used by {', '.join(names)})",
+                    "relaxation",
+                    region=r,
+                    gpu=g,
+                    hours=tuple(run),
+                    phases=names,
+                )
+            )
     cap_t = inst.spec.objective.carbon_cap_tonnes
     if cap_t is not None:
         emis = 0.0
@@ -394,15 +482,31 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
             if ci is not None:
                 emis += float(np.sum(c.facility_kw * ci[list(hours)] / 1e6))
         if emis > cap_t * (1 + 1e-9) + 1e-12:
-            out.append(Finding("carbon", None, emis - cap_t, "t",
-                               f"carbon cap: +{emis - cap_t:.4g} t CO2 ({emis:.4g} t against "
-                               f"a cap of {cap_t:g} t)", "relaxation"))
+            out.append(
+                Finding(
+                    "carbon",
+                    None,
+                    emis - cap_t,
+                    "t",
+                    f"carbon cap: +{emis - cap_t:.4g} t CO2 ({emis:.4g} t against "
+                    f"a cap of {cap_t:g} t)",
+                    "relaxation",
+                )
+            )
     return out
 
 
-def _relaxation(inst: Instance, em: ElasticModel, name: str, allow: tuple[str, ...],
-                time_limit: float, second_stage: bool, space: ConfigSpace,
-                costed: Instance, first: ElasticSolution | None = None) -> Relaxation:
+def _relaxation(
+    inst: Instance,
+    em: ElasticModel,
+    name: str,
+    allow: tuple[str, ...],
+    time_limit: float,
+    second_stage: bool,
+    space: ConfigSpace,
+    costed: Instance,
+    first: ElasticSolution | None = None,
+) -> Relaxation:
     """Solve one elastic variant (stage 1, and stage 2 when ``second_stage``; ``first`` is a
     stage-1 solution already found) and read what it changes in ``inst``."""
     if first is None:
@@ -413,27 +517,56 @@ def _relaxation(inst: Instance, em: ElasticModel, name: str, allow: tuple[str, .
     found = tuple(relaxation_findings(inst, sol.schedule))
     plan = None
     if second_stage:
-        plan = make_plan(costed, space, sol.schedule, sol.reserved, "elastic",
-                         "feasible", sol.status, None, sol.runtime_s)
-    proven = sol.proven or (sol.penalty_bound is not None and sol.penalty is not None
-                            and sol.penalty - sol.penalty_bound <= 1e-6)
-    return Relaxation(name, allow, sol.status, proven, sol.penalty, found, plan, costed,
-                      sol.schedule, sol.reserved)
+        plan = make_plan(
+            costed,
+            space,
+            sol.schedule,
+            sol.reserved,
+            "elastic",
+            "feasible",
+            sol.status,
+            None,
+            sol.runtime_s,
+        )
+    proven = sol.proven or (
+        sol.penalty_bound is not None
+        and sol.penalty is not None
+        and sol.penalty - sol.penalty_bound <= 1e-6
+    )
+    return Relaxation(
+        name,
+        allow,
+        sol.status,
+        proven,
+        sol.penalty,
+        found,
+        plan,
+        costed,
+        sol.schedule,
+        sol.reserved,
+    )
 
 
 def _starts(inst: Instance, em: ElasticModel, space: ConfigSpace) -> tuple[Schedule, ...]:
     """Seeds for stage 1: earliest finish within capacity, as soon as possible, cheapest."""
     relaxed = em.mm.inst
-    return tuple(s for s in (earliest_finish_schedule(inst, relaxed, space),
-                             greedy(relaxed, space, first_start_only=True),
-                             greedy(relaxed, space)) if s is not None)
+    return tuple(
+        s
+        for s in (
+            earliest_finish_schedule(inst, relaxed, space),
+            greedy(relaxed, space, first_start_only=True),
+            greedy(relaxed, space),
+        )
+        if s is not None
+    )
 
 
 # ----------------------------------------------------------------------------- explain
 
 
-def explain(inst: Instance, time_limit: float = 60.0,
-            weights: ElasticWeights | None = None) -> Explanation:
+def explain(
+    inst: Instance, time_limit: float = 60.0, weights: ElasticWeights | None = None
+) -> Explanation:
     """Pre-checks, then the smallest relaxation (and the alternatives); ``time_limit`` is per
     MILP solve (at most two stages for the smallest relaxation and one per alternative)."""
     w = weights or ElasticWeights()
@@ -451,19 +584,27 @@ def explain(inst: Instance, time_limit: float = 60.0,
             if not space_dl.by_phase.get(p.name):
                 cfgs = space_rel.by_phase[p.name]
                 best = min(cfgs, key=lambda c: (c.total_gpus, c.hours))
-                cap = float(np.max(inst.capacity[(best.region, best.gpu)][inst.release[p.name]:]))
-                findings.append(Finding(
-                    "capacity", p.name, best.total_gpus - cap, "GPUs",
-                    f"{p.name}: every configuration that finishes within the horizon needs at "
-                    f"least {best.total_gpus:g} GPUs ({best.label}); its pool {best.region}/"
-                    f"{best.gpu} has at most {cap:g}", region=best.region, gpu=best.gpu))
+                cap = float(np.max(inst.capacity[(best.region, best.gpu)][inst.release[p.name] :]))
+                findings.append(
+                    Finding(
+                        "capacity",
+                        p.name,
+                        best.total_gpus - cap,
+                        "GPUs",
+                        f"{p.name}: every configuration that finishes within the horizon needs at "
+                        f"least {best.total_gpus:g} GPUs ({best.label}); its pool {best.region}/"
+                        f"{best.gpu} has at most {cap:g}",
+                        region=best.region,
+                        gpu=best.gpu,
+                    )
+                )
             continue
         impossible.append(p.name)
         mem = memory_shortfall(inst, p)
-        findings.append(mem if mem is not None else
-                        Finding("configuration", p.name, None, "", inf.reason))
-    fastest = {n: (min(c.hours for c in cs) if cs else None)
-               for n, cs in space_dl.by_phase.items()}
+        findings.append(
+            mem if mem is not None else Finding("configuration", p.name, None, "", inf.reason)
+        )
+    fastest = {n: (min(c.hours for c in cs) if cs else None) for n, cs in space_dl.by_phase.items()}
     findings.extend(deadline_findings(inst, fastest))
     findings.extend(capacity_findings(inst, space))
 
@@ -471,8 +612,10 @@ def explain(inst: Instance, time_limit: float = 60.0,
     plan: Plan | None = None
     possible = [p.name for p in inst.active_phases if p.name not in impossible]
     if impossible:
-        notes.append(f"{', '.join(impossible)} can never run; the relaxation treats "
-                     f"{'them' if len(impossible) > 1 else 'it'} as done")
+        notes.append(
+            f"{', '.join(impossible)} can never run; the relaxation treats "
+            f"{'them' if len(impossible) > 1 else 'it'} as done"
+        )
     if not possible:
         return Explanation(inst.name, False, True, findings, relaxations, notes, None, w)
     inst_el = relaxed_instance(inst, done=tuple(impossible)) if impossible else inst_rel
@@ -487,28 +630,45 @@ def explain(inst: Instance, time_limit: float = 60.0,
         res = solve(inst, solver="milp", time_limit=time_limit, backend="highs")
         plan = res.plan
         if plan is None and first.schedule is not None:
-            plan = make_plan(inst, space_el, first.schedule, first.reserved, "elastic",
-                             "feasible", first.status, None, first.runtime_s)
+            plan = make_plan(
+                inst,
+                space_el,
+                first.schedule,
+                first.reserved,
+                "elastic",
+                "feasible",
+                first.status,
+                None,
+                first.runtime_s,
+            )
         return Explanation(inst.name, True, True, [], [], notes, plan, w)
-    smallest = _relaxation(base, em, "smallest", KINDS, time_limit, True, space_el, inst_el,
-                           first)
+    smallest = _relaxation(base, em, "smallest", KINDS, time_limit, True, space_el, inst_el, first)
     relaxations.append(smallest)
     kinds = {f.kind for f in smallest.findings}
     if "deadline" in kinds and em.over:
-        relaxations.append(_relaxation(base, em, "capacity only", ("capacity",), time_limit,
-                                       False, space_el, inst_el))
+        relaxations.append(
+            _relaxation(
+                base, em, "capacity only", ("capacity",), time_limit, False, space_el, inst_el
+            )
+        )
     if "capacity" in kinds and em.late:
-        relaxations.append(_relaxation(base, em, "deadlines only", ("late",), time_limit,
-                                       False, space_el, inst_el))
+        relaxations.append(
+            _relaxation(base, em, "deadlines only", ("late",), time_limit, False, space_el, inst_el)
+        )
     findings.extend(smallest.findings)
-    proven = (any(f.source == "pre-check" for f in findings)
-              or smallest.status == "infeasible"
-              or (smallest.proven and smallest.penalty is not None and smallest.penalty > 1e-6))
+    proven = (
+        any(f.source == "pre-check" for f in findings)
+        or smallest.status == "infeasible"
+        or (smallest.proven and smallest.penalty is not None and smallest.penalty > 1e-6)
+    )
     if smallest.penalty is None and smallest.status != "infeasible":
-        notes.append(f"the relaxation found no answer in time ({smallest.status}); raise "
-                     "--time-limit")
+        notes.append(
+            f"the relaxation found no answer in time ({smallest.status}); raise --time-limit"
+        )
     if smallest.status == "infeasible":
-        notes.append("even the relaxed instance (deadlines at the horizon end, capacities "
-                     "raised, no carbon cap) has no plan: the horizon is too short for the "
-                     "precedence chain, or a reserved pool's limits rule every plan out")
+        notes.append(
+            "even the relaxed instance (deadlines at the horizon end, capacities "
+            "raised, no carbon cap) has no plan: the horizon is too short for the "
+            "precedence chain, or a reserved pool's limits rule every plan out"
+        )
     return Explanation(inst.name, False, proven, findings, relaxations, notes, None, w)

@@ -106,21 +106,29 @@ def _electricity(inst: Instance) -> list[str]:
         peak = float(np.max(np.abs(series)))
         if peak > MAX_PRICE_USD_PER_MWH:
             t = int(np.argmax(np.abs(series)))
-            out.append(f"{where}: {_g(float(series[t]))} USD/MWh at hour {t} is beyond "
-                       f"{_g(MAX_PRICE_USD_PER_MWH)} USD/MWh (wholesale caps are lower: ERCOT "
-                       "5,000); was the price given per GWh, or in cents?")
+            out.append(
+                f"{where}: {_g(float(series[t]))} USD/MWh at hour {t} is beyond "
+                f"{_g(MAX_PRICE_USD_PER_MWH)} USD/MWh (wholesale caps are lower: ERCOT "
+                "5,000); was the price given per GWh, or in cents?"
+            )
         elif 0 < peak < MIN_PRICE_MAGNITUDE_USD_PER_MWH:
-            out.append(f"{where}: every hour is below 1 USD/MWh (at most {_g(peak)}); this looks "
-                       "like USD/kWh: multiply by 1,000 (0.05 USD/kWh = 50 USD/MWh)")
+            out.append(
+                f"{where}: every hour is below 1 USD/MWh (at most {_g(peak)}); this looks "
+                "like USD/kWh: multiply by 1,000 (0.05 USD/kWh = 50 USD/MWh)"
+            )
         if abs(adder) > MAX_PRICE_USD_PER_MWH:
-            out.append(f"regions.{rname}.price_adder_usd_per_mwh: {_g(adder)} USD/MWh is beyond "
-                       f"{_g(MAX_PRICE_USD_PER_MWH)} USD/MWh; was it given per GWh, or in cents?")
+            out.append(
+                f"regions.{rname}.price_adder_usd_per_mwh: {_g(adder)} USD/MWh is beyond "
+                f"{_g(MAX_PRICE_USD_PER_MWH)} USD/MWh; was it given per GWh, or in cents?"
+            )
         ci = inst.carbon[rname]
         if ci is not None:
             top = float(np.max(np.abs(ci)))
             if 0 < top < MIN_CARBON_G_PER_KWH:
-                out.append(f"regions.{rname}.carbon_intensity: every hour is below 1 gCO2/kWh "
-                           f"(at most {_g(top)}); this looks like kgCO2/kWh: multiply by 1,000")
+                out.append(
+                    f"regions.{rname}.carbon_intensity: every hour is below 1 gCO2/kWh "
+                    f"(at most {_g(top)}); this looks like kgCO2/kWh: multiply by 1,000"
+                )
     return out
 
 
@@ -132,16 +140,22 @@ def _gpus(inst: Instance) -> list[str]:
     for gname, g in inst.spec.gpu_types.items():
         where = f"gpu_types.{gname}"
         if g.memory_gb > MAX_GPU_MEMORY_GB:
-            out.append(f"{where}.memory_gb: {_g(g.memory_gb)} GB per GPU is beyond "
-                       f"{_g(MAX_GPU_MEMORY_GB)} GB (the largest GPUs have a few hundred); was it "
-                       "given in bytes or MB?")
+            out.append(
+                f"{where}.memory_gb: {_g(g.memory_gb)} GB per GPU is beyond "
+                f"{_g(MAX_GPU_MEMORY_GB)} GB (the largest GPUs have a few hundred); was it "
+                "given in bytes or MB?"
+            )
         for prec, v in g.peak_tflops.items():
             if v is not None and v > MAX_PEAK_TFLOPS:
-                out.append(f"{where}.peak_tflops.{prec}: {_g(v)} TFLOPS per GPU is beyond "
-                           f"{_g(MAX_PEAK_TFLOPS)}; was it given in FLOP/s instead of TFLOPS?")
+                out.append(
+                    f"{where}.peak_tflops.{prec}: {_g(v)} TFLOPS per GPU is beyond "
+                    f"{_g(MAX_PEAK_TFLOPS)}; was it given in FLOP/s instead of TFLOPS?"
+                )
         if g.board_power_w > MAX_BOARD_POWER_W:
-            out.append(f"{where}.board_power_w: {_g(g.board_power_w)} W per GPU is beyond "
-                       f"{_g(MAX_BOARD_POWER_W)} W; was it given in mW, or per node?")
+            out.append(
+                f"{where}.board_power_w: {_g(g.board_power_w)} W per GPU is beyond "
+                f"{_g(MAX_BOARD_POWER_W)} W; was it given in mW, or per node?"
+            )
         rate = inst.failures_per_gpu_hour[gname]
         if rate > MAX_FAILURES_PER_GPU_HOUR:
             if g.failures_per_gpu_hour is not None:
@@ -150,9 +164,11 @@ def _gpus(inst: Instance) -> list[str]:
                 field = f"{where}.failures_per_1000_node_days"
             else:
                 field = "failure.failures_per_gpu_hour"
-            out.append(f"{field}: {_g(rate)} failures per GPU-hour (for {gname}) is beyond "
-                       f"{_g(MAX_FAILURES_PER_GPU_HOUR)}; Llama 3 saw 1.97e-5; was a count per "
-                       "1,000 GPU-hours or a percentage given?")
+            out.append(
+                f"{field}: {_g(rate)} failures per GPU-hour (for {gname}) is beyond "
+                f"{_g(MAX_FAILURES_PER_GPU_HOUR)}; Llama 3 saw 1.97e-5; was a count per "
+                "1,000 GPU-hours or a percentage given?"
+            )
     return out
 
 
@@ -166,17 +182,23 @@ def _offers_and_capacity(inst: Instance) -> list[str]:
                     continue
                 where = f"regions.{rname}.offers.{gname}.{contract}"
                 if o.usd_per_gpu_hour > MAX_RENTAL_USD_PER_GPU_HOUR:
-                    out.append(f"{where}.usd_per_gpu_hour: {_g(o.usd_per_gpu_hour)} USD per "
-                               f"GPU-hour is beyond {_g(MAX_RENTAL_USD_PER_GPU_HOUR)}; was it "
-                               "given in cents, or per node or month?")
+                    out.append(
+                        f"{where}.usd_per_gpu_hour: {_g(o.usd_per_gpu_hour)} USD per "
+                        f"GPU-hour is beyond {_g(MAX_RENTAL_USD_PER_GPU_HOUR)}; was it "
+                        "given in cents, or per node or month?"
+                    )
                 if contract == "spot" and o.preemptions_per_hour > MAX_PREEMPTIONS_PER_HOUR:
-                    out.append(f"{where}.preemptions_per_hour: {_g(o.preemptions_per_hour)} per "
-                               "hour is beyond 1; was a percentage given?")
+                    out.append(
+                        f"{where}.preemptions_per_hour: {_g(o.preemptions_per_hour)} per "
+                        "hour is beyond 1; was a percentage given?"
+                    )
         for gname, cap in region.capacity.items():
             top = max(cap) if isinstance(cap, tuple) else cap
             if top > MAX_CAPACITY_GPUS:
-                out.append(f"regions.{rname}.capacity.{gname}: {_g(float(top))} GPUs is beyond "
-                           f"{_g(MAX_CAPACITY_GPUS)} in one region; a typo or a unit?")
+                out.append(
+                    f"regions.{rname}.capacity.{gname}: {_g(float(top))} GPUs is beyond "
+                    f"{_g(MAX_CAPACITY_GPUS)} in one region; a typo or a unit?"
+                )
     return out
 
 
@@ -213,14 +235,18 @@ def _work(inst: Instance) -> list[str]:
         lower_h = flops / fast.flops_per_s / 3600.0
         slow_h = flops / slow.flops_per_s / 3600.0
         if lower_h > MAX_HORIZON_MULTIPLE * inst.hours:
-            out.append(f"{where}: {_g(flops)} FLOPs take at least {_g(lower_h)} h even on "
-                       f"{fast.label} with perfect scaling, over {MAX_HORIZON_MULTIPLE:g} times "
-                       f"the {inst.hours} h horizon; is the work in the right unit (tokens, "
-                       "FLOPs, GPU-hours)?")
+            out.append(
+                f"{where}: {_g(flops)} FLOPs take at least {_g(lower_h)} h even on "
+                f"{fast.label} with perfect scaling, over {MAX_HORIZON_MULTIPLE:g} times "
+                f"the {inst.hours} h horizon; is the work in the right unit (tokens, "
+                "FLOPs, GPU-hours)?"
+            )
         elif slow_h < MIN_WORK_HOURS:
-            out.append(f"{where}: {_g(flops)} FLOPs take {_g(slow_h * 3600.0)} s even on the "
-                       f"slowest configuration ({slow.label}); every configuration is billed "
-                       "one whole hour; is the work in the right unit (tokens in billions?)")
+            out.append(
+                f"{where}: {_g(flops)} FLOPs take {_g(slow_h * 3600.0)} s even on the "
+                f"slowest configuration ({slow.label}); every configuration is billed "
+                "one whole hour; is the work in the right unit (tokens in billions?)"
+            )
     return out
 
 
@@ -229,14 +255,16 @@ def _speeds(inst: Instance, p: Phase) -> tuple[_Speed | None, _Speed | None]:
     o = p.options
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
-    rc_slow = "full" if "full" in o.recompute else (
-        "selective" if "selective" in o.recompute else "none")
+    rc_slow = (
+        "full" if "full" in o.recompute else ("selective" if "selective" in o.recompute else "none")
+    )
     fast: _Speed | None = None
     slow: _Speed | None = None
     for gname in gnames:
         g = inst.gpu(gname)
-        caps = [float(np.max(inst.capacity[(r, gname)])) for r in rnames
-                if (r, gname) in inst.capacity]
+        caps = [
+            float(np.max(inst.capacity[(r, gname)])) for r in rnames if (r, gname) in inst.capacity
+        ]
         if not caps or max(caps) <= 0:
             continue
         if o.gpu_counts is not None:
@@ -280,20 +308,23 @@ def _cost_range(inst: Instance) -> list[str]:
         with np.errstate(all="ignore"):
             space = build_config_space(inst)
     except (ArithmeticError, ValueError) as e:
-        return [f"objective: the configurations' costs cannot be computed ({type(e).__name__}: "
-                f"{e}); look for numbers many orders of magnitude off"]
+        return [
+            f"objective: the configurations' costs cannot be computed ({type(e).__name__}: "
+            f"{e}); look for numbers many orders of magnitude off"
+        ]
     hi: tuple[float, str] | None = None
     lo: tuple[float, str] | None = None
     for name, configs in space.by_phase.items():
         a, b = inst.release[name], inst.deadline[name]
         for c in configs:
-            what = (f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in "
-                    f"{c.region}")
+            what = f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in {c.region}"
             with np.errstate(all="ignore"):
                 costs = np.abs(c.hourly_usd(inst)[a:b])
             if not np.all(np.isfinite(costs)):
-                return [f"objective: the hourly cost of {what} is not a finite number "
-                        "(overflow); look for numbers many orders of magnitude off"]
+                return [
+                    f"objective: the hourly cost of {what} is not a finite number "
+                    "(overflow); look for numbers many orders of magnitude off"
+                ]
             nz = costs[costs > 0]
             if nz.size == 0:
                 continue
@@ -306,8 +337,10 @@ def _cost_range(inst: Instance) -> list[str]:
         return []
     ratio = hi[0] / lo[0]
     if ratio > MAX_COST_RANGE:
-        return [f"objective: hourly costs span {_g(ratio)}x, beyond {_g(MAX_COST_RANGE)}x: from "
-                f"{_g(lo[0])} USD/h ({lo[1]}) to {_g(hi[0])} USD/h ({hi[1]}); the solver's "
-                "tolerances cannot resolve the small ones; check the units of the prices that "
-                "stand out"]
+        return [
+            f"objective: hourly costs span {_g(ratio)}x, beyond {_g(MAX_COST_RANGE)}x: from "
+            f"{_g(lo[0])} USD/h ({lo[1]}) to {_g(hi[0])} USD/h ({hi[1]}); the solver's "
+            "tolerances cannot resolve the small ones; check the units of the prices that "
+            "stand out"
+        ]
     return []

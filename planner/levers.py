@@ -137,11 +137,19 @@ class LeverRun:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "article": self.article,
-                "method": self.method, "cost": self.cost, "components": self.components,
-                "saving_usd": self.saving_usd, "saving_pct": self.saving_pct,
-                "cycle_hours": self.cycle_h, "note": self.note,
-                "plan": self.plan.to_dict() if self.plan is not None else None}
+        return {
+            "key": self.key,
+            "label": self.label,
+            "article": self.article,
+            "method": self.method,
+            "cost": self.cost,
+            "components": self.components,
+            "saving_usd": self.saving_usd,
+            "saving_pct": self.saving_pct,
+            "cycle_hours": self.cycle_h,
+            "note": self.note,
+            "plan": self.plan.to_dict() if self.plan is not None else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -177,26 +185,34 @@ class LeverReport:
         pct = self.all_levers.saving_pct
         if pct is None:
             return f"all levers: n/a (the article claims -{self.claim:.0%})"
-        return (f"all levers: {-pct * 100:+.1f}% (the article claims -{self.claim:.0%})"
-                .replace("+-", "-"))
+        return f"all levers: {-pct * 100:+.1f}% (the article claims -{self.claim:.0%})".replace(
+            "+-", "-"
+        )
 
     def cycle_headline(self) -> str:
         b, a = self.baseline.cycle_h, self.all_levers.cycle_h
         if not b or a is None:
             return ""
         change = (a - b) / b
-        return (f"training cycle: {b} h -> {a} h ({change * 100:+.1f}%; the article claims "
-                f"-{ARTICLE_CYCLE_CLAIM:.0%})")
+        return (
+            f"training cycle: {b} h -> {a} h ({change * 100:+.1f}%; the article claims "
+            f"-{ARTICLE_CYCLE_CLAIM:.0%})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": "trainplan-levers/1", "instance": self.instance,
-                "baseline": self.baseline.to_dict(),
-                "levers": [r.to_dict() for r in self.levers],
-                "all_levers": self.all_levers.to_dict(),
-                "interaction_usd": self.interaction_usd,
-                "article_claim": -self.claim, "headline": self.headline(),
-                "rules": list(self.rules), "notes": list(self.notes),
-                "runtime_s": self.runtime_s}
+        return {
+            "format": "trainplan-levers/1",
+            "instance": self.instance,
+            "baseline": self.baseline.to_dict(),
+            "levers": [r.to_dict() for r in self.levers],
+            "all_levers": self.all_levers.to_dict(),
+            "interaction_usd": self.interaction_usd,
+            "article_claim": -self.claim,
+            "headline": self.headline(),
+            "rules": list(self.rules),
+            "notes": list(self.notes),
+            "runtime_s": self.runtime_s,
+        }
 
 
 # ----------------------------------------------------------------------------- baseline
@@ -220,8 +236,10 @@ def _check_names(inst: Instance) -> None:
     bad += [f"region {r!r}" for r in inst.spec.regions if "." in r]
     bad += [f"GPU type {g!r}" for g in inst.spec.gpu_types if "." in g]
     if bad:
-        raise LeverError(f"{inst.source}: lever variants address names by dotted paths; "
-                         f"rename {', '.join(bad)} without a '.'")
+        raise LeverError(
+            f"{inst.source}: lever variants address names by dotted paths; "
+            f"rename {', '.join(bad)} without a '.'"
+        )
 
 
 def _allowed_gpus(inst: Instance, p: Phase) -> tuple[str, ...]:
@@ -253,9 +271,13 @@ def _most_capable(inst: Instance, p: Phase) -> str | None:
     (then most memory) that an allowed region offers with capacity (on demand if any is)."""
     regions = _allowed_regions(inst, p)
     for on_demand in (True, False):
-        cands = [g for g in _allowed_gpus(inst, p)
-                 if any(_has_pool(inst, r, g, on_demand) for r in regions)]
+        cands = [
+            g
+            for g in _allowed_gpus(inst, p)
+            if any(_has_pool(inst, r, g, on_demand) for r in regions)
+        ]
         if cands:
+
             def rank(g: str) -> tuple[float, float, str]:
                 prec = _base_precision(inst, p, g)
                 peak = peak_tflops(inst.gpu(g), prec) if prec else None
@@ -279,11 +301,14 @@ def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
             if not _has_pool(inst, r, gpu, on_demand):
                 continue
             o = inst.region(r).offers[gpu]
-            prices = [x.usd_per_gpu_hour for x in (o.on_demand, o.spot, o.reserved)
-                      if x is not None]
+            prices = [
+                x.usd_per_gpu_hour for x in (o.on_demand, o.spot, o.reserved) if x is not None
+            ]
             rent = o.on_demand.usd_per_gpu_hour if o.on_demand is not None else min(prices)
-            score = rent + g.board_power_w / 1000 * _base_pue(inst, r) * float(
-                np.mean(inst.price[r])) / 1000
+            score = (
+                rent
+                + g.board_power_w / 1000 * _base_pue(inst, r) * float(np.mean(inst.price[r])) / 1000
+            )
             if best is None or (score, r) < best:
                 best = (score, r)
         if best is not None:
@@ -308,7 +333,8 @@ def _global_updates(inst: Instance) -> dict[str, dict[str, Any]]:
     for p in inst.active_phases:
         pre = f"phases.{p.name}.options"
         if p.options.storage_tiers is not None and any(
-                x.startswith("regions.") for x in ups["storage"]):
+            x.startswith("regions.") for x in ups["storage"]
+        ):
             ups["storage"][f"{pre}.storage_tiers"] = None
         if tuple(p.options.extra_spare_nodes) != (0,):
             ups["spares"][f"{pre}.extra_spare_nodes"] = [0]
@@ -343,8 +369,9 @@ def _whole_node_counts(p: Phase, inst: Instance, gpu: str) -> list[int]:
     return [max(1, math.ceil(max(counts) / n)) * n]
 
 
-def _phase_choice(inst0: Instance, p: Phase, gpu: str | None, region: str | None,
-                  dropped: set[str]) -> dict[str, dict[str, Any]] | None:
+def _phase_choice(
+    inst0: Instance, p: Phase, gpu: str | None, region: str | None, dropped: set[str]
+) -> dict[str, dict[str, Any]] | None:
     """Phase-level restrictions (per lever: path -> value) for the first lever-free setting
     under which the phase has a configuration in ``inst0`` (the instance with the global
     restrictions applied), or None. Levers in ``dropped`` keep the phase's own options."""
@@ -367,11 +394,12 @@ def _phase_choice(inst0: Instance, p: Phase, gpu: str | None, region: str | None
     prec = None
     if "precision" not in dropped and ref_gpu is not None:
         prec = _base_precision(inst0, p0, ref_gpu)
-    ladder: list[tuple[int, str] | None] = (
-        [*_ladder(p0)] if prec is not None else [None])
+    ladder: list[tuple[int, str] | None] = [*_ladder(p0)] if prec is not None else [None]
     counts: list[int | None] = (
-        [*_whole_node_counts(p0, inst0, ref_gpu)] if "elastic" not in dropped and ref_gpu
-        else [None])
+        [*_whole_node_counts(p0, inst0, ref_gpu)]
+        if "elastic" not in dropped and ref_gpu
+        else [None]
+    )
     for step in ladder:
         for n in counts:
             o = dict(opts)
@@ -379,18 +407,23 @@ def _phase_choice(inst0: Instance, p: Phase, gpu: str | None, region: str | None
             if step is not None and prec is not None:
                 z, rc = step
                 o.update(precision=(prec,), zero=(z,), recompute=(rc,))
-                ups["precision"].update({f"{pre}.options.precision": [prec],
-                                         f"{pre}.options.zero": [z],
-                                         f"{pre}.options.recompute": [rc]})
+                ups["precision"].update(
+                    {
+                        f"{pre}.options.precision": [prec],
+                        f"{pre}.options.zero": [z],
+                        f"{pre}.options.recompute": [rc],
+                    }
+                )
             if n is not None:
                 o.update(gpu_counts=(n,), fractions=())
-                ups["elastic"].update({f"{pre}.options.gpu_counts": [n],
-                                       f"{pre}.options.fractions": []})
-                ups["elastic_whole"] = {f"{pre}.options.gpu_counts": [
-                    c for c in counts if c is not None and c >= n],
-                    f"{pre}.options.fractions": []}
-            variant = p0.model_copy(
-                update={**fields, "options": p0.options.model_copy(update=o)})
+                ups["elastic"].update(
+                    {f"{pre}.options.gpu_counts": [n], f"{pre}.options.fractions": []}
+                )
+                ups["elastic_whole"] = {
+                    f"{pre}.options.gpu_counts": [c for c in counts if c is not None and c >= n],
+                    f"{pre}.options.fractions": [],
+                }
+            variant = p0.model_copy(update={**fields, "options": p0.options.model_copy(update=o)})
             configs, _why = enumerate_phase(inst0, variant)
             if configs:
                 return ups
@@ -405,8 +438,9 @@ def _merge(updates: Mapping[str, Mapping[str, Any]], off: Iterable[str]) -> dict
     return out
 
 
-def _variant(inst: Instance, updates: Mapping[str, Mapping[str, Any]],
-             on: Iterable[str]) -> Instance:
+def _variant(
+    inst: Instance, updates: Mapping[str, Mapping[str, Any]], on: Iterable[str]
+) -> Instance:
     on_set = set(on)
     merged = _merge(updates, [k for k in LEVER_KEYS if k not in on_set])
     return inst.replace(merged) if merged else inst
@@ -421,15 +455,22 @@ def build_baseline(inst: Instance) -> _Baseline:
     inst0 = inst.replace(_merge(updates, LEVER_KEYS)) if any(updates.values()) else inst
     gpu = _most_capable(inst0, main)
     if gpu is None:
-        raise LeverError(f"{inst.source}: no allowed GPU type of phase {main.name!r} is offered "
-                         "with capacity in an allowed region; run `trainplan explain`")
+        raise LeverError(
+            f"{inst.source}: no allowed GPU type of phase {main.name!r} is offered "
+            "with capacity in an allowed region; run `trainplan explain`"
+        )
     region = _cheapest_region(inst0, main, gpu)
     for p in inst.active_phases:
         g = gpu if gpu in _allowed_gpus(inst, p) else _most_capable(inst0, p)
         r = None
         if g is not None:
-            r = (region if region is not None and region in _allowed_regions(inst, p)
-                 and _has_pool(inst, region, g, False) else _cheapest_region(inst0, p, g))
+            r = (
+                region
+                if region is not None
+                and region in _allowed_regions(inst, p)
+                and _has_pool(inst, region, g, False)
+                else _cheapest_region(inst0, p, g)
+            )
         choice = None
         dropped: set[str] = set()
         for k in range(len(_DROP_ORDER) + 1):
@@ -439,14 +480,18 @@ def build_baseline(inst: Instance) -> _Baseline:
                 break
         if choice is None:
             if not enumerate_phase(inst, p)[0]:
-                raise LeverError(f"{inst.source}: phase {p.name!r} has no configuration at all "
-                                 "(run `trainplan explain` to see why)")
+                raise LeverError(
+                    f"{inst.source}: phase {p.name!r} has no configuration at all "
+                    "(run `trainplan explain` to see why)"
+                )
             dropped = set(LEVER_KEYS)
             choice = {}
             notes.append(f"{p.name}: no lever-free setting fits; the phase keeps its options")
         elif dropped:
-            notes.append(f"{p.name}: no lever-free setting fits; it keeps its own choice of "
-                         f"{', '.join(sorted(dropped))}")
+            notes.append(
+                f"{p.name}: no lever-free setting fits; it keeps its own choice of "
+                f"{', '.join(sorted(dropped))}"
+            )
         for key, ups in choice.items():
             updates.setdefault(key, {}).update(ups)
         for key in dropped & {"contracts", "spares"}:
@@ -467,21 +512,26 @@ def build_baseline(inst: Instance) -> _Baseline:
         if sched is None:
             continue
         if whole:
-            notes.append("one GPU count per phase misses a deadline or capacity: the baseline "
-                         "lets each phase pick among whole-node counts")
+            notes.append(
+                "one GPU count per phase misses a deadline or capacity: the baseline "
+                "lets each phase pick among whole-node counts"
+            )
         if loose:
-            notes.append("the lever-free baseline misses a deadline or capacity without "
-                         f"{', '.join(sorted(loose))}: the baseline keeps "
-                         f"{'that lever' if len(loose) == 1 else 'those levers'}")
+            notes.append(
+                "the lever-free baseline misses a deadline or capacity without "
+                f"{', '.join(sorted(loose))}: the baseline keeps "
+                f"{'that lever' if len(loose) == 1 else 'those levers'}"
+            )
         rules = _rules(inst, base_inst, main, gpu, region, trial)
         return _Baseline(trial, rules, notes, base_inst, space, sched, frozenset(loose))
-    raise LeverError(f"{inst.source}: the lever-free baseline (as soon as possible, on demand) "
-                     "cannot meet every deadline within capacity, even keeping the GPU-type, "
-                     "region, precision and count choices; run `trainplan explain`")
+    raise LeverError(
+        f"{inst.source}: the lever-free baseline (as soon as possible, on demand) "
+        "cannot meet every deadline within capacity, even keeping the GPU-type, "
+        "region, precision and count choices; run `trainplan explain`"
+    )
 
 
-def _fallbacks(updates: Mapping[str, Mapping[str, Any]]
-               ) -> Iterator[tuple[tuple[str, ...], bool]]:
+def _fallbacks(updates: Mapping[str, Mapping[str, Any]]) -> Iterator[tuple[tuple[str, ...], bool]]:
     """Ways to loosen the baseline, least first: nothing; whole-node counts instead of one
     count per phase; one phase-level lever kept (with or without whole-node counts); two;
     all of them. Sets that change nothing (a lever without restrictions) are skipped."""
@@ -503,14 +553,25 @@ def _fallbacks(updates: Mapping[str, Mapping[str, Any]]
             yield dropped, w
 
 
-def _rules(inst: Instance, base: Instance, main: Phase, gpu: str, region: str | None,
-           updates: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def _rules(
+    inst: Instance,
+    base: Instance,
+    main: Phase,
+    gpu: str,
+    region: str | None,
+    updates: Mapping[str, Mapping[str, Any]],
+) -> list[str]:
     """How the baseline was built, in words."""
     out = ["time: every phase as soon as possible, one contiguous run (greedy list schedule)"]
-    pue = [f"{r} {inst.region(r).effective_pue:.2f} -> {AIR_PUE:.2f}" for r in inst.spec.regions
-           if f"regions.{r}.pue" in updates.get("cooling", {})]
-    out.append("PUE: air-cooled 1.58 where the site is better"
-               + (f" ({', '.join(pue)})" if pue else " (no site is)"))
+    pue = [
+        f"{r} {inst.region(r).effective_pue:.2f} -> {AIR_PUE:.2f}"
+        for r in inst.spec.regions
+        if f"regions.{r}.pue" in updates.get("cooling", {})
+    ]
+    out.append(
+        "PUE: air-cooled 1.58 where the site is better"
+        + (f" ({', '.join(pue)})" if pue else " (no site is)")
+    )
     per_phase = []
     for p in base.active_phases:
         bits = []
@@ -521,16 +582,22 @@ def _rules(inst: Instance, base: Instance, main: Phase, gpu: str, region: str | 
         if f"phases.{p.name}.options.gpu_counts" in updates.get("elastic", {}):
             bits.append("/".join(f"{c:g}" for c in (p.options.gpu_counts or ())) + " GPUs")
         if f"phases.{p.name}.options.precision" in updates.get("precision", {}):
-            bits.append(f"{p.options.precision[0]} ZeRO-{p.options.zero[0]} "
-                        f"recompute {p.options.recompute[0]}")
+            bits.append(
+                f"{p.options.precision[0]} ZeRO-{p.options.zero[0]} "
+                f"recompute {p.options.recompute[0]}"
+            )
         if bits:
             per_phase.append(f"{p.name}: {' '.join(bits)}")
-    out.append(f"GPU type: {gpu} (the most capable allowed for {main.name}, the largest phase)"
-               + (f"; region: {region} (least on-demand GPU-hour incl. power)" if region else ""))
+    out.append(
+        f"GPU type: {gpu} (the most capable allowed for {main.name}, the largest phase)"
+        + (f"; region: {region} (least on-demand GPU-hour incl. power)" if region else "")
+    )
     if per_phase:
         out.append("per phase: " + "; ".join(per_phase))
-    out.append("storage: the dearest tier only, no compression; spares: only required ones; "
-               "contracts: on demand only")
+    out.append(
+        "storage: the dearest tier only, no compression; spares: only required ones; "
+        "contracts: on demand only"
+    )
     return out
 
 
@@ -584,12 +651,14 @@ def _cycle(plan: Plan | None) -> int | None:
 
 
 def _cheapest(cands: list[Plan]) -> Plan | None:
-    return min(cands, key=lambda p: p.objective if p.objective is not None else math.inf,
-               default=None)
+    return min(
+        cands, key=lambda p: p.objective if p.objective is not None else math.inf, default=None
+    )
 
 
-def _evaluate(variant: Instance, base: _Baseline, time_shifting: bool, time_limit: float,
-              backend: str) -> tuple[Plan | None, str, str]:
+def _evaluate(
+    variant: Instance, base: _Baseline, time_shifting: bool, time_limit: float, backend: str
+) -> tuple[Plan | None, str, str]:
     """(plan, method, note) of one lever combination."""
     t0 = time.perf_counter()
     space = build_config_space(variant, prune=False)
@@ -614,13 +683,32 @@ def _evaluate(variant: Instance, base: _Baseline, time_shifting: bool, time_limi
             sched = greedy(variant, space, allow=allow, first_start_only=True)
             reserved = _reserved_of(variant, sched) if sched is not None else None
             if sched is not None and reserved is not None:
-                cands.append(make_plan(variant, space, sched, reserved, "greedy-asap",
-                                       "feasible", "heuristic", None,
-                                       time.perf_counter() - t0))
+                cands.append(
+                    make_plan(
+                        variant,
+                        space,
+                        sched,
+                        reserved,
+                        "greedy-asap",
+                        "feasible",
+                        "heuristic",
+                        None,
+                        time.perf_counter() - t0,
+                    )
+                )
     again = recost(variant, space, base.schedule) if not space.infeasible else None
     if again is not None:
-        kept = make_plan(variant, space, again, {}, "baseline-recosted", "feasible",
-                         "heuristic", None, time.perf_counter() - t0)
+        kept = make_plan(
+            variant,
+            space,
+            again,
+            {},
+            "baseline-recosted",
+            "feasible",
+            "heuristic",
+            None,
+            time.perf_counter() - t0,
+        )
         best = _cheapest(cands)
         if best is None or (kept.objective or 0.0) < (best.objective or 0.0) - 1e-9:
             note = (note + "; " if note else "") + "kept the baseline plan (cheaper here)"
@@ -628,24 +716,39 @@ def _evaluate(variant: Instance, base: _Baseline, time_shifting: bool, time_limi
     return _cheapest(cands), method, note
 
 
-def _make_run(key: str, label: str, article: str, method: str, plan: Plan | None,
-              variant: Instance, base_cost: float | None, note: str) -> LeverRun:
+def _make_run(
+    key: str,
+    label: str,
+    article: str,
+    method: str,
+    plan: Plan | None,
+    variant: Instance,
+    base_cost: float | None,
+    note: str,
+) -> LeverRun:
     cost = plan.objective if plan is not None else None
     comps: dict[str, float] = {}
     if plan is not None:
         w = variant.spec.objective.weights
-        comps = {k: w.get(k, 1.0) * plan.costs.get(k, 0.0)  # type: ignore[call-overload]
-                 for k in COST_KEYS}
+        comps = {
+            k: w.get(k, 1.0) * plan.costs.get(k, 0.0)  # type: ignore[call-overload]
+            for k in COST_KEYS
+        }
     saving = pct = None
     if cost is not None and base_cost is not None:
         saving = base_cost - cost
         pct = saving / base_cost if base_cost else 0.0
-    return LeverRun(key, label, article, method, plan, variant, cost, comps, saving, pct,
-                    _cycle(plan), note)
+    return LeverRun(
+        key, label, article, method, plan, variant, cost, comps, saving, pct, _cycle(plan), note
+    )
 
 
-def evaluate_levers(inst: Instance, time_limit: float = 60.0, backend: str = "highs",
-                    levers: Iterable[str] | None = None) -> LeverReport:
+def evaluate_levers(
+    inst: Instance,
+    time_limit: float = 60.0,
+    backend: str = "highs",
+    levers: Iterable[str] | None = None,
+) -> LeverReport:
     """Cost the lever-free baseline, each lever alone (``levers``, default all) and all levers
     together on ``inst``. ``time_limit`` applies to each MILP solve (two: time shifting alone
     and all levers). A carbon cap is lifted (a cap is a constraint, not a lever, and the
@@ -658,46 +761,86 @@ def evaluate_levers(inst: Instance, time_limit: float = 60.0, backend: str = "hi
     lifted: list[str] = []
     if inst.spec.objective.carbon_cap_tonnes is not None:
         inst = inst.replace({"objective.carbon_cap_tonnes": None})
-        lifted.append("objective.carbon_cap_tonnes is lifted: the hand-made baseline and the "
-                      "greedy lever runs do not know it (see `trainplan pareto --vs carbon`)")
+        lifted.append(
+            "objective.carbon_cap_tonnes is lifted: the hand-made baseline and the "
+            "greedy lever runs do not know it (see `trainplan pareto --vs carbon`)"
+        )
     base = build_baseline(inst)
-    base_plan = make_plan(base.instance, base.space, base.schedule, {}, "greedy-asap",
-                          "feasible", "heuristic", None, time.perf_counter() - t0)
-    baseline = _make_run("baseline", "lever-free baseline", "", "greedy-asap", base_plan,
-                         base.instance, None, "")
+    base_plan = make_plan(
+        base.instance,
+        base.space,
+        base.schedule,
+        {},
+        "greedy-asap",
+        "feasible",
+        "heuristic",
+        None,
+        time.perf_counter() - t0,
+    )
+    baseline = _make_run(
+        "baseline", "lever-free baseline", "", "greedy-asap", base_plan, base.instance, None, ""
+    )
     base_cost = baseline.cost
-    baseline = _make_run("baseline", "lever-free baseline", "", "greedy-asap", base_plan,
-                         base.instance, base_cost, "")
+    baseline = _make_run(
+        "baseline",
+        "lever-free baseline",
+        "",
+        "greedy-asap",
+        base_plan,
+        base.instance,
+        base_cost,
+        "",
+    )
     runs: list[LeverRun] = []
     for lv in LEVERS:
         if lv.key not in keys:
             continue
         if lv.key != "time_shifting" and not base.updates.get(lv.key):
-            why = ("kept in the baseline: it cannot meet the deadlines without this lever"
-                   if lv.key in base.kept else
-                   "nothing to choose: the instance offers no alternative")
-            runs.append(_make_run(lv.key, lv.label, lv.article, "none", base_plan,
-                                  base.instance, base_cost, why))
+            why = (
+                "kept in the baseline: it cannot meet the deadlines without this lever"
+                if lv.key in base.kept
+                else "nothing to choose: the instance offers no alternative"
+            )
+            runs.append(
+                _make_run(
+                    lv.key, lv.label, lv.article, "none", base_plan, base.instance, base_cost, why
+                )
+            )
             continue
         variant = _variant(inst, base.updates, [lv.key])
-        plan, method, note = _evaluate(variant, base, lv.key == "time_shifting", time_limit,
-                                       backend)
-        runs.append(_make_run(lv.key, lv.label, lv.article, method, plan, variant, base_cost,
-                              note))
+        plan, method, note = _evaluate(
+            variant, base, lv.key == "time_shifting", time_limit, backend
+        )
+        runs.append(_make_run(lv.key, lv.label, lv.article, method, plan, variant, base_cost, note))
     plan, method, note = _evaluate(inst, base, True, time_limit, backend)
     all_run = _make_run("all", "all levers", "", method, plan, inst, base_cost, note)
     notes = [*lifted, *base.notes]
     for r in runs:
         if r.plan is None:
             notes.append(f"{r.key}: no plan ({r.note})")
-    best_single = min((r for r in runs if r.cost is not None), key=lambda r: r.cost or 0.0,
-                      default=None)
-    if (best_single is not None and all_run.cost is not None and best_single.cost is not None
-            and all_run.cost > best_single.cost * (1 + 1e-6) + 1e-6):
-        notes.append(f"all levers cost more than {best_single.key} alone: the solver stopped "
-                     "before optimality; raise --time-limit")
-    return LeverReport(inst.name, baseline, tuple(runs), all_run, tuple(base.rules),
-                       tuple(notes), ARTICLE_CLAIM, time.perf_counter() - t0)
+    best_single = min(
+        (r for r in runs if r.cost is not None), key=lambda r: r.cost or 0.0, default=None
+    )
+    if (
+        best_single is not None
+        and all_run.cost is not None
+        and best_single.cost is not None
+        and all_run.cost > best_single.cost * (1 + 1e-6) + 1e-6
+    ):
+        notes.append(
+            f"all levers cost more than {best_single.key} alone: the solver stopped "
+            "before optimality; raise --time-limit"
+        )
+    return LeverReport(
+        inst.name,
+        baseline,
+        tuple(runs),
+        all_run,
+        tuple(base.rules),
+        tuple(notes),
+        ARTICLE_CLAIM,
+        time.perf_counter() - t0,
+    )
 
 
 # ----------------------------------------------------------------------------- chart

@@ -61,10 +61,17 @@ class ParetoPoint:
     kept_from: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"vs": self.vs, "x": self.x, "cost": self.cost, "makespan_hours": self.makespan_h,
-                "emissions_t": self.emissions_t, "termination": self.termination,
-                "gap": self.gap, "kept_from": self.kept_from,
-                "plan": self.plan.to_dict() if self.plan is not None else None}
+        return {
+            "vs": self.vs,
+            "x": self.x,
+            "cost": self.cost,
+            "makespan_hours": self.makespan_h,
+            "emissions_t": self.emissions_t,
+            "termination": self.termination,
+            "gap": self.gap,
+            "kept_from": self.kept_from,
+            "plan": self.plan.to_dict() if self.plan is not None else None,
+        }
 
 
 def _makespan(plan: Plan | None) -> int | None:
@@ -73,8 +80,9 @@ def _makespan(plan: Plan | None) -> int | None:
     return max(p.end_hour for p in plan.phases)
 
 
-def _solve(inst: Instance, time_limit: float, backend: str) -> tuple[Plan | None, str,
-                                                                     float | None]:
+def _solve(
+    inst: Instance, time_limit: float, backend: str
+) -> tuple[Plan | None, str, float | None]:
     """The hourly MILP (it discards a heuristic start that breaks a carbon cap)."""
     from planner.solve import solve
 
@@ -82,11 +90,27 @@ def _solve(inst: Instance, time_limit: float, backend: str) -> tuple[Plan | None
     return res.plan, res.termination.value, res.gap
 
 
-def _point(vs: str, x: float, inst: Instance, plan: Plan | None, term: str,
-           gap: float | None, kept_from: float | None = None) -> ParetoPoint:
-    return ParetoPoint(vs, x, plan, inst, plan.objective if plan is not None else None,
-                       _makespan(plan), plan.emissions_t if plan is not None else None, term,
-                       gap, kept_from)
+def _point(
+    vs: str,
+    x: float,
+    inst: Instance,
+    plan: Plan | None,
+    term: str,
+    gap: float | None,
+    kept_from: float | None = None,
+) -> ParetoPoint:
+    return ParetoPoint(
+        vs,
+        x,
+        plan,
+        inst,
+        plan.objective if plan is not None else None,
+        _makespan(plan),
+        plan.emissions_t if plan is not None else None,
+        term,
+        gap,
+        kept_from,
+    )
 
 
 def _sweep(lo: float, hi: float, points: int, integer: bool) -> list[float]:
@@ -103,8 +127,10 @@ def _sweep(lo: float, hi: float, points: int, integer: bool) -> list[float]:
 def _names_ok(inst: Instance) -> None:
     for p in inst.phases:
         if "." in p.name:
-            raise ParetoError(f"{inst.source}: phase {p.name!r}: pareto variants address phases "
-                              "by dotted paths; rename it without a '.'")
+            raise ParetoError(
+                f"{inst.source}: phase {p.name!r}: pareto variants address phases "
+                "by dotted paths; rename it without a '.'"
+            )
 
 
 def _repair(points: list[ParetoPoint]) -> list[ParetoPoint]:
@@ -113,18 +139,32 @@ def _repair(points: list[ParetoPoint]) -> list[ParetoPoint]:
     out: list[ParetoPoint] = []
     best: ParetoPoint | None = None
     for pt in points:
-        if best is not None and best.cost is not None and (
-                pt.cost is None or pt.cost > best.cost * (1 + 1e-9) + 1e-9):
-            pt = ParetoPoint(pt.vs, pt.x, best.plan, pt.instance, best.cost, best.makespan_h,
-                             best.emissions_t, pt.termination, pt.gap, best.x)
+        if (
+            best is not None
+            and best.cost is not None
+            and (pt.cost is None or pt.cost > best.cost * (1 + 1e-9) + 1e-9)
+        ):
+            pt = ParetoPoint(
+                pt.vs,
+                pt.x,
+                best.plan,
+                pt.instance,
+                best.cost,
+                best.makespan_h,
+                best.emissions_t,
+                pt.termination,
+                pt.gap,
+                best.x,
+            )
         out.append(pt)
         if pt.cost is not None and (best is None or best.cost is None or pt.cost <= best.cost):
             best = pt
     return out
 
 
-def deadline_frontier(inst: Instance, points: int = 8, time_limit: float = 60.0,
-                      backend: str = "highs") -> list[ParetoPoint]:
+def deadline_frontier(
+    inst: Instance, points: int = 8, time_limit: float = 60.0, backend: str = "highs"
+) -> list[ParetoPoint]:
     """Cost against a cap D on the makespan, D from the fastest feasible makespan to the
     horizon end (the unconstrained optimum)."""
     from formulations.elastic import min_makespan
@@ -132,19 +172,24 @@ def deadline_frontier(inst: Instance, points: int = 8, time_limit: float = 60.0,
     _names_ok(inst)
     space = build_config_space(inst)
     if space.infeasible:
-        raise ParetoError(f"{inst.source}: " + "; ".join(i.reason for i in space.infeasible)
-                          + " (run `trainplan explain`)")
+        raise ParetoError(
+            f"{inst.source}: "
+            + "; ".join(i.reason for i in space.infeasible)
+            + " (run `trainplan explain`)"
+        )
     d_min, status = min_makespan(inst, space, time_limit)
     if d_min is None:
         if status == "infeasible":
             raise ParetoError(f"{inst.source}: the instance has no plan; run `trainplan explain`")
-        raise ParetoError(f"{inst.source}: no plan found in {time_limit:g} s ({status}); "
-                          "raise --time-limit")
+        raise ParetoError(
+            f"{inst.source}: no plan found in {time_limit:g} s ({status}); raise --time-limit"
+        )
     out: list[ParetoPoint] = []
     for d in _sweep(d_min, inst.hours, points, integer=True):
         D = int(d)
-        ups = {f"phases.{p.name}.deadline": D for p in inst.active_phases
-               if inst.deadline[p.name] > D}
+        ups = {
+            f"phases.{p.name}.deadline": D for p in inst.active_phases if inst.deadline[p.name] > D
+        }
         variant = inst.replace(ups) if ups else inst
         plan, term, gap = _solve(variant, time_limit, backend)
         out.append(_point("deadline", D, variant, plan, term, gap))
@@ -156,25 +201,33 @@ def _carbon_regions(inst: Instance) -> list[str]:
     return [r for r in used if inst.carbon[r] is None]
 
 
-def carbon_frontier(inst: Instance, points: int = 8, time_limit: float = 60.0,
-                    backend: str = "highs") -> list[ParetoPoint]:
+def carbon_frontier(
+    inst: Instance, points: int = 8, time_limit: float = 60.0, backend: str = "highs"
+) -> list[ParetoPoint]:
     """Cost against a cap E on emissions, E from the min-emission plan's to the min-cost
     plan's emissions (the instance's own carbon cap, if any, is lifted for the sweep)."""
     missing = _carbon_regions(inst)
     if missing:
-        raise ParetoError(f"{inst.source}: " + "; ".join(
-            f"regions.{r}.carbon_intensity: required for --vs carbon (a series in gCO2/kWh, "
-            "e.g. {constant: 400})" for r in missing))
+        raise ParetoError(
+            f"{inst.source}: "
+            + "; ".join(
+                f"regions.{r}.carbon_intensity: required for --vs carbon (a series in gCO2/kWh, "
+                "e.g. {constant: 400})"
+                for r in missing
+            )
+        )
     base = inst
     if inst.spec.objective.carbon_cap_tonnes is not None:
         base = inst.replace({"objective.carbon_cap_tonnes": None})
     cheapest, term, gap = _solve(base, time_limit, backend)
     if cheapest is None:
-        raise ParetoError(f"{inst.source}: no plan without a carbon cap ({term}); run "
-                          "`trainplan explain`")
+        raise ParetoError(
+            f"{inst.source}: no plan without a carbon cap ({term}); run `trainplan explain`"
+        )
     zero = {k: 0.0 for k in ("rental", "energy", "storage", "failure", "transfer", "porting")}
-    greenest_inst = base.replace({"objective.weights": {**zero, "carbon": 1.0},
-                                  "objective.carbon_usd_per_tonne": 1000.0})
+    greenest_inst = base.replace(
+        {"objective.weights": {**zero, "carbon": 1.0}, "objective.carbon_usd_per_tonne": 1000.0}
+    )
     greenest, _t, _g = _solve(greenest_inst, time_limit, backend)
     e_max = cheapest.emissions_t
     e_min = greenest.emissions_t if greenest is not None else e_max
@@ -192,8 +245,9 @@ def carbon_frontier(inst: Instance, points: int = 8, time_limit: float = 60.0,
     return _repair(out)
 
 
-def frontier(inst: Instance, vs: str, points: int = 8, time_limit: float = 60.0,
-             backend: str = "highs") -> list[ParetoPoint]:
+def frontier(
+    inst: Instance, vs: str, points: int = 8, time_limit: float = 60.0, backend: str = "highs"
+) -> list[ParetoPoint]:
     """The cost frontier of ``inst`` against ``vs`` ("deadline" or "carbon"), from the
     tightest cap to the loosest. ``time_limit`` applies to each solve."""
     if vs == "deadline":
@@ -218,8 +272,9 @@ def frontier_png(points: list[ParetoPoint], path: str | Path, title: str = "") -
         ax.step(xs, ys, where="post", color="#4c72b0")
         ax.plot(xs, ys, "o", color="#4c72b0")
     vs = points[0].vs if points else "deadline"
-    ax.set_xlabel("makespan cap (hours from horizon start)" if vs == "deadline"
-                  else "emissions cap (t CO2)")
+    ax.set_xlabel(
+        "makespan cap (hours from horizon start)" if vs == "deadline" else "emissions cap (t CO2)"
+    )
     ax.set_ylabel("cost (USD)")
     ax.set_title(title or f"cost frontier vs {vs}")
     ax.grid(True, alpha=0.3)

@@ -97,8 +97,12 @@ class Plan:
         for p in self.phases:
             d = asdict(p)
             d["hours"] = list(p.hours)
-            d.update(start_hour=p.start_hour, end_hour=p.end_hour, start=t(p.start_hour),
-                     end=t(p.end_hour))
+            d.update(
+                start_hour=p.start_hour,
+                end_hour=p.end_hour,
+                start=t(p.start_hour),
+                end=t(p.end_hour),
+            )
             phases.append(d)
         return {
             "format": PLAN_FORMAT,
@@ -129,11 +133,18 @@ class Plan:
     def from_dict(cls, d: dict[str, Any]) -> Plan:
         phases = tuple(
             PhasePlan(
-                name=str(p["name"]), gpu=str(p["gpu"]), region=str(p["region"]),
-                contract=str(p["contract"]), gpus=float(p["gpus"]),
-                spare_gpus=int(p["spare_gpus"]), precision=str(p["precision"]),
-                zero=int(p["zero"]), recompute=str(p["recompute"]), tp=int(p["tp"]),
-                pp=int(p["pp"]), tier=str(p["tier"]),
+                name=str(p["name"]),
+                gpu=str(p["gpu"]),
+                region=str(p["region"]),
+                contract=str(p["contract"]),
+                gpus=float(p["gpus"]),
+                spare_gpus=int(p["spare_gpus"]),
+                precision=str(p["precision"]),
+                zero=int(p["zero"]),
+                recompute=str(p["recompute"]),
+                tp=int(p["tp"]),
+                pp=int(p["pp"]),
+                tier=str(p["tier"]),
                 hours=tuple(int(h) for h in p["hours"]),
                 costs={k: float(v) for k, v in p.get("costs", {}).items()},
                 info=dict(p.get("info", {})),
@@ -143,13 +154,18 @@ class Plan:
         return cls(
             instance=str(d.get("instance", "")),
             horizon_start=datetime.fromisoformat(d["horizon_start"]),
-            solver=str(d.get("solver", "")), status=str(d.get("status", "")),
+            solver=str(d.get("solver", "")),
+            status=str(d.get("status", "")),
             termination=str(d.get("termination", "")),
-            objective=_opt(d.get("objective")), bound=_opt(d.get("bound")),
-            gap=_opt(d.get("gap")), runtime_s=float(d.get("runtime_s", 0.0)),
-            costs={k: float(v) for k, v in d["costs"].items()}, phases=phases,
-            reserved=tuple((str(r["region"]), str(r["gpu"]), int(r["gpus"]))
-                           for r in d.get("reserved", [])),
+            objective=_opt(d.get("objective")),
+            bound=_opt(d.get("bound")),
+            gap=_opt(d.get("gap")),
+            runtime_s=float(d.get("runtime_s", 0.0)),
+            costs={k: float(v) for k, v in d["costs"].items()},
+            phases=phases,
+            reserved=tuple(
+                (str(r["region"]), str(r["gpu"]), int(r["gpus"])) for r in d.get("reserved", [])
+            ),
             energy_kwh=float(d.get("energy_kwh", 0.0)),
             emissions_t=float(d.get("emissions_t", 0.0)),
             notes=tuple(d.get("notes", [])),

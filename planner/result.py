@@ -49,8 +49,10 @@ class Result:
         gap = f"{self.gap:.2%}" if self.gap is not None else "n/a"
         obj = f"{self.objective:,.2f}" if self.objective is not None else "n/a"
         bnd = f"{self.bound:,.2f}" if self.bound is not None else "n/a"
-        return (f"{self.solver}: {self.termination.value}, solution {self.status.value}, "
-                f"objective {obj}, bound {bnd}, gap {gap}, {self.runtime_s:.1f} s")
+        return (
+            f"{self.solver}: {self.termination.value}, solution {self.status.value}, "
+            f"objective {obj}, bound {bnd}, gap {gap}, {self.runtime_s:.1f} s"
+        )
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

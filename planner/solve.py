@@ -34,24 +34,48 @@ def solve(
     try:
         return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
     except MemoryError:
-        return _failed(solver, t0, "the solver ran out of memory; try a coarser instance, fewer "
-                                   "configurations (options.gpu_counts) or a shorter horizon")
+        return _failed(
+            solver,
+            t0,
+            "the solver ran out of memory; try a coarser instance, fewer "
+            "configurations (options.gpu_counts) or a shorter horizon",
+        )
     except Exception as e:  # a solver bug or crash: a result, never a traceback
         import os
 
         if os.environ.get("TRAINPLAN_DEBUG"):
             raise
-        return _failed(solver, t0, f"the solver failed: {type(e).__name__}: {e}; try another "
-                                   "--solver or --backend; if it persists, please report it")
+        return _failed(
+            solver,
+            t0,
+            f"the solver failed: {type(e).__name__}: {e}; try another "
+            "--solver or --backend; if it persists, please report it",
+        )
 
 
 def _failed(solver: str, t0: float, message: str) -> Result:
-    return Result(solver, Termination.ERROR, SolutionStatus.NONE, None, None, None,
-                  time.perf_counter() - t0, None, message)
+    return Result(
+        solver,
+        Termination.ERROR,
+        SolutionStatus.NONE,
+        None,
+        None,
+        None,
+        time.perf_counter() - t0,
+        None,
+        message,
+    )
 
 
-def _dispatch(instance: Instance, solver: str, time_limit: float, gap: float,
-              threads: int | None, backend: str, verbose: bool) -> Result:
+def _dispatch(
+    instance: Instance,
+    solver: str,
+    time_limit: float,
+    gap: float,
+    threads: int | None,
+    backend: str,
+    verbose: bool,
+) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
 
@@ -68,5 +92,6 @@ def _dispatch(instance: Instance, solver: str, time_limit: float, gap: float,
             return _dispatch(instance, picked, time_limit, gap, threads, backend, verbose)
     from formulations.milp import solve_milp
 
-    return solve_milp(instance, time_limit=time_limit, gap=gap, threads=threads,
-                      backend=backend, verbose=verbose)
+    return solve_milp(
+        instance, time_limit=time_limit, gap=gap, threads=threads, backend=backend, verbose=verbose
+    )

@@ -43,8 +43,11 @@ def _utc(t: datetime) -> str:
 def _stats(series: np.ndarray | None) -> dict[str, float] | None:
     if series is None:
         return None
-    return {"min": float(np.min(series)), "mean": float(np.mean(series)),
-            "max": float(np.max(series))}
+    return {
+        "min": float(np.min(series)),
+        "mean": float(np.mean(series)),
+        "max": float(np.max(series)),
+    }
 
 
 def _work(inst: Instance, p: Phase) -> dict[str, Any]:
@@ -91,7 +94,8 @@ def precedence_bounds(
             reasons[name] = (
                 f"{name}: after its predecessors (earliest finish of {critical!r} at hour {es}) "
                 f"its fastest configuration ({n} h) would end at hour {es + n}, after its "
-                f"deadline (hour {inst.deadline[name]})")
+                f"deadline (hour {inst.deadline[name]})"
+            )
     return ef, reasons
 
 
@@ -100,8 +104,9 @@ def _offer_notes(inst: Instance) -> list[str]:
     for rname, r in inst.spec.regions.items():
         for g in r.offers:
             if g not in r.capacity:
-                notes.append(f"regions.{rname}.offers.{g}: offered but no capacity given; "
-                             "never used")
+                notes.append(
+                    f"regions.{rname}.offers.{g}: offered but no capacity given; never used"
+                )
         for g, _cap in r.capacity.items():
             if g not in r.offers:
                 notes.append(f"regions.{rname}.capacity.{g}: capacity but no offer; never used")
@@ -129,58 +134,73 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
     for p in inst.phases:
         active = not p.done
         rel, dl = inst.release[p.name], inst.deadline[p.name]
-        phases.append({
-            "name": p.name,
-            "kind": p.kind,
-            "done": p.done,
-            "model": p.model,
-            "work": _work(inst, p),
-            "release_hour": rel,
-            "deadline_hour": dl,
-            "release": _utc(inst.time_of(rel)),
-            "deadline": _utc(inst.time_of(dl)),
-            "window_hours": dl - rel,
-            "predecessors": list(p.predecessors),
-            "preemptible": p.preemptible,
-            "configurations": len(space.by_phase.get(p.name, ())) if active else None,
-            "dropped_dominated": space.dropped.get(p.name, 0) if active else None,
-            "fastest_hours": fastest.get(p.name) if active else None,
-            "earliest_finish_hour": ef.get(p.name) if active else None,
-            "infeasible": infeasible.get(p.name),
-        })
+        phases.append(
+            {
+                "name": p.name,
+                "kind": p.kind,
+                "done": p.done,
+                "model": p.model,
+                "work": _work(inst, p),
+                "release_hour": rel,
+                "deadline_hour": dl,
+                "release": _utc(inst.time_of(rel)),
+                "deadline": _utc(inst.time_of(dl)),
+                "window_hours": dl - rel,
+                "predecessors": list(p.predecessors),
+                "preemptible": p.preemptible,
+                "configurations": len(space.by_phase.get(p.name, ())) if active else None,
+                "dropped_dominated": space.dropped.get(p.name, 0) if active else None,
+                "fastest_hours": fastest.get(p.name) if active else None,
+                "earliest_finish_hour": ef.get(p.name) if active else None,
+                "infeasible": infeasible.get(p.name),
+            }
+        )
 
     gpus: list[dict[str, Any]] = []
     for gname, g in inst.spec.gpu_types.items():
-        gpus.append({
-            "name": gname,
-            "family": g.family,
-            "memory_gb": g.memory_gb,
-            "peak_tflops": {k: v for k, v in g.peak_tflops.items() if v},
-            "board_power_w": g.board_power_w,
-            "idle_power_w": g.idle_power_w,
-            "gpus_per_node": g.gpus_per_node,
-            "failures_per_gpu_hour": inst.failures_per_gpu_hour[gname],
-            "regions": sorted(r for r, reg in inst.spec.regions.items() if gname in reg.offers),
-        })
+        gpus.append(
+            {
+                "name": gname,
+                "family": g.family,
+                "memory_gb": g.memory_gb,
+                "peak_tflops": {k: v for k, v in g.peak_tflops.items() if v},
+                "board_power_w": g.board_power_w,
+                "idle_power_w": g.idle_power_w,
+                "gpus_per_node": g.gpus_per_node,
+                "failures_per_gpu_hour": inst.failures_per_gpu_hour[gname],
+                "regions": sorted(r for r, reg in inst.spec.regions.items() if gname in reg.offers),
+            }
+        )
 
     regions: list[dict[str, Any]] = []
     for rname, r in inst.spec.regions.items():
-        regions.append({
-            "name": rname,
-            "timezone": r.timezone,
-            "pue": r.effective_pue,
-            "cooling": r.cooling,
-            "zones": r.zones,
-            "price_usd_per_mwh": _stats(inst.price[rname]),
-            "carbon_g_per_kwh": _stats(inst.carbon[rname]),
-            "gpus": {g: {"max_capacity": int(np.max(inst.capacity[(rname, g)]))
-                         if (rname, g) in inst.capacity else 0,
-                         "contracts": [k for k in ("on_demand", "spot", "reserved")
-                                       if getattr(r.offers[g], k) is not None]
-                         if g in r.offers else []}
-                     for g in sorted(set(r.capacity) | set(r.offers))},
-            "storage_tiers": sorted(r.storage),
-        })
+        regions.append(
+            {
+                "name": rname,
+                "timezone": r.timezone,
+                "pue": r.effective_pue,
+                "cooling": r.cooling,
+                "zones": r.zones,
+                "price_usd_per_mwh": _stats(inst.price[rname]),
+                "carbon_g_per_kwh": _stats(inst.carbon[rname]),
+                "gpus": {
+                    g: {
+                        "max_capacity": int(np.max(inst.capacity[(rname, g)]))
+                        if (rname, g) in inst.capacity
+                        else 0,
+                        "contracts": [
+                            k
+                            for k in ("on_demand", "spot", "reserved")
+                            if getattr(r.offers[g], k) is not None
+                        ]
+                        if g in r.offers
+                        else [],
+                    }
+                    for g in sorted(set(r.capacity) | set(r.offers))
+                },
+                "storage_tiers": sorted(r.storage),
+            }
+        )
 
     active_names = [p.name for p in inst.active_phases]
     return {
@@ -188,14 +208,18 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
         "name": inst.name,
         "description": inst.spec.description,
         "source": inst.source,
-        "horizon": {"start": _utc(inst.start), "hours": inst.hours,
-                    "end": _utc(inst.time_of(inst.hours))},
+        "horizon": {
+            "start": _utc(inst.start),
+            "hours": inst.hours,
+            "end": _utc(inst.time_of(inst.hours)),
+        },
         "phases": phases,
         "gpu_types": gpus,
         "regions": regions,
         "configurations": space.size,
-        "infeasible": [{"phase": n, "reason": infeasible[n]}
-                       for n in active_names if n in infeasible],
+        "infeasible": [
+            {"phase": n, "reason": infeasible[n]} for n in active_names if n in infeasible
+        ],
         "warnings": [*inst.warnings, *_offer_notes(inst), *check_numerics(inst)],
         "feasible": not any(n in infeasible for n in active_names),
     }

@@ -30,7 +30,8 @@ def assert_valid(inst: Instance, plan: Plan) -> None:
 
     v = verify(inst, plan)
     assert v.ok, "checker rejected the plan:\n" + "\n".join(
-        f"{x.kind} {x.phase}: {x.message}" for x in v.violations)
+        f"{x.kind} {x.phase}: {x.message}" for x in v.violations
+    )
 
 
 @pytest.fixture

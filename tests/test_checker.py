@@ -36,8 +36,7 @@ TINY = DATA / "tiny.yaml"
 
 #: Reserved A100 capacity in east: 1.20 USD per GPU-hour, commitments of 4 to 16 GPUs.
 RESERVED = {
-    "regions.east.offers.A100.reserved": {"usd_per_gpu_hour": 1.2, "min_gpus": 4,
-                                          "max_gpus": 16},
+    "regions.east.offers.A100.reserved": {"usd_per_gpu_hour": 1.2, "min_gpus": 4, "max_gpus": 16},
     "phases.finetune.licence_usd_per_gpu_hour": 0.1,
 }
 
@@ -52,8 +51,9 @@ CARBON = {
 #: objective weights and carbon on both grids.
 RICH: dict[str, Any] = {
     "regions.east.carbon_intensity": {"constant": 380.0},
-    "regions.west.carbon_intensity": {"tou": {"default": 300.0, "bands": [
-        {"start_hour": 10, "end_hour": 16, "price": 150.0}]}},
+    "regions.west.carbon_intensity": {
+        "tou": {"default": 300.0, "bands": [{"start_hour": 10, "end_hour": 16, "price": 150.0}]}
+    },
     "regions.west.sla": {"provider_fault_share": 0.6, "credit_multiplier": 2.0},
     "regions.east.sla": {"provider_fault_share": 0.5, "credit_multiplier": 2.0},
     "regions.east.storage": {
@@ -61,8 +61,12 @@ RICH: dict[str, Any] = {
         "cold": {"usd_per_gb_month": 0.01, "read_gb_per_s": 0.2, "retrieval_usd_per_gb": 0.01},
     },
     "regions.west.transfer_usd_per_gb": {"east": 0.05},
-    "regions.west.offers.A100.spot": {"usd_per_gpu_hour": 0.9, "preemptions_per_hour": 0.02,
-                                      "billing_granularity_hours": 2, "min_rental_hours": 4},
+    "regions.west.offers.A100.spot": {
+        "usd_per_gpu_hour": 0.9,
+        "preemptions_per_hour": 0.02,
+        "billing_granularity_hours": 2,
+        "min_rental_hours": 4,
+    },
     "phases.prep.data": {"size_gb": 800.0, "home_region": "east"},
     "phases.prep.options": {"gpu_counts": [1, 2, 4], "fractions": [0.5]},
     "phases.finetune.mfu": {"A100": 0.45},
@@ -72,8 +76,10 @@ RICH: dict[str, Any] = {
     "families": {"nvidia": {"porting_usd": 1000.0}},
     "storage": {"retention": 3, "compression_ratio": 2.0},
     "failure": {"restart_hours": 1.0, "spare_swap_hours": 0.2},
-    "objective": {"weights": {"energy": 2.0, "failure": 0.5, "carbon": 1.5},
-                  "carbon_usd_per_tonne": 80.0},
+    "objective": {
+        "weights": {"energy": 2.0, "failure": 0.5, "carbon": 1.5},
+        "carbon_usd_per_tonne": 80.0,
+    },
 }
 
 
@@ -92,37 +98,66 @@ def space(tiny: Instance) -> ConfigSpace:
 
 def pick(space: ConfigSpace, phase: str, **want: Any) -> Config:
     """The one configuration of ``phase`` with the given fields (Config or Layout fields)."""
+
     def fields(c: Config) -> dict[str, Any]:
-        return {"gpu": c.gpu, "region": c.region, "contract": c.contract, "gpus": c.gpus,
-                "spare_gpus": c.spare_gpus, "tier": c.tier, **dataclasses.asdict(c.layout)}
+        return {
+            "gpu": c.gpu,
+            "region": c.region,
+            "contract": c.contract,
+            "gpus": c.gpus,
+            "spare_gpus": c.spare_gpus,
+            "tier": c.tier,
+            **dataclasses.asdict(c.layout),
+        }
 
     found = [c for c in space[phase] if all(fields(c)[k] == v for k, v in want.items())]
     assert len(found) == 1, f"{phase} {want}: {[c.label for c in found]}"
     return found[0]
 
 
-def costed(inst: Instance, space: ConfigSpace, schedule: dict[str, tuple[Config, tuple[int, ...]]],
-           reserved: dict[tuple[str, str], int] | None = None) -> Plan:
-    return make_plan(inst, space, schedule, reserved or {}, "hand", "feasible", "optimal", None,
-                     0.0)
+def costed(
+    inst: Instance,
+    space: ConfigSpace,
+    schedule: dict[str, tuple[Config, tuple[int, ...]]],
+    reserved: dict[tuple[str, str], int] | None = None,
+) -> Plan:
+    return make_plan(
+        inst, space, schedule, reserved or {}, "hand", "feasible", "optimal", None, 0.0
+    )
 
 
 def prep_east(space: ConfigSpace) -> Config:
-    return pick(space, "prep", gpu="A100", region="east", contract="on_demand", gpus=4.0,
-                spare_gpus=0)
+    return pick(
+        space, "prep", gpu="A100", region="east", contract="on_demand", gpus=4.0, spare_gpus=0
+    )
 
 
 def finetune_a100(space: ConfigSpace, contract: str = "on_demand", gpus: float = 8.0) -> Config:
-    return pick(space, "finetune", gpu="A100", region="east", contract=contract, gpus=gpus,
-                spare_gpus=0, precision="bf16", zero=1, recompute="none", tp=1, pp=1)
+    return pick(
+        space,
+        "finetune",
+        gpu="A100",
+        region="east",
+        contract=contract,
+        gpus=gpus,
+        spare_gpus=0,
+        precision="bf16",
+        zero=1,
+        recompute="none",
+        tp=1,
+        pp=1,
+    )
 
 
 def east_plan(inst: Instance, space: ConfigSpace) -> Plan:
     """Schedule A: prep on 4 on-demand A100 in east, hours 0-2; the fine-tune on 8 on-demand
     A100 in east (ZeRO-1) straight after, hours 3-7."""
     ft = finetune_a100(space)
-    return costed(inst, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(3, 3 + ft.hours)))})
+    return costed(
+        inst,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(3, 3 + ft.hours)))},
+    )
 
 
 def only(v: Verification, kind: str, count: int | None = 1) -> tuple[Violation, ...]:
@@ -192,10 +227,24 @@ def test_paused_spot_prep_and_l4_finetune(tiny: Instance, space: ConfigSpace) ->
     """Schedule B: prep on 2 spot A100 in west, paused between hours 2 and 20 (off-peak at
     both ends); fine-tune on 8 L4 in east with ZeRO-3 from hour 23."""
     prep = pick(space, "prep", gpu="A100", region="west", contract="spot", gpus=2.0)
-    ft = pick(space, "finetune", gpu="L4", region="east", contract="on_demand", gpus=8.0,
-              spare_gpus=0, zero=3, recompute="none", tp=1, pp=1)
-    plan = costed(tiny, space, {"prep": (prep, (0, 1, 2, 20, 21, 22)),
-                                "finetune": (ft, tuple(range(23, 23 + ft.hours)))})
+    ft = pick(
+        space,
+        "finetune",
+        gpu="L4",
+        region="east",
+        contract="on_demand",
+        gpus=8.0,
+        spare_gpus=0,
+        zero=3,
+        recompute="none",
+        tp=1,
+        pp=1,
+    )
+    plan = costed(
+        tiny,
+        space,
+        {"prep": (prep, (0, 1, 2, 20, 21, 22)), "finetune": (ft, tuple(range(23, 23 + ft.hours)))},
+    )
     v = verify(tiny, plan)
     assert_same_costs(v, plan)
     # West's tariff: 40 USD/MWh from 22:00 to 06:00 Berlin time (UTC+2 in June), so UTC hours
@@ -207,15 +256,20 @@ def test_paused_spot_prep_and_l4_finetune(tiny: Instance, space: ConfigSpace) ->
     lam = 2 * 419 / (16384 * 54 * 24) + 0.02
     running = lam * 0.5 * (1.8 + 3.6814 * 40 / 1000) * 6
     assert v.phase_costs["prep"]["failure"] == pytest.approx(
-        running + 0.25 * (1.8 + 3.6814 * mean_west / 1000), rel=1e-9)
+        running + 0.25 * (1.8 + 3.6814 * mean_west / 1000), rel=1e-9
+    )
 
 
 def test_reserved_pool(tiny: Instance) -> None:
     inst = tiny.replace(RESERVED)
     space = build_config_space(inst, prune=False)
     ft = finetune_a100(space, contract="reserved")
-    plan = costed(inst, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(3, 8)))}, {("east", "A100"): 8})
+    plan = costed(
+        inst,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(3, 8)))},
+        {("east", "A100"): 8},
+    )
     v = verify(inst, plan)
     assert_same_costs(v, plan)
     # prep 4 x 2.00 x 3 = 24; fine-tune pays only the licence, 5 h x 8 x 0.10 = 4; the pool
@@ -237,11 +291,26 @@ def test_every_lever_at_once(tiny: Instance) -> None:
     inst = tiny.replace(RICH)
     space = build_config_space(inst, prune=False)
     prep = pick(space, "prep", gpu="A100", region="west", contract="spot", gpus=2.0)
-    ft = pick(space, "finetune", gpu="A100", region="east", contract="on_demand", gpus=8.0,
-              spare_gpus=8, precision="bf16", zero=2, recompute="selective", tp=2, pp=1,
-              tier="cold")
-    plan = costed(inst, space, {"prep": (prep, (1, 2, 3, 20, 21, 22)),
-                                "finetune": (ft, tuple(range(23, 23 + ft.hours)))})
+    ft = pick(
+        space,
+        "finetune",
+        gpu="A100",
+        region="east",
+        contract="on_demand",
+        gpus=8.0,
+        spare_gpus=8,
+        precision="bf16",
+        zero=2,
+        recompute="selective",
+        tp=2,
+        pp=1,
+        tier="cold",
+    )
+    plan = costed(
+        inst,
+        space,
+        {"prep": (prep, (1, 2, 3, 20, 21, 22)), "finetune": (ft, tuple(range(23, 23 + ft.hours)))},
+    )
     v = verify(inst, plan)
     assert_same_costs(v, plan)
     # transfer: prep reads 800 GB from east into west, 800 x 0.02 (east's default) = 16, and
@@ -261,15 +330,20 @@ def test_every_lever_at_once(tiny: Instance) -> None:
 #: A fixed checkpoint write time and coarse L4 billing.
 SLOW_CHECKPOINTS = {
     "failure.checkpoint_write_s": 600.0,
-    "regions.east.offers.L4.on_demand": {"usd_per_gpu_hour": 0.8, "billing_granularity_hours": 3,
-                                         "min_rental_hours": 6},
+    "regions.east.offers.L4.on_demand": {
+        "usd_per_gpu_hour": 0.8,
+        "billing_granularity_hours": 3,
+        "min_rental_hours": 6,
+    },
 }
 
 
-@pytest.mark.parametrize("variant", [{}, RESERVED, CARBON, RICH, SLOW_CHECKPOINTS],
-                         ids=["tiny", "reserved", "carbon", "rich", "slow_checkpoints"])
-def test_every_configuration_agrees_with_costing(tiny: Instance, variant: dict[str, Any]
-                                                 ) -> None:
+@pytest.mark.parametrize(
+    "variant",
+    [{}, RESERVED, CARBON, RICH, SLOW_CHECKPOINTS],
+    ids=["tiny", "reserved", "carbon", "rich", "slow_checkpoints"],
+)
+def test_every_configuration_agrees_with_costing(tiny: Instance, variant: dict[str, Any]) -> None:
     """Every configuration planner.configs finds (none pruned), each in a schedule: prep split
     in two runs two hours apart, the fine-tune right after it. The checker must accept each
     plan and recompute costing's figures."""
@@ -289,11 +363,15 @@ def test_every_configuration_agrees_with_costing(tiny: Instance, variant: dict[s
         for c in (prep, ft):
             offer = inst.region(c.region).offers[c.gpu].reserved
             if c.contract == "reserved" and offer is not None:
-                reserved[(c.region, c.gpu)] = max(reserved.get((c.region, c.gpu), 0),
-                                                  math.ceil(c.total_gpus), offer.min_gpus)
-        plan = costed(inst, space, {"prep": (prep, prep_hours),
-                                    "finetune": (ft, tuple(range(start, start + ft.hours)))},
-                      reserved)
+                reserved[(c.region, c.gpu)] = max(
+                    reserved.get((c.region, c.gpu), 0), math.ceil(c.total_gpus), offer.min_gpus
+                )
+        plan = costed(
+            inst,
+            space,
+            {"prep": (prep, prep_hours), "finetune": (ft, tuple(range(start, start + ft.hours)))},
+            reserved,
+        )
         assert_same_costs(verify(inst, plan), plan)
         checked += 1
     assert checked >= 50
@@ -311,8 +389,7 @@ def test_verification_is_frozen(tiny: Instance, space: ConfigSpace) -> None:
 
 
 def _with_phase(plan: Plan, name: str, **changes: Any) -> Plan:
-    phases = tuple(dataclasses.replace(e, **changes) if e.name == name else e
-                   for e in plan.phases)
+    phases = tuple(dataclasses.replace(e, **changes) if e.name == name else e for e in plan.phases)
     return dataclasses.replace(plan, phases=phases)
 
 
@@ -366,8 +443,9 @@ def test_missing_phase(tiny: Instance, space: ConfigSpace) -> None:
 def test_unknown_phase(tiny: Instance, space: ConfigSpace) -> None:
     plan = east_plan(tiny, space)
     ghost = dataclasses.replace(plan.phase("prep"), name="ghost")
-    (x,) = only(verify(tiny, dataclasses.replace(plan, phases=(*plan.phases, ghost))),
-                "unknown_phase")
+    (x,) = only(
+        verify(tiny, dataclasses.replace(plan, phases=(*plan.phases, ghost))), "unknown_phase"
+    )
     assert x.phase == "ghost"
 
 
@@ -385,36 +463,44 @@ def test_done_phase_must_not_run(tiny: Instance, space: ConfigSpace) -> None:
     assert v.kinds == {"unknown_phase", "cost"}
 
 
-@pytest.mark.parametrize(("path", "value"), [
-    ("phases.finetune.gpu_types", ["L4"]),
-    ("phases.finetune.regions", ["west"]),
-    ("phases.finetune.options.contracts", ["spot"]),
-    ("phases.finetune.options.precision", ["fp16"]),
-    ("phases.finetune.options.gpu_counts", [16]),
-    ("phases.finetune.options.zero", [2, 3]),
-    ("phases.finetune.options.tensor_parallel", [2, 4]),
-    ("phases.finetune.redundancy", {"spare_nodes": 1}),
-    ("phases.finetune.redundancy", {"zones": 2}),
-])
-def test_configuration_not_allowed(tiny: Instance, space: ConfigSpace, path: str,
-                                   value: Any) -> None:
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("phases.finetune.gpu_types", ["L4"]),
+        ("phases.finetune.regions", ["west"]),
+        ("phases.finetune.options.contracts", ["spot"]),
+        ("phases.finetune.options.precision", ["fp16"]),
+        ("phases.finetune.options.gpu_counts", [16]),
+        ("phases.finetune.options.zero", [2, 3]),
+        ("phases.finetune.options.tensor_parallel", [2, 4]),
+        ("phases.finetune.redundancy", {"spare_nodes": 1}),
+        ("phases.finetune.redundancy", {"zones": 2}),
+    ],
+)
+def test_configuration_not_allowed(
+    tiny: Instance, space: ConfigSpace, path: str, value: Any
+) -> None:
     """The plan is fine for tiny.yaml; a variant that forbids part of its configuration
     (without changing any cost) must reject exactly that."""
     (x,) = only(verify(tiny.replace({path: value}), east_plan(tiny, space)), "configuration")
     assert x.phase == "finetune"
 
 
-@pytest.mark.parametrize(("phase", "changes", "costable"), [
-    ("finetune", {"gpu": "H100"}, False),  # no such GPU type
-    ("finetune", {"contract": "spot"}, False),  # not preemptible, and east sells no spot A100
-    ("finetune", {"tier": "cold"}, False),  # east has no cold tier
-    ("prep", {"tp": 2}, True),  # a phase without a model has no tensor parallelism
-    ("finetune", {"tp": 16}, True),  # more than a node and not among the options
-    ("finetune", {"recompute": "partial"}, False),  # no such recomputation
-    ("prep", {"precision": "fp16"}, True),  # not allowed (same peak as bf16 on an A100)
-])
-def test_configuration_edits(tiny: Instance, space: ConfigSpace, phase: str,
-                             changes: dict[str, Any], costable: bool) -> None:
+@pytest.mark.parametrize(
+    ("phase", "changes", "costable"),
+    [
+        ("finetune", {"gpu": "H100"}, False),  # no such GPU type
+        ("finetune", {"contract": "spot"}, False),  # not preemptible, and east sells no spot A100
+        ("finetune", {"tier": "cold"}, False),  # east has no cold tier
+        ("prep", {"tp": 2}, True),  # a phase without a model has no tensor parallelism
+        ("finetune", {"tp": 16}, True),  # more than a node and not among the options
+        ("finetune", {"recompute": "partial"}, False),  # no such recomputation
+        ("prep", {"precision": "fp16"}, True),  # not allowed (same peak as bf16 on an A100)
+    ],
+)
+def test_configuration_edits(
+    tiny: Instance, space: ConfigSpace, phase: str, changes: dict[str, Any], costable: bool
+) -> None:
     v = verify(tiny, _with_phase(east_plan(tiny, space), phase, **changes))
     only(v, "configuration", count=None)
     assert {x.phase for x in v.violations} == {phase}
@@ -426,35 +512,51 @@ def test_memory_does_not_fit(tiny: Instance, space: ConfigSpace) -> None:
     of states per GPU) but not with ZeRO-0: 16 bytes x 1.278e9 = 20.45 GB of states plus
     3.7 GB of activations, x 1.05 + 1.5 = 26.9 GB > 24 x 0.95 = 22.8 GB usable. On one node
     the ZeRO stage changes neither throughput nor any cost."""
-    ft = pick(space, "finetune", gpu="L4", region="east", contract="on_demand", gpus=8.0,
-              spare_gpus=0, zero=3, recompute="none", tp=1, pp=1)
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(3, 3 + ft.hours)))})
+    ft = pick(
+        space,
+        "finetune",
+        gpu="L4",
+        region="east",
+        contract="on_demand",
+        gpus=8.0,
+        spare_gpus=0,
+        zero=3,
+        recompute="none",
+        tp=1,
+        pp=1,
+    )
+    plan = costed(
+        tiny,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(3, 3 + ft.hours)))},
+    )
     assert verify(tiny, plan).ok
     (x,) = only(verify(tiny, _with_phase(plan, "finetune", zero=0)), "memory")
     assert x.phase == "finetune" and "22.80 GB is usable" in x.message
 
 
 @pytest.mark.parametrize("hours", [(3, 4, 5, 6), (3, 4, 5, 6, 7, 8)])
-def test_wrong_number_of_hours(tiny: Instance, space: ConfigSpace,
-                               hours: tuple[int, ...]) -> None:
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (finetune_a100(space), hours)})
+def test_wrong_number_of_hours(tiny: Instance, space: ConfigSpace, hours: tuple[int, ...]) -> None:
+    plan = costed(
+        tiny,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (finetune_a100(space), hours)},
+    )
     (x,) = only(verify(tiny, plan), "work")
     assert x.phase == "finetune" and "the work needs 5 h" in x.message
 
 
 def test_hour_past_deadline(tiny: Instance, space: ConfigSpace) -> None:
     # the fine-tune runs hours 3-7; a deadline of 7 leaves hour 7 outside [0, 7)
-    (x,) = only(verify(tiny.replace({"phases.finetune.deadline": 7}), east_plan(tiny, space)),
-                "window")
+    (x,) = only(
+        verify(tiny.replace({"phases.finetune.deadline": 7}), east_plan(tiny, space)), "window"
+    )
     assert x.phase == "finetune"
     assert "outside its window [0, 7) from release to deadline, in hours 7" in x.message
 
 
 def test_hour_before_release(tiny: Instance, space: ConfigSpace) -> None:
-    (x,) = only(verify(tiny.replace({"phases.prep.release": 1}), east_plan(tiny, space)),
-                "window")
+    (x,) = only(verify(tiny.replace({"phases.prep.release": 1}), east_plan(tiny, space)), "window")
     assert x.phase == "prep"
 
 
@@ -465,15 +567,27 @@ def test_other_horizon(tiny: Instance, space: ConfigSpace) -> None:
 
 
 def test_gap_in_non_preemptible_phase(tiny: Instance, space: ConfigSpace) -> None:
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (finetune_a100(space), (3, 4, 6, 7, 8))})
+    plan = costed(
+        tiny,
+        space,
+        {
+            "prep": (prep_east(space), (0, 1, 2)),
+            "finetune": (finetune_a100(space), (3, 4, 6, 7, 8)),
+        },
+    )
     (x,) = only(verify(tiny, plan), "contiguity")
     assert x.phase == "finetune" and "pauses in hours 5" in x.message
 
 
 def test_successor_starts_before_predecessor_ends(tiny: Instance, space: ConfigSpace) -> None:
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (finetune_a100(space), (2, 3, 4, 5, 6))})
+    plan = costed(
+        tiny,
+        space,
+        {
+            "prep": (prep_east(space), (0, 1, 2)),
+            "finetune": (finetune_a100(space), (2, 3, 4, 5, 6)),
+        },
+    )
     (x,) = only(verify(tiny, plan), "precedence")
     assert x.phase == "finetune" and "ends at hour 3" in x.message
 
@@ -483,8 +597,11 @@ def test_two_phases_over_capacity(tiny: Instance) -> None:
     inst = tiny.replace({"phases.finetune.predecessors": []})
     space = build_config_space(inst, prune=False)
     ft = finetune_a100(space, gpus=16.0)
-    plan = costed(inst, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(ft.hours)))})
+    plan = costed(
+        inst,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(ft.hours)))},
+    )
     (x,) = only(verify(inst, plan), "capacity")
     assert x.phase is None and "hours 0-2" in x.message and "20 GPUs" in x.message
 
@@ -500,8 +617,12 @@ def test_reserved_usage_above_pool(tiny: Instance) -> None:
     inst = tiny.replace(RESERVED)
     space = build_config_space(inst, prune=False)
     ft = finetune_a100(space, contract="reserved")
-    plan = costed(inst, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(3, 8)))}, {("east", "A100"): 4})
+    plan = costed(
+        inst,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(3, 8)))},
+        {("east", "A100"): 4},
+    )
     (x,) = only(verify(inst, plan), "reserved")
     assert x.phase == "finetune" and "R = 4" in x.message
 
@@ -510,8 +631,12 @@ def test_reserved_commitment_out_of_range(tiny: Instance) -> None:
     inst = tiny.replace(RESERVED)
     space = build_config_space(inst, prune=False)
     ft = finetune_a100(space)
-    plan = costed(inst, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (ft, tuple(range(3, 8)))}, {("east", "A100"): 2})
+    plan = costed(
+        inst,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (ft, tuple(range(3, 8)))},
+        {("east", "A100"): 2},
+    )
     (x,) = only(verify(inst, plan), "reserved")
     assert "[4, 16]" in x.message
 
@@ -527,21 +652,34 @@ def test_carbon_cap_exceeded(tiny: Instance, space: ConfigSpace) -> None:
 
 def test_kinds_are_the_twelve_planted_here() -> None:
     """Guard: a new kind must get its own planted test above."""
-    assert set(KINDS) == {"missing_phase", "unknown_phase", "configuration", "memory", "work",
-                          "window", "contiguity", "precedence", "capacity", "reserved",
-                          "carbon_cap", "cost"}
+    assert set(KINDS) == {
+        "missing_phase",
+        "unknown_phase",
+        "configuration",
+        "memory",
+        "work",
+        "window",
+        "contiguity",
+        "precedence",
+        "capacity",
+        "reserved",
+        "carbon_cap",
+        "cost",
+    }
 
 
 # ------------------------------------------------------------------- bugs in the planner
 
 
-def test_a_configuration_bug_shows_as_cost_disagreement(tiny: Instance, space: ConfigSpace
-                                                        ) -> None:
+def test_a_configuration_bug_shows_as_cost_disagreement(tiny: Instance, space: ConfigSpace) -> None:
     """A planner that got facility power 10% wrong states wrong energy, failure and totals."""
     ft = finetune_a100(space)
     wrong = dataclasses.replace(ft, facility_kw=ft.facility_kw * 1.1)
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (wrong, tuple(range(3, 8)))})
+    plan = costed(
+        tiny,
+        space,
+        {"prep": (prep_east(space), (0, 1, 2)), "finetune": (wrong, tuple(range(3, 8)))},
+    )
     v = verify(tiny, plan)
     only(v, "cost", count=None)
     text = " ".join(x.message for x in v.violations)
@@ -549,21 +687,31 @@ def test_a_configuration_bug_shows_as_cost_disagreement(tiny: Instance, space: C
     assert any(x.phase == "finetune" for x in v.violations)
 
 
-def test_a_wrong_hour_count_in_the_planner_shows_as_work(tiny: Instance, space: ConfigSpace
-                                                         ) -> None:
+def test_a_wrong_hour_count_in_the_planner_shows_as_work(
+    tiny: Instance, space: ConfigSpace
+) -> None:
     ft = finetune_a100(space)
     wrong = dataclasses.replace(ft, hours=ft.hours - 1)
-    plan = costed(tiny, space, {"prep": (prep_east(space), (0, 1, 2)),
-                                "finetune": (wrong, tuple(range(3, 3 + wrong.hours)))})
+    plan = costed(
+        tiny,
+        space,
+        {
+            "prep": (prep_east(space), (0, 1, 2)),
+            "finetune": (wrong, tuple(range(3, 3 + wrong.hours))),
+        },
+    )
     only(verify(tiny, plan), "work")
 
 
 def test_checker_does_not_import_the_planner() -> None:
-    code = ("import sys, planner.checker; "
-            "bad = [m for m in sys.modules if m in ('planner.configs', 'planner.costing') "
-            "or m.startswith('formulations')]; print(bad); sys.exit(1 if bad else 0)")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=False)
+    code = (
+        "import sys, planner.checker; "
+        "bad = [m for m in sys.modules if m in ('planner.configs', 'planner.costing') "
+        "or m.startswith('formulations')]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -579,18 +727,20 @@ def test_plan_file_round_trip(tiny: Instance, space: ConfigSpace, tmp_path: Path
     assert verify(tiny, again).ok
 
 
-@pytest.mark.parametrize(("edit", "field"), [
-    (lambda d: d["phases"][1].pop("gpu"), "phases[1] (finetune).gpu"),
-    (lambda d: d["phases"][0].update(hours=[0, 1.5]), "phases[0] (prep).hours"),
-    (lambda d: d["phases"][0].update(zero="one"), "phases[0] (prep).zero"),
-    (lambda d: d["costs"].pop("total"), "costs.total"),
-    (lambda d: d.update(horizon_start="2023-06-05T00:00:00"), "horizon_start"),
-    (lambda d: d.update(phases={}), "phases"),
-    (lambda d: d.update(reserved=[{"region": "east", "gpu": "A100"}]), "reserved[0].gpus"),
-    (lambda d: d.update(format="other/9"), "format"),
-])
-def test_plan_file_field_errors(tiny: Instance, space: ConfigSpace, edit: Any,
-                                field: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d["phases"][1].pop("gpu"), "phases[1] (finetune).gpu"),
+        (lambda d: d["phases"][0].update(hours=[0, 1.5]), "phases[0] (prep).hours"),
+        (lambda d: d["phases"][0].update(zero="one"), "phases[0] (prep).zero"),
+        (lambda d: d["costs"].pop("total"), "costs.total"),
+        (lambda d: d.update(horizon_start="2023-06-05T00:00:00"), "horizon_start"),
+        (lambda d: d.update(phases={}), "phases"),
+        (lambda d: d.update(reserved=[{"region": "east", "gpu": "A100"}]), "reserved[0].gpus"),
+        (lambda d: d.update(format="other/9"), "format"),
+    ],
+)
+def test_plan_file_field_errors(tiny: Instance, space: ConfigSpace, edit: Any, field: str) -> None:
     d = east_plan(tiny, space).to_dict()
     edit(d)
     with pytest.raises(PlanFileError) as info:
@@ -657,11 +807,14 @@ def test_cli_violation_exits_1(plan_file: Path) -> None:
     assert human.exit_code == 1 and "differs" in human.output
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("{not json", "cannot parse"),
-    ('{"phases": []}', "horizon_start: required field is missing"),
-    ("[1, 2]", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "cannot parse"),
+        ('{"phases": []}', "horizon_start: required field is missing"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_cli_unreadable_plan_exits_2(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "broken.json"
     path.write_text(content)

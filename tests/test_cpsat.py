@@ -79,7 +79,7 @@ def variant(seed: int) -> dict[str, Any]:
         east_a100[t] = 8
     west_a100 = [8] * T
     b = rng.randrange(0, T - 4)
-    west_a100[b:b + 3] = [0, 0, 0]
+    west_a100[b : b + 3] = [0, 0, 0]
     d["regions"]["east"]["capacity"] = {"A100": east_a100, "L4": 16}
     d["regions"]["west"]["capacity"] = {"A100": west_a100}
     d["objective"] = {"carbon_usd_per_tonne": 40.0}
@@ -89,20 +89,34 @@ def variant(seed: int) -> dict[str, Any]:
     prep["work"]["gpu_hours"] = rng.choice([8, 12, 16])
     ft["deadline"] = rng.choice([20, 24])
     ft["output_gb"] = 4.0
-    ev = {"name": "eval", "kind": "evaluation", "predecessors": ["finetune"],
-          "work": {"gpu_hours": 4, "gpu": "A100"}, "options": {"gpu_counts": [1, 2]}}
-    side = {"name": "side", "kind": "data_preparation", "deadline": T,
-            "work": {"gpu_hours": rng.choice([16, 24]), "gpu": "A100"},
-            "gpu_types": ["A100"], "options": {"gpu_counts": [4, 8], "extra_spare_nodes": [0]}}
+    ev = {
+        "name": "eval",
+        "kind": "evaluation",
+        "predecessors": ["finetune"],
+        "work": {"gpu_hours": 4, "gpu": "A100"},
+        "options": {"gpu_counts": [1, 2]},
+    }
+    side = {
+        "name": "side",
+        "kind": "data_preparation",
+        "deadline": T,
+        "work": {"gpu_hours": rng.choice([16, 24]), "gpu": "A100"},
+        "gpu_types": ["A100"],
+        "options": {"gpu_counts": [4, 8], "extra_spare_nodes": [0]},
+    }
     d["phases"] = [prep, ft, ev, side]
     kind = seed % 4
     if kind == 0:
         d["regions"]["east"]["offers"]["L4"]["on_demand"].update(
-            billing_granularity_hours=4, min_rental_hours=10)
+            billing_granularity_hours=4, min_rental_hours=10
+        )
         d["regions"]["west"]["offers"]["A100"]["on_demand"].update(billing_granularity_hours=3)
     elif kind == 1:
         d["regions"]["east"]["offers"]["A100"]["reserved"] = {
-            "usd_per_gpu_hour": 0.35, "min_gpus": 4, "max_gpus": 16}
+            "usd_per_gpu_hour": 0.35,
+            "min_gpus": 4,
+            "max_gpus": 16,
+        }
     elif kind == 2:
         d["gpu_types"]["L4"]["family"] = "ada"
         d["families"] = {"ada": {"porting_usd": 6.0}}
@@ -200,11 +214,21 @@ def test_start_cost_equals_costed_plan_for_any_schedule(seed: int) -> None:
             choice[name] = (k, int(rng.choice(tables[k].starts)))
         reserved = least_reserved(data, choice)
         sched = schedule_of(data, choice)
-        plan = make_plan(inst, space, sched, {k: v for k, v in reserved.items() if v},
-                         "t", "feasible", "heuristic", None, 0.0)
+        plan = make_plan(
+            inst,
+            space,
+            sched,
+            {k: v for k, v in reserved.items() if v},
+            "t",
+            "feasible",
+            "heuristic",
+            None,
+            0.0,
+        )
         assert objective_of(data, choice, reserved) == pytest.approx(plan.objective, rel=1e-9)
         assert sm.lp.objective_of(point_of(sm, choice, reserved)) == pytest.approx(
-            plan.objective, rel=1e-9)
+            plan.objective, rel=1e-9
+        )
         assert choice_of(data, sched) == choice
 
 
@@ -215,20 +239,41 @@ def one_job(preemptible: bool) -> Instance:
     # One region, prices over 8 hours: [100, 10, 10, 500, 500, 10, 10, 100] USD/MWh.
     # A GPU with 1 kW board power, no idle draw, no host overhead, PUE 1, no failures, free
     # storage; 40 GPU-hours on 10 GPUs = 4 h at 10 kW; rental $1/GPU-h = $10/h.
-    gpu = {"memory_gb": 80, "peak_tflops": {"bf16": 100.0}, "board_power_w": 1000,
-           "idle_power_w": 0, "gpus_per_node": 10, "node_overhead_w": 0,
-           "failures_per_gpu_hour": 0.0}
-    d = {"name": "split", "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 8},
-         "gpu_types": {"G": gpu},
-         "regions": {"r": {"timezone": "UTC", "pue": 1.0,
-                           "electricity": {"values": [100, 10, 10, 500, 500, 10, 10, 100]},
-                           "capacity": {"G": 10},
-                           "offers": {"G": {"on_demand": {"usd_per_gpu_hour": 1.0}}},
-                           "storage": {"hot": {"usd_per_gb_month": 0.0}}}},
-         "phases": [{"name": "job", "kind": "data_preparation", "power_load": 1.0,
-                     "work": {"gpu_hours": 40, "gpu": "G"}, "preemptible": preemptible,
-                     "resume_overhead_hours": 0.25,
-                     "options": {"gpu_counts": [10], "extra_spare_nodes": [0]}}]}
+    gpu = {
+        "memory_gb": 80,
+        "peak_tflops": {"bf16": 100.0},
+        "board_power_w": 1000,
+        "idle_power_w": 0,
+        "gpus_per_node": 10,
+        "node_overhead_w": 0,
+        "failures_per_gpu_hour": 0.0,
+    }
+    d = {
+        "name": "split",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 8},
+        "gpu_types": {"G": gpu},
+        "regions": {
+            "r": {
+                "timezone": "UTC",
+                "pue": 1.0,
+                "electricity": {"values": [100, 10, 10, 500, 500, 10, 10, 100]},
+                "capacity": {"G": 10},
+                "offers": {"G": {"on_demand": {"usd_per_gpu_hour": 1.0}}},
+                "storage": {"hot": {"usd_per_gb_month": 0.0}},
+            }
+        },
+        "phases": [
+            {
+                "name": "job",
+                "kind": "data_preparation",
+                "power_load": 1.0,
+                "work": {"gpu_hours": 40, "gpu": "G"},
+                "preemptible": preemptible,
+                "resume_overhead_hours": 0.25,
+                "options": {"gpu_counts": [10], "extra_spare_nodes": [0]},
+            }
+        ],
+    }
     return instance_from(d, "<split>")
 
 
@@ -264,8 +309,11 @@ def test_capacity_dip_does_not_hide_the_cheap_hours() -> None:
     d["regions"]["r"]["capacity"] = {"G": [10] * 5 + [0] + [10] * 6}
     d["regions"]["r"]["electricity"] = {"values": [50] * 6 + [10] * 4 + [50] * 2}
     inst = instance_from(d, "<dip>")
-    for res in (solve_cpsat(inst, gap=0.0, threads=2), solve_starttime(inst, gap=0.0),
-                solve_milp(inst, gap=0.0, backend="highs")):
+    for res in (
+        solve_cpsat(inst, gap=0.0, threads=2),
+        solve_starttime(inst, gap=0.0),
+        solve_milp(inst, gap=0.0, backend="highs"),
+    ):
         assert res.objective == pytest.approx(40.40, abs=1e-6), (res.solver, plan_of(res).notes)
         assert res.bound is not None and res.bound <= 40.40 + 1e-6, (res.solver, res.bound)
         assert plan_of(res).phase("job").hours == (6, 7, 8, 9)
@@ -285,8 +333,11 @@ def test_carbon_cap_moves_the_run() -> None:
     assert solve_cpsat(instance_from(d), gap=0.0, threads=2).objective == pytest.approx(40.40)
     d["objective"] = {"carbon_cap_tonnes": 0.008}
     inst = instance_from(d, "<capped>")
-    for res in (solve_cpsat(inst, gap=0.0, threads=2), solve_starttime(inst, gap=0.0),
-                solve_milp(inst, gap=0.0, backend="highs", prune=False)):
+    for res in (
+        solve_cpsat(inst, gap=0.0, threads=2),
+        solve_starttime(inst, gap=0.0),
+        solve_milp(inst, gap=0.0, backend="highs", prune=False),
+    ):
         assert res.objective == pytest.approx(43.10, abs=1e-6), res.solver
         assert plan_of(res).phase("job").hours == (1, 2, 3, 4)
         assert plan_of(res).emissions_t == pytest.approx(0.008, abs=1e-12)
@@ -347,8 +398,13 @@ def test_hints_and_portfolio(solved: Any) -> None:
     assert any("hint: the given schedule" in n for n in plan_of(a).notes)
     assert a.stats["hint_objective"] == pytest.approx(hm.objective, rel=1e-9)
     assert a.objective == pytest.approx(cp.objective, abs=1e-6)
-    sched = {p.name: (next(c for c in build_config_space(inst)[p.name]
-                           if c.label == p.info["config"]), p.hours) for p in plan_of(cp).phases}
+    sched = {
+        p.name: (
+            next(c for c in build_config_space(inst)[p.name] if c.label == p.info["config"]),
+            p.hours,
+        )
+        for p in plan_of(cp).phases
+    }
     b = solve_starttime(inst, time_limit=20, gap=0.0, start=sched)
     assert b.stats["start_objective"] == pytest.approx(cp.objective, rel=1e-9)
     assert b.objective == pytest.approx(st.objective, rel=1e-7)
@@ -403,8 +459,10 @@ def test_identical_configurations_are_kept_once() -> None:
     # the start data once; a schedule on the dropped one maps to the kept one.
     inst = one_job(False)
     d = dict(inst.raw)
-    d["regions"]["r"]["storage"] = {"hot": {"usd_per_gb_month": 0.0},
-                                    "cold": {"usd_per_gb_month": 0.0}}
+    d["regions"]["r"]["storage"] = {
+        "hot": {"usd_per_gb_month": 0.0},
+        "cold": {"usd_per_gb_month": 0.0},
+    }
     inst = instance_from(d, "<tiers>")
     space = build_config_space(inst, prune=False)
     assert len(space["job"]) == 2
@@ -438,8 +496,9 @@ def big() -> Instance:
     rng = random.Random(7)
     d["horizon"]["hours"] = T
     for r in ("east", "west"):
-        d["regions"][r]["electricity"] = {"values": [round(rng.uniform(10, 160), 1)
-                                                     for _ in range(T)]}
+        d["regions"][r]["electricity"] = {
+            "values": [round(rng.uniform(10, 160), 1) for _ in range(T)]
+        }
     prep, ft = d["phases"]
     phases = []
     for i in range(10):
@@ -475,8 +534,10 @@ def test_starttime_time_limit_is_honoured() -> None:
     from formulations.starttime.solve import highs_takes_options
 
     if not highs_takes_options():
-        pytest.skip("HiGHS presolve ignores the time limit (2 s ran 9-10 s here); the "
-                    "start-time MILP turns presolve off once formulations.highs_runner."
-                    "solve_highs accepts options")
+        pytest.skip(
+            "HiGHS presolve ignores the time limit (2 s ran 9-10 s here); the "
+            "start-time MILP turns presolve off once formulations.highs_runner."
+            "solve_highs accepts options"
+        )
     inst = big()
     _stops_in_time(solve_starttime(inst, time_limit=2.0, gap=0.0, threads=2), 2.0, inst)

@@ -46,12 +46,48 @@ def run_json(*args: str) -> Any:
 # 7B model (L = 32, h = 4096, a = 32, s = 2048, V = 32000) on 1e9 tokens, 8 x H100-SXM (bf16
 # 989.4 TFLOPS dense, 80 GB, 700 W board; idle 70 W and node overhead 2,760 W pinned by flag),
 # ZeRO-1, no recompute, MFU 0.4, PUE 1.2, $100/MWh, $2/GPU-h, job MTBF 1000 h, 60 s writes.
-CASE = ("--params", "7e9", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "8",
-        "--precision", "bf16", "--zero", "1", "--recompute", "none", "--layers", "32",
-        "--hidden", "4096", "--heads", "32", "--seq-len", "2048", "--gpu-idle-w", "70",
-        "--node-overhead-w", "2760", "--mfu", "0.4", "--pue", "1.2",
-        "--price-usd-per-mwh", "100", "--gpu-hour-usd", "2", "--mtbf-hours", "1000",
-        "--mtbf-scope", "job", "--checkpoint-write-s", "60")
+CASE = (
+    "--params",
+    "7e9",
+    "--tokens",
+    "1e9",
+    "--gpu",
+    "H100-SXM",
+    "--gpus",
+    "8",
+    "--precision",
+    "bf16",
+    "--zero",
+    "1",
+    "--recompute",
+    "none",
+    "--layers",
+    "32",
+    "--hidden",
+    "4096",
+    "--heads",
+    "32",
+    "--seq-len",
+    "2048",
+    "--gpu-idle-w",
+    "70",
+    "--node-overhead-w",
+    "2760",
+    "--mfu",
+    "0.4",
+    "--pue",
+    "1.2",
+    "--price-usd-per-mwh",
+    "100",
+    "--gpu-hour-usd",
+    "2",
+    "--mtbf-hours",
+    "1000",
+    "--mtbf-scope",
+    "job",
+    "--checkpoint-write-s",
+    "60",
+)
 
 
 def test_catalog_h100_is_the_datasheet() -> None:
@@ -65,9 +101,20 @@ def test_json_row_against_hand_computation() -> None:
     rows = run_json(*CASE)
     assert len(rows) == 1
     r = rows[0]
-    for key in ("model_states_gb", "activations_gb", "total_gb", "capacity_gb", "fits",
-                "gpu_hours", "hours", "energy_kwh", "checkpoint_interval_s",
-                "expected_failures", "cost_usd", "tokens_per_kwh"):
+    for key in (
+        "model_states_gb",
+        "activations_gb",
+        "total_gb",
+        "capacity_gb",
+        "fits",
+        "gpu_hours",
+        "hours",
+        "energy_kwh",
+        "checkpoint_interval_s",
+        "expected_failures",
+        "cost_usd",
+        "tokens_per_kwh",
+    ):
         assert key in r
     assert set(r["cost_usd"]) >= {"rental", "energy", "failure", "total"}
     assert (r["gpu"], r["gpus"], r["dp"], r["zero"]) == ("H100-SXM", 8, 8, 1)
@@ -115,19 +162,66 @@ def test_json_row_against_hand_computation() -> None:
 
 
 def test_memory_columns_equal_the_physics() -> None:
-    rows = run_json("--params", "13B", "--tokens", "2e10", "--gpu", "a100-sxm-80gb",
-                    "--layers", "40", "--hidden", "5120", "--heads", "40", "--seq-len", "4096",
-                    "--gpus", "8", "--gpus", "16", "--zero", "1", "--zero", "3",
-                    "--recompute", "none", "--recompute", "full", "--tp", "2",
-                    "--micro-batch", "2")
+    rows = run_json(
+        "--params",
+        "13B",
+        "--tokens",
+        "2e10",
+        "--gpu",
+        "a100-sxm-80gb",
+        "--layers",
+        "40",
+        "--hidden",
+        "5120",
+        "--heads",
+        "40",
+        "--seq-len",
+        "4096",
+        "--gpus",
+        "8",
+        "--gpus",
+        "16",
+        "--zero",
+        "1",
+        "--zero",
+        "3",
+        "--recompute",
+        "none",
+        "--recompute",
+        "full",
+        "--tp",
+        "2",
+        "--micro-batch",
+        "2",
+    )
     # One row per combination, in the order gpus x precision x zero x recompute.
     assert [(r["gpus"], r["zero"], r["recompute"]) for r in rows] == [
-        (8, 1, "none"), (8, 1, "full"), (8, 3, "none"), (8, 3, "full"),
-        (16, 1, "none"), (16, 1, "full"), (16, 3, "none"), (16, 3, "full")]
+        (8, 1, "none"),
+        (8, 1, "full"),
+        (8, 3, "none"),
+        (8, 3, "full"),
+        (16, 1, "none"),
+        (16, 1, "full"),
+        (16, 3, "none"),
+        (16, 3, "full"),
+    ]
     m = ModelDims(13e9, 40, 5120, 40, 4096, 32000)
     for r in rows:
-        mem = memory_per_gpu(m, 80.0, "bf16", r["zero"], r["gpus"] // 2, 2, 1, r["recompute"],
-                             2, True, 1.5, 0.05, 0.05)
+        mem = memory_per_gpu(
+            m,
+            80.0,
+            "bf16",
+            r["zero"],
+            r["gpus"] // 2,
+            2,
+            1,
+            r["recompute"],
+            2,
+            True,
+            1.5,
+            0.05,
+            0.05,
+        )
         assert r["model_states_gb"] == pytest.approx(mem.model_states_gb)
         assert r["activations_gb"] == pytest.approx(mem.activations_gb)
         assert r["total_gb"] == pytest.approx(mem.total_gb)
@@ -142,8 +236,7 @@ def test_memory_columns_equal_the_physics() -> None:
 
 def test_defaults_and_mtbf_scope() -> None:
     # No --gpus: one node (8); T4 has no bf16, so the default precision is fp16.
-    (r,) = run_json("--params", "1B", "--tokens", "1e8", "--gpu", "T4", "--mtbf-hours",
-                    "50000")
+    (r,) = run_json("--params", "1B", "--tokens", "1e8", "--gpu", "T4", "--mtbf-hours", "50000")
     assert (r["gpus"], r["precision"]) == (8, "fp16")
     # MTBF 50,000 h per GPU -> 8 / 50,000 = 1.6e-4 failures per job-hour.
     assert r["failure_rate_per_h"] == pytest.approx(1.6e-4)
@@ -153,8 +246,20 @@ def test_defaults_and_mtbf_scope() -> None:
 
 
 def test_explicit_gpu_without_price() -> None:
-    (r,) = run_json("--params", "1.5B", "--tokens", "3e9", "--gpu-memory-gb", "40",
-                    "--gpu-tflops", "100", "--gpu-power-w", "300", "--gpus", "2")
+    (r,) = run_json(
+        "--params",
+        "1.5B",
+        "--tokens",
+        "3e9",
+        "--gpu-memory-gb",
+        "40",
+        "--gpu-tflops",
+        "100",
+        "--gpu-power-w",
+        "300",
+        "--gpus",
+        "2",
+    )
     assert r["gpu"] == "custom"
     assert r["capacity_gb"] == pytest.approx(38.0)  # 40 x 0.95
     # Idle 10% of 300 W = 30 W, load 0.9: 30 + 270 x 0.9 = 273 W x 2 GPUs, no node overhead,
@@ -183,33 +288,77 @@ def test_tables_print() -> None:
         (("--params", "7B", "--tokens", "1e9", "--gpu", "nope"), "H100-SXM"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "0"), "--gpus"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "-8"), "--gpus"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "6", "--tp",
-          "4"), "multiple of tp x pp"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--layers", "32",
-          "--hidden", "4096", "--heads", "32", "--tp", "16", "--gpus", "16"), "--tp"),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "6", "--tp", "4"),
+            "multiple of tp x pp",
+        ),
+        (
+            (
+                "--params",
+                "7B",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "H100-SXM",
+                "--layers",
+                "32",
+                "--hidden",
+                "4096",
+                "--heads",
+                "32",
+                "--tp",
+                "16",
+                "--gpus",
+                "16",
+            ),
+            "--tp",
+        ),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mfu", "-0.3"), "--mfu"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mfu", "1.5"), "--mfu"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--pue", "0.8"), "--pue"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--zero", "4"), "--zero"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--precision", "int4"),
-         "--precision"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "T4", "--precision", "bf16"),
-         "no bf16"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--recompute", "some"),
-         "--recompute"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mtbf-hours", "-5"),
-         "--mtbf-hours"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mtbf-scope", "node"),
-         "--mtbf-scope"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpu-hour-usd", "-1"),
-         "--gpu-hour-usd"),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--precision", "int4"),
+            "--precision",
+        ),
+        (("--params", "7B", "--tokens", "1e9", "--gpu", "T4", "--precision", "bf16"), "no bf16"),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--recompute", "some"),
+            "--recompute",
+        ),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mtbf-hours", "-5"),
+            "--mtbf-hours",
+        ),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--mtbf-scope", "node"),
+            "--mtbf-scope",
+        ),
+        (
+            ("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpu-hour-usd", "-1"),
+            "--gpu-hour-usd",
+        ),
         (("--params", "7B", "--tokens", "1e9", "--gpu-memory-gb", "80"), "--gpu-tflops"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--layers", "32",
-          "--hidden", "4096", "--heads", "30"), "--heads"),
+        (
+            (
+                "--params",
+                "7B",
+                "--tokens",
+                "1e9",
+                "--gpu",
+                "H100-SXM",
+                "--layers",
+                "32",
+                "--hidden",
+                "4096",
+                "--heads",
+                "30",
+            ),
+            "--heads",
+        ),
         (("--params", "7B", "--gpu", "H100-SXM"), "--tokens"),
         (("--tokens", "1e9", "--gpu", "H100-SXM"), "--params"),
-        (("--tokens", "1e9", "--gpu", "H100-SXM", "--params", "7B", "--phase", "x"),
-         "INSTANCE"),
+        (("--tokens", "1e9", "--gpu", "H100-SXM", "--params", "7B", "--phase", "x"), "INSTANCE"),
         ((str(TINY),), "--phase"),
         ((str(TINY), "--phase", "nope"), "unknown phase 'nope'"),
         ((str(TINY), "--phase", "finetune", "--gpus", "8"), "--gpus"),
@@ -264,8 +413,9 @@ def test_gpu_spec_overrides_catalog() -> None:
 def test_library_rows_do_not_fit_are_flagged() -> None:
     # 70B with plain DDP on 8 x 80 GB: states alone 16 x 70 = 1,120 GB per GPU: does not fit,
     # but the row is still returned with its figures.
-    rows = estimate(estimate_inputs(params=70e9, tokens=1e9, gpu=gpu_spec("H100-SXM"),
-                                    zero=[0], gpus=[8]))
+    rows = estimate(
+        estimate_inputs(params=70e9, tokens=1e9, gpu=gpu_spec("H100-SXM"), zero=[0], gpus=[8])
+    )
     assert len(rows) == 1 and not rows[0].memory.fits
     assert rows[0].memory.model_states_gb == pytest.approx(1120.0)
 

@@ -101,9 +101,9 @@ def test_carbon_cap_overshoot() -> None:
     # levers_tou.yaml with 500 gCO2/kWh everywhere and a 0.01 t cap: the job draws
     # 9 kW x 1.2 PUE = 10.8 kW for 4 h = 43.2 kWh -> 43.2 x 500 / 1e6 = 0.0216 t;
     # 0.0116 t over the cap whatever the hours
-    inst = read(DATA / "levers_tou.yaml").replace({
-        "regions.r.carbon_intensity": {"constant": 500},
-        "objective.carbon_cap_tonnes": 0.01})
+    inst = read(DATA / "levers_tou.yaml").replace(
+        {"regions.r.carbon_intensity": {"constant": 500}, "objective.carbon_cap_tonnes": 0.01}
+    )
     ex = explain(inst, time_limit=30)
     assert not ex.feasible and ex.proven
     f = _only(ex, "carbon", "relaxation")

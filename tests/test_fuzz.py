@@ -74,8 +74,11 @@ SHORT_SOLVE_PERCENT = 30
 LONG_EXAMPLES = 10_000
 LONG_SOLVE_PERCENT = 15
 
-NO_PLAN = {Termination.INFEASIBLE.value, Termination.NO_CONFIGURATION.value,
-           Termination.TIME_LIMIT.value}
+NO_PLAN = {
+    Termination.INFEASIBLE.value,
+    Termination.NO_CONFIGURATION.value,
+    Termination.TIME_LIMIT.value,
+}
 OUTCOMES = {"invalid", "valid", "valid+warnings", "plan", *NO_PLAN}
 
 Key = str | int
@@ -123,12 +126,44 @@ def is_number(x: Any) -> bool:
 
 # ----------------------------------------------------------------------------- pools
 
-EXTREMES: list[Any] = [0, -0.0, -1, -1e-9, math.nan, math.inf, -math.inf, 1e308, -1e308,
-                       1e-308, 5e-324, 2**63, 10**30, 1e15]
+EXTREMES: list[Any] = [
+    0,
+    -0.0,
+    -1,
+    -1e-9,
+    math.nan,
+    math.inf,
+    -math.inf,
+    1e308,
+    -1e308,
+    1e-308,
+    5e-324,
+    2**63,
+    10**30,
+    1e15,
+]
 NAMES: list[str] = [
-    "🚀", "🇩🇪 Frankfurt", "\u202eRTL-override\u202c", "مركز البيانات", "עברית", "a\x00b",
-    "", " ", "\t", "x" * 300, "a.b", "a[0]", "0", "null", "日本語", "é", "e\u0301",
-    "A100", "east", "prep", "zero\u200bwidth",
+    "🚀",
+    "🇩🇪 Frankfurt",
+    "\u202eRTL-override\u202c",
+    "مركز البيانات",
+    "עברית",
+    "a\x00b",
+    "",
+    " ",
+    "\t",
+    "x" * 300,
+    "a.b",
+    "a[0]",
+    "0",
+    "null",
+    "日本語",
+    "é",
+    "e\u0301",
+    "A100",
+    "east",
+    "prep",
+    "zero\u200bwidth",
 ]
 
 
@@ -136,8 +171,22 @@ SUFFIXES: list[str] = ["2", " ", "🚀", "é", "\u202e", "\x00", ".x"]
 
 
 def retypes(old: Any) -> list[Any]:
-    return [None, True, False, "text", "", 3, 2.5, -7, [], {}, [old], {"k": old},
-            "2023-06-05T00:00:00Z", str(old)]
+    return [
+        None,
+        True,
+        False,
+        "text",
+        "",
+        3,
+        2.5,
+        -7,
+        [],
+        {},
+        [old],
+        {"k": old},
+        "2023-06-05T00:00:00Z",
+        str(old),
+    ]
 
 
 # ----------------------------------------------------------------------------- mutations
@@ -208,8 +257,11 @@ def op_rename(draw: Draw, doc: dict[str, Any]) -> str:
         if isinstance(doc.get(section), dict):
             names.extend(str(k) for k in doc[section])
     if isinstance(doc.get("phases"), list):
-        names.extend(str(p["name"]) for p in doc["phases"]
-                     if isinstance(p, dict) and isinstance(p.get("name"), str))
+        names.extend(
+            str(p["name"])
+            for p in doc["phases"]
+            if isinstance(p, dict) and isinstance(p.get("name"), str)
+        )
     if not names:
         return "rename: nothing to rename"
     old = draw(st.sampled_from(names))
@@ -267,15 +319,16 @@ def _per_kwh(doc: dict[str, Any]) -> None:
 UNITS: dict[str, Callable[[dict[str, Any]], None]] = {
     "memory in bytes": lambda d: _scale_all(d.get("gpu_types"), {"memory_gb"}, 1e9),
     "prices per kWh": _per_kwh,
-    "power in kW": lambda d: _scale_all(d.get("gpu_types"),
-                                        {"board_power_w", "idle_power_w", "node_overhead_w"},
-                                        1e-3),
+    "power in kW": lambda d: _scale_all(
+        d.get("gpu_types"), {"board_power_w", "idle_power_w", "node_overhead_w"}, 1e-3
+    ),
     "rental in cents": lambda d: _scale_all(d.get("regions"), {"usd_per_gpu_hour"}, 100.0),
     "tokens in billions": lambda d: _scale_all(d.get("phases"), {"tokens"}, 1e-9),
     "FLOP/s for TFLOPS": lambda d: _scale_all(d.get("gpu_types"), {"peak_tflops"}, 1e12),
     "capacity in thousands": lambda d: _scale_all(d.get("regions"), {"capacity"}, 1e-3),
     "failures per 1000 GPU-hours": lambda d: d.__setitem__(
-        "failure", {"failures_per_gpu_hour": 20.0}),
+        "failure", {"failures_per_gpu_hour": 20.0}
+    ),
 }
 
 
@@ -298,13 +351,18 @@ class Case:
 
 @st.composite
 def cases(draw: Draw, solve_percent: int, most_items: int) -> Case:
-    base = draw(st.sampled_from(["tiny", "tiny", "tiny", "small-finetune", "week-7b",
-                                 "month-70b"]))
+    base = draw(st.sampled_from(["tiny", "tiny", "tiny", "small-finetune", "week-7b", "month-70b"]))
     doc = fresh(base)
     solving = base in SOLVABLE and draw(st.integers(0, 99)) < solve_percent
     ops: list[Callable[[Draw, dict[str, Any]], str]] = [
-        op_drop, op_duplicate, op_retype, op_extreme, op_rename, op_units,
-        lambda dr, d: op_huge_list(dr, d, most_items)]
+        op_drop,
+        op_duplicate,
+        op_retype,
+        op_extreme,
+        op_rename,
+        op_units,
+        lambda dr, d: op_huge_list(dr, d, most_items),
+    ]
     if solving:
         # most structural mutations are refused at the door; a solve case leans on the
         # ones that keep a document valid and change its numbers and names
@@ -337,8 +395,16 @@ KNOWN: dict[str, Known] = {}  # every bug found so far is fixed
 #: work sizes and parameter counts may be larger.
 MAGNITUDE = (1e-12, 1e15)
 SIZES = {"tokens", "flops", "params", "gpu_hours"}
-CHOICE_LISTS = ("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
-                "contracts", "extra_spare_nodes", "storage_tiers")
+CHOICE_LISTS = (
+    "precision",
+    "zero",
+    "recompute",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "contracts",
+    "extra_spare_nodes",
+    "storage_tiers",
+)
 
 
 def has_extreme(node: Any, key: str = "") -> bool:
@@ -413,10 +479,10 @@ def check_result(inst: Any, res: Result) -> str:
     if res.plan is not None:
         v = verify(inst, res.plan)
         assert v.ok, f"{res.solver}: checker rejected the plan: " + "; ".join(
-            f"{x.kind} {x.phase}: {x.message}" for x in v.violations[:5])
+            f"{x.kind} {x.phase}: {x.message}" for x in v.violations[:5]
+        )
         return "plan"
-    assert res.termination.value in NO_PLAN, \
-        f"{res.solver}: {res.termination.value}: {res.message}"
+    assert res.termination.value in NO_PLAN, f"{res.solver}: {res.termination.value}: {res.message}"
     assert res.message.strip(), f"{res.solver}: {res.termination.value} without a message"
     return res.termination.value
 
@@ -465,9 +531,15 @@ def run_case(case: Case, tally: Counter[str]) -> None:
 
 
 _SETTINGS: dict[str, Any] = {
-    "deadline": None, "database": None, "print_blob": True,
-    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                              HealthCheck.large_base_example, HealthCheck.filter_too_much],
+    "deadline": None,
+    "database": None,
+    "print_blob": True,
+    "suppress_health_check": [
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+        HealthCheck.filter_too_much,
+    ],
 }
 
 
@@ -525,8 +597,10 @@ def test_fuzz_long(capsys: pytest.CaptureFixture[str]) -> None:
     finally:
         with capsys.disabled():
             outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()) if k != "cases")
-            print(f"\nfuzz_long: {tally['cases']} cases in {time.perf_counter() - t0:.0f} s: "
-                  f"{outcomes}")
+            print(
+                f"\nfuzz_long: {tally['cases']} cases in {time.perf_counter() - t0:.0f} s: "
+                f"{outcomes}"
+            )
     assert tally["cases"] >= LONG_EXAMPLES
     assert all(k in OUTCOMES or k.removeprefix("known:") in KNOWN for k in tally if k != "cases")
     assert tally["invalid"] > 0 and tally["plan"] > 0
@@ -562,8 +636,11 @@ def test_empty_csv_names_are_refused(field: str) -> None:
     # today: AssertionError in planner/instance/series.py (the CLI says "internal error")
     doc = fresh("tiny")
     doc["regions"]["east"]["electricity"] = {
-        "csv": "fixture_prices_newyork.csv", "column": "price", "time_column": "time",
-        "timezone": "America/New_York"}
+        "csv": "fixture_prices_newyork.csv",
+        "column": "price",
+        "time_column": "time",
+        "timezone": "America/New_York",
+    }
     doc["regions"]["east"]["electricity"][field] = ""
     e = _refused(doc)
     assert _paths(e) == [f"regions.east.electricity.{field}"], str(e)
@@ -588,8 +665,7 @@ def test_configs_survive_a_checkpoint_overhead_of_one() -> None:
     doc = fresh("tiny")
     doc["phases"][1]["preemptible"] = True
     doc["regions"]["west"]["offers"]["A100"]["spot"]["preemptions_per_hour"] = 1e15
-    doc["regions"]["west"]["storage"] = {"slow": {"usd_per_gb_month": 0.1,
-                                                  "write_gb_per_s": 1e-6}}
+    doc["regions"]["west"]["storage"] = {"slow": {"usd_per_gb_month": 0.1, "write_gb_per_s": 1e-6}}
     assert not has_extreme(doc)
     inst = from_dict(doc, SOURCE, DATA)
     space = build_config_space(inst)
@@ -599,19 +675,25 @@ def test_configs_survive_a_checkpoint_overhead_of_one() -> None:
 
 EXTREME_CASES = [
     # (path in tiny, value, the field path the error must name)
-    (("regions", "east", "electricity", "constant"), -1e308,
-     "regions.east.electricity.constant"),
+    (("regions", "east", "electricity", "constant"), -1e308, "regions.east.electricity.constant"),
     (("gpu_types", "A100", "peak_tflops", "bf16"), 5e-324, "gpu_types.A100.peak_tflops.bf16"),
     (("regions", "east", "capacity", "A100"), 10**30, "regions.east.capacity.A100"),
-    (("regions", "west", "offers", "A100", "spot", "preemptions_per_hour"), 1e30,
-     "regions.west.offers.A100.spot.preemptions_per_hour"),
-    (("phases", 1, "options", "gpu_counts", 0), 10**30,
-     "phases[1] (finetune).options.gpu_counts[0]"),
+    (
+        ("regions", "west", "offers", "A100", "spot", "preemptions_per_hour"),
+        1e30,
+        "regions.west.offers.A100.spot.preemptions_per_hour",
+    ),
+    (
+        ("phases", 1, "options", "gpu_counts", 0),
+        10**30,
+        "phases[1] (finetune).options.gpu_counts[0]",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("where", "value", "field"), EXTREME_CASES,
-                         ids=[c[2] for c in EXTREME_CASES])
+@pytest.mark.parametrize(
+    ("where", "value", "field"), EXTREME_CASES, ids=[c[2] for c in EXTREME_CASES]
+)
 def test_extreme_magnitudes_are_refused(where: Where, value: float, field: str) -> None:
     # today these read; then costs overflow to inf/NaN: configs raise OverflowError or
     # ZeroDivisionError, HiGHS ends "unknown", the baseline states NaN costs

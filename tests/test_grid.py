@@ -32,10 +32,17 @@ SMALL = DATA / "grid_small.yaml"
 CLI = [sys.executable, "-c", "from planner.cli import main; main()"]
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {}), "COLUMNS": "200"})
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
+    )
 
 
 def rows(store: Path) -> dict[str, dict[str, Any]]:
@@ -59,8 +66,12 @@ def test_product_expansion_and_updates() -> None:
         {"fleet": "both", "regions.east.electricity*": 1, "regions.east.pue": 1.2},
         {"fleet": "both", "regions.east.electricity*": 1, "regions.east.pue": 1.5},
     ]
-    sc = next(s for s in spec.scenarios if s.params == {
-        "fleet": "east_only", "regions.east.electricity*": 2, "regions.east.pue": 1.5})
+    sc = next(
+        s
+        for s in spec.scenarios
+        if s.params
+        == {"fleet": "east_only", "regions.east.electricity*": 2, "regions.east.pue": 1.5}
+    )
     assert dict(sc.sets) == {"regions.east.pue": 1.5, "regions.west.capacity.A100": 0}
     inst = build_instance(spec.base, sc)
     # east: constant 60 USD/MWh, scale 1 x multiplier 2 -> 120 every hour; west untouched.
@@ -72,8 +83,7 @@ def test_product_expansion_and_updates() -> None:
 
 def test_multiplier_composes_with_the_base_scale() -> None:
     base = read(TINY).replace({"regions.east.electricity.scale": 1.5})
-    spec = grid_from_instance(base, [{"multiply": "regions.east.electricity",
-                                      "values": [2.0]}])
+    spec = grid_from_instance(base, [{"multiply": "regions.east.electricity", "values": [2.0]}])
     inst = build_instance(spec.base, spec.scenarios[0])
     # 60 USD/MWh x base scale 1.5 x multiplier 2 = 180.
     assert inst.price["east"][0] == pytest.approx(180.0)
@@ -81,12 +91,17 @@ def test_multiplier_composes_with_the_base_scale() -> None:
 
 def test_ids_are_stable() -> None:
     spec = load_grid(SMALL)
-    doc = {"base": "tiny.yaml", "axes": [
-        {"path": "regions.east.pue", "values": [1.5, 1.2]},
-        {"multiply": "regions.east.electricity", "values": [2, 1]},
-        {"name": "fleet", "alternatives": {"east_only": {"regions.west.capacity.A100": 0},
-                                           "both": {}}},
-    ]}
+    doc = {
+        "base": "tiny.yaml",
+        "axes": [
+            {"path": "regions.east.pue", "values": [1.5, 1.2]},
+            {"multiply": "regions.east.electricity", "values": [2, 1]},
+            {
+                "name": "fleet",
+                "alternatives": {"east_only": {"regions.west.capacity.A100": 0}, "both": {}},
+            },
+        ],
+    }
     reordered = grid_from_dict(doc, "<test>", DATA)
 
     def by_params(s: Any) -> dict[str, str]:
@@ -98,19 +113,23 @@ def test_ids_are_stable() -> None:
     assert len({sc.id for sc in spec.scenarios}) == 8
     # The ID is the documented hash of the change alone, so a grid that lists one scenario
     # gives it the same ID as the product grid does.
-    one = next(s for s in spec.scenarios if s.params == {
-        "fleet": "east_only", "regions.east.electricity*": 2, "regions.east.pue": 1.5})
-    text = ('{"multiply":{"regions.east.electricity":2},"set":{"regions.east.pue":1.5,'
-            '"regions.west.capacity.A100":0}}')
+    one = next(
+        s
+        for s in spec.scenarios
+        if s.params
+        == {"fleet": "east_only", "regions.east.electricity*": 2, "regions.east.pue": 1.5}
+    )
+    text = (
+        '{"multiply":{"regions.east.electricity":2},"set":{"regions.east.pue":1.5,'
+        '"regions.west.capacity.A100":0}}'
+    )
     assert one.id == hashlib.sha256(text.encode()).hexdigest()[:12]
     listed = load_grid(DATA / "grid_list.yaml")
     assert listed.scenarios[0].id == one.id
     assert len(listed.scenarios) == 3
     # An axis value and an alternative block making the same change are one scenario.
-    assert scenario_id({"regions.east.pue": 1.5}, {}) == scenario_id({"regions.east.pue": 1.50},
-                                                                      {})
-    assert scenario_id({"regions.east.pue": 1.5}, {}) != scenario_id({"regions.east.pue": 1.4},
-                                                                      {})
+    assert scenario_id({"regions.east.pue": 1.5}, {}) == scenario_id({"regions.east.pue": 1.50}, {})
+    assert scenario_id({"regions.east.pue": 1.5}, {}) != scenario_id({"regions.east.pue": 1.4}, {})
 
 
 # ----------------------------------------------------------------------------- validation
@@ -148,33 +167,81 @@ def load_grid_ids(path: Path) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.parametrize(("doc", "path", "message"), [
-    ({"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2]}],
-      "sweep": 1}, "sweep", "unknown field"),
-    ({"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2, 1.2]}]},
-     "axes[0].values", "listed twice"),
-    ({"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": []}]},
-     "axes[0].values", "non-empty"),
-    ({"base": "tiny.yaml", "axes": [{"multiply": "regions.east.electricity",
-                                     "values": [-1]}]}, "axes[0].values", ">= 0"),
-    ({"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2]},
-                                    {"path": "regions.east.pue", "values": [1.3]}]},
-     "axes[1].name", "duplicate axis name"),
-    ({"base": "tiny.yaml", "axes": [
-        {"path": "regions.east.pue", "values": [1.2]},
-        {"name": "b", "alternatives": {"x": {"regions.east.pue": 1.4}}}]},
-     "axes", "both set regions.east.pue"),
-    ({"base": "missing.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2]}]},
-     "base", "file does not exist"),
-    ({"base": "tiny.yaml", "mode": "list", "axes": [{"path": "regions.east.pue"}],
-      "scenarios": [{"regions.west.pue": 1.2}]}, "scenarios[0].regions.west.pue",
-     "unknown axis"),
-])
+@pytest.mark.parametrize(
+    ("doc", "path", "message"),
+    [
+        (
+            {
+                "base": "tiny.yaml",
+                "axes": [{"path": "regions.east.pue", "values": [1.2]}],
+                "sweep": 1,
+            },
+            "sweep",
+            "unknown field",
+        ),
+        (
+            {"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2, 1.2]}]},
+            "axes[0].values",
+            "listed twice",
+        ),
+        (
+            {"base": "tiny.yaml", "axes": [{"path": "regions.east.pue", "values": []}]},
+            "axes[0].values",
+            "non-empty",
+        ),
+        (
+            {
+                "base": "tiny.yaml",
+                "axes": [{"multiply": "regions.east.electricity", "values": [-1]}],
+            },
+            "axes[0].values",
+            ">= 0",
+        ),
+        (
+            {
+                "base": "tiny.yaml",
+                "axes": [
+                    {"path": "regions.east.pue", "values": [1.2]},
+                    {"path": "regions.east.pue", "values": [1.3]},
+                ],
+            },
+            "axes[1].name",
+            "duplicate axis name",
+        ),
+        (
+            {
+                "base": "tiny.yaml",
+                "axes": [
+                    {"path": "regions.east.pue", "values": [1.2]},
+                    {"name": "b", "alternatives": {"x": {"regions.east.pue": 1.4}}},
+                ],
+            },
+            "axes",
+            "both set regions.east.pue",
+        ),
+        (
+            {"base": "missing.yaml", "axes": [{"path": "regions.east.pue", "values": [1.2]}]},
+            "base",
+            "file does not exist",
+        ),
+        (
+            {
+                "base": "tiny.yaml",
+                "mode": "list",
+                "axes": [{"path": "regions.east.pue"}],
+                "scenarios": [{"regions.west.pue": 1.2}],
+            },
+            "scenarios[0].regions.west.pue",
+            "unknown axis",
+        ),
+    ],
+)
 def test_bad_grid_files(doc: dict[str, Any], path: str, message: str) -> None:
     with pytest.raises(GridError) as e:
         grid_from_dict(doc, "g.yaml", DATA)
-    assert any(fe.path.startswith(path) and message in fe.message for fe in e.value.errors), \
+    assert any(fe.path.startswith(path) and message in fe.message for fe in e.value.errors), (
         e.value.errors
+    )
 
 
 # ----------------------------------------------------------------------------- solving
@@ -200,7 +267,8 @@ def test_local_grid_matches_direct_solves(tmp_path: Path) -> None:
     # are rounded to 1e-6 USD, hence the tolerance).
     price = east["cost_energy"] / east["energy_kwh"]
     assert price.tolist() == pytest.approx(
-        [0.06 * m for m in east["param.regions.east.electricity*"]], rel=1e-6)
+        [0.06 * m for m in east["param.regions.east.electricity*"]], rel=1e-6
+    )
     # A higher PUE in east means more facility energy for the same work.
     pue = east.groupby("param.regions.east.pue")["energy_kwh"].mean()
     assert pue[1.5] > pue[1.2]
@@ -212,7 +280,9 @@ def test_local_grid_matches_direct_solves(tmp_path: Path) -> None:
     with Store(store, readonly=True) as s:
         runs = s.runs()
     assert [(r["scenarios"], r["pending"], r["state"]) for r in runs] == [
-        (8, 8, "finished"), (8, 0, "finished")]
+        (8, 8, "finished"),
+        (8, 0, "finished"),
+    ]
     # Export: Parquet keeps the plan, CSV leaves it out; both have one row per scenario.
     pq = export(store, tmp_path / "small.parquet")
     back = pd.read_parquet(pq)
@@ -256,11 +326,28 @@ def test_failures_are_isolated_and_retried(tmp_path: Path) -> None:
     ids = [sc.id for sc in spec.scenarios]
     crash, boom, hang, hog = ids[1], ids[2], ids[5], ids[6]
     store = tmp_path / "f.sqlite"
-    hooks = {"TRAINPLAN_GRID_TEST_CRASH": crash, "TRAINPLAN_GRID_TEST_RAISE": boom,
-             "TRAINPLAN_GRID_TEST_HANG": hang, "TRAINPLAN_GRID_TEST_ALLOC": hog}
+    hooks = {
+        "TRAINPLAN_GRID_TEST_CRASH": crash,
+        "TRAINPLAN_GRID_TEST_RAISE": boom,
+        "TRAINPLAN_GRID_TEST_HANG": hang,
+        "TRAINPLAN_GRID_TEST_ALLOC": hog,
+    }
     t0 = time.monotonic()
-    res = run_cli("grid", str(SMALL), "-o", str(store), "--workers", "2", "--time-limit", "1",
-                  "--grace", "1", "--memory-gb", "1.5", env=hooks)
+    res = run_cli(
+        "grid",
+        str(SMALL),
+        "-o",
+        str(store),
+        "--workers",
+        "2",
+        "--time-limit",
+        "1",
+        "--grace",
+        "1",
+        "--memory-gb",
+        "1.5",
+        env=hooks,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert time.monotonic() - t0 < 60
     got = rows(store)
@@ -297,9 +384,14 @@ def test_kill_9_then_resume(tmp_path: Path) -> None:
     ids = {sc.id for sc in load_grid(grid).scenarios}
     assert len(ids) == 20
     env = {**os.environ, "TRAINPLAN_GRID_TEST_DELAY": "0.5", "COLUMNS": "200"}
-    proc = subprocess.Popen([*CLI, "grid", str(grid), "-o", str(store), "--workers", "2"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [*CLI, "grid", str(grid), "-o", str(store), "--workers", "2"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     seen: dict[str, dict[str, Any]] = {}
     try:
         deadline = time.monotonic() + 60

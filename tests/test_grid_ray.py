@@ -38,8 +38,7 @@ def test_ray_grid_matches_local(cluster: ModuleType, tmp_path: Path) -> None:
     local = solve_grid(SMALL, executor="local", workers=2, store=tmp_path / "local.sqlite")
     assert list(on_ray["id"]) == [sc.id for sc in load_grid(SMALL).scenarios]
     assert set(on_ray["status"]) == {"ok"}
-    assert on_ray["cost_total"].tolist() == pytest.approx(local["cost_total"].tolist(),
-                                                          rel=1e-9)
+    assert on_ray["cost_total"].tolist() == pytest.approx(local["cost_total"].tolist(), rel=1e-9)
     # The tasks ran in Ray's worker processes, not in this one.
     assert os.getpid() not in set(on_ray["worker_pid"])
     with Store(tmp_path / "ray.sqlite", readonly=True) as s:
@@ -48,8 +47,9 @@ def test_ray_grid_matches_local(cluster: ModuleType, tmp_path: Path) -> None:
     assert cluster.is_initialized()  # the executor does not shut down a session it did not open
 
 
-def test_ray_worker_crash_is_isolated(cluster: ModuleType, tmp_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_worker_crash_is_isolated(
+    cluster: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ids = [sc.id for sc in load_grid(SMALL).scenarios]
     monkeypatch.setenv("TRAINPLAN_GRID_TEST_CRASH", ids[3])
     df = solve_grid(SMALL, executor="ray", store=tmp_path / "crash.sqlite").set_index("id")
@@ -62,10 +62,26 @@ def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
     address = cluster.get_runtime_context().gcs_address
     store = tmp_path / "cli.sqlite"
     res = subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", "grid", str(SMALL),
-         "--executor", "ray", "--address", address, "-o", str(store), "--no-chart"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "COLUMNS": "200"})
+        [
+            sys.executable,
+            "-c",
+            "from planner.cli import main; main()",
+            "grid",
+            str(SMALL),
+            "--executor",
+            "ray",
+            "--address",
+            address,
+            "-o",
+            str(store),
+            "--no-chart",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert "on 2 ray workers" in res.stdout
     with Store(store, readonly=True) as s:

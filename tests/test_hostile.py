@@ -117,6 +117,7 @@ class _Late(BaseException):
 @contextmanager
 def deadline(seconds: float) -> Iterator[None]:
     """Raise _Late in this (main) thread once ``seconds`` have passed."""
+
     def late(signum: int, frame: FrameType | None) -> None:
         raise _Late(f"still running after {seconds} s")
 
@@ -142,8 +143,9 @@ def run_check(path: Path) -> tuple[Result, Measured]:
     return m.value, m
 
 
-def refused(path: Path, message: str | re.Pattern[str], field: str = "",
-            bound_s: float = QUICK_S) -> InstanceError:
+def refused(
+    path: Path, message: str | re.Pattern[str], field: str = "", bound_s: float = QUICK_S
+) -> InstanceError:
     """``path`` is refused by read() and by `trainplan check` with one error naming the file
     (and ``field`` when given) whose message equals (or matches) ``message``, within
     ``bound_s`` seconds and MEMORY_MB each."""
@@ -219,9 +221,14 @@ def probe(tmp_path: Path, mode: str, path: Path, timeout: float) -> dict[str, An
     """PROBE's report; fails the test (after ``timeout`` s) if the child is still running.
     For mode "check" the child's stderr is in the report as ``stderr``."""
     out = tmp_path / f"probe-{mode}.json"
-    proc = subprocess.run([sys.executable, "-c", PROBE, mode, str(path), str(out)],
-                          capture_output=True, text=True, timeout=timeout + 1.5, cwd=ROOT,
-                          env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, mode, str(path), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 1.5,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     report: dict[str, Any] = json.loads(out.read_text())
     report["stderr"] = proc.stderr
     return report
@@ -244,20 +251,27 @@ def _laughs(kind: str, levels: int = 9) -> str:
     if kind == "mapping":
         keys = [f"k{j}" for j in range(9)]
         lines = ["a0: &a0 {" + ", ".join(f"{k}: lol" for k in keys) + "}"]
-        lines += [f"a{i}: &a{i} {{" + ", ".join(f"{k}: *a{i - 1}" for k in keys) + "}"
-                  for i in range(1, levels)]
+        lines += [
+            f"a{i}: &a{i} {{" + ", ".join(f"{k}: *a{i - 1}" for k in keys) + "}"
+            for i in range(1, levels)
+        ]
     elif kind == "merge":
         # '<<' merges collapse equal keys, so each level also keeps nine aliases in a list
         lines = ["a0: &a0 {x: [lol, lol, lol, lol, lol, lol, lol, lol, lol]}"]
-        lines += [f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}], "
-                  f"y: [{', '.join([f'*a{i - 1}'] * 9)}]}}" for i in range(1, levels)]
+        lines += [
+            f"a{i}: &a{i} {{<<: [{', '.join([f'*a{i - 1}'] * 9)}], "
+            f"y: [{', '.join([f'*a{i - 1}'] * 9)}]}}"
+            for i in range(1, levels)
+        ]
     else:
         raise ValueError(kind)
     return "\n".join(lines) + "\n"
 
 
-ALIAS_LIMIT = re.compile(r"YAML aliases repeat more than 1000000 values \(line \d+\): "
-                         r"refusing a possible alias bomb")
+ALIAS_LIMIT = re.compile(
+    r"YAML aliases repeat more than 1000000 values \(line \d+\): "
+    r"refusing a possible alias bomb"
+)
 
 
 @pytest.mark.timeout(60)
@@ -272,8 +286,9 @@ def test_alias_bomb_shapes_are_refused(tmp_path: Path, kind: str) -> None:
 def test_wide_alias_bomb_is_refused(tmp_path: Path) -> None:
     # few aliases (150, under the 200 allowed) of one wide list: 150 x 20,001 values
     f = tmp_path / "wide.yaml"
-    f.write_text("big: &b [" + ", ".join(["1"] * 20_000) + "]\nuse: ["
-                 + ", ".join(["*b"] * 150) + "]\n")
+    f.write_text(
+        "big: &b [" + ", ".join(["1"] * 20_000) + "]\nuse: [" + ", ".join(["*b"] * 150) + "]\n"
+    )
     refused(f, ALIAS_LIMIT)
 
 
@@ -283,13 +298,17 @@ def test_alias_bomb_inside_an_instance_is_refused(tmp_path: Path) -> None:
     # 672,588 values (allowed); using the sixth (597,871 values) as finetune's GPU counts
     # passes the limit: refused on that line, while composing, before the schema
     bomb = _laughs("mapping", levels=6).replace("\n", "\n  ")
-    text = tiny_text().replace("    options: {gpu_counts: [8, 16]}\n",
-                               "    options: {gpu_counts: *a5}\n")
+    text = tiny_text().replace(
+        "    options: {gpu_counts: [8, 16]}\n", "    options: {gpu_counts: *a5}\n"
+    )
     f = tmp_path / "inside.yaml"
     f.write_text("bombs:\n  " + bomb + "\n" + text)
     line = f.read_text().splitlines().index("    options: {gpu_counts: *a5}") + 1
-    refused(f, f"YAML aliases repeat more than 1000000 values (line {line}): refusing a "
-               "possible alias bomb")
+    refused(
+        f,
+        f"YAML aliases repeat more than 1000000 values (line {line}): refusing a "
+        "possible alias bomb",
+    )
 
 
 @pytest.mark.timeout(60)
@@ -314,19 +333,27 @@ def test_alias_as_a_mapping_key_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("name", "text"), [
-    # 100,000 nested objects (test_instance_errors covers nested lists)
-    ("objects.json", '{"a":' * 100_000 + "1" + "}" * 100_000),
-    ("flow.yaml", "a: {" * 100_000 + "b: 1" + "}" * 100_000),
-    # 2,000 levels of block indentation, and 5,000 block sequences on one line
-    ("block.yaml", "".join(" " * i + f"k{i}:\n" for i in range(2000)) + " " * 2000 + "x: 1\n"),
-    ("dashes.yaml", "- " * 5000 + "1\n"),
-])
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # 100,000 nested objects (test_instance_errors covers nested lists)
+        ("objects.json", '{"a":' * 100_000 + "1" + "}" * 100_000),
+        ("flow.yaml", "a: {" * 100_000 + "b: 1" + "}" * 100_000),
+        # 2,000 levels of block indentation, and 5,000 block sequences on one line
+        ("block.yaml", "".join(" " * i + f"k{i}:\n" for i in range(2000)) + " " * 2000 + "x: 1\n"),
+        ("dashes.yaml", "- " * 5000 + "1\n"),
+    ],
+)
 def test_deep_documents_are_refused(tmp_path: Path, name: str, text: str) -> None:
     f = tmp_path / name
     f.write_text(text)
-    refused(f, re.compile(rf"document nested deeper than {MAX_DEPTH} levels; refusing it"
-                          r"|cannot parse: .*recursion.*"))
+    refused(
+        f,
+        re.compile(
+            rf"document nested deeper than {MAX_DEPTH} levels; refusing it"
+            r"|cannot parse: .*recursion.*"
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------- other files
@@ -338,8 +365,11 @@ def test_unsafe_yaml_tags_are_refused(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     f = tmp_path / "tag.yaml"
     f.write_text(f"!!python/object/apply:os.system ['touch {marker}']\n")
-    refused(f, "cannot parse: could not determine a constructor for the tag "
-               "'tag:yaml.org,2002:python/object/apply:os.system' at line 1, column 1")
+    refused(
+        f,
+        "cannot parse: could not determine a constructor for the tag "
+        "'tag:yaml.org,2002:python/object/apply:os.system' at line 1, column 1",
+    )
     assert not marker.exists()
 
 
@@ -348,8 +378,11 @@ def test_a_second_document_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "two.yaml"
     f.write_text(tiny_text() + "---\n" + tiny_text())
     lines = tiny_text().count("\n")
-    refused(f, f"cannot parse: but found another document at line {lines + 1}, column 1 "
-               "(expected a single document in the stream that starts at line 2)")
+    refused(
+        f,
+        f"cannot parse: but found another document at line {lines + 1}, column 1 "
+        "(expected a single document in the stream that starts at line 2)",
+    )
 
 
 @pytest.mark.timeout(60)
@@ -390,37 +423,52 @@ def test_not_a_file_says_what_it_is(tmp_path: Path, kind: str) -> None:
 
 
 #: What the message should say for each kind of path that is not a regular file.
-_KIND_WORDS = {"directory": "is a directory", "fifo": "not a regular file",
-               "symlink loop": "symbolic link", "device": "not a regular file"}
+_KIND_WORDS = {
+    "directory": "is a directory",
+    "fifo": "not a regular file",
+    "symlink loop": "symbolic link",
+    "device": "not a regular file",
+}
 
 
 # ----------------------------------------------------------------------------- CSV references
 
 
-def _with_csv(doc: dict[str, Any], csv: str, field: str = "electricity",
-              column: str = "price") -> dict[str, Any]:
-    doc["regions"]["east"][field] = {"csv": csv, "column": column, "time_column": "time",
-                                     "timezone": "America/New_York"}
+def _with_csv(
+    doc: dict[str, Any], csv: str, field: str = "electricity", column: str = "price"
+) -> dict[str, Any]:
+    doc["regions"]["east"][field] = {
+        "csv": csv,
+        "column": column,
+        "time_column": "time",
+        "timezone": "America/New_York",
+    }
     return doc
 
 
 def _instance_with_csv(tmp_path: Path, csv_name: str, field: str = "electricity") -> Path:
     f = tmp_path / "inst.yaml"
-    f.write_text(yaml.safe_dump(_with_csv(tiny_doc(), csv_name, field), sort_keys=False,
-                                allow_unicode=True))
+    f.write_text(
+        yaml.safe_dump(_with_csv(tiny_doc(), csv_name, field), sort_keys=False, allow_unicode=True)
+    )
     return f
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize(("content", "message"), ids=["binary", "nul", "unclosed-quote"],
-                         argvalues=[
-    (bytes(range(256)) * 100, "is not UTF-8 text (invalid start byte)"),
-    # Python 3.11's csv module reads NUL bytes: the value is not a number
-    (b"time,price\n2023-06-05T00:00,\0\0\n", "line 2: 'price' is not a number: '\\x00\\x00'"),
-    # one field longer than the csv module's 131,072-character limit (an unclosed quote)
-    (b'time,price\n"' + b"x" * 5_000_000 + b"\n", "is not readable CSV (field larger than "
-                                                  "field limit (131072))"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    ids=["binary", "nul", "unclosed-quote"],
+    argvalues=[
+        (bytes(range(256)) * 100, "is not UTF-8 text (invalid start byte)"),
+        # Python 3.11's csv module reads NUL bytes: the value is not a number
+        (b"time,price\n2023-06-05T00:00,\0\0\n", "line 2: 'price' is not a number: '\\x00\\x00'"),
+        # one field longer than the csv module's 131,072-character limit (an unclosed quote)
+        (
+            b'time,price\n"' + b"x" * 5_000_000 + b"\n",
+            "is not readable CSV (field larger than field limit (131072))",
+        ),
+    ],
+)
 def test_malformed_csv_is_refused(tmp_path: Path, content: bytes, message: str) -> None:
     (tmp_path / "p.csv").write_bytes(content)
     f = _instance_with_csv(tmp_path, "p.csv")
@@ -447,8 +495,12 @@ def test_csv_just_under_the_size_limit_is_refused_quickly(tmp_path: Path) -> Non
     with csv.open("r+b") as fh:
         fh.truncate(MAX_CSV_BYTES - 1)
     f = _instance_with_csv(tmp_path, "p.csv")
-    refused(f, re.compile(rf"file '{re.escape(str(csv))}' is not readable CSV \(.*\)"),
-            "regions.east.electricity", bound_s=BIG_S)
+    refused(
+        f,
+        re.compile(rf"file '{re.escape(str(csv))}' is not readable CSV \(.*\)"),
+        "regions.east.electricity",
+        bound_s=BIG_S,
+    )
 
 
 @pytest.mark.timeout(60)
@@ -456,12 +508,16 @@ def test_carbon_series_shorter_than_the_horizon(tmp_path: Path) -> None:
     # the fixture's rows end at local 2023-06-06 19:00 EDT = 23:00 UTC: hour 47 exists;
     # cut it to the first day (rows before local 20:00 on June 5 = 2023-06-06 00:00 UTC)
     rows = PRICES.read_text().splitlines()
-    (tmp_path / "ci.csv").write_text("\n".join([rows[0], *[r for r in rows[1:]
-                                                          if r < "2023-06-05T20:00"]]) + "\n")
+    (tmp_path / "ci.csv").write_text(
+        "\n".join([rows[0], *[r for r in rows[1:] if r < "2023-06-05T20:00"]]) + "\n"
+    )
     f = _instance_with_csv(tmp_path, "ci.csv", field="carbon_intensity")
-    refused(f, f"file '{tmp_path / 'ci.csv'}' has no value for 2023-06-06T00:00:00+00:00 "
-               "(hour 24 of the horizon); expected hourly rows covering the horizon",
-            "regions.east.carbon_intensity")
+    refused(
+        f,
+        f"file '{tmp_path / 'ci.csv'}' has no value for 2023-06-06T00:00:00+00:00 "
+        "(hour 24 of the horizon); expected hourly rows covering the horizon",
+        "regions.east.carbon_intensity",
+    )
 
 
 @pytest.mark.timeout(60)
@@ -470,8 +526,14 @@ def test_carbon_series_shorter_than_the_horizon(tmp_path: Path) -> None:
 def test_csv_path_that_is_not_a_file(tmp_path: Path, kind: str) -> None:
     csv = _not_a_file(tmp_path, kind, "p.csv")
     f = _instance_with_csv(tmp_path, "p.csv")
-    refused(f, re.compile(rf"file '{re.escape(str(csv))}' (does not exist|.*(directory|regular"
-                          r" file|link).*)"), "regions.east.electricity")
+    refused(
+        f,
+        re.compile(
+            rf"file '{re.escape(str(csv))}' (does not exist|.*(directory|regular"
+            r" file|link).*)"
+        ),
+        "regions.east.electricity",
+    )
 
 
 def test_csv_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
@@ -597,8 +659,12 @@ def _phase_chain(n: int) -> dict[str, Any]:
     """tiny with n data-preparation phases in a chain, listed successors first."""
     doc = tiny_doc()
     prep = doc["phases"][0]
-    doc["phases"] = [dict(prep, name=f"p{i}", predecessors=[f"p{i - 1}"] if i else [],
-                          options={"gpu_counts": [1]}) for i in reversed(range(n))]
+    doc["phases"] = [
+        dict(
+            prep, name=f"p{i}", predecessors=[f"p{i - 1}"] if i else [], options={"gpu_counts": [1]}
+        )
+        for i in reversed(range(n))
+    ]
     return doc
 
 
@@ -619,8 +685,12 @@ def test_repeated_choices_do_not_hang(tmp_path: Path) -> None:
     # two lines of YAML: finetune may use bf16 (300 times) with no recomputation (300 times)
     text = tiny_text().replace(
         "    options: {gpu_counts: [8, 16]}\n",
-        "    options: {gpu_counts: [8, 16], precision: [" + ", ".join(["bf16"] * 300)
-        + "], recompute: [" + ", ".join(["none"] * 300) + "]}\n")
+        "    options: {gpu_counts: [8, 16], precision: ["
+        + ", ".join(["bf16"] * 300)
+        + "], recompute: ["
+        + ", ".join(["none"] * 300)
+        + "]}\n",
+    )
     f = tmp_path / "repeats.yaml"
     f.write_text(text)
     with deadline(3.0):
@@ -638,10 +708,12 @@ def test_many_tariff_bands_do_not_hang() -> None:
     doc["phases"][1]["deadline"] = 24 * 366 * 3
     doc["regions"]["west"]["electricity"]["tou"]["bands"] = [
         {"start_hour": h % 24, "end_hour": (h + 1) % 24 or 24, "price": 40 + h % 7}
-        for h in range(20_000)]
+        for h in range(20_000)
+    ]
     with deadline(3.0):
         try:
             from_dict(doc, "<test>", DATA)
         except InstanceError as e:
-            assert any(fe.path.startswith("regions.west.electricity.tou.bands")
-                       for fe in e.errors), str(e)
+            assert any(
+                fe.path.startswith("regions.west.electricity.tou.bands") for fe in e.errors
+            ), str(e)

@@ -55,8 +55,12 @@ FLOPS_PER_TOKEN = 8_273_952_768
 
 
 def test_clean_instances_have_no_warnings() -> None:
-    files = [TINY, *sorted((ROOT / "instances").glob("*.yaml")),
-             *sorted(DATA.glob("explain_*.yaml")), DATA / "levers_tou.yaml"]
+    files = [
+        TINY,
+        *sorted((ROOT / "instances").glob("*.yaml")),
+        *sorted(DATA.glob("explain_*.yaml")),
+        DATA / "levers_tou.yaml",
+    ]
     for f in files:
         if "horizon" not in load_document(f):
             continue  # a grid file beside the instances
@@ -69,7 +73,8 @@ def test_clean_instances_have_no_warnings() -> None:
 def test_price_above_ten_thousand_per_mwh() -> None:
     assert warnings_of(lambda d: east(d)["electricity"].update(constant=15_000)) == [
         "regions.east.electricity: 15,000 USD/MWh at hour 0 is beyond 10,000 USD/MWh "
-        "(wholesale caps are lower: ERCOT 5,000); was the price given per GWh, or in cents?"]
+        "(wholesale caps are lower: ERCOT 5,000); was the price given per GWh, or in cents?"
+    ]
     # the threshold itself is allowed, and so is a large negative price up to it
     assert warnings_of(lambda d: east(d)["electricity"].update(constant=10_000)) == []
     assert warnings_of(lambda d: east(d)["electricity"].update(constant=-10_000)) == []
@@ -88,10 +93,12 @@ def test_price_spike_names_its_hour() -> None:
 def test_prices_per_kwh() -> None:
     # 0.06 USD/kWh written as USD/MWh; the 15 USD/MWh adder has its own field and does not
     # hide it (the series alone is checked)
-    assert warnings_of(lambda d: east(d).update(electricity={"constant": 0.06},
-                                                price_adder_usd_per_mwh=15)) == [
+    assert warnings_of(
+        lambda d: east(d).update(electricity={"constant": 0.06}, price_adder_usd_per_mwh=15)
+    ) == [
         "regions.east.electricity: every hour is below 1 USD/MWh (at most 0.06); this looks "
-        "like USD/kWh: multiply by 1,000 (0.05 USD/kWh = 50 USD/MWh)"]
+        "like USD/kWh: multiply by 1,000 (0.05 USD/kWh = 50 USD/MWh)"
+    ]
     # one hour at 1 USD/MWh or more, or free electricity, is not that mistake
     assert warnings_of(lambda d: east(d).update(electricity={"constant": 1.0})) == []
     assert warnings_of(lambda d: east(d).update(electricity={"constant": 0})) == []
@@ -100,13 +107,15 @@ def test_prices_per_kwh() -> None:
 def test_price_adder_above_ten_thousand() -> None:
     assert warnings_of(lambda d: east(d).update(price_adder_usd_per_mwh=15_000)) == [
         "regions.east.price_adder_usd_per_mwh: 15,000 USD/MWh is beyond 10,000 USD/MWh; was "
-        "it given per GWh, or in cents?"]
+        "it given per GWh, or in cents?"
+    ]
 
 
 def test_carbon_in_kg_per_kwh() -> None:
     assert warnings_of(lambda d: east(d).update(carbon_intensity={"constant": 0.4})) == [
         "regions.east.carbon_intensity: every hour is below 1 gCO2/kWh (at most 0.4); this "
-        "looks like kgCO2/kWh: multiply by 1,000"]
+        "looks like kgCO2/kWh: multiply by 1,000"
+    ]
     assert warnings_of(lambda d: east(d).update(carbon_intensity={"constant": 400})) == []
 
 
@@ -116,7 +125,8 @@ def test_carbon_in_kg_per_kwh() -> None:
 def test_memory_in_bytes() -> None:
     assert warnings_of(lambda d: a100(d).update(memory_gb=80e9)) == [
         "gpu_types.A100.memory_gb: 8e+10 GB per GPU is beyond 10,000 GB (the largest GPUs "
-        "have a few hundred); was it given in bytes or MB?"]
+        "have a few hundred); was it given in bytes or MB?"
+    ]
     assert warnings_of(lambda d: a100(d).update(memory_gb=10_000)) == []
 
 
@@ -125,52 +135,74 @@ def test_peak_in_flops() -> None:
     # with the peak and nothing else moves
     assert warnings_of(lambda d: a100(d)["peak_tflops"].update(bf16=312e12)) == [
         "gpu_types.A100.peak_tflops.bf16: 3.12e+14 TFLOPS per GPU is beyond 100,000; was it "
-        "given in FLOP/s instead of TFLOPS?"]
+        "given in FLOP/s instead of TFLOPS?"
+    ]
 
 
 def test_board_power_in_milliwatts() -> None:
     assert warnings_of(lambda d: a100(d).update(board_power_w=400e3, idle_power_w=50e3)) == [
         "gpu_types.A100.board_power_w: 400,000 W per GPU is beyond 10,000 W; was it given in "
-        "mW, or per node?"]
+        "mW, or per node?"
+    ]
 
 
 def test_rental_per_month() -> None:
     # 1.80 USD/GPU-hour x 730 hours = 1,314 USD per GPU-month
-    assert warnings_of(lambda d: d["regions"]["west"]["offers"]["A100"]["on_demand"].update(
-        usd_per_gpu_hour=1314)) == [
+    assert warnings_of(
+        lambda d: d["regions"]["west"]["offers"]["A100"]["on_demand"].update(usd_per_gpu_hour=1314)
+    ) == [
         "regions.west.offers.A100.on_demand.usd_per_gpu_hour: 1,314 USD per GPU-hour is beyond "
-        "1,000; was it given in cents, or per node or month?"]
+        "1,000; was it given in cents, or per node or month?"
+    ]
 
 
 def test_spot_preemptions_as_a_percentage() -> None:
-    assert warnings_of(lambda d: d["regions"]["west"]["offers"]["A100"]["spot"].update(
-        preemptions_per_hour=2)) == [
+    assert warnings_of(
+        lambda d: d["regions"]["west"]["offers"]["A100"]["spot"].update(preemptions_per_hour=2)
+    ) == [
         "regions.west.offers.A100.spot.preemptions_per_hour: 2 per hour is beyond 1; was a "
-        "percentage given?"]
+        "percentage given?"
+    ]
 
 
-@pytest.mark.parametrize(("change", "field", "gpus"), [
-    # per GPU-hour on the GPU type
-    (lambda d: a100(d).update(failures_per_gpu_hour=2.5), "gpu_types.A100.failures_per_gpu_hour",
-     {"A100": "2.5"}),
-    # 500,000 per 1,000 node-days on 8-GPU nodes: 500,000 / 1,000 / 24 / 8 = 2.604 per GPU-hour
-    (lambda d: d["gpu_types"]["L4"].update(failures_per_1000_node_days=500_000),
-     "gpu_types.L4.failures_per_1000_node_days", {"L4": "2.604"}),
-    # the default rate applies to both GPU types
-    (lambda d: d.update(failure={"failures_per_gpu_hour": 5}), "failure.failures_per_gpu_hour",
-     {"A100": "5", "L4": "5"}),
-])
-def test_failure_rate_above_one_per_gpu_hour(change: Callable[[Doc], None], field: str,
-                                             gpus: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    ("change", "field", "gpus"),
+    [
+        # per GPU-hour on the GPU type
+        (
+            lambda d: a100(d).update(failures_per_gpu_hour=2.5),
+            "gpu_types.A100.failures_per_gpu_hour",
+            {"A100": "2.5"},
+        ),
+        # 500,000 per 1,000 node-days on 8-GPU nodes: 500,000 / 1,000 / 24 / 8 = 2.604 per GPU-hour
+        (
+            lambda d: d["gpu_types"]["L4"].update(failures_per_1000_node_days=500_000),
+            "gpu_types.L4.failures_per_1000_node_days",
+            {"L4": "2.604"},
+        ),
+        # the default rate applies to both GPU types
+        (
+            lambda d: d.update(failure={"failures_per_gpu_hour": 5}),
+            "failure.failures_per_gpu_hour",
+            {"A100": "5", "L4": "5"},
+        ),
+    ],
+)
+def test_failure_rate_above_one_per_gpu_hour(
+    change: Callable[[Doc], None], field: str, gpus: dict[str, str]
+) -> None:
     assert warnings_of(change) == [
         f"{field}: {rate} failures per GPU-hour (for {g}) is beyond 1; Llama 3 saw 1.97e-5; "
-        "was a count per 1,000 GPU-hours or a percentage given?" for g, rate in gpus.items()]
+        "was a count per 1,000 GPU-hours or a percentage given?"
+        for g, rate in gpus.items()
+    ]
 
 
 def test_capacity_above_ten_million() -> None:
     assert warnings_of(lambda d: east(d)["capacity"].update(L4=20_000_000)) == [
         "regions.east.capacity.L4: 20,000,000 GPUs is beyond 10,000,000 in one region; a typo "
-        "or a unit?"]
+        "or a unit?"
+    ]
     assert warnings_of(lambda d: east(d)["capacity"].update(L4=10_000_000)) == []
 
 
@@ -187,7 +219,8 @@ def test_work_so_small_that_every_configuration_takes_one_hour() -> None:
     assert warnings_of(lambda d: d["phases"][1]["work"].update(tokens=2.0e6)) == [
         "phases[1] (finetune).work: 1.65e+16 FLOPs take 56.98 s even on the slowest "
         "configuration (8 L4 at bf16); every configuration is billed one whole hour; is the "
-        "work in the right unit (tokens in billions?)"]
+        "work in the right unit (tokens in billions?)"
+    ]
     assert warnings_of(lambda d: d["phases"][1]["work"].update(tokens=2.2e6)) == []
 
 
@@ -200,10 +233,14 @@ def test_work_a_hundred_times_the_horizon() -> None:
     assert warnings_of(lambda d: d["phases"][1]["work"].update(tokens=4.4e12)) == [
         "phases[1] (finetune).work: 3.64e+22 FLOPs take at least 5,064 h even on 16 A100 at "
         "bf16 with perfect scaling, over 100 times the 48 h horizon; is the work in the right "
-        "unit (tokens, FLOPs, GPU-hours)?"]
+        "unit (tokens, FLOPs, GPU-hours)?"
+    ]
     assert warnings_of(lambda d: d["phases"][1]["work"].update(tokens=4.0e12)) == []
-    assert 4.4e12 * FLOPS_PER_TOKEN / 1.9968e15 / 3600 > 4800 > \
-        4.0e12 * FLOPS_PER_TOKEN / 1.9968e15 / 3600
+    assert (
+        4.4e12 * FLOPS_PER_TOKEN / 1.9968e15 / 3600
+        > 4800
+        > 4.0e12 * FLOPS_PER_TOKEN / 1.9968e15 / 3600
+    )
 
 
 def test_empty_gpu_counts_do_not_break_the_check() -> None:
@@ -212,8 +249,10 @@ def test_empty_gpu_counts_do_not_break_the_check() -> None:
     try:
         inst = from_dict(doc, "<test>", DATA)
     except InstanceError:
-        pytest.skip("the reader refuses empty gpu_counts (test_fuzz."
-                    "test_empty_gpu_counts_is_refused): nothing left to check")
+        pytest.skip(
+            "the reader refuses empty gpu_counts (test_fuzz."
+            "test_empty_gpu_counts_is_refused): nothing left to check"
+        )
     assert check_numerics(inst) == []
 
 
@@ -232,7 +271,8 @@ def test_cost_coefficients_spanning_more_than_a_billion() -> None:
         "objective: hourly costs span 3.2e+11x, beyond 1e+09x: from 1e-10 USD/h (phases[0] "
         "(prep) on 1 L4 on_demand in east) to 32.02 USD/h (phases[1] (finetune) on 16 A100 "
         "on_demand in east); the solver's tolerances cannot resolve the small ones; check the "
-        "units of the prices that stand out"]
+        "units of the prices that stand out"
+    ]
 
     # at 1e-7 USD/GPU-hour the range is 3.2e8: within bounds
     def milder(d: Doc) -> None:
@@ -246,11 +286,13 @@ def test_overflowing_costs_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     # a cost that overflows to infinity (1e308 USD/MWh times any power does, while the
     # reader accepts it: test_fuzz.test_extreme_magnitudes_are_refused) is named by its
     # configuration, the first in the space's order
-    monkeypatch.setattr(Config, "hourly_usd",
-                        lambda self, inst, include_rental=True: np.full(inst.hours, np.inf))
+    monkeypatch.setattr(
+        Config, "hourly_usd", lambda self, inst, include_rental=True: np.full(inst.hours, np.inf)
+    )
     assert check_numerics(read(TINY)) == [
         "objective: the hourly cost of phases[0] (prep) on 1 A100 on_demand in east is not a "
-        "finite number (overflow); look for numbers many orders of magnitude off"]
+        "finite number (overflow); look for numbers many orders of magnitude off"
+    ]
 
 
 def test_configurations_that_cannot_be_computed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,7 +302,8 @@ def test_configurations_that_cannot_be_computed(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(hygiene, "build_config_space", overflow)
     assert check_numerics(read(TINY)) == [
         "objective: the configurations' costs cannot be computed (OverflowError: cannot "
-        "convert float infinity to integer); look for numbers many orders of magnitude off"]
+        "convert float infinity to integer); look for numbers many orders of magnitude off"
+    ]
 
 
 # ----------------------------------------------------------------------------- printing
@@ -274,8 +317,10 @@ def test_print_numeric_warnings_goes_to_stderr(capsys: pytest.CaptureFixture[str
     out, err = capsys.readouterr()
     assert out == ""
     assert [line.removeprefix("warning: ") for line in err.splitlines()] == found
-    assert [w.split(":")[0] for w in found] == ["gpu_types.A100.memory_gb",
-                                                "regions.east.capacity.L4"]
+    assert [w.split(":")[0] for w in found] == [
+        "gpu_types.A100.memory_gb",
+        "regions.east.capacity.L4",
+    ]
     assert print_numeric_warnings(read(TINY)) == [] and capsys.readouterr().err == ""
 
 

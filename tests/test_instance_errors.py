@@ -53,149 +53,297 @@ CASES: list[Case] = [
     Case("bad_unknown_field.yaml", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
     Case("bad_unknown_field.json", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
     Case("bad_unknown_top_field.yaml", "solver", "solver: unknown field"),
-    Case("bad_unknown_gpu_field.yaml", "gpu_types.A100.tdp_w",
-         "gpu_types.A100.tdp_w: unknown field"),
-    Case("bad_unknown_offer_field.yaml", "regions.west.offers.A100.spot.interruptions_per_hour",
-         "regions.west.offers.A100.spot.interruptions_per_hour: unknown field"),
-    Case("bad_unknown_band_field.yaml", "regions.west.electricity.tou.bands[0].month",
-         "regions.west.electricity.tou.bands[0].month: unknown field"),
+    Case(
+        "bad_unknown_gpu_field.yaml", "gpu_types.A100.tdp_w", "gpu_types.A100.tdp_w: unknown field"
+    ),
+    Case(
+        "bad_unknown_offer_field.yaml",
+        "regions.west.offers.A100.spot.interruptions_per_hour",
+        "regions.west.offers.A100.spot.interruptions_per_hour: unknown field",
+    ),
+    Case(
+        "bad_unknown_band_field.yaml",
+        "regions.west.electricity.tou.bands[0].month",
+        "regions.west.electricity.tou.bands[0].month: unknown field",
+    ),
     # --- wrong types
-    Case("bad_string_for_number.yaml", "gpu_types.A100.memory_gb",
-         "gpu_types.A100.memory_gb: expected a number (got 'eighty')"),
-    Case("bad_string_for_number.json", "horizon.hours",
-         "horizon.hours: expected a whole number (got 'two days')"),
-    Case("bad_fractional_hours.yaml", "horizon.hours",
-         "horizon.hours: expected a whole number (got 48.5)"),
-    Case("bad_list_for_mapping.yaml", "regions.east.capacity",
-         "regions.east.capacity: expected a mapping (key: value) (got a list of 2 items)"),
-    Case("bad_mapping_for_list.yaml", f"{P1}.predecessors",
-         f"{P1}.predecessors: expected a list (got a mapping)"),
-    Case("bad_cooling_unknown.yaml", "regions.west.cooling",
-         "regions.west.cooling: expected one of 'air', 'liquid' or 'immersion' (got 'water')"),
+    Case(
+        "bad_string_for_number.yaml",
+        "gpu_types.A100.memory_gb",
+        "gpu_types.A100.memory_gb: expected a number (got 'eighty')",
+    ),
+    Case(
+        "bad_string_for_number.json",
+        "horizon.hours",
+        "horizon.hours: expected a whole number (got 'two days')",
+    ),
+    Case(
+        "bad_fractional_hours.yaml",
+        "horizon.hours",
+        "horizon.hours: expected a whole number (got 48.5)",
+    ),
+    Case(
+        "bad_list_for_mapping.yaml",
+        "regions.east.capacity",
+        "regions.east.capacity: expected a mapping (key: value) (got a list of 2 items)",
+    ),
+    Case(
+        "bad_mapping_for_list.yaml",
+        f"{P1}.predecessors",
+        f"{P1}.predecessors: expected a list (got a mapping)",
+    ),
+    Case(
+        "bad_cooling_unknown.yaml",
+        "regions.west.cooling",
+        "regions.west.cooling: expected one of 'air', 'liquid' or 'immersion' (got 'water')",
+    ),
     # --- missing required fields
     Case("bad_missing_hours.yaml", "horizon.hours", "horizon.hours: required field is missing"),
-    Case("bad_missing_work.yaml", "phases[0] (prep).work",
-         "phases[0] (prep).work: required field is missing"),
-    Case("bad_missing_electricity.yaml", "regions.east.electricity",
-         "regions.east.electricity: required field is missing"),
+    Case(
+        "bad_missing_work.yaml",
+        "phases[0] (prep).work",
+        "phases[0] (prep).work: required field is missing",
+    ),
+    Case(
+        "bad_missing_electricity.yaml",
+        "regions.east.electricity",
+        "regions.east.electricity: required field is missing",
+    ),
     Case("bad_missing_phases.json", "phases", "phases: required field is missing"),
     # --- dangling references
-    Case("bad_phase_unknown_gpu.yaml", f"{P1}.gpu_types",
-         f"{P1}.gpu_types: unknown GPU type 'H100'; {KNOWN_GPUS}"),
-    Case("bad_phase_unknown_region.yaml", f"{P1}.regions",
-         f"{P1}.regions: unknown region 'south'; known: ['east', 'west']"),
-    Case("bad_phase_unknown_model.yaml", f"{P1}.model",
-         f"{P1}.model: unknown model 'm7b'; known: ['m1b']"),
-    Case("bad_unknown_predecessor.yaml", f"{P1}.predecessors",
-         f"{P1}.predecessors: unknown phase 'prepare'; phases are ['prep', 'finetune']"),
-    Case("bad_work_unknown_gpu.yaml", "phases[0] (prep).work.gpu",
-         f"phases[0] (prep).work.gpu: unknown GPU type 'V100'; {KNOWN_GPUS}"),
-    Case("bad_offer_unknown_gpu.yaml", "regions.east.offers.H100",
-         f"regions.east.offers.H100: unknown GPU type 'H100'; {KNOWN_GPUS}"),
-    Case("bad_capacity_unknown_gpu.yaml", "regions.east.capacity.H100",
-         f"regions.east.capacity.H100: unknown GPU type 'H100'; {KNOWN_GPUS}"),
-    Case("bad_transfer_unknown_region.yaml", "regions.east.transfer_usd_per_gb",
-         "regions.east.transfer_usd_per_gb: unknown region 'south'"),
-    Case("bad_family_without_gpu.yaml", "families.amd",
-         "families.amd: no GPU type belongs to this family"),
+    Case(
+        "bad_phase_unknown_gpu.yaml",
+        f"{P1}.gpu_types",
+        f"{P1}.gpu_types: unknown GPU type 'H100'; {KNOWN_GPUS}",
+    ),
+    Case(
+        "bad_phase_unknown_region.yaml",
+        f"{P1}.regions",
+        f"{P1}.regions: unknown region 'south'; known: ['east', 'west']",
+    ),
+    Case(
+        "bad_phase_unknown_model.yaml",
+        f"{P1}.model",
+        f"{P1}.model: unknown model 'm7b'; known: ['m1b']",
+    ),
+    Case(
+        "bad_unknown_predecessor.yaml",
+        f"{P1}.predecessors",
+        f"{P1}.predecessors: unknown phase 'prepare'; phases are ['prep', 'finetune']",
+    ),
+    Case(
+        "bad_work_unknown_gpu.yaml",
+        "phases[0] (prep).work.gpu",
+        f"phases[0] (prep).work.gpu: unknown GPU type 'V100'; {KNOWN_GPUS}",
+    ),
+    Case(
+        "bad_offer_unknown_gpu.yaml",
+        "regions.east.offers.H100",
+        f"regions.east.offers.H100: unknown GPU type 'H100'; {KNOWN_GPUS}",
+    ),
+    Case(
+        "bad_capacity_unknown_gpu.yaml",
+        "regions.east.capacity.H100",
+        f"regions.east.capacity.H100: unknown GPU type 'H100'; {KNOWN_GPUS}",
+    ),
+    Case(
+        "bad_transfer_unknown_region.yaml",
+        "regions.east.transfer_usd_per_gb",
+        "regions.east.transfer_usd_per_gb: unknown region 'south'",
+    ),
+    Case(
+        "bad_family_without_gpu.yaml",
+        "families.amd",
+        "families.amd: no GPU type belongs to this family",
+    ),
     # --- impossible values
-    Case("bad_negative_memory.yaml", "gpu_types.A100.memory_gb",
-         "gpu_types.A100.memory_gb: expected a number > 0 (got -80)"),
+    Case(
+        "bad_negative_memory.yaml",
+        "gpu_types.A100.memory_gb",
+        "gpu_types.A100.memory_gb: expected a number > 0 (got -80)",
+    ),
     Case("bad_zero_hours.yaml", "horizon.hours", "horizon.hours: expected a number >= 1 (got 0)"),
-    Case("bad_idle_above_board.yaml", "gpu_types.L4",
-         "gpu_types.L4: idle_power_w must not exceed board_power_w"),
-    Case("bad_mfu_above_one.yaml", f"{P1}.mfu",
-         f"{P1}.mfu: expected a model FLOPs utilisation in (0, 1], got 1.5"),
+    Case(
+        "bad_idle_above_board.yaml",
+        "gpu_types.L4",
+        "gpu_types.L4: idle_power_w must not exceed board_power_w",
+    ),
+    Case(
+        "bad_mfu_above_one.yaml",
+        f"{P1}.mfu",
+        f"{P1}.mfu: expected a model FLOPs utilisation in (0, 1], got 1.5",
+    ),
     # mfu is 'number | mapping': only the number branch speaks for a number
     Case("bad_mfu_zero.yaml", f"{P1}.mfu", f"{P1}.mfu: expected a number > 0 (got 0)"),
     # capacity is 'whole number | list': the list branch says nothing about -16
-    Case("bad_negative_capacity.json", "regions.east.capacity.A100",
-         "regions.east.capacity.A100: expected a number >= 0 (got -16)"),
-    Case("bad_deadline_before_release.yaml", f"{P1}.deadline",
-         f"{P1}.deadline: deadline (hour 10) must be after release (hour 30)"),
+    Case(
+        "bad_negative_capacity.json",
+        "regions.east.capacity.A100",
+        "regions.east.capacity.A100: expected a number >= 0 (got -16)",
+    ),
+    Case(
+        "bad_deadline_before_release.yaml",
+        f"{P1}.deadline",
+        f"{P1}.deadline: deadline (hour 10) must be after release (hour 30)",
+    ),
     # a number is an hour, never Unix time (0 would be 1970-01-01, hour -468312)
-    Case("bad_deadline_zero.yaml", f"{P1}.deadline",
-         f"{P1}.deadline: expected a number > 0 (got 0)"),
-    Case("bad_release_outside_horizon.yaml", "phases[0] (prep).release",
-         "phases[0] (prep).release: release hour -24 is outside the horizon [0, 48)"),
-    Case("bad_deadline_past_horizon.yaml", f"{P1}.deadline",
-         f"{P1}.deadline: deadline hour 72 is after the horizon end (48)"),
-    Case("bad_naive_start.yaml", "horizon.start",
-         "horizon.start: expected an ISO time with a UTC offset, e.g. 2023-06-05T00:00:00Z "
-         "(got 2023-06-05T00:00:00)"),
-    Case("bad_naive_deadline.yaml", f"{P1}.deadline",
-         f"{P1}.deadline: expected a time with a UTC offset, e.g. 2023-06-06T12:00:00Z, or "
-         "an hour number (got 2023-06-06T12:00:00)"),
-    Case("bad_naive_deadline.json", f"{P1}.deadline",
-         f"{P1}.deadline: expected a time with a UTC offset, e.g. 2023-06-06T12:00:00Z, or "
-         "an hour number (got 2023-06-06T12:00:00)"),
-    Case("bad_timezone.yaml", "regions.west.timezone",
-         "regions.west.timezone: expected an IANA time zone such as 'Europe/Berlin', "
-         "got 'Europe/Atlantis'"),
-    Case("bad_pue_and_cooling.yaml", "regions.west",
-         "regions.west: give 'pue' or 'cooling', not both"),
-    Case("bad_no_pue.yaml", "regions.east",
-         "regions.east: expected 'pue' or 'cooling' (air, liquid, immersion)"),
+    Case(
+        "bad_deadline_zero.yaml", f"{P1}.deadline", f"{P1}.deadline: expected a number > 0 (got 0)"
+    ),
+    Case(
+        "bad_release_outside_horizon.yaml",
+        "phases[0] (prep).release",
+        "phases[0] (prep).release: release hour -24 is outside the horizon [0, 48)",
+    ),
+    Case(
+        "bad_deadline_past_horizon.yaml",
+        f"{P1}.deadline",
+        f"{P1}.deadline: deadline hour 72 is after the horizon end (48)",
+    ),
+    Case(
+        "bad_naive_start.yaml",
+        "horizon.start",
+        "horizon.start: expected an ISO time with a UTC offset, e.g. 2023-06-05T00:00:00Z "
+        "(got 2023-06-05T00:00:00)",
+    ),
+    Case(
+        "bad_naive_deadline.yaml",
+        f"{P1}.deadline",
+        f"{P1}.deadline: expected a time with a UTC offset, e.g. 2023-06-06T12:00:00Z, or "
+        "an hour number (got 2023-06-06T12:00:00)",
+    ),
+    Case(
+        "bad_naive_deadline.json",
+        f"{P1}.deadline",
+        f"{P1}.deadline: expected a time with a UTC offset, e.g. 2023-06-06T12:00:00Z, or "
+        "an hour number (got 2023-06-06T12:00:00)",
+    ),
+    Case(
+        "bad_timezone.yaml",
+        "regions.west.timezone",
+        "regions.west.timezone: expected an IANA time zone such as 'Europe/Berlin', "
+        "got 'Europe/Atlantis'",
+    ),
+    Case(
+        "bad_pue_and_cooling.yaml",
+        "regions.west",
+        "regions.west: give 'pue' or 'cooling', not both",
+    ),
+    Case(
+        "bad_no_pue.yaml",
+        "regions.east",
+        "regions.east: expected 'pue' or 'cooling' (air, liquid, immersion)",
+    ),
     # --- series shorter than the horizon, CSV problems
-    Case("bad_short_values.yaml", "regions.east.electricity",
-         "regions.east.electricity: expected at least 48 hourly values (the horizon), got 24"),
-    Case("bad_capacity_short.yaml", "regions.east.capacity.A100",
-         "regions.east.capacity.A100: expected 48 hourly values (the horizon), got 24"),
-    Case("bad_csv_missing_hours.yaml", "regions.east.electricity",
-         f"regions.east.electricity: file '{_csv('bad_prices_gap.csv')}' has no value for "
-         "2023-06-05T10:00:00+00:00 (hour 10 of the horizon); expected hourly rows covering "
-         "the horizon"),
-    Case("bad_csv_missing_file.yaml", "regions.east.electricity",
-         f"regions.east.electricity: file '{_csv('no_such_prices.csv')}' does not exist"),
-    Case("bad_csv_missing_column.yaml", "regions.east.electricity",
-         f"regions.east.electricity: file '{_csv('fixture_prices_newyork.csv')}' has no column "
-         "'usd_per_mwh'; columns are ['time', 'price']"),
+    Case(
+        "bad_short_values.yaml",
+        "regions.east.electricity",
+        "regions.east.electricity: expected at least 48 hourly values (the horizon), got 24",
+    ),
+    Case(
+        "bad_capacity_short.yaml",
+        "regions.east.capacity.A100",
+        "regions.east.capacity.A100: expected 48 hourly values (the horizon), got 24",
+    ),
+    Case(
+        "bad_csv_missing_hours.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('bad_prices_gap.csv')}' has no value for "
+        "2023-06-05T10:00:00+00:00 (hour 10 of the horizon); expected hourly rows covering "
+        "the horizon",
+    ),
+    Case(
+        "bad_csv_missing_file.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('no_such_prices.csv')}' does not exist",
+    ),
+    Case(
+        "bad_csv_missing_column.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('fixture_prices_newyork.csv')}' has no column "
+        "'usd_per_mwh'; columns are ['time', 'price']",
+    ),
     # the 5th line of bad_prices_text.csv is '2023-06-04T21:00,n/a'
-    Case("bad_csv_not_number.yaml", "regions.east.electricity",
-         f"regions.east.electricity: file '{_csv('bad_prices_text.csv')}' line 5: 'price' is "
-         "not a number: 'n/a'"),
+    Case(
+        "bad_csv_not_number.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('bad_prices_text.csv')}' line 5: 'price' is "
+        "not a number: 'n/a'",
+    ),
     # --- phases
     Case("bad_cycle.yaml", "phases", "phases: precedence cycle: prep -> finetune -> prep"),
-    Case("bad_duplicate_phase.yaml", "phases[2] (prep).name",
-         "phases[2] (prep).name: duplicate phase name 'prep'"),
-    Case("bad_tokens_and_flops.yaml", f"{P1}.work",
-         f"{P1}.work: expected exactly one of 'tokens', 'flops', 'gpu_hours'; "
-         "got ['tokens', 'flops']"),
-    Case("bad_tokens_without_model.yaml", f"{P1}.work.tokens",
-         f"{P1}.work.tokens: work in tokens needs the phase's 'model' (6ND)"),
+    Case(
+        "bad_duplicate_phase.yaml",
+        "phases[2] (prep).name",
+        "phases[2] (prep).name: duplicate phase name 'prep'",
+    ),
+    Case(
+        "bad_tokens_and_flops.yaml",
+        f"{P1}.work",
+        f"{P1}.work: expected exactly one of 'tokens', 'flops', 'gpu_hours'; "
+        "got ['tokens', 'flops']",
+    ),
+    Case(
+        "bad_tokens_without_model.yaml",
+        f"{P1}.work.tokens",
+        f"{P1}.work.tokens: work in tokens needs the phase's 'model' (6ND)",
+    ),
     # --- NaN and infinity
-    Case("bad_nan.yaml", "regions.east.electricity.constant",
-         "regions.east.electricity.constant: expected a finite number (got nan)"),
-    Case("bad_inf.yaml", "gpu_types.A100.board_power_w",
-         "gpu_types.A100.board_power_w: expected a finite number (got inf)"),
+    Case(
+        "bad_nan.yaml",
+        "regions.east.electricity.constant",
+        "regions.east.electricity.constant: expected a finite number (got nan)",
+    ),
+    Case(
+        "bad_inf.yaml",
+        "gpu_types.A100.board_power_w",
+        "gpu_types.A100.board_power_w: expected a finite number (got inf)",
+    ),
     # JSON's NaN and Infinity are parsed so that the schema can name the field
-    Case("bad_nan.json", "gpu_types.A100.memory_gb",
-         "gpu_types.A100.memory_gb: expected a finite number (got nan)"),
-    Case("bad_inf.json", "regions.east.electricity.constant",
-         "regions.east.electricity.constant: expected a finite number (got inf)"),
+    Case(
+        "bad_nan.json",
+        "gpu_types.A100.memory_gb",
+        "gpu_types.A100.memory_gb: expected a finite number (got nan)",
+    ),
+    Case(
+        "bad_inf.json",
+        "regions.east.electricity.constant",
+        "regions.east.electricity.constant: expected a finite number (got inf)",
+    ),
     # --- documents that are not instances
     # line 3 opens '{start: ..., hours: 48' without the closing brace; line 4 is 'gpu_types:'
-    Case("bad_syntax.yaml", "",
-         "cannot parse: expected ',' or '}', but got ':' at line 4, column 10 (while parsing a "
-         "flow mapping that starts at line 3)"),
-    Case("bad_syntax.json", "",
-         "cannot parse: Expecting property name enclosed in double quotes: line 6 column 3 "
-         "(char 91)"),
+    Case(
+        "bad_syntax.yaml",
+        "",
+        "cannot parse: expected ',' or '}', but got ':' at line 4, column 10 (while parsing a "
+        "flow mapping that starts at line 3)",
+    ),
+    Case(
+        "bad_syntax.json",
+        "",
+        "cannot parse: Expecting property name enclosed in double quotes: line 6 column 3 "
+        "(char 91)",
+    ),
     Case("bad_top_level_list.yaml", "", "expected a mapping at the top level, got list"),
     Case("bad_empty.yaml", "", "the file is empty; expected a mapping of fields"),
     Case("bad_not_utf8.yaml", "", "not UTF-8 text (invalid continuation byte)"),
     # each alias use counts the values it repeats: a0 is 1 list + 9 strings = 10 values and
     # a_k = 1 + 9 a_(k-1): 10, 91, 820, 7381, 66430, 597871. Lines 3-7 (lol1..lol5) repeat
     # 9 x (10 + 91 + 820 + 7381 + 66430) = 672,588; the first *a5 on line 8 adds 597,871.
-    Case("bad_alias_bomb.yaml", "",
-         "YAML aliases repeat more than 1000000 values (line 8): refusing a possible alias "
-         "bomb"),
-    Case("bad_deep_nesting.yaml", "",
-         f"document nested deeper than {MAX_DEPTH} levels; refusing it"),
-    Case("bad_duplicate_key.yaml", "regions.east.pue",
-         "regions.east.pue: key 'pue' is given twice (lines 22 and 23); keep one"),
+    Case(
+        "bad_alias_bomb.yaml",
+        "",
+        "YAML aliases repeat more than 1000000 values (line 8): refusing a possible alias bomb",
+    ),
+    Case(
+        "bad_deep_nesting.yaml", "", f"document nested deeper than {MAX_DEPTH} levels; refusing it"
+    ),
+    Case(
+        "bad_duplicate_key.yaml",
+        "regions.east.pue",
+        "regions.east.pue: key 'pue' is given twice (lines 22 and 23); keep one",
+    ),
 ]
-
 
 
 PARAMS = [pytest.param(c, id=c.file) for c in CASES]
@@ -268,8 +416,11 @@ def test_very_deep_document_is_refused(tmp_path: Path, suffix: str) -> None:
     nest = "[" * 100_000 + "]" * 100_000
     deep.write_text(f'{{"name": {nest}}}' if suffix == ".json" else f"name: {nest}\n")
     err = _error(deep)
-    assert re.fullmatch(rf"{re.escape(str(deep))}: (cannot parse: .*recursion.*|document "
-                        r"nested deeper than \d+ levels; refusing it)", str(err)), str(err)
+    assert re.fullmatch(
+        rf"{re.escape(str(deep))}: (cannot parse: .*recursion.*|document "
+        r"nested deeper than \d+ levels; refusing it)",
+        str(err),
+    ), str(err)
 
 
 def _variant(tmp_path: Path, old: str, new: str, name: str = "v.yaml") -> Path:
@@ -289,11 +440,17 @@ def _errors(path: Path) -> list[str]:
 def test_aliases_and_merge_keys_are_read(tmp_path: Path) -> None:
     # east's A100 offer anchored and merged into west's with '<<', whose own on_demand (1.8)
     # overrides the merged one (2.0): not a duplicate key, and the same spec as tiny.yaml
-    text = (TINY.read_text()
-            .replace("      A100: {on_demand: {usd_per_gpu_hour: 2.0}}",
-                     "      A100: &od {on_demand: {usd_per_gpu_hour: 2.0}}")
-            .replace("      A100: {on_demand: {usd_per_gpu_hour: 1.8}, spot:",
-                     "      A100: {<<: *od, on_demand: {usd_per_gpu_hour: 1.8}, spot:"))
+    text = (
+        TINY.read_text()
+        .replace(
+            "      A100: {on_demand: {usd_per_gpu_hour: 2.0}}",
+            "      A100: &od {on_demand: {usd_per_gpu_hour: 2.0}}",
+        )
+        .replace(
+            "      A100: {on_demand: {usd_per_gpu_hour: 1.8}, spot:",
+            "      A100: {<<: *od, on_demand: {usd_per_gpu_hour: 1.8}, spot:",
+        )
+    )
     f = tmp_path / "aliased.yaml"
     f.write_text(text)
     assert read(f).spec == read(TINY).spec
@@ -303,8 +460,10 @@ def test_recursive_alias_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "r.yaml"
     f.write_text(TINY.read_text() + "extra: &loop [1, *loop]\n")
     (msg,) = _errors(f)
-    assert msg.startswith("cannot parse: recursive alias *loop (an alias inside the node it "
-                          "names) is not allowed at line ")
+    assert msg.startswith(
+        "cannot parse: recursive alias *loop (an alias inside the node it "
+        "names) is not allowed at line "
+    )
 
 
 def test_too_many_aliases_are_refused(tmp_path: Path) -> None:
@@ -326,15 +485,17 @@ def test_duplicate_key_in_json_names_its_path(tmp_path: Path) -> None:
 def test_duplicate_key_in_a_phase_names_the_phase(tmp_path: Path) -> None:
     # tiny.yaml line 48 is '    deadline: 48' (finetune); the copy goes on line 49
     f = _variant(tmp_path, "    deadline: 48\n", "    deadline: 48\n    deadline: 40\n")
-    assert _errors(f) == [f"{P1}.deadline: key 'deadline' is given twice (lines 48 and 49); "
-                          "keep one"]
+    assert _errors(f) == [
+        f"{P1}.deadline: key 'deadline' is given twice (lines 48 and 49); keep one"
+    ]
 
 
 def test_a_document_of_only_comments_is_empty(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     f.write_text("# nothing yet\n")
-    assert _errors(f) == ["the document is empty (only comments or null); expected a mapping "
-                          "of fields"]
+    assert _errors(f) == [
+        "the document is empty (only comments or null); expected a mapping of fields"
+    ]
 
 
 def test_plain_load_document_still_refuses_json_nan(tmp_path: Path) -> None:
@@ -349,45 +510,76 @@ def test_plain_load_document_still_refuses_json_nan(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- union fields
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    # a number for 'hour number | time': the hour branch only, never 1970-01-01 + 10.5 s
-    ("    deadline: 48\n", "    deadline: 10.5\n",
-     [f"{P1}.deadline: expected a whole number (got 10.5)"]),
-    # text for 'hour number | time': the time branch only
-    ("    deadline: 48\n", "    deadline: tomorrow\n",
-     [f"{P1}.deadline: expected an ISO date-time with a UTC offset, e.g. 2023-06-05T00:00:00Z "
-      "(got 'tomorrow')"]),
-    # a mapping for 'number | mapping': the mapping branch, at the GPU's key
-    ("    deadline: 48\n", "    deadline: 48\n    mfu: {A100: 0}\n",
-     [f"{P1}.mfu.A100: expected a number > 0 (got 0)"]),
-    # a list for 'whole number | list': the list branch, at the item
-    ("capacity: {A100: 8}", "capacity: {A100: [8, -1]}",
-     ["regions.west.capacity.A100[1]: expected a number >= 0 (got -1)"]),
-    # text is plainly neither a number nor a mapping: both branches say what they take
-    ("    deadline: 48\n", "    deadline: 48\n    mfu: high\n",
-     [f"{P1}.mfu: expected a number (got 'high')",
-      f"{P1}.mfu: expected a mapping (key: value) (got 'high')"]),
-])
-def test_union_fields_report_the_branch_the_input_is(tmp_path: Path, old: str, new: str,
-                                                      expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        # a number for 'hour number | time': the hour branch only, never 1970-01-01 + 10.5 s
+        (
+            "    deadline: 48\n",
+            "    deadline: 10.5\n",
+            [f"{P1}.deadline: expected a whole number (got 10.5)"],
+        ),
+        # text for 'hour number | time': the time branch only
+        (
+            "    deadline: 48\n",
+            "    deadline: tomorrow\n",
+            [
+                f"{P1}.deadline: expected an ISO date-time with a UTC offset, e.g. "
+                "2023-06-05T00:00:00Z (got 'tomorrow')"
+            ],
+        ),
+        # a mapping for 'number | mapping': the mapping branch, at the GPU's key
+        (
+            "    deadline: 48\n",
+            "    deadline: 48\n    mfu: {A100: 0}\n",
+            [f"{P1}.mfu.A100: expected a number > 0 (got 0)"],
+        ),
+        # a list for 'whole number | list': the list branch, at the item
+        (
+            "capacity: {A100: 8}",
+            "capacity: {A100: [8, -1]}",
+            ["regions.west.capacity.A100[1]: expected a number >= 0 (got -1)"],
+        ),
+        # text is plainly neither a number nor a mapping: both branches say what they take
+        (
+            "    deadline: 48\n",
+            "    deadline: 48\n    mfu: high\n",
+            [
+                f"{P1}.mfu: expected a number (got 'high')",
+                f"{P1}.mfu: expected a mapping (key: value) (got 'high')",
+            ],
+        ),
+    ],
+)
+def test_union_fields_report_the_branch_the_input_is(
+    tmp_path: Path, old: str, new: str, expected: list[str]
+) -> None:
     assert _errors(_variant(tmp_path, old, new)) == expected
 
 
 def test_naive_release_names_release(tmp_path: Path) -> None:
-    f = _variant(tmp_path, "    deadline: 48\n",
-                 "    deadline: 48\n    release: 2023-06-05T06:00:00\n")
-    assert _errors(f) == [f"{P1}.release: expected a time with a UTC offset, e.g. "
-                          "2023-06-06T12:00:00Z, or an hour number (got 2023-06-05T06:00:00)"]
+    f = _variant(
+        tmp_path, "    deadline: 48\n", "    deadline: 48\n    release: 2023-06-05T06:00:00\n"
+    )
+    assert _errors(f) == [
+        f"{P1}.release: expected a time with a UTC offset, e.g. "
+        "2023-06-06T12:00:00Z, or an hour number (got 2023-06-05T06:00:00)"
+    ]
 
 
 def test_window_without_a_whole_hour_is_refused(tmp_path: Path) -> None:
     # release 06:30 (hour 6.5, slots from 7) and deadline 06:50 (hour 6.83, slots before 6):
     # the deadline is after the release, but no hour slot [t, t + 1) fits between them
-    f = _variant(tmp_path, "    deadline: 48\n",
-                 "    deadline: 2023-06-05T06:50:00Z\n    release: 2023-06-05T06:30:00Z\n")
+    f = _variant(
+        tmp_path,
+        "    deadline: 48\n",
+        "    deadline: 2023-06-05T06:50:00Z\n    release: 2023-06-05T06:30:00Z\n",
+    )
     (msg,) = _errors(f)
-    assert msg == (f"{P1}.deadline: no whole hour slot between release (hour 6.5, slots from "
-                   "7) and deadline (hour 6.83333, slots before 6)")
+    assert msg == (
+        f"{P1}.deadline: no whole hour slot between release (hour 6.5, slots from "
+        "7) and deadline (hour 6.83333, slots before 6)"
+    )
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -401,9 +593,16 @@ def test_csv_values_must_cover_every_hour_even_at_the_end(tmp_path: Path) -> Non
     (tmp_path / "p.csv").write_text("\n".join(cut) + "\n")
     inst = read(TINY)
     with pytest.raises(InstanceError) as e:
-        inst.replace({"regions.east.electricity": {
-            "csv": str(tmp_path / "p.csv"), "column": "price", "time_column": "time",
-            "timezone": "America/New_York"}})
+        inst.replace(
+            {
+                "regions.east.electricity": {
+                    "csv": str(tmp_path / "p.csv"),
+                    "column": "price",
+                    "time_column": "time",
+                    "timezone": "America/New_York",
+                }
+            }
+        )
     assert "has no value for 2023-06-06T23:00:00+00:00 (hour 47 of the horizon)" in str(e.value)
 
 
@@ -411,8 +610,15 @@ def test_csv_error_line_counts_comment_lines(tmp_path: Path) -> None:
     text = (DATA / "bad_prices_text.csv").read_text()
     (tmp_path / "p.csv").write_text("# prices in USD/MWh\n# local time\n" + text)
     with pytest.raises(InstanceError) as e:
-        read(TINY).replace({"regions.east.electricity": {
-            "csv": str(tmp_path / "p.csv"), "column": "price", "time_column": "time"}})
+        read(TINY).replace(
+            {
+                "regions.east.electricity": {
+                    "csv": str(tmp_path / "p.csv"),
+                    "column": "price",
+                    "time_column": "time",
+                }
+            }
+        )
     # two comment lines push '2023-06-04T21:00,n/a' from line 5 to line 7
     assert "line 7: 'price' is not a number: 'n/a'" in str(e.value)
 
@@ -453,9 +659,16 @@ def test_check_json_reports_the_errors() -> None:
     path = DATA / "bad_deadline_before_release.yaml"
     res = run_check("--json", str(path))
     assert res.exit_code == 2
-    assert json.loads(res.stdout) == {"valid": False, "file": str(path), "errors": [
-        {"path": f"{P1}.deadline",
-         "message": "deadline (hour 10) must be after release (hour 30)"}]}
+    assert json.loads(res.stdout) == {
+        "valid": False,
+        "file": str(path),
+        "errors": [
+            {
+                "path": f"{P1}.deadline",
+                "message": "deadline (hour 10) must be after release (hour 30)",
+            }
+        ],
+    }
     assert f"{path}: {P1}.deadline" in res.stderr
 
 
@@ -490,9 +703,11 @@ def test_check_exits_1_when_a_phase_can_never_fit(tmp_path: Path) -> None:
     f.write_text(text)
     res = run_check(str(f))
     assert res.exit_code == 1, res.output
-    assert "instance tiny" in res.stdout              # the summary is still printed
-    assert ("finetune: the fastest configuration needs 3 h but the window from release (hour 0)"
-            " to deadline (hour 2) is 2 h") in res.stdout
+    assert "instance tiny" in res.stdout  # the summary is still printed
+    assert (
+        "finetune: the fastest configuration needs 3 h but the window from release (hour 0)"
+        " to deadline (hour 2) is 2 h"
+    ) in res.stdout
     assert "infeasible: 1 phase(s) can never fit" in res.stdout
     res = run_check("--json", str(f))
     assert res.exit_code == 1
@@ -504,9 +719,11 @@ def test_check_exits_1_when_a_phase_can_never_fit(tmp_path: Path) -> None:
 def test_check_memory_never_fits_exits_1(tmp_path: Path) -> None:
     # a 70B model on L4s only (24 GB, at most 16 in east): 70e9 x 16 bytes of Adam states
     # = 1,120 GB over 16 GPUs = 70 GB per GPU even fully sharded (ZeRO-3) > 24 GB.
-    text = (TINY.read_text()
-            .replace("  m1b: {", "  m70b: {params: 7.0e10}\n  m1b: {")
-            .replace("    model: m1b\n", "    model: m70b\n    gpu_types: [L4]\n"))
+    text = (
+        TINY.read_text()
+        .replace("  m1b: {", "  m70b: {params: 7.0e10}\n  m1b: {")
+        .replace("    model: m1b\n", "    model: m70b\n    gpu_types: [L4]\n")
+    )
     f = tmp_path / "big.yaml"
     f.write_text(text)
     res = run_check(str(f))
@@ -514,30 +731,38 @@ def test_check_memory_never_fits_exits_1(tmp_path: Path) -> None:
     assert "finetune [fine_tuning]" in res.stdout and "configurations: 0  fastest: -" in res.stdout
     # the inferred architecture is a warning: P = 7e10 -> L = round((7e10 / 196608)^(1/3))
     # = round(70.9) = 71, h = round(sqrt(7e10 / 852) / 128) x 128 = 71 x 128 = 9088
-    assert ("models.m70b: architecture inferred from params (L=71, h=9088, heads=71)"
-            in res.stdout)
+    assert "models.m70b: architecture inferred from params (L=71, h=9088, heads=71)" in res.stdout
 
 
 def test_check_says_memory_when_memory_never_fits(tmp_path: Path) -> None:
-    text = (TINY.read_text()
-            .replace("  m1b: {", "  m70b: {params: 7.0e10}\n  m1b: {")
-            .replace("    model: m1b\n", "    model: m70b\n    gpu_types: [L4]\n"))
+    text = (
+        TINY.read_text()
+        .replace("  m1b: {", "  m70b: {params: 7.0e10}\n  m1b: {")
+        .replace("    model: m1b\n", "    model: m70b\n    gpu_types: [L4]\n")
+    )
     f = tmp_path / "big.yaml"
     f.write_text(text)
     res = run_check(str(f))
     assert res.exit_code == 1
-    assert re.search(r"finetune: needs [\d.]+ GB per GPU at best .*; the largest allowed GPU "
-                     r"has 24 GB", res.stdout), res.stdout
+    assert re.search(
+        r"finetune: needs [\d.]+ GB per GPU at best .*; the largest allowed GPU "
+        r"has 24 GB",
+        res.stdout,
+    ), res.stdout
 
 
-@pytest.mark.parametrize("name", ["bad_alias_bomb.yaml", "bad_not_utf8.yaml",
-                                  "bad_syntax.yaml", "bad_cycle.yaml"])
+@pytest.mark.parametrize(
+    "name", ["bad_alias_bomb.yaml", "bad_not_utf8.yaml", "bad_syntax.yaml", "bad_cycle.yaml"]
+)
 def test_real_entry_point(name: str) -> None:
     # the console script's code path, in a fresh interpreter: exit 2, message, no traceback
     path = DATA / name
     proc = subprocess.run(
         [sys.executable, "-c", "from planner.cli import main; main()", "check", str(path)],
-        capture_output=True, text=True, timeout=60)
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert f"{path}: " in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout

@@ -33,8 +33,7 @@ def tiny() -> Instance:
 
 def _to_json(obj: Any) -> str:
     """JSON text of a YAML document; datetimes become ISO strings as a person would write."""
-    return json.dumps(obj, indent=1,
-                      default=lambda o: o.isoformat().replace("+00:00", "Z"))
+    return json.dumps(obj, indent=1, default=lambda o: o.isoformat().replace("+00:00", "Z"))
 
 
 # ----------------------------------------------------------------------------- formats
@@ -65,7 +64,7 @@ def test_tiny_resolves_as_written(tiny: Instance) -> None:
     assert tiny.release == {"prep": 0, "finetune": 0}
     # prep has no deadline: the horizon end; finetune's is 48
     assert tiny.deadline == {"prep": 48, "finetune": 48}
-    assert tiny.region("west").effective_pue == 1.58   # cooling: air -> Uptime 2023 average
+    assert tiny.region("west").effective_pue == 1.58  # cooling: air -> Uptime 2023 average
     assert tiny.region("east").effective_pue == 1.2
     np.testing.assert_array_equal(tiny.price["east"], np.full(48, 60.0))
     np.testing.assert_array_equal(tiny.capacity[("east", "L4")], np.full(48, 16.0))
@@ -102,15 +101,35 @@ def test_tou_across_the_dst_change_in_new_york(tiny: Instance) -> None:
     #   t = 35..37    Sun 03, 04, 05 EDT    30  (02:00 does not exist)
     #   t = 38..47    Sun 06 .. 15 EDT     100
     # Read in fixed EST, t = 38 would be 05:00 and cost 30: that hour tells DST apart.
-    v = tiny.replace({
-        "horizon.start": "2023-03-10T20:00:00Z",
-        "regions.east.electricity": {"tou": {"default": 100, "bands": [
-            {"start_hour": 22, "end_hour": 6, "price": 30},
-            {"start_hour": 17, "end_hour": 21, "price": 200, "weekdays": [0, 1, 2, 3, 4]},
-        ]}},
-    })
-    expected = ([100.0] * 2 + [200.0] * 4 + [100.0] + [30.0] * 8 + [100.0] * 16
-                + [30.0] * 4 + [30.0] * 3 + [100.0] * 10)
+    v = tiny.replace(
+        {
+            "horizon.start": "2023-03-10T20:00:00Z",
+            "regions.east.electricity": {
+                "tou": {
+                    "default": 100,
+                    "bands": [
+                        {"start_hour": 22, "end_hour": 6, "price": 30},
+                        {
+                            "start_hour": 17,
+                            "end_hour": 21,
+                            "price": 200,
+                            "weekdays": [0, 1, 2, 3, 4],
+                        },
+                    ],
+                }
+            },
+        }
+    )
+    expected = (
+        [100.0] * 2
+        + [200.0] * 4
+        + [100.0]
+        + [30.0] * 8
+        + [100.0] * 16
+        + [30.0] * 4
+        + [30.0] * 3
+        + [100.0] * 10
+    )
     assert len(expected) == 48
     assert list(v.price["east"]) == expected
     assert v.price["east"][38] == 100.0
@@ -122,25 +141,37 @@ def test_tou_weekend_and_holiday_override_bands(tiny: Instance) -> None:
     #   t = 0..8   Fri 15..23 (holiday beats the 22:00 band)      10
     #   t = 9..47  Sat 00 .. Sun 15 (weekend beats the band)      50
     # The adder of 5 USD/MWh goes on every hour.
-    v = tiny.replace({
-        "horizon.start": "2023-03-10T20:00:00Z",
-        "regions.east.price_adder_usd_per_mwh": 5,
-        "regions.east.electricity": {"tou": {
-            "default": 100, "weekend": 50, "holidays": ["2023-03-10"], "holiday": 10,
-            "bands": [{"start_hour": 22, "end_hour": 6, "price": 30}]}},
-    })
+    v = tiny.replace(
+        {
+            "horizon.start": "2023-03-10T20:00:00Z",
+            "regions.east.price_adder_usd_per_mwh": 5,
+            "regions.east.electricity": {
+                "tou": {
+                    "default": 100,
+                    "weekend": 50,
+                    "holidays": ["2023-03-10"],
+                    "holiday": 10,
+                    "bands": [{"start_hour": 22, "end_hour": 6, "price": 30}],
+                }
+            },
+        }
+    )
     assert list(v.price["east"]) == [15.0] * 9 + [55.0] * 39
 
 
 def test_tou_holiday_is_a_local_date(tiny: Instance) -> None:
     # Holiday 2023-06-06 in Berlin: local 2023-06-06 00:00 CEST = 2023-06-05 22:00 UTC (t = 22)
     # to 2023-06-06 22:00 UTC (t = 46). The band still applies outside the holiday.
-    v = tiny.replace({"regions.west.electricity.tou.holidays": ["2023-06-06"],
-                      "regions.west.electricity.tou.holiday": 7})
+    v = tiny.replace(
+        {
+            "regions.west.electricity.tou.holidays": ["2023-06-06"],
+            "regions.west.electricity.tou.holiday": 7,
+        }
+    )
     p = v.price["west"]
-    assert p[21] == 40.0          # Mon 23:00 local, band
+    assert p[21] == 40.0  # Mon 23:00 local, band
     assert list(p[22:46]) == [7.0] * 24
-    assert p[46] == 40.0          # Wed 00:00 local, band again
+    assert p[46] == 40.0  # Wed 00:00 local, band again
 
 
 # ----------------------------------------------------------------------------- CSV and values
@@ -151,12 +182,18 @@ def test_csv_in_new_york_local_time(tiny: Instance) -> None:
     # June: EDT = UTC-4, so horizon hour t (UTC 2023-06-05 00:00 + t) is local hour
     # (20 + t) % 24: t = 0 -> 20:00 on 4 June -> 70; t = 4 -> 00:00 -> 50; t = 47 -> 19:00 -> 69.
     # scale 2 doubles every value; the adder is added after scaling.
-    v = tiny.replace({
-        "regions.east.electricity": {"csv": str(DATA / "fixture_prices_newyork.csv"),
-                                     "column": "price", "time_column": "time",
-                                     "timezone": "America/New_York", "scale": 2},
-        "regions.east.price_adder_usd_per_mwh": 1,
-    })
+    v = tiny.replace(
+        {
+            "regions.east.electricity": {
+                "csv": str(DATA / "fixture_prices_newyork.csv"),
+                "column": "price",
+                "time_column": "time",
+                "timezone": "America/New_York",
+                "scale": 2,
+            },
+            "regions.east.price_adder_usd_per_mwh": 1,
+        }
+    )
     expected = [2.0 * (50 + (20 + t) % 24) + 1.0 for t in range(48)]
     assert list(v.price["east"]) == expected
     assert v.price["east"][0] == 141.0 and v.price["east"][4] == 101.0
@@ -165,13 +202,20 @@ def test_csv_in_new_york_local_time(tiny: Instance) -> None:
 def test_csv_path_is_relative_to_the_instance_file(tmp_path: Path) -> None:
     # Timestamps with their own offset (+09:00, Tokyo) ignore the series' timezone; rows may
     # come in any order and extend beyond the horizon. Value at UTC hour u is 10 u.
-    rows = [f"2023-06-{5 + (u + 9) // 24:02d}T{(u + 9) % 24:02d}:00:00+09:00,{10 * u}"
-            for u in range(49, -3, -1) if u >= 0]
+    rows = [
+        f"2023-06-{5 + (u + 9) // 24:02d}T{(u + 9) % 24:02d}:00:00+09:00,{10 * u}"
+        for u in range(49, -3, -1)
+        if u >= 0
+    ]
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "p.csv").write_text("stamp,usd\n" + "\n".join(rows) + "\n")
     doc = yaml.safe_load(TINY.read_text())
-    doc["regions"]["east"]["electricity"] = {"csv": "sub/p.csv", "column": "usd",
-                                             "time_column": "stamp", "timezone": "Europe/Berlin"}
+    doc["regions"]["east"]["electricity"] = {
+        "csv": "sub/p.csv",
+        "column": "usd",
+        "time_column": "stamp",
+        "timezone": "Europe/Berlin",
+    }
     (tmp_path / "i.yaml").write_text(yaml.safe_dump(doc))
     inst = read(tmp_path / "i.yaml")
     assert list(inst.price["east"]) == [10.0 * u for u in range(48)]
@@ -179,27 +223,49 @@ def test_csv_path_is_relative_to_the_instance_file(tmp_path: Path) -> None:
 
 def test_csv_line_numbers_count_comments_and_blank_lines(tmp_path: Path) -> None:
     # line 1 a comment, 2 the header, 3 blank, 4 a good row, 5 a comment, 6 the bad row
-    (tmp_path / "p.csv").write_text("# USD/MWh\ntime,price\n\n2023-06-05T00:00:00Z,50\n"
-                                    "# next row is broken\n2023-06-05T01:00:00Z,n/a\n")
+    (tmp_path / "p.csv").write_text(
+        "# USD/MWh\ntime,price\n\n2023-06-05T00:00:00Z,50\n"
+        "# next row is broken\n2023-06-05T01:00:00Z,n/a\n"
+    )
     with pytest.raises(InstanceError) as e:
-        read(TINY).replace({"regions.east.electricity": {
-            "csv": str(tmp_path / "p.csv"), "column": "price", "time_column": "time"}})
+        read(TINY).replace(
+            {
+                "regions.east.electricity": {
+                    "csv": str(tmp_path / "p.csv"),
+                    "column": "price",
+                    "time_column": "time",
+                }
+            }
+        )
     assert "p.csv' line 6: 'price' is not a number: 'n/a'" in str(e.value)
 
 
 def test_csv_that_is_not_utf8_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "p.csv").write_bytes(b"time,price\n2023-06-05T00:00:00Z,\xff\xfe\n")
     with pytest.raises(InstanceError) as e:
-        read(TINY).replace({"regions.east.electricity": {
-            "csv": str(tmp_path / "p.csv"), "column": "price", "time_column": "time"}})
-    assert str(e.value) == (f"{TINY}: regions.east.electricity: file '{tmp_path / 'p.csv'}' is "
-                            "not UTF-8 text (invalid start byte)")
+        read(TINY).replace(
+            {
+                "regions.east.electricity": {
+                    "csv": str(tmp_path / "p.csv"),
+                    "column": "price",
+                    "time_column": "time",
+                }
+            }
+        )
+    assert str(e.value) == (
+        f"{TINY}: regions.east.electricity: file '{tmp_path / 'p.csv'}' is "
+        "not UTF-8 text (invalid start byte)"
+    )
 
 
 def test_inline_values_longer_than_horizon_are_cut(tiny: Instance) -> None:
     # 60 values 0..59 with scale 0.5 and adder 5: hour t costs 0.5 t + 5 for t < 48.
-    v = tiny.replace({"regions.east.electricity": {"values": list(range(60)), "scale": 0.5},
-                      "regions.east.price_adder_usd_per_mwh": 5})
+    v = tiny.replace(
+        {
+            "regions.east.electricity": {"values": list(range(60)), "scale": 0.5},
+            "regions.east.price_adder_usd_per_mwh": 5,
+        }
+    )
     assert v.price["east"].shape == (48,)
     assert list(v.price["east"]) == [0.5 * t + 5 for t in range(48)]
 
@@ -224,8 +290,12 @@ def test_carbon_intensity_is_resolved_like_prices(tiny: Instance) -> None:
 def test_datetime_release_and_deadline_become_hours(tiny: Instance) -> None:
     # release 2023-06-05 06:00 UTC = hour 6; deadline 2023-06-06 12:00 +02:00 = 10:00 UTC on
     # the 6th = 24 + 10 = hour 34.
-    v = tiny.replace({"phases.finetune.release": "2023-06-05T06:00:00Z",
-                      "phases.finetune.deadline": "2023-06-06T12:00:00+02:00"})
+    v = tiny.replace(
+        {
+            "phases.finetune.release": "2023-06-05T06:00:00Z",
+            "phases.finetune.deadline": "2023-06-06T12:00:00+02:00",
+        }
+    )
     assert v.release["finetune"] == 6
     assert v.deadline["finetune"] == 34
 
@@ -251,8 +321,13 @@ def test_release_between_hours_rounds_up(tiny: Instance) -> None:
 
 
 def test_replace_makes_a_variant_and_leaves_the_original(tiny: Instance) -> None:
-    v = tiny.replace({"phases.finetune.deadline": 40, "regions.east.pue": 1.5,
-                      "phases.prep.options.gpu_counts": [2]})
+    v = tiny.replace(
+        {
+            "phases.finetune.deadline": 40,
+            "regions.east.pue": 1.5,
+            "phases.prep.options.gpu_counts": [2],
+        }
+    )
     assert v.deadline["finetune"] == 40 and tiny.deadline["finetune"] == 48
     assert v.region("east").effective_pue == 1.5 and tiny.region("east").effective_pue == 1.2
     assert v.phase("prep").options.gpu_counts == (2,)
@@ -272,8 +347,9 @@ def test_bad_variant_names_the_path(tiny: Instance) -> None:
     assert str(e.value) == f"{TINY}: phases.pretrain.deadline: no item named 'pretrain'"
     with pytest.raises(InstanceError) as e:
         tiny.replace({"phases.finetune.deadline": 30, "phases.finetune.release": 40})
-    assert str(e.value) == (f"{TINY}: phases[1] (finetune).deadline: deadline (hour 30) must "
-                            "be after release (hour 40)")
+    assert str(e.value) == (
+        f"{TINY}: phases[1] (finetune).deadline: deadline (hour 30) must be after release (hour 40)"
+    )
 
 
 # ----------------------------------------------------------------------------- frozen
@@ -298,8 +374,12 @@ def test_price_series_are_read_only() -> None:
     for r in ("west", "east"):
         with pytest.raises(ValueError, match="read-only"):
             inst.price[r][0] = 0.0
-    v = inst.replace({"regions.east.carbon_intensity": {"constant": 380},
-                      "regions.east.price_adder_usd_per_mwh": 5})
+    v = inst.replace(
+        {
+            "regions.east.carbon_intensity": {"constant": 380},
+            "regions.east.price_adder_usd_per_mwh": 5,
+        }
+    )
     with pytest.raises(ValueError, match="read-only"):
         v.price["east"][0] = 0.0
     carbon = v.carbon["east"]
@@ -345,8 +425,11 @@ def test_instance_pickles_and_stays_read_only() -> None:
 def test_summary_of_tiny(tiny: Instance) -> None:
     s = summarize(tiny)
     assert s["name"] == "tiny"
-    assert s["horizon"] == {"start": "2023-06-05T00:00:00Z", "hours": 48,
-                            "end": "2023-06-07T00:00:00Z"}
+    assert s["horizon"] == {
+        "start": "2023-06-05T00:00:00Z",
+        "hours": 48,
+        "end": "2023-06-07T00:00:00Z",
+    }
     prep, ft = s["phases"]
     # prep: 12 GPU-hours on A100 bf16 at MFU 0.4:
     # 12 x 3600 x 312e12 x 0.4 = 43200 x 1.248e14 = 5.3914e18 FLOPs
@@ -369,8 +452,9 @@ def test_summary_of_tiny(tiny: Instance) -> None:
     # finetune may start after prep's 3 fastest hours at the earliest: 3 + 3 = 6
     assert ft["earliest_finish_hour"] == 6
     west = next(r for r in s["regions"] if r["name"] == "west")
-    assert west["price_usd_per_mwh"] == pytest.approx({"min": 40.0, "mean": 4480 / 48,
-                                                       "max": 120.0})
+    assert west["price_usd_per_mwh"] == pytest.approx(
+        {"min": 40.0, "mean": 4480 / 48, "max": 120.0}
+    )
     assert west["pue"] == 1.58 and west["timezone"] == "Europe/Berlin"
     assert west["gpus"] == {"A100": {"max_capacity": 8, "contracts": ["on_demand", "spot"]}}
     l4 = next(g for g in s["gpu_types"] if g["name"] == "L4")
@@ -380,15 +464,22 @@ def test_summary_of_tiny(tiny: Instance) -> None:
 
 
 def test_summary_finds_a_phase_that_misses_its_deadline_after_its_predecessor(
-        tiny: Instance) -> None:
+    tiny: Instance,
+) -> None:
     # finetune alone fits in hours [0, 5) (fastest 3 h), but prep needs 3 h first:
     # earliest finish 3 + 3 = 6 > 5.
     v = tiny.replace({"phases.finetune.deadline": 5})
     s = summarize(v)
     assert s["feasible"] is False
-    assert s["infeasible"] == [{"phase": "finetune", "reason": (
-        "finetune: after its predecessors (earliest finish of 'prep' at hour 3) its fastest "
-        "configuration (3 h) would end at hour 6, after its deadline (hour 5)")}]
+    assert s["infeasible"] == [
+        {
+            "phase": "finetune",
+            "reason": (
+                "finetune: after its predecessors (earliest finish of 'prep' at hour 3) its "
+                "fastest configuration (3 h) would end at hour 6, after its deadline (hour 5)"
+            ),
+        }
+    ]
     # a deadline of 6 is just enough
     assert summarize(tiny.replace({"phases.finetune.deadline": 6}))["feasible"] is True
 
@@ -399,8 +490,10 @@ def test_summary_reports_the_config_space_reason(tiny: Instance) -> None:
     assert s["feasible"] is False
     (item,) = s["infeasible"]
     assert item["phase"] == "finetune"
-    assert item["reason"] == ("finetune: the fastest configuration needs 3 h but the window from "
-                              "release (hour 0) to deadline (hour 2) is 2 h")
+    assert item["reason"] == (
+        "finetune: the fastest configuration needs 3 h but the window from "
+        "release (hour 0) to deadline (hour 2) is 2 h"
+    )
     ft = s["phases"][1]
     assert ft["configurations"] == 0 and ft["fastest_hours"] is None
 
@@ -408,8 +501,12 @@ def test_summary_reports_the_config_space_reason(tiny: Instance) -> None:
 def test_summary_of_done_phase_and_unused_offers(tiny: Instance) -> None:
     # prep already done: it has no configurations and does not delay finetune (EF = 0 + 3).
     # west offers L4 but has no L4 capacity: a note says it can never be used.
-    v = tiny.replace({"phases.prep.done": True,
-                      "regions.west.offers.L4": {"on_demand": {"usd_per_gpu_hour": 0.7}}})
+    v = tiny.replace(
+        {
+            "phases.prep.done": True,
+            "regions.west.offers.L4": {"on_demand": {"usd_per_gpu_hour": 0.7}},
+        }
+    )
     s = summarize(v)
     prep, ft = s["phases"]
     assert prep["done"] is True and prep["configurations"] is None

@@ -40,8 +40,10 @@ def instances() -> dict[str, Instance]:
 def _csv_column(path: Path, column: str) -> dict[datetime, float]:
     """{UTC time: value} of one column, keyed by the 'Datetime (UTC)' column."""
     with path.open(newline="", encoding="utf-8") as fh:
-        return {datetime.fromisoformat(row["Datetime (UTC)"]): float(row[column])
-                for row in csv.DictReader(fh)}
+        return {
+            datetime.fromisoformat(row["Datetime (UTC)"]): float(row[column])
+            for row in csv.DictReader(fh)
+        }
 
 
 # ----------------------------------------------------------------------------- reading
@@ -50,8 +52,9 @@ def _csv_column(path: Path, column: str) -> dict[datetime, float]:
 def test_every_shipped_instance_is_listed() -> None:
     # a new instance file must be added to SHIPPED (and so to every test below)
     # (grid-*.yaml files are scenario grids over the instances, not instances)
-    assert sorted(p.stem for p in INSTANCES.glob("*.yaml")
-                  if not p.stem.startswith("grid-")) == sorted(SHIPPED)
+    assert sorted(
+        p.stem for p in INSTANCES.glob("*.yaml") if not p.stem.startswith("grid-")
+    ) == sorted(SHIPPED)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -70,8 +73,9 @@ def test_reads_validates_and_names_its_sources(name: str, instances: dict[str, I
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_every_phase_has_a_feasible_configuration(name: str,
-                                                  instances: dict[str, Instance]) -> None:
+def test_every_phase_has_a_feasible_configuration(
+    name: str, instances: dict[str, Instance]
+) -> None:
     space = build_config_space(instances[name])
     assert space.infeasible == ()
     for p in instances[name].active_phases:
@@ -114,23 +118,28 @@ def test_csv_series_equal_the_extract_rows(name: str, instances: dict[str, Insta
 # (instance, region, hour, wholesale USD/MWh from the extract, adder): hour 0 is the horizon
 # start; e.g. week-7b hour 43 = 2023-06-06 19:00 UTC = line 141 of every 2023-06 extract.
 PRICE_ROWS = [
-    ("week-7b", "us-tex", 0, 34.35999999999998, 12.0),     # ERCO line 98, 2023-06-05 00:00
-    ("week-7b", "us-tex", 43, 27.784999999999975, 12.0),   # ERCO line 141
-    ("week-7b", "eu-de", 43, 150.2930626000001, 50.0),     # DE-LU line 141 (21:00 CEST peak)
-    ("week-7b", "ap-jp", 167, 54.62975000000003, 28.0),    # JP-TK line 265, 2023-06-11 23:00
+    ("week-7b", "us-tex", 0, 34.35999999999998, 12.0),  # ERCO line 98, 2023-06-05 00:00
+    ("week-7b", "us-tex", 43, 27.784999999999975, 12.0),  # ERCO line 141
+    ("week-7b", "eu-de", 43, 150.2930626000001, 50.0),  # DE-LU line 141 (21:00 CEST peak)
+    ("week-7b", "ap-jp", 167, 54.62975000000003, 28.0),  # JP-TK line 265, 2023-06-11 23:00
     ("small-finetune", "us-ny", 0, 44.929999999999936, 15.0),  # NYIS line 1778, 2023-08-14
-    ("small-finetune", "fr", 47, 110.0324322, 35.0),            # FR line 1825, 08-15 23:00
-    ("month-70b", "us-tex", 429, 280.355, 12.0),               # ERCO line 1199, 07-20 21:00
-    ("month-70b", "us-va", 0, 46.50966349999996, 15.0),        # PJM line 770, 2023-07-03
-    ("month-70b", "ap-sg", 719, 106.73025660000043, 30.0),     # SG line 1489, 08-01 23:00
+    ("small-finetune", "fr", 47, 110.0324322, 35.0),  # FR line 1825, 08-15 23:00
+    ("month-70b", "us-tex", 429, 280.355, 12.0),  # ERCO line 1199, 07-20 21:00
+    ("month-70b", "us-va", 0, 46.50966349999996, 15.0),  # PJM line 770, 2023-07-03
+    ("month-70b", "ap-sg", 719, 106.73025660000043, 30.0),  # SG line 1489, 08-01 23:00
 ]
 
 
 @pytest.mark.parametrize(("name", "region", "hour", "wholesale", "adder"), PRICE_ROWS)
-def test_price_spot_checks(name: str, region: str, hour: int, wholesale: float, adder: float,
-                           instances: dict[str, Instance]) -> None:
-    assert inst_price(instances[name], region, hour) == pytest.approx(wholesale + adder,
-                                                                      abs=1e-9)
+def test_price_spot_checks(
+    name: str,
+    region: str,
+    hour: int,
+    wholesale: float,
+    adder: float,
+    instances: dict[str, Instance],
+) -> None:
+    assert inst_price(instances[name], region, hour) == pytest.approx(wholesale + adder, abs=1e-9)
 
 
 def inst_price(inst: Instance, region: str, hour: int) -> float:
@@ -140,7 +149,7 @@ def inst_price(inst: Instance, region: str, hour: int) -> float:
 def test_carbon_spot_checks(instances: dict[str, Instance]) -> None:
     ci = instances["week-7b"].carbon["us-tex"]
     assert ci is not None
-    assert ci[0] == pytest.approx(402.31568598535125)    # ci_ERCO line 98
+    assert ci[0] == pytest.approx(402.31568598535125)  # ci_ERCO line 98
     assert ci[167] == pytest.approx(382.07846455893304)  # ci_ERCO line 265
     ny = instances["small-finetune"].carbon["us-ny"]
     assert ny is not None and ny[47] == pytest.approx(316.91343597696056)  # ci_NYIS l. 1825
@@ -153,27 +162,35 @@ def test_carbon_spot_checks(instances: dict[str, Instance]) -> None:
 def _matrix(provider: str) -> dict[str, dict[str, float]]:
     """Row = origin, column = destination (instances/data/SOURCES.md)."""
     with (DATA / "network" / f"{provider}_transmission_cost_matrix.csv").open(
-            newline="", encoding="utf-8") as fh:
+        newline="", encoding="utf-8"
+    ) as fh:
         rows = list(csv.reader(fh))
     cols = rows[0][1:]
-    return {r[0]: {c: float(v or 0.0) for c, v in zip(cols, r[1:], strict=True)}
-            for r in rows[1:]}
+    return {r[0]: {c: float(v or 0.0) for c, v in zip(cols, r[1:], strict=True)} for r in rows[1:]}
 
 
 # the cloud region each instance maps its markets to (upstream's mapping; PJM -> us-east-1
 # is this project's choice), as stated in each file's header
 MAPPINGS = {
-    "week-7b": ("aws", {"us-tex": "us-east-1-dwf-1", "eu-de": "eu-central-1",
-                        "ap-jp": "ap-northeast-1"}),
-    "month-70b": ("aws", {"us-tex": "us-east-1-dwf-1", "us-va": "us-east-1",
-                          "eu-de": "eu-central-1", "ap-sg": "ap-southeast-1"}),
+    "week-7b": (
+        "aws",
+        {"us-tex": "us-east-1-dwf-1", "eu-de": "eu-central-1", "ap-jp": "ap-northeast-1"},
+    ),
+    "month-70b": (
+        "aws",
+        {
+            "us-tex": "us-east-1-dwf-1",
+            "us-va": "us-east-1",
+            "eu-de": "eu-central-1",
+            "ap-sg": "ap-southeast-1",
+        },
+    ),
     "small-finetune": ("gcp", {"us-ny": "us-east1", "fr": "europe-west4"}),
 }
 
 
 @pytest.mark.parametrize("name", SHIPPED)
-def test_transfer_prices_are_the_matrix_values(name: str,
-                                               instances: dict[str, Instance]) -> None:
+def test_transfer_prices_are_the_matrix_values(name: str, instances: dict[str, Instance]) -> None:
     provider, cloud = MAPPINGS[name]
     m = _matrix(provider)
     regions = instances[name].spec.regions
@@ -217,7 +234,7 @@ def test_month_pretraining_needs_two_zones_and_a_spare(instances: dict[str, Inst
     inst = instances["month-70b"]
     configs = build_config_space(inst)["pretrain"]
     assert {c.region for c in configs} <= {"us-va", "eu-de", "ap-sg"}  # Texas has one zone
-    assert all(c.spare_gpus >= 8 for c in configs)                      # N+1 nodes
+    assert all(c.spare_gpus >= 8 for c in configs)  # N+1 nodes
     assert any(c.gpu == "Ascend-910B" for c in configs)  # the porting family is an option
     assert any(c.contract == "reserved" for c in configs)
     fastest = _min_hours(inst, "data-prep") + _min_hours(inst, "pretrain")
@@ -252,13 +269,21 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
     assert t <= inst.hours
     pool = int(pre.total_gpus)
     assert pool == 520
-    plan = make_plan(inst, space, schedule, {("us-va", "H100-SXM"): pool}, "hand", "feasible",
-                     "heuristic", None, 0.0)
+    plan = make_plan(
+        inst,
+        space,
+        schedule,
+        {("us-va", "H100-SXM"): pool},
+        "hand",
+        "feasible",
+        "heuristic",
+        None,
+        0.0,
+    )
     check = verify(inst, plan)
     assert check.ok, check.summary()
     reserved_rental = 520 * 720 * 2.15
-    assert plan.costs["rental"] == pytest.approx(reserved_rental + prep.hours * 128 * 0.32,
-                                                 abs=1.0)
+    assert plan.costs["rental"] == pytest.approx(reserved_rental + prep.hours * 128 * 0.32, abs=1.0)
     base = solve(inst, solver="baseline")
     assert base.plan is not None and verify(inst, base.plan).ok
     assert plan.total < 0.9 * base.plan.total
@@ -271,8 +296,11 @@ def test_slices_are_cheaper_than_whole_cards(instances: dict[str, Instance]) -> 
     1 h x 0.25 x 0.7992 = 0.20 USD (rental per running hour x hours)."""
     inst = instances["small-finetune"]
     space = build_config_space(inst, prune=False)
-    cs = [c for c in space["eval-safety"] if c.region == "us-ny" and c.gpu == "L4"
-          and c.contract == "on_demand" and c.tier == "ssd"]
+    cs = [
+        c
+        for c in space["eval-safety"]
+        if c.region == "us-ny" and c.gpu == "L4" and c.contract == "on_demand" and c.tier == "ssd"
+    ]
     whole = min(c.rental_per_h * c.hours for c in cs if c.gpus == 1)
     quarter = [c for c in cs if c.gpus == 0.25]
     assert [c.hours for c in quarter] == [1]
@@ -302,8 +330,7 @@ def test_baseline_plans_are_valid(name: str, instances: dict[str, Instance]) -> 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["week-7b", "small-finetune"])
-def test_small_instances_solve_to_a_checked_plan(name: str,
-                                                 instances: dict[str, Instance]) -> None:
+def test_small_instances_solve_to_a_checked_plan(name: str, instances: dict[str, Instance]) -> None:
     from planner.checker import verify
 
     inst = instances[name]

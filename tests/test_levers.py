@@ -186,8 +186,9 @@ def test_cli_bad_input_exits_2(tmp_path: Path) -> None:
 
 def test_carbon_cap_is_lifted_with_a_note() -> None:
     # a cap is a constraint, not a lever: the greedy baseline could not honour it
-    inst = read(TOU).replace({"regions.r.carbon_intensity": {"constant": 500},
-                              "objective.carbon_cap_tonnes": 0.001})
+    inst = read(TOU).replace(
+        {"regions.r.carbon_intensity": {"constant": 500}, "objective.carbon_cap_tonnes": 0.001}
+    )
     rep = evaluate_levers(inst, time_limit=30, levers=["cooling"])
     assert any("carbon_cap_tonnes is lifted" in n for n in rep.notes)
     assert rep.all_levers.instance.spec.objective.carbon_cap_tonnes is None
@@ -199,10 +200,13 @@ def test_baseline_loosens_to_whole_node_counts_when_one_count_misses_the_deadlin
     # whole node (10 GPUs) each phase fits its own window (prep 4 h, train 6 h by hour 8) but
     # not the chain (4 + 6 = 10 > 8). With 20 GPUs train takes 60 / 20 = 3 h: the baseline
     # lets each phase pick a whole-node count, and says so.
-    inst = read(DATA / "explain_deadline.yaml").replace({
-        "phases.prep.options.gpu_counts": [10, 20],
-        "phases.train.options.gpu_counts": [10, 20],
-        "regions.r.capacity.G": 20})
+    inst = read(DATA / "explain_deadline.yaml").replace(
+        {
+            "phases.prep.options.gpu_counts": [10, 20],
+            "phases.train.options.gpu_counts": [10, 20],
+            "regions.r.capacity.G": 20,
+        }
+    )
     b = build_baseline(inst)
     assert any("whole-node counts" in n for n in b.notes)
     assert b.instance.phase("train").options.gpu_counts == (10, 20)

@@ -21,27 +21,56 @@ from planner.solve import solve
 
 # A GPU with round numbers: 1 kW board power, no idle draw, ten per node, no host overhead.
 ROUND_GPU = {
-    "memory_gb": 80, "peak_tflops": {"bf16": 100.0}, "board_power_w": 1000, "idle_power_w": 0,
-    "gpus_per_node": 10, "node_overhead_w": 0, "failures_per_gpu_hour": 0.0,
+    "memory_gb": 80,
+    "peak_tflops": {"bf16": 100.0},
+    "board_power_w": 1000,
+    "idle_power_w": 0,
+    "gpus_per_node": 10,
+    "node_overhead_w": 0,
+    "failures_per_gpu_hour": 0.0,
 }
 FREE_STORAGE = {"hot": {"usd_per_gb_month": 0.0}}
 
 
-def region(tz: str, electricity: dict[str, Any], offers: dict[str, Any],
-           capacity: int = 10) -> dict[str, Any]:
-    return {"timezone": tz, "pue": 1.0, "electricity": electricity, "capacity": {"G": capacity},
-            "offers": {"G": offers}, "storage": FREE_STORAGE}
+def region(
+    tz: str, electricity: dict[str, Any], offers: dict[str, Any], capacity: int = 10
+) -> dict[str, Any]:
+    return {
+        "timezone": tz,
+        "pue": 1.0,
+        "electricity": electricity,
+        "capacity": {"G": capacity},
+        "offers": {"G": offers},
+        "storage": FREE_STORAGE,
+    }
 
 
-def one_phase(regions: dict[str, Any], gpu_hours: float, deadline: int, hours: int = 24,
-              preemptible: bool = False, gpu: dict[str, Any] | None = None,
-              options: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    phase = {"name": "job", "kind": "data_preparation",
-             "work": {"gpu_hours": gpu_hours, "gpu": "G"}, "deadline": deadline,
-             "preemptible": preemptible, "power_load": 1.0,
-             "options": options or {"gpu_counts": [10], "extra_spare_nodes": [0]}}
-    d = {"name": "hand", "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
-         "gpu_types": {"G": gpu or ROUND_GPU}, "regions": regions, "phases": [phase]}
+def one_phase(
+    regions: dict[str, Any],
+    gpu_hours: float,
+    deadline: int,
+    hours: int = 24,
+    preemptible: bool = False,
+    gpu: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    phase = {
+        "name": "job",
+        "kind": "data_preparation",
+        "work": {"gpu_hours": gpu_hours, "gpu": "G"},
+        "deadline": deadline,
+        "preemptible": preemptible,
+        "power_load": 1.0,
+        "options": options or {"gpu_counts": [10], "extra_spare_nodes": [0]},
+    }
+    d = {
+        "name": "hand",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
+        "gpu_types": {"G": gpu or ROUND_GPU},
+        "regions": regions,
+        "phases": [phase],
+    }
     d.update(extra)
     return d
 
@@ -65,8 +94,14 @@ def test_time_zones_shift_the_cheap_night() -> None:
     # Deadline hour 8: New York runs 4-7 at 10 kW x $10/MWh = $0.10/h -> energy $0.40,
     # Berlin could only reach $0.80. Total = rental 4 x 10 x $1 = $40 + $0.40 = $40.40.
     od = {"on_demand": {"usd_per_gpu_hour": 1.0}}
-    d = one_phase({"berlin": region("Europe/Berlin", NIGHT, od),
-                   "newyork": region("America/New_York", NIGHT_NY, od)}, 40, deadline=8)
+    d = one_phase(
+        {
+            "berlin": region("Europe/Berlin", NIGHT, od),
+            "newyork": region("America/New_York", NIGHT_NY, od),
+        },
+        40,
+        deadline=8,
+    )
     _, res = solved(d)
     p = res.plan.phase("job")
     assert (p.region, p.hours) == ("newyork", (4, 5, 6, 7))
@@ -87,8 +122,7 @@ def test_reserved_pays_only_above_utilisation(gpu_hours: float, reserved: int) -
     # n > 12 (utilisation above 60%). n = 13: on-demand $260 > $240 -> reserve 10 GPUs.
     # n = 11: on-demand $220 < $240 -> no reservation. Energy is free (price 0).
     offers = {"on_demand": {"usd_per_gpu_hour": 2.0}, "reserved": {"usd_per_gpu_hour": 1.2}}
-    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, gpu_hours, deadline=20,
-                  hours=20)
+    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, gpu_hours, deadline=20, hours=20)
     _, res = solved(d)
     got = {(r, g): n for r, g, n in res.plan.reserved}
     assert got.get(("r", "G"), 0) == reserved
@@ -104,11 +138,18 @@ def test_spare_node_pays_only_above_failure_rate(rate: float, spares: int) -> No
     # D = swap 0.1 h and rho = $16: 16 + lambda x 0.1 x 16. The spare pays when
     # 80 lambda - 1.6 lambda > 8, i.e. lambda_job > 0.10204/h, lambda_gpu > 0.012755.
     gpu = dict(ROUND_GPU, gpus_per_node=8, failures_per_gpu_hour=rate)
-    d = one_phase({"r": region("UTC", {"constant": 0}, {"on_demand": {"usd_per_gpu_hour": 1.0}},
-                               capacity=16)},
-                  80, deadline=24, gpu=gpu,
-                  options={"gpu_counts": [8], "extra_spare_nodes": [0, 1]},
-                  failure={"restart_hours": 10, "spare_swap_hours": 0.1})
+    d = one_phase(
+        {
+            "r": region(
+                "UTC", {"constant": 0}, {"on_demand": {"usd_per_gpu_hour": 1.0}}, capacity=16
+            )
+        },
+        80,
+        deadline=24,
+        gpu=gpu,
+        options={"gpu_counts": [8], "extra_spare_nodes": [0, 1]},
+        failure={"restart_hours": 10, "spare_swap_hours": 0.1},
+    )
     _, res = solved(d)
     p = res.plan.phase("job")
     assert p.spare_gpus == spares
@@ -136,9 +177,12 @@ def test_preemptible_phase_takes_the_cheap_hours() -> None:
     prices = [50.0] * 24
     for t in (2, 7, 11):
         prices[t] = 5.0
-    d = one_phase({"r": region("UTC", {"values": prices},
-                               {"on_demand": {"usd_per_gpu_hour": 1.0}})}, 30, deadline=24,
-                  preemptible=True)
+    d = one_phase(
+        {"r": region("UTC", {"values": prices}, {"on_demand": {"usd_per_gpu_hour": 1.0}})},
+        30,
+        deadline=24,
+        preemptible=True,
+    )
     d["phases"][0]["resume_overhead_hours"] = 0.0
     _, res = solved(d)
     assert res.plan.phase("job").hours == (2, 7, 11)
@@ -173,12 +217,14 @@ def generated(seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     d = tiny_dict()
     d["horizon"]["hours"] = 36
-    d["regions"]["east"]["electricity"] = {"values": [round(rng.uniform(-5, 150), 2)
-                                                      for _ in range(36)]}
+    d["regions"]["east"]["electricity"] = {
+        "values": [round(rng.uniform(-5, 150), 2) for _ in range(36)]
+    }
     d["regions"]["east"]["capacity"]["A100"] = rng.choice([8, 16, 24])
     d["regions"]["west"]["capacity"]["A100"] = rng.choice([8, 16])
     d["regions"]["west"]["offers"]["A100"]["on_demand"]["usd_per_gpu_hour"] = round(
-        rng.uniform(1.5, 2.5), 2)
+        rng.uniform(1.5, 2.5), 2
+    )
     d["phases"][0]["work"]["gpu_hours"] = rng.choice([8, 12, 20])
     d["phases"][1]["work"]["tokens"] = rng.choice([1e9, 2e9, 3e9])
     d["phases"][1]["deadline"] = rng.choice([24, 30, 36])
@@ -220,7 +266,8 @@ def test_higher_price_never_lowers_the_optimum(seed: int) -> None:
     d = generated(seed)
     base = optimum(d)
     d["regions"]["east"]["electricity"]["values"] = [
-        v + 20 for v in d["regions"]["east"]["electricity"]["values"]]
+        v + 20 for v in d["regions"]["east"]["electricity"]["values"]
+    ]
     d["regions"]["east"]["offers"]["L4"]["on_demand"]["usd_per_gpu_hour"] += 0.3
     assert optimum(d) >= base - 1e-6
 
@@ -251,8 +298,10 @@ def test_dominated_configuration_is_never_chosen(seed: int) -> None:
     d = generated(seed)
     d["phases"][0]["data"] = {"size_gb": 500}  # so that every phase pays for storage
     for r in d["regions"].values():
-        r["storage"] = {"hot": {"usd_per_gb_month": 0.10, "write_gb_per_s": 5.0},
-                        "hot2": {"usd_per_gb_month": 0.30, "write_gb_per_s": 5.0}}
+        r["storage"] = {
+            "hot": {"usd_per_gb_month": 0.10, "write_gb_per_s": 5.0},
+            "hot2": {"usd_per_gb_month": 0.30, "write_gb_per_s": 5.0},
+        }
     inst = instance_from(d)
     space = build_config_space(inst)
     assert not any(c.tier == "hot2" for cs in space.by_phase.values() for c in cs)
@@ -280,9 +329,18 @@ def hard_instance() -> Any:
     d["phases"][1]["preemptible"] = True
     d["phases"][1]["deadline"] = 168
     d["phases"][1]["work"]["tokens"] = 3e9
-    extra = [{"name": f"eval{i}", "kind": "evaluation", "model": "m1b",
-              "work": {"tokens": 2e8, "passes": "forward"}, "predecessors": ["finetune"],
-              "preemptible": True, "options": {"gpu_counts": [1, 2, 4, 8]}} for i in range(4)]
+    extra = [
+        {
+            "name": f"eval{i}",
+            "kind": "evaluation",
+            "model": "m1b",
+            "work": {"tokens": 2e8, "passes": "forward"},
+            "predecessors": ["finetune"],
+            "preemptible": True,
+            "options": {"gpu_counts": [1, 2, 4, 8]},
+        }
+        for i in range(4)
+    ]
     d["phases"].extend(extra)
     return instance_from(d)
 

@@ -20,16 +20,27 @@ from planner.solve import solve
 
 TOU = DATA / "levers_tou.yaml"
 
-ROUND_GPU = {"memory_gb": 80, "peak_tflops": {"bf16": 100}, "board_power_w": 1000,
-             "idle_power_w": 0, "gpus_per_node": 10, "node_overhead_w": 0,
-             "failures_per_gpu_hour": 0.0}
+ROUND_GPU = {
+    "memory_gb": 80,
+    "peak_tflops": {"bf16": 100},
+    "board_power_w": 1000,
+    "idle_power_w": 0,
+    "gpus_per_node": 10,
+    "node_overhead_w": 0,
+    "failures_per_gpu_hour": 0.0,
+}
 
 
 def _region(price: float, ci: float, rent: float) -> dict[str, Any]:
-    return {"timezone": "UTC", "pue": 1.0, "electricity": {"constant": price},
-            "carbon_intensity": {"constant": ci}, "capacity": {"G": 10},
-            "offers": {"G": {"on_demand": {"usd_per_gpu_hour": rent}}},
-            "storage": {"hot": {"usd_per_gb_month": 0.0}}}
+    return {
+        "timezone": "UTC",
+        "pue": 1.0,
+        "electricity": {"constant": price},
+        "carbon_intensity": {"constant": ci},
+        "capacity": {"G": 10},
+        "offers": {"G": {"on_demand": {"usd_per_gpu_hour": rent}}},
+        "storage": {"hot": {"usd_per_gb_month": 0.0}},
+    }
 
 
 def two_grids() -> dict[str, Any]:
@@ -44,9 +55,14 @@ def two_grids() -> dict[str, Any]:
         "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 12},
         "gpu_types": {"G": ROUND_GPU},
         "regions": {"coal": _region(50, 800, 2.0), "hydro": _region(100, 20, 2.5)},
-        "phases": [{"name": "job", "kind": "data_preparation",
-                    "work": {"gpu_hours": 40, "gpu": "G"},
-                    "options": {"gpu_counts": [10], "extra_spare_nodes": [0]}}],
+        "phases": [
+            {
+                "name": "job",
+                "kind": "data_preparation",
+                "work": {"gpu_hours": 40, "gpu": "G"},
+                "options": {"gpu_counts": [10], "extra_spare_nodes": [0]},
+            }
+        ],
     }
 
 
@@ -118,13 +134,13 @@ def test_carbon_needs_intensity() -> None:
 def test_cli(tmp_path: Path) -> None:
     runner = CliRunner()
     png = tmp_path / "f.png"
-    res = runner.invoke(app, ["pareto", str(TOU), "--vs", "deadline", "--points", "3",
-                              "--png", str(png)])
+    res = runner.invoke(
+        app, ["pareto", str(TOU), "--vs", "deadline", "--points", "3", "--png", str(png)]
+    )
     assert res.exit_code == 0, res.output
     assert "$88.64" in res.output and "$82.16" in res.output
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    res = runner.invoke(app, ["pareto", str(TOU), "--vs", "deadline", "--points", "2",
-                              "--json"])
+    res = runner.invoke(app, ["pareto", str(TOU), "--vs", "deadline", "--points", "2", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
     assert [p["x"] for p in data["points"]] == [4, 24]

@@ -67,8 +67,7 @@ def test_model_states_fp32_tp_pp_and_forward() -> None:
     assert model_state_bytes(1e9, "bf16", "sgd_momentum", 1, dp=4) / GB == pytest.approx(6.0)
     # Forward only: the weights alone, fp8 1 B/param; ZeRO-3 shards them: 7e9 / 8 = 0.875 GB.
     assert model_state_bytes(7e9, "fp8", "adamw", 0, dp=8, train=False) / GB == pytest.approx(7.0)
-    assert model_state_bytes(7e9, "fp8", "adamw", 3, dp=8, train=False) / GB == pytest.approx(
-        0.875)
+    assert model_state_bytes(7e9, "fp8", "adamw", 3, dp=8, train=False) / GB == pytest.approx(0.875)
     with pytest.raises(ValueError, match="ZeRO stage"):
         model_state_bytes(1e9, "bf16", "adamw", 4, dp=2)
 
@@ -125,7 +124,8 @@ def test_gpt3_first_stage_activations() -> None:
     # pp = 1 adds embeddings/output: 4 sbh / t (1 + V/h) = 12,582,912 x (1 + 51200/12288)
     # = 12,582,912 + 52,428,800 = 65,011,712.
     assert activation_bytes(gpt3, 1, 8, 1, "selective", "bf16") == pytest.approx(
-        10_267_656_192 + 65_011_712)
+        10_267_656_192 + 65_011_712
+    )
 
 
 # ----------------------------------------------------------------------------- FLOPs, params
@@ -183,8 +183,9 @@ def test_llama2_70b_energy_and_emissions() -> None:
     # Touvron et al. 2023, Table 2: 400 W per GPU, 1,720,320 GPU-hours -> 291.42 tCO2eq.
     # Energy at the power cap (load 1, no node overhead, no PUE, as in the paper):
     # 0.4 kW x 1,720,320 h = 688,128 kWh = 688 MWh.
-    kw = energy.it_power_kw(1, 0, board_w=400, idle_w=55, load=1.0, gpus_per_node=8,
-                            node_overhead_w=0)
+    kw = energy.it_power_kw(
+        1, 0, board_w=400, idle_w=55, load=1.0, gpus_per_node=8, node_overhead_w=0
+    )
     kwh = kw * 1_720_320
     assert kwh == pytest.approx(688_128)
     # Implied intensity 291.42e6 g / 688,128 kWh = 423.5 g/kWh; back through our function:
@@ -266,8 +267,8 @@ def test_failure_cost_and_downtime() -> None:
     # the failures at 2x downtime 0.5 h on $80/h rental: 0.1 x 0.5 x 2 x 0.5 x 80 = $4/h.
     assert reliability.expected_failure_cost_per_hour(0.1, 0.6, 100.0) == pytest.approx(6.0)
     assert reliability.expected_failure_cost_per_hour(
-        0.1, 0.6, 100.0, sla_share=0.5, credit_multiplier=2.0, downtime_h=0.5,
-        rental_per_h=80.0) == pytest.approx(2.0)
+        0.1, 0.6, 100.0, sla_share=0.5, credit_multiplier=2.0, downtime_h=0.5, rental_per_h=80.0
+    ) == pytest.approx(2.0)
 
 
 # ----------------------------------------------------------------------------- energy
@@ -307,9 +308,21 @@ def test_memory_breakdown_7b_zero3_full_recompute() -> None:
     # 7B model, L = 32, h = 4096, a = 32, s = 4096, V = 32000, bf16 AdamW on 8 x 80 GB,
     # ZeRO-3 (dp = 8), full recompute, micro-batch 1, tp = pp = 1.
     m = ModelDims(7e9, 32, 4096, 32, 4096, 32000)
-    mem = memory_per_gpu(m, 80.0, "bf16", zero=3, dp=8, tp=1, pp=1, recompute="full",
-                         micro_batch=1, train=True, buffer_gb=1.5, fragmentation=0.05,
-                         headroom=0.05)
+    mem = memory_per_gpu(
+        m,
+        80.0,
+        "bf16",
+        zero=3,
+        dp=8,
+        tp=1,
+        pp=1,
+        recompute="full",
+        micro_batch=1,
+        train=True,
+        buffer_gb=1.5,
+        fragmentation=0.05,
+        headroom=0.05,
+    )
     # States: 16 x 7e9 / 8 = 14e9 B = 14.0 GB.
     assert mem.model_states_gb == pytest.approx(14.0)
     # Activations: 2 sbh per layer = 2 x 4096 x 4096 = 33,554,432 x 32 = 1,073,741,824, plus
@@ -339,12 +352,20 @@ def _seventy_b_on_l4() -> planner.Instance:
     # 80 x 2 x 4096 x 8192 / 8 = 671,088,640 plus 4 x 4096 x 8192 / 8 x (1 + 32000/8192)
     # = 82,313,216 -> 0.75340 GB; total (140 + 0.75340) x 1.05 + 1.5 = 149.29 GB.
     inst = planner.read(TINY)
-    return inst.replace({
-        "models.m1b": {"params": 70e9, "layers": 80, "hidden": 8192, "heads": 64,
-                       "seq_len": 4096, "vocab": 32000},
-        "phases.finetune.gpu_types": ["L4"],
-        "phases.finetune.options": {"max_gpus": 8},
-    })
+    return inst.replace(
+        {
+            "models.m1b": {
+                "params": 70e9,
+                "layers": 80,
+                "hidden": 8192,
+                "heads": 64,
+                "seq_len": 4096,
+                "vocab": 32000,
+            },
+            "phases.finetune.gpu_types": ["L4"],
+            "phases.finetune.options": {"max_gpus": 8},
+        }
+    )
 
 
 def test_seventy_b_on_l4_is_infeasible() -> None:
@@ -385,7 +406,7 @@ def test_layout_efficiency() -> None:
     assert compute.layout_efficiency(4, 4, 3, 4, True) == pytest.approx(0.768320, abs=1e-6)
     # ZeRO-3 within a node, or with dp = 1, costs nothing extra.
     assert compute.layout_efficiency(1, 1, 3, 8, False) == 1.0
-    assert compute.layout_efficiency(8, 1, 3, 1, True) == pytest.approx(0.98 ** 3)
+    assert compute.layout_efficiency(8, 1, 3, 1, True) == pytest.approx(0.98**3)
 
 
 def test_recompute_throughput() -> None:

@@ -62,22 +62,51 @@ def page(plan: Plan, inst: planner.Instance) -> str:
 
 def _phase(**kw: Any) -> PhasePlan:
     base: dict[str, Any] = dict(
-        name="ft", gpu="A100", region="east", contract="on_demand", gpus=8.0, spare_gpus=0,
-        precision="bf16", zero=1, recompute="none", tp=1, pp=1, tier="hot",
-        hours=(10, 11, 12, 13, 14), costs={k: 0.0 for k in COST_KEYS},
-        info={"work_hours": 4.6, "memory_gb": 40.0, "model_states_gb": 30.0,
-              "activations_gb": 6.0, "memory_capacity_gb": 76.0, "expected_failures": 0.01,
-              "failure_rate_per_h": 0.002, "checkpoint_interval_s": 3600.0,
-              "checkpoint_gb": 18.0, "facility_kw": 7.0})
+        name="ft",
+        gpu="A100",
+        region="east",
+        contract="on_demand",
+        gpus=8.0,
+        spare_gpus=0,
+        precision="bf16",
+        zero=1,
+        recompute="none",
+        tp=1,
+        pp=1,
+        tier="hot",
+        hours=(10, 11, 12, 13, 14),
+        costs={k: 0.0 for k in COST_KEYS},
+        info={
+            "work_hours": 4.6,
+            "memory_gb": 40.0,
+            "model_states_gb": 30.0,
+            "activations_gb": 6.0,
+            "memory_capacity_gb": 76.0,
+            "expected_failures": 0.01,
+            "failure_rate_per_h": 0.002,
+            "checkpoint_interval_s": 3600.0,
+            "checkpoint_gb": 18.0,
+            "facility_kw": 7.0,
+        },
+    )
     base.update(kw)
     return PhasePlan(**base)
 
 
 def _plan(*phases: PhasePlan, **kw: Any) -> Plan:
     base: dict[str, Any] = dict(
-        instance="tiny", horizon_start=datetime(2023, 6, 5, tzinfo=UTC), solver="hand",
-        status="feasible", termination="heuristic", objective=100.0, bound=90.0, gap=0.1,
-        runtime_s=0.0, costs={**{k: 0.0 for k in COST_KEYS}, "total": 0.0}, phases=phases)
+        instance="tiny",
+        horizon_start=datetime(2023, 6, 5, tzinfo=UTC),
+        solver="hand",
+        status="feasible",
+        termination="heuristic",
+        objective=100.0,
+        bound=90.0,
+        gap=0.1,
+        runtime_s=0.0,
+        costs={**{k: 0.0 for k in COST_KEYS}, "total": 0.0},
+        phases=phases,
+    )
     base.update(kw)
     return Plan(**base)
 
@@ -112,8 +141,9 @@ def test_page_has_every_section_and_the_plan_numbers(plan: Plan, page: str) -> N
     assert "No instance was given" not in page
 
 
-def test_page_shows_region_prices_and_capacity_of_the_instance(plan: Plan, page: str,
-                                                               inst: planner.Instance) -> None:
+def test_page_shows_region_prices_and_capacity_of_the_instance(
+    plan: Plan, page: str, inst: planner.Instance
+) -> None:
     # tiny: east constant 60 USD/MWh; west 120, 40 from 22:00 to 06:00 Berlin time. Over the
     # 48 h from 2023-06-05 00:00 UTC (02:00 CEST) the cheap band covers 04:00 of the first
     # day (4 h) + 20:00-04:00 UTC (8 h) + 20:00-24:00 (4 h) = 16 h, so the mean is
@@ -158,8 +188,11 @@ def test_page_without_instance_says_so_and_skips_instance_charts(plan: Plan) -> 
 
 def test_names_are_escaped_in_page_and_charts(plan: Plan, inst: planner.Instance) -> None:
     p0 = plan.phases[0]
-    odd = replace(plan, phases=(replace(p0, name="<b>$x$ & y</b>"), *plan.phases[1:]),
-                  notes=("<script>alert(1)</script>",))
+    odd = replace(
+        plan,
+        phases=(replace(p0, name="<b>$x$ & y</b>"), *plan.phases[1:]),
+        notes=("<script>alert(1)</script>",),
+    )
     html = render(odd, inst)
     assert "<b>$x$" not in html and "<script>" not in html
     assert "&lt;b&gt;$x$ &amp; y&lt;/b&gt;" in html
@@ -195,8 +228,9 @@ def test_predicted_utilisation_and_headroom_flags() -> None:
 
 def test_flags_and_missing_figures_reach_the_page() -> None:
     flagged = _phase(name="idle-spares", spare_gpus=8)
-    tight = _phase(name="tight", hours=(20, 21), info={**_phase().info, "memory_gb": 73.0,
-                                                        "work_hours": 2.0})
+    tight = _phase(
+        name="tight", hours=(20, 21), info={**_phase().info, "memory_gb": 73.0, "work_hours": 2.0}
+    )
     bare = _phase(name="bare", hours=(30,), info={})
     html = render(_plan(flagged, tight, bare), None)
     mon = html.split('<section id="monitoring">')[1].split("</section>")[0]
@@ -213,8 +247,11 @@ def test_segments_and_plan_wide_costs() -> None:
     # (not any phase's) and porting 25.
     a = _phase(name="a", costs={**{k: 0.0 for k in COST_KEYS}, "rental": 30.0})
     b = _phase(name="b", costs={**{k: 0.0 for k in COST_KEYS}, "rental": 30.0})
-    plan = _plan(a, b, costs={**{k: 0.0 for k in COST_KEYS}, "rental": 100.0,
-                               "porting": 25.0, "total": 125.0})
+    plan = _plan(
+        a,
+        b,
+        costs={**{k: 0.0 for k in COST_KEYS}, "rental": 100.0, "porting": 25.0, "total": 125.0},
+    )
     rows = dict(cost_rows(plan))
     assert rows[PLAN_WIDE]["rental"] == pytest.approx(40.0)
     assert rows[PLAN_WIDE]["porting"] == pytest.approx(25.0)
@@ -225,15 +262,17 @@ def test_segments_and_plan_wide_costs() -> None:
 
 def test_instance_that_does_not_fit_the_plan(plan: Plan, inst: planner.Instance) -> None:
     p0 = plan.phases[0]
-    bad = replace(plan, phases=(replace(p0, region="north", hours=(47, 48)), *plan.phases[1:]),
-                  horizon_start=plan.horizon_start + timedelta(hours=1))
+    bad = replace(
+        plan,
+        phases=(replace(p0, region="north", hours=(47, 48)), *plan.phases[1:]),
+        horizon_start=plan.horizon_start + timedelta(hours=1),
+    )
     with pytest.raises(ReportError) as e:
         check_match(bad, inst, "p.json", "tiny.yaml")
     text = str(e.value)
     assert "p.json: horizon_start: the plan starts at 2023-06-05T01:00:00+00:00" in text
     assert f"p.json: phases[0] ({p0.name}).region: 'north' is not a region" in text
-    assert f"phases[0] ({p0.name}).hours: hour 48 is outside the instance's horizon 0..47" \
-        in text
+    assert f"phases[0] ({p0.name}).hours: hour 48 is outside the instance's horizon 0..47" in text
     with pytest.raises(ReportError):
         render(bad, inst)
 
@@ -253,8 +292,7 @@ def _assert_not_blank(path: Path) -> None:
     assert float((rgb < 0.9).any(axis=2).mean()) > 0.01, f"{path.name}: almost all white"
 
 
-def test_pngs_written_and_not_blank(plan: Plan, inst: planner.Instance,
-                                    tmp_path: Path) -> None:
+def test_pngs_written_and_not_blank(plan: Plan, inst: planner.Instance, tmp_path: Path) -> None:
     paths = write_pngs(plan, inst, tmp_path / "charts")
     assert [p.name for p in paths] == [f"{c}.png" for c in CHARTS]
     for p in paths:
@@ -293,7 +331,8 @@ def test_cli_finds_the_instance_beside_the_plan(plan: Plan, tmp_path: Path) -> N
     html = (tmp_path / "plan.html").read_text(encoding="utf-8")  # default: PLAN with .html
     assert html.count("<svg") == 6 and "No instance was given" not in html
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == sorted(
-        f"{c}.png" for c in CHARTS)
+        f"{c}.png" for c in CHARTS
+    )
     assert "tiny.yaml (the plan's instance name, beside the plan)" in r.stdout
 
 
@@ -332,10 +371,13 @@ def test_cli_bad_plan_file_exits_2_naming_file_and_field(plan: Plan, tmp_path: P
     assert "Traceback" not in r.output and not (tmp_path / "x.html").exists()
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("{not json", "cannot parse"),
-    ("[1, 2]", "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "cannot parse"),
+        ("[1, 2]", "expected a JSON object"),
+    ],
+)
 def test_cli_unreadable_plan_exits_2(tmp_path: Path, content: str, expected: str) -> None:
     path = tmp_path / "p.json"
     path.write_text(content, encoding="utf-8")
@@ -376,8 +418,9 @@ def test_cli_plan_with_hours_that_cannot_be_dates(plan: Plan, tmp_path: Path) ->
     (tmp_path / "plan.json").write_text(json.dumps(d), encoding="utf-8")
     r = run(tmp_path / "plan.json")
     assert r.exit_code == 2, r.output
-    assert f"phases[0] ({plan.phases[0].name}).hours: expected hours in 0..999999, got -3" \
-        in r.stderr
+    assert (
+        f"phases[0] ({plan.phases[0].name}).hours: expected hours in 0..999999, got -3" in r.stderr
+    )
 
 
 def test_entry_point_bad_plan_no_traceback(plan: Plan, tmp_path: Path) -> None:
@@ -385,7 +428,10 @@ def test_entry_point_bad_plan_no_traceback(plan: Plan, tmp_path: Path) -> None:
     path = _bad_plan(plan, tmp_path)
     proc = subprocess.run(
         [sys.executable, "-c", "from planner.cli import main; main()", "report", str(path)],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "gpus" in proc.stderr and str(path) in proc.stderr
     assert "Traceback" not in proc.stderr

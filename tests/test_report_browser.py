@@ -36,16 +36,29 @@ TINY = Path(__file__).parent / "data" / "tiny.yaml"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at "
-                       "/usr/bin/chromium (apt-get install -y --no-install-recommends chromium)"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="needs Debian's chromium at "
+        "/usr/bin/chromium (apt-get install -y --no-install-recommends chromium)",
+    ),
 ]
 
 #: Flags for a quiet, offline, throw-away browser; DNS resolves nothing, so any attempt to
 #: fetch from a host fails (and is reported) instead of reaching the network.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-         "--disable-default-apps", "--disable-extensions", "--mute-audio",
-         "--host-resolver-rules=MAP * ~NOTFOUND")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--mute-audio",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
 TIMEOUT_S = 60.0
 
 
@@ -74,10 +87,19 @@ class Browser:
         self._log = log.open("wb")
         # close_fds=False keeps 3 and 4; Python's own descriptors are not inheritable (PEP 446).
         self.proc = subprocess.Popen(
-            [str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe",
-             "about:blank"],
-            preexec_fn=fds, close_fds=False, stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=subprocess.STDOUT)
+            [
+                str(CHROMIUM),
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-pipe",
+                "about:blank",
+            ],
+            preexec_fn=fds,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf = b""
@@ -99,8 +121,9 @@ class Browser:
         msg, self._buf = self._buf.split(b"\0", 1)
         return dict(json.loads(msg))
 
-    def send(self, method: str, params: dict[str, Any] | None = None,
-             session: str | None = None) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, session: str | None = None
+    ) -> dict[str, Any]:
         """Send a command and return its result; events that arrive meanwhile are kept."""
         self._next += 1
         msg: dict[str, Any] = {"id": self._next, "method": method, "params": params or {}}
@@ -154,21 +177,24 @@ def load(page: Path, tmp: Path) -> tuple[list[str], dict[str, Any]]:
         s = b.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Runtime", "Log", "Network", "Page"):
             b.send(f"{domain}.enable", session=s)
-        b.send("Emulation.setDeviceMetricsOverride", {"width": 1400, "height": 3000,
-                                                      "deviceScaleFactor": 1, "mobile": False},
-               session=s)
+        b.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1400, "height": 3000, "deviceScaleFactor": 1, "mobile": False},
+            session=s,
+        )
         b.send("Page.navigate", {"url": page.resolve().as_uri()}, session=s)
         b.wait_for("Page.loadEventFired")
         b.drain(0.5)
-        expr = ("JSON.stringify({svgs: document.querySelectorAll('svg.chart').length,"
-                " sections: [...document.querySelectorAll('section')].map(x => x.id),"
-                " height: document.documentElement.scrollHeight,"
-                " width: document.documentElement.scrollWidth,"
-                " charts: [...document.querySelectorAll('svg.chart')].map("
-                "   x => Math.round(x.getBoundingClientRect().height)),"
-                " title: document.title})")
-        got = b.send("Runtime.evaluate", {"expression": expr, "returnByValue": True},
-                     session=s)
+        expr = (
+            "JSON.stringify({svgs: document.querySelectorAll('svg.chart').length,"
+            " sections: [...document.querySelectorAll('section')].map(x => x.id),"
+            " height: document.documentElement.scrollHeight,"
+            " width: document.documentElement.scrollWidth,"
+            " charts: [...document.querySelectorAll('svg.chart')].map("
+            "   x => Math.round(x.getBoundingClientRect().height)),"
+            " title: document.title})"
+        )
+        got = b.send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session=s)
         facts = json.loads(got["result"]["value"])
     finally:
         b.close()
@@ -177,8 +203,9 @@ def load(page: Path, tmp: Path) -> tuple[list[str], dict[str, Any]]:
         m, p = e.get("method"), e.get("params", {})
         if m == "Runtime.exceptionThrown":
             d = p["exceptionDetails"]
-            problems.append(f"exception: {d.get('text', '')} "
-                            f"{d.get('exception', {}).get('description', '')}")
+            problems.append(
+                f"exception: {d.get('text', '')} {d.get('exception', {}).get('description', '')}"
+            )
         elif m == "Runtime.consoleAPICalled":
             args = " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"])
             problems.append(f"console.{p['type']}: {args}")
@@ -225,7 +252,8 @@ def test_console_check_catches_errors_and_external_requests(tmp_path: Path) -> N
         "<!DOCTYPE html><html><head><title>bad</title></head><body><p>bad</p>"
         '<img src="http://report-test.invalid/x.png" alt="">'
         "<script>console.error('boom'); notDefined();</script></body></html>",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     problems, _ = load(bad, tmp_path)
     text = "\n".join(problems)
     assert "console.error: boom" in text
@@ -236,9 +264,18 @@ def test_console_check_catches_errors_and_external_requests(tmp_path: Path) -> N
 def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     proc = subprocess.run(
-        [str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-         f"--screenshot={shot}", "--window-size=1400,3000", report.resolve().as_uri()],
-        capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        [
+            str(CHROMIUM),
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1400,3000",
+            report.resolve().as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
     img = matplotlib.image.imread(shot)[..., :3]
     assert img.shape[:2] == (3000, 1400)
@@ -249,9 +286,8 @@ def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     assert float(img.std()) > 0.1
     # Content all the way down: every 500-pixel band has ink (non-white pixels).
     for top in range(0, 3000, 500):
-        band = img[top:top + 500]
+        band = img[top : top + 500]
         assert float((band < 0.85).any(axis=2).mean()) > 0.01, f"band at {top} px is empty"
     # Phase colours of the charts are on screen: tab10 blue (31, 119, 180) of the first phase.
     blue = np.all(np.abs(img * 255 - np.array([31, 119, 180])) < 8, axis=2)
     assert int(blue.sum()) > 200
-

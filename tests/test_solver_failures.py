@@ -46,10 +46,14 @@ DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
 
 CRASH = "HiGHS: simulated crash"
-NO_PLAN_IN_TIME = ("no plan found in time: the solver stopped at its time limit without a "
-                   "feasible plan; raise --time-limit or relax the instance")
-OUT_OF_MEMORY = ("the solver ran out of memory; try a coarser instance, fewer configurations "
-                 "(options.gpu_counts) or a shorter horizon")
+NO_PLAN_IN_TIME = (
+    "no plan found in time: the solver stopped at its time limit without a "
+    "feasible plan; raise --time-limit or relax the instance"
+)
+OUT_OF_MEMORY = (
+    "the solver ran out of memory; try a coarser instance, fewer configurations "
+    "(options.gpu_counts) or a shorter horizon"
+)
 
 
 def raiser(exc: BaseException) -> Callable[..., NoReturn]:
@@ -74,14 +78,14 @@ def no_schedule(*args: Any, **kwargs: Any) -> tuple[None, str]:
     return None, "none"
 
 
-def time_limit_without_solution(lp: Any, time_limit: float, *args: Any,
-                                **kwargs: Any) -> RawSolution:
+def time_limit_without_solution(
+    lp: Any, time_limit: float, *args: Any, **kwargs: Any
+) -> RawSolution:
     """What solve_highs returns when HiGHS stops at its time limit before any solution."""
     return RawSolution("time_limit", None, None, None, None, time_limit, "Time limit reached")
 
 
-def crash_inside_highs(monkeypatch: pytest.MonkeyPatch, backend: str,
-                       exc: BaseException) -> None:
+def crash_inside_highs(monkeypatch: pytest.MonkeyPatch, backend: str, exc: BaseException) -> None:
     """``exc`` raised inside the real solve_highs (creating the Highs object) or inside
     Pyomo's HiGHS interface."""
     if backend == "highs":
@@ -96,8 +100,9 @@ def crash_inside_highs(monkeypatch: pytest.MonkeyPatch, backend: str,
 
 
 @pytest.mark.parametrize("backend", ["highs", "pyomo"])
-def test_a_solver_that_raises_gives_an_error_result(monkeypatch: pytest.MonkeyPatch,
-                                                    tiny: Instance, backend: str) -> None:
+def test_a_solver_that_raises_gives_an_error_result(
+    monkeypatch: pytest.MonkeyPatch, tiny: Instance, backend: str
+) -> None:
     without_heuristics(monkeypatch)
     crash_inside_highs(monkeypatch, backend, RuntimeError(CRASH))
     res = planner_solve.solve(tiny, solver="milp", backend=backend, time_limit=5)
@@ -114,8 +119,9 @@ def test_a_solver_error_says_what_to_do(monkeypatch: pytest.MonkeyPatch, tiny: I
     assert "--solver" in res.message and "--backend" in res.message, res.message
 
 
-def test_an_unexpected_solver_exception_is_an_error_result(monkeypatch: pytest.MonkeyPatch,
-                                                           tiny: Instance) -> None:
+def test_an_unexpected_solver_exception_is_an_error_result(
+    monkeypatch: pytest.MonkeyPatch, tiny: Instance
+) -> None:
     without_heuristics(monkeypatch)
     crash_inside_highs(monkeypatch, "highs", KeyError("column 17"))
     res = planner_solve.solve(tiny, solver="milp", backend="highs", time_limit=5)
@@ -124,8 +130,9 @@ def test_an_unexpected_solver_exception_is_an_error_result(monkeypatch: pytest.M
 
 
 @pytest.mark.parametrize("solver", ["milp", "highs", "cpsat"])
-def test_running_out_of_memory_gives_an_error_result(monkeypatch: pytest.MonkeyPatch,
-                                                     tiny: Instance, solver: str) -> None:
+def test_running_out_of_memory_gives_an_error_result(
+    monkeypatch: pytest.MonkeyPatch, tiny: Instance, solver: str
+) -> None:
     # each formulation's model builder raises MemoryError, as a huge model would
     without_heuristics(monkeypatch)
     module = {"milp": milp_solve, "highs": starttime_solve, "cpsat": cpsat_solve}[solver]
@@ -147,8 +154,9 @@ def test_milp_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: I
     assert math.isfinite(lower) and lower > 0 and res.bound == lower
 
 
-def test_starttime_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch,
-                                             tiny: Instance) -> None:
+def test_starttime_time_limit_without_a_plan(
+    monkeypatch: pytest.MonkeyPatch, tiny: Instance
+) -> None:
     monkeypatch.setattr(starttime_solve, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(starttime_solve, "solve_highs", time_limit_without_solution)
     res = planner_solve.solve(tiny, solver="highs", time_limit=1)
@@ -156,8 +164,7 @@ def test_starttime_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch,
     assert res.message.startswith(NO_PLAN_IN_TIME), res.message
 
 
-def test_cpsat_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch,
-                                         tiny: Instance) -> None:
+def test_cpsat_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: Instance) -> None:
     # CP-SAT runs to its limit and stops with status UNKNOWN (no solution, no proof): the
     # wall time passes, then the real search runs with no deterministic time left
     real = cp_model.CpSolver.solve
@@ -220,8 +227,11 @@ def test_cli_out_of_memory_outside_the_solver_exits_3(monkeypatch: pytest.Monkey
     # `guarded`
     monkeypatch.setattr(cli_solve, "load_instance", raiser(MemoryError()))
     res = run_solve("--time-limit", "5")
-    assert_clean(res, EXIT_SOLVER, "error: out of memory; try a coarser --slot, fewer "
-                                   "configurations or a smaller instance")
+    assert_clean(
+        res,
+        EXIT_SOLVER,
+        "error: out of memory; try a coarser --slot, fewer configurations or a smaller instance",
+    )
 
 
 def test_cli_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,9 +253,13 @@ def test_cli_infeasible_exits_1(tmp_path: Path) -> None:
     f = tmp_path / "late.yaml"
     f.write_text(TINY.read_text().replace("    deadline: 48\n", "    deadline: 2\n"))
     res = CliRunner().invoke(app, ["solve", str(f), "--time-limit", "5"])
-    assert_clean(res, EXIT_INFEASIBLE, "no plan: finetune: the fastest configuration needs "
-                                       "3 h but the window from release (hour 0) to deadline "
-                                       "(hour 2) is 2 h")
+    assert_clean(
+        res,
+        EXIT_INFEASIBLE,
+        "no plan: finetune: the fastest configuration needs "
+        "3 h but the window from release (hour 0) to deadline "
+        "(hour 2) is 2 h",
+    )
     assert f"explain the conflict with: trainplan explain {f}" in " ".join(res.stderr.split())
 
 
@@ -265,14 +279,20 @@ class InProcess:
     name = "in-process"
     workers = 1
 
-    def run(self, base: BasePayload, opts: SolveOptions, tasks: list[Task],
-            on_result: Callable[[dict[str, Any]], None]) -> None:
+    def run(
+        self,
+        base: BasePayload,
+        opts: SolveOptions,
+        tasks: list[Task],
+        on_result: Callable[[dict[str, Any]], None],
+    ) -> None:
         for task in tasks:
             on_result(run_scenario(base, task, opts))
 
 
-def test_a_failing_scenario_fails_only_its_row(monkeypatch: pytest.MonkeyPatch,
-                                               tmp_path: Path) -> None:
+def test_a_failing_scenario_fails_only_its_row(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """grid_small.yaml: fleet (both, east_only) x east price (x1, x2) x east PUE (1.2, 1.5).
     In the east_only, PUE 1.5 scenarios the solver crashes (x1) or runs out of memory (x2);
     in east_only, PUE 1.2, x2 it stops at its time limit without a plan. The five others
@@ -286,8 +306,17 @@ def test_a_failing_scenario_fails_only_its_row(monkeypatch: pytest.MonkeyPatch,
         if east_only and pue == 1.5:
             raise RuntimeError(CRASH) if price == 60 else MemoryError()
         if east_only and price == 120:
-            return Result(solver, Termination.TIME_LIMIT, SolutionStatus.NONE, None, None, None,
-                          1.0, None, NO_PLAN_IN_TIME)
+            return Result(
+                solver,
+                Termination.TIME_LIMIT,
+                SolutionStatus.NONE,
+                None,
+                None,
+                None,
+                1.0,
+                None,
+                NO_PLAN_IN_TIME,
+            )
         return real(inst, solver, *args)
 
     monkeypatch.setattr(planner_solve, "_dispatch", dispatch)
@@ -296,8 +325,14 @@ def test_a_failing_scenario_fails_only_its_row(monkeypatch: pytest.MonkeyPatch,
     report = run_grid(spec, store, InProcess(), opts)
     assert report.solved == {"ok": 5, "failed": 2, "timeout": 1}
     df = grid_frame(spec, store).set_index("id")
-    by_params = {(sc.params["fleet"], sc.params["regions.east.electricity*"],
-                  sc.params["regions.east.pue"]): sc for sc in spec.scenarios}
+    by_params = {
+        (
+            sc.params["fleet"],
+            sc.params["regions.east.electricity*"],
+            sc.params["regions.east.pue"],
+        ): sc
+        for sc in spec.scenarios
+    }
     crash = df.loc[by_params[("east_only", 1, 1.5)].id]
     oom = df.loc[by_params[("east_only", 2, 1.5)].id]
     slow = df.loc[by_params[("east_only", 2, 1.2)].id]
@@ -312,7 +347,14 @@ def test_a_failing_scenario_fails_only_its_row(monkeypatch: pytest.MonkeyPatch,
             continue
         row = df.loc[sc.id]
         assert row["status"] == "ok", (key, row["error"])
-        direct = real(build_instance(spec.base, sc), opts.solver, opts.time_limit, opts.gap,
-                      1, opts.backend, False)
+        direct = real(
+            build_instance(spec.base, sc),
+            opts.solver,
+            opts.time_limit,
+            opts.gap,
+            1,
+            opts.backend,
+            False,
+        )
         assert direct.objective is not None
         assert row["objective"] == pytest.approx(direct.objective, rel=1e-6)

@@ -62,7 +62,7 @@ LITERAL_MAX_STARTS = 5_000_000
 
 #: Largest scale (integer units per USD) tried, and the bound on scaled objective magnitude.
 MAX_SCALE = 1e4
-MAX_SCALED = 2.0 ** 40
+MAX_SCALED = 2.0**40
 
 #: Demand scales tried, smallest first, to make fractional GPU counts integral.
 DEMAND_SCALES = (1, 2, 4, 5, 8, 10, 16, 20, 25, 40, 50, 100, 1000)
@@ -104,8 +104,10 @@ class CpsatModel:
 def choose_scale(data: StartData) -> float:
     """The largest power of ten <= MAX_SCALE with (largest possible |objective|) x scale below
     MAX_SCALED."""
-    top = sum(float(np.max(np.abs(np.concatenate([t.cost for t in ts])))) if ts else 0.0
-              for ts in data.tables.values())
+    top = sum(
+        float(np.max(np.abs(np.concatenate([t.cost for t in ts])))) if ts else 0.0
+        for ts in data.tables.values()
+    )
     top += sum(abs(tr.cost) for tr in data.transfers) + sum(data.porting.values())
     top += sum(rp.hi * rp.cost_per_gpu for rp in data.reserved.values())
     scale = MAX_SCALE
@@ -154,8 +156,9 @@ def add_starts(cm: CpsatModel) -> None:
         cm.rounding_bound += err
 
 
-def _literal_starts(cm: CpsatModel, name: str, s: cp_model.IntVar,
-                    xs: list[cp_model.IntVar]) -> None:
+def _literal_starts(
+    cm: CpsatModel, name: str, s: cp_model.IntVar, xs: list[cp_model.IntVar]
+) -> None:
     m = cm.model
     every: list[cp_model.IntVar] = []
     terms_s: list[tuple[cp_model.IntVar, int]] = []
@@ -171,8 +174,9 @@ def _literal_starts(cm: CpsatModel, name: str, s: cp_model.IntVar,
     cm.counts["start_literals"] += len(every)
 
 
-def _element_starts(cm: CpsatModel, name: str, s: cp_model.IntVar,
-                    xs: list[cp_model.IntVar]) -> None:
+def _element_starts(
+    cm: CpsatModel, name: str, s: cp_model.IntVar, xs: list[cp_model.IntVar]
+) -> None:
     d, m = cm.data, cm.model
     tables = d.tables[name]
     e = d.windows.start[name]
@@ -203,7 +207,8 @@ def add_intervals(cm: CpsatModel) -> None:
     for name, tables in cm.data.tables.items():
         for k, t in enumerate(tables):
             cm.interval[(name, k)] = cm.model.new_optional_fixed_size_interval_var(
-                cm.start[name], t.hours, cm.present[(name, k)], f"run[{name},{t.config.index}]")
+                cm.start[name], t.hours, cm.present[(name, k)], f"run[{name},{t.config.index}]"
+            )
 
 
 def add_precedence(cm: CpsatModel) -> None:
@@ -254,8 +259,11 @@ def add_capacity(cm: CpsatModel) -> None:
             t = u
         m.add_cumulative(ivs, dem, cap_max * cm.demand_scale)
     for pool, rp in sorted(d.reserved.items()):
-        dom = cp_model.Domain.from_intervals([[0, 0], [max(rp.lo, 1), rp.hi]]) \
-            if rp.hi >= max(rp.lo, 1) else cp_model.Domain(0, 0)
+        dom = (
+            cp_model.Domain.from_intervals([[0, 0], [max(rp.lo, 1), rp.hi]])
+            if rp.hi >= max(rp.lo, 1)
+            else cp_model.Domain(0, 0)
+        )
         r = m.new_int_var_from_domain(dom, f"R[{pool[0]},{pool[1]}]")
         cm.R[pool] = r
         coef = int(cm.scaled(rp.cost_per_gpu))
@@ -263,9 +271,11 @@ def add_capacity(cm: CpsatModel) -> None:
         cm.rounding_terms += rp.hi
         cm.rounding_bound += rp.hi * abs(coef / cm.scale - rp.cost_per_gpu)
         mem = [(n, k) for n, k in d.pools[pool] if d.tables[n][k].config.contract == "reserved"]
-        m.add_cumulative([cm.interval[mk] for mk in mem],
-                         [_dem(cm, d.tables[n][k].config.total_gpus) for n, k in mem],
-                         cm.demand_scale * r)
+        m.add_cumulative(
+            [cm.interval[mk] for mk in mem],
+            [_dem(cm, d.tables[n][k].config.total_gpus) for n, k in mem],
+            cm.demand_scale * r,
+        )
 
 
 def add_redundant(cm: CpsatModel) -> None:
@@ -276,11 +286,11 @@ def add_redundant(cm: CpsatModel) -> None:
         lo, hi, peak = _pool_span(cm, pool)
         if not np.any(peak[lo:hi] > cap[lo:hi] + 1e-9):
             continue
-        terms = [(cm.present[(n, k)], d.tables[n][k].hours * _dem(cm, d.tables[n][k]
-                                                                   .config.total_gpus))
-                 for n, k in d.pools[pool]]
-        cm.model.add(sum(c * x for x, c in terms)
-                     <= int(cap[lo:hi].sum()) * cm.demand_scale)
+        terms = [
+            (cm.present[(n, k)], d.tables[n][k].hours * _dem(cm, d.tables[n][k].config.total_gpus))
+            for n, k in d.pools[pool]
+        ]
+        cm.model.add(sum(c * x for x, c in terms) <= int(cap[lo:hi].sum()) * cm.demand_scale)
         cm.counts["energy_rows"] += 1
 
 
@@ -290,13 +300,23 @@ def _phase_key(cm: CpsatModel, name: str) -> tuple[object, ...]:
 
     p = d.inst.phase(name)
     active = set(d.tables)
-    tabs = tuple((t.config.region, t.config.gpu, t.config.contract, d.family(t.config),
-                  t.hours, t.config.total_gpus, t.starts.tobytes(), cm.scaled(t.cost).tobytes(),
-                  np.round(t.emissions, 12).tobytes()) for t in d.tables[name])
+    tabs = tuple(
+        (
+            t.config.region,
+            t.config.gpu,
+            t.config.contract,
+            d.family(t.config),
+            t.hours,
+            t.config.total_gpus,
+            t.starts.tobytes(),
+            cm.scaled(t.cost).tobytes(),
+            np.round(t.emissions, 12).tobytes(),
+        )
+        for t in d.tables[name]
+    )
     preds = tuple(sorted(q for q in p.predecessors if q in active))
     succs = tuple(sorted(q for q in d.inst.successors(name) if q in active))
-    return (tabs, preds, succs, output_gb_of(d.inst, p), d.windows.start[name],
-            d.windows.end[name])
+    return (tabs, preds, succs, output_gb_of(d.inst, p), d.windows.start[name], d.windows.end[name])
 
 
 def add_symmetry(cm: CpsatModel) -> None:
@@ -322,8 +342,14 @@ def add_transfer(cm: CpsatModel) -> None:
         key = (name, r)
         if key not in cm.region:
             lit = m.new_bool_var(f"in[{name},{r}]")
-            m.add(lit == sum(cm.present[(name, k)] for k, t in enumerate(d.tables[name])
-                             if t.config.region == r))
+            m.add(
+                lit
+                == sum(
+                    cm.present[(name, k)]
+                    for k, t in enumerate(d.tables[name])
+                    if t.config.region == r
+                )
+            )
             cm.region[key] = lit
         return cm.region[key]
 
@@ -367,8 +393,7 @@ def add_carbon_cap(cm: CpsatModel) -> None:
     cap = d.inst.spec.objective.carbon_cap_tonnes
     if cap is None:
         return
-    top = max(cap, sum(float(max(t.emissions.max() for t in ts)) for ts in d.tables.values()
-                       if ts))
+    top = max(cap, sum(float(max(t.emissions.max() for t in ts)) for ts in d.tables.values() if ts))
     ke = 10.0 ** math.floor(math.log10(1e12 / max(top, 1e-12)))
     ke = min(ke, 1e9)
     terms: list[tuple[cp_model.IntVar, int]] = []
@@ -376,8 +401,7 @@ def add_carbon_cap(cm: CpsatModel) -> None:
         if cm.mode == "literal":
             for k, t in enumerate(tables):
                 coefs = np.ceil(t.emissions * ke - 1e-6).astype(np.int64).tolist()
-                terms.extend((yv, c) for yv, c in zip(cm.y[(name, k)], coefs, strict=True)
-                             if c)
+                terms.extend((yv, c) for yv, c in zip(cm.y[(name, k)], coefs, strict=True) if c)
         else:
             e = d.windows.start[name]
             width = max(int(t.starts[-1]) for t in tables) - e + 1
@@ -388,17 +412,33 @@ def add_carbon_cap(cm: CpsatModel) -> None:
             m.add_element(cm.index[name], flat.tolist(), ev)
             terms.append((ev, 1))
     m.add(sum(c * v for v, c in terms) <= math.floor(cap * ke + 1e-6))
-    cm.notes.append(f"carbon cap applied in units of {1 / ke:g} t (emissions rounded up, cap "
-                    f"down): conservative by at most {len(d.tables) / ke:g} t")
+    cm.notes.append(
+        f"carbon cap applied in units of {1 / ke:g} t (emissions rounded up, cap "
+        f"down): conservative by at most {len(d.tables) / ke:g} t"
+    )
 
 
 #: The families in build order; each is one function above.
-FAMILIES = (add_starts, add_intervals, add_precedence, add_capacity, add_redundant,
-            add_symmetry, add_transfer, add_porting, add_carbon_cap)
+FAMILIES = (
+    add_starts,
+    add_intervals,
+    add_precedence,
+    add_capacity,
+    add_redundant,
+    add_symmetry,
+    add_transfer,
+    add_porting,
+    add_carbon_cap,
+)
 
 
-def build(data: StartData, mode: str = "auto", scale: float | None = None,
-          redundant: bool = True, symmetry: bool = True) -> CpsatModel:
+def build(
+    data: StartData,
+    mode: str = "auto",
+    scale: float | None = None,
+    redundant: bool = True,
+    symmetry: bool = True,
+) -> CpsatModel:
     """Build the CP-SAT model. ``mode``: "literal", "element" or "auto"; ``scale``: integer
     units per USD (None: :func:`choose_scale`)."""
     if mode == "auto":
@@ -408,8 +448,10 @@ def build(data: StartData, mode: str = "auto", scale: float | None = None,
     k, exact = demand_scale(data)
     cm = CpsatModel(data, cp_model.CpModel(), mode, scale or choose_scale(data), k)
     if not exact:
-        cm.notes.append(f"fractional GPU demands rounded up to 1/{k} GPU in the capacity "
-                        "constraints (conservative)")
+        cm.notes.append(
+            f"fractional GPU demands rounded up to 1/{k} GPU in the capacity "
+            "constraints (conservative)"
+        )
     for family in FAMILIES:
         if family is add_redundant and not redundant:
             continue

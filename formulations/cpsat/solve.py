@@ -62,25 +62,30 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         self.scale, self.t0, self.out = scale, t0, out
 
     def on_solution_callback(self) -> None:
-        self.out.append(Progress(time.perf_counter() - self.t0,
-                                 self.objective_value / self.scale,
-                                 self.best_objective_bound / self.scale))
+        self.out.append(
+            Progress(
+                time.perf_counter() - self.t0,
+                self.objective_value / self.scale,
+                self.best_objective_bound / self.scale,
+            )
+        )
 
 
-def canonical(cm: CpsatModel, choice: Mapping[str, tuple[int, int]]
-              ) -> dict[str, tuple[int, int]]:
+def canonical(cm: CpsatModel, choice: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
     """The same plan with interchangeable phases' assignments sorted by start, as the
     symmetry-breaking order requires."""
     out = dict(choice)
     for names in cm.groups:
-        for name, assigned in zip(names, sorted((choice[n] for n in names),
-                                                key=lambda a: a[1]), strict=True):
+        for name, assigned in zip(
+            names, sorted((choice[n] for n in names), key=lambda a: a[1]), strict=True
+        ):
             out[name] = assigned
     return out
 
 
-def add_hint(cm: CpsatModel, choice: Mapping[str, tuple[int, int]],
-             reserved: Mapping[Pool, int]) -> None:
+def add_hint(
+    cm: CpsatModel, choice: Mapping[str, tuple[int, int]], reserved: Mapping[Pool, int]
+) -> None:
     """Hint every decision of a choice ``{phase: (table, start)}`` (made canonical)."""
     d, m = cm.data, cm.model
     choice = canonical(cm, choice)
@@ -114,8 +119,9 @@ def add_hint(cm: CpsatModel, choice: Mapping[str, tuple[int, int]],
         m.add_hint(rv, reserved.get(pool, 0))
 
 
-def read_choice(cm: CpsatModel, solver: cp_model.CpSolver
-                ) -> tuple[dict[str, tuple[int, int]], dict[Pool, int]]:
+def read_choice(
+    cm: CpsatModel, solver: cp_model.CpSolver
+) -> tuple[dict[str, tuple[int, int]], dict[Pool, int]]:
     choice: dict[str, tuple[int, int]] = {}
     for name, tables in cm.data.tables.items():
         k = next(j for j in range(len(tables)) if solver.boolean_value(cm.present[(name, j)]))
@@ -160,17 +166,28 @@ def solve_cpsat(
     data = data or build_data(inst, space)
     empty = [p for p, ts in data.tables.items() if not ts]
     if empty:
-        return Result(SOLVER, Termination.INFEASIBLE, SolutionStatus.NONE, None, None, None,
-                      time.perf_counter() - t0, None,
-                      f"infeasible: no configuration of {', '.join(empty)} fits its window "
-                      "after precedence tightening (release, deadline, predecessors and "
-                      "successors)")
+        return Result(
+            SOLVER,
+            Termination.INFEASIBLE,
+            SolutionStatus.NONE,
+            None,
+            None,
+            None,
+            time.perf_counter() - t0,
+            None,
+            f"infeasible: no configuration of {', '.join(empty)} fits its window "
+            "after precedence tightening (release, deadline, predecessors and "
+            "successors)",
+        )
     cm = build(data, mode, scale, redundant, symmetry)
     note_list = [*notes, *cm.notes]
     stats: dict[str, float] = {
-        "scale": cm.scale, "demand_scale": cm.demand_scale,
-        "rounding_terms": cm.rounding_terms, "rounding_bound_usd": cm.rounding_bound,
-        "starts": data.num_starts, "duplicate_configs": data.duplicates,
+        "scale": cm.scale,
+        "demand_scale": cm.demand_scale,
+        "rounding_terms": cm.rounding_terms,
+        "rounding_bound_usd": cm.rounding_bound,
+        "starts": data.num_starts,
+        "duplicate_configs": data.duplicates,
         "literal_mode": 1.0 if cm.mode == "literal" else 0.0,
         **{k: float(v) for k, v in cm.counts.items()},
     }
@@ -185,13 +202,11 @@ def solve_cpsat(
             res = least_reserved(data, ch)
             add_hint(cm, ch, res)
             stats["hint_objective"] = objective_of(data, ch, res)
-            note_list.append(f"CP-SAT hint: the {source} schedule "
-                             f"({stats['hint_objective']:,.2f})")
+            note_list.append(f"CP-SAT hint: the {source} schedule ({stats['hint_objective']:,.2f})")
             if not violations_of(data, ch, res):
                 fallback = (ch, res)
         elif hint is not None:
-            note_list.append("hint dropped: not a contiguous schedule inside the modelled "
-                             "windows")
+            note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
     stats["build_s"] = time.perf_counter() - t0
     solver = cp_model.CpSolver()
     prm = solver.parameters
@@ -211,14 +226,22 @@ def solve_cpsat(
     stats["conflicts"] = float(solver.num_conflicts)
     if out:
         stats["first_solution_s"] = out[0].seconds
-    return _result(cm, solver, status, wall, prm.max_time_in_seconds, t0,
-                   tuple(note_list), stats, fallback)
+    return _result(
+        cm, solver, status, wall, prm.max_time_in_seconds, t0, tuple(note_list), stats, fallback
+    )
 
 
-def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolverStatus,
-            wall: float, limit: float, t0: float, notes: tuple[str, ...],
-            stats: dict[str, float],
-            fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None) -> Result:
+def _result(
+    cm: CpsatModel,
+    solver: cp_model.CpSolver,
+    status: cp_model.CpSolverStatus,
+    wall: float,
+    limit: float,
+    t0: float,
+    notes: tuple[str, ...],
+    stats: dict[str, float],
+    fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None,
+) -> Result:
     # CP-SAT stops without proof only at a limit or when interrupted
     hit_limit = wall >= 0.5 * limit
     has_sol = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
@@ -243,21 +266,38 @@ def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolver
         choice, reserved = fallback
         exact = objective_of(cm.data, choice, reserved)
         notes = (*notes, "CP-SAT found no solution in time: the plan is its (feasible) hint")
-        return finish(cm.data, SOLVER, term, SolutionStatus.FEASIBLE, choice, reserved, bound,
-                      t0, f"hint only ({name})", notes, stats, exact)
+        return finish(
+            cm.data,
+            SOLVER,
+            term,
+            SolutionStatus.FEASIBLE,
+            choice,
+            reserved,
+            bound,
+            t0,
+            f"hint only ({name})",
+            notes,
+            stats,
+            exact,
+        )
     if not has_sol:
         msg = no_plan_message(term)
         if term == Termination.ERROR:
             msg = f"CP-SAT rejected the model: {cm.model.validate()}"
-        return finish(cm.data, SOLVER, term, sol, None, {}, bound, t0, f"{msg} ({name})",
-                      notes, stats)
+        return finish(
+            cm.data, SOLVER, term, sol, None, {}, bound, t0, f"{msg} ({name})", notes, stats
+        )
     choice, reserved = read_choice(cm, solver)
     scaled_obj = solver.objective_value / cm.scale
     stats["solver_objective"] = scaled_obj
     exact = objective_of(cm.data, choice, reserved)
     stats["rounding_error_usd"] = abs(exact - scaled_obj)
-    notes = (*notes, f"integer costs: {cm.scale:g} units per USD; rounding changes the "
-             f"objective by at most {cm.rounding_bound:.3g} USD ({cm.rounding_terms} terms x "
-             f"<= 0.5/{cm.scale:g}); this solution: {abs(exact - scaled_obj):.3g} USD")
-    return finish(cm.data, SOLVER, term, sol, choice, reserved, bound, t0, name, notes, stats,
-                  exact)
+    notes = (
+        *notes,
+        f"integer costs: {cm.scale:g} units per USD; rounding changes the "
+        f"objective by at most {cm.rounding_bound:.3g} USD ({cm.rounding_terms} terms x "
+        f"<= 0.5/{cm.scale:g}); this solution: {abs(exact - scaled_obj):.3g} USD",
+    )
+    return finish(
+        cm.data, SOLVER, term, sol, choice, reserved, bound, t0, name, notes, stats, exact
+    )

@@ -137,13 +137,18 @@ def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
                 hours = hours[:0]
             cost = hourly_cost(inst, c, wts)[hours] if len(hours) else np.zeros(0)
             mask = mm.masks.get((name, c.index))
-            upper = (np.ones(len(hours)) if mask is None or not len(hours)
-                     else mask.astype(float))
+            upper = np.ones(len(hours)) if mask is None or not len(hours) else mask.astype(float)
             xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, upper, True, cost)
             mm.x[(name, c.index)] = (hours, xi)
             zj = mm.z[(name, c.index)]
-            lp.add_row("work", (name, c.index), [*xi.tolist(), zj],
-                       [1.0] * len(xi) + [-float(c.hours)], 0.0, 0.0)
+            lp.add_row(
+                "work",
+                (name, c.index),
+                [*xi.tolist(), zj],
+                [1.0] * len(xi) + [-float(c.hours)],
+                0.0,
+                0.0,
+            )
             if len(hours) == 0:
                 continue
             ucost = wts["failure"] * c.resume_usd if p.preemptible else 0.0
@@ -151,14 +156,25 @@ def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
             mm.u[(name, c.index)] = ui
             for k in range(len(hours)):
                 if k == 0:
-                    lp.add_row("segment", (name, c.index, int(hours[k])), [ui[k], xi[k]],
-                               [1.0, -1.0], 0.0)
+                    lp.add_row(
+                        "segment", (name, c.index, int(hours[k])), [ui[k], xi[k]], [1.0, -1.0], 0.0
+                    )
                 else:
-                    lp.add_row("segment", (name, c.index, int(hours[k])),
-                               [ui[k], xi[k], xi[k - 1]], [1.0, -1.0, 1.0], 0.0)
+                    lp.add_row(
+                        "segment",
+                        (name, c.index, int(hours[k])),
+                        [ui[k], xi[k], xi[k - 1]],
+                        [1.0, -1.0, 1.0],
+                        0.0,
+                    )
             if not p.preemptible:
-                lp.add_row("contiguous", (name, c.index), [*ui.tolist(), zj],
-                           [1.0] * len(ui) + [-1.0], upper=0.0)
+                lp.add_row(
+                    "contiguous",
+                    (name, c.index),
+                    [*ui.tolist(), zj],
+                    [1.0] * len(ui) + [-1.0],
+                    upper=0.0,
+                )
 
 
 def add_progress(mm: MilpModel, wts: dict[str, float]) -> None:
@@ -167,8 +183,11 @@ def add_progress(mm: MilpModel, wts: dict[str, float]) -> None:
     exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
-        needs = (inst.successors(name) or inst.phase(name).preemptible
-                 or any(c.archive_per_h > 0 for c in configs))
+        needs = (
+            inst.successors(name)
+            or inst.phase(name).preemptible
+            or any(c.archive_per_h > 0 for c in configs)
+        )
         if not needs or not configs:
             continue
         e, l_ = mm.windows.start[name], mm.windows.end[name]
@@ -193,10 +212,14 @@ def add_progress(mm: MilpModel, wts: dict[str, float]) -> None:
                     idx.append(int(xi[pos]))
                     val.append(-1.0 / c.hours)
             lp.add_row("progress", (name, t), idx, val, 0.0, 0.0)
-            lp.add_row("finished_ub", (name, t), [int(Fi[k]), int(Pi[k])], [1.0, -1.0],
-                       upper=0.0)
-            lp.add_row("finished_lb", (name, t), [int(Fi[k]), int(Pi[k])],
-                       [1.0, -float(n_max)], lower=1.0 - n_max)
+            lp.add_row("finished_ub", (name, t), [int(Fi[k]), int(Pi[k])], [1.0, -1.0], upper=0.0)
+            lp.add_row(
+                "finished_lb",
+                (name, t),
+                [int(Fi[k]), int(Pi[k])],
+                [1.0, -float(n_max)],
+                lower=1.0 - n_max,
+            )
 
 
 def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
@@ -240,10 +263,10 @@ def add_capacity(mm: MilpModel, wts: dict[str, float]) -> None:
     """sum over phases and configurations in pool (r,g) of (gpus_c + spares_c) x[p,c,t]
     <= capacity[r,g,t]; and for reserved configurations <= R[r,g]."""
     inst, lp = mm.inst, mm.lp
-    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
-        lambda: ([], []))
+    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
     reserved: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
-        lambda: ([], []))
+        lambda: ([], [])
+    )
     for name, configs in mm.space.by_phase.items():
         for c in configs:
             hours, xi = mm.x[(name, c.index)]
@@ -289,19 +312,42 @@ def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
             g = c.billing_hours
             hours, xi = mm.x[(name, c.index)]
             blocks = sorted({int(t) // g for t in hours})
-            bi = lp.add_vars("b", [(name, c.index, k) for k in blocks], 0, 1, True,
-                             wts["rental"] * g * c.rental_per_h)
+            bi = lp.add_vars(
+                "b",
+                [(name, c.index, k) for k in blocks],
+                0,
+                1,
+                True,
+                wts["rental"] * g * c.rental_per_h,
+            )
             mm.b[(name, c.index)] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}
             for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
-                lp.add_row("billing", (name, c.index, t), [mm.b[(name, c.index)][t // g], j],
-                           [1.0, -1.0], lower=0.0)
+                lp.add_row(
+                    "billing",
+                    (name, c.index, t),
+                    [mm.b[(name, c.index)][t // g], j],
+                    [1.0, -1.0],
+                    lower=0.0,
+                )
             if c.min_rental_hours > 0:
-                mj = int(lp.add_vars("m", [(name, c.index)], 0, float(c.min_rental_hours), False,
-                                     wts["rental"] * c.rental_per_h)[0])
+                mj = int(
+                    lp.add_vars(
+                        "m",
+                        [(name, c.index)],
+                        0,
+                        float(c.min_rental_hours),
+                        False,
+                        wts["rental"] * c.rental_per_h,
+                    )[0]
+                )
                 mm.m[(name, c.index)] = mj
-                lp.add_row("min_rental", (name, c.index),
-                           [mj, mm.z[(name, c.index)], *bi.tolist()],
-                           [1.0, -float(c.min_rental_hours), *([float(g)] * len(bi))], lower=0.0)
+                lp.add_row(
+                    "min_rental",
+                    (name, c.index),
+                    [mj, mm.z[(name, c.index)], *bi.tolist()],
+                    [1.0, -float(c.min_rental_hours), *([float(g)] * len(bi))],
+                    lower=0.0,
+                )
 
 
 def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
@@ -322,8 +368,13 @@ def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
                 idx = [int(si[k])]
                 val = [1.0]
                 if k > 0:
-                    lp.add_row("started_monotone", (name, t), [int(si[k]), int(si[k - 1])],
-                               [1.0, -1.0], lower=0.0)
+                    lp.add_row(
+                        "started_monotone",
+                        (name, t),
+                        [int(si[k]), int(si[k - 1])],
+                        [1.0, -1.0],
+                        lower=0.0,
+                    )
                 for c in configs:
                     hours, xi = mm.x[(name, c.index)]
                     if len(hours):
@@ -350,8 +401,13 @@ def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
             mm.a[(name, r)] = {t: int(j) for t, j in zip(ts, ai, strict=True)}
             zs = [mm.z[(name, c.index)] for c in cs]
             for t, j in zip(ts, ai.tolist(), strict=True):
-                lp.add_row("archive", (name, r, t), [j, mm.F[name][t], *zs],
-                           [1.0, -1.0, *([-1.0] * len(zs))], lower=-1.0)
+                lp.add_row(
+                    "archive",
+                    (name, r, t),
+                    [j, mm.F[name][t], *zs],
+                    [1.0, -1.0, *([-1.0] * len(zs))],
+                    lower=-1.0,
+                )
 
 
 def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
@@ -373,13 +429,21 @@ def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
                     price = transfer_price(inst, r1, r2)
                     if price <= 0:
                         continue
-                    j = int(lp.add_vars("w", [(p, q, r1, r2)], 0, 1, False,
-                                        wts["transfer"] * gb * price)[0])
+                    j = int(
+                        lp.add_vars(
+                            "w", [(p, q, r1, r2)], 0, 1, False, wts["transfer"] * gb * price
+                        )[0]
+                    )
                     mm.w[(p, q, r1, r2)] = j
                     zp = [mm.z[(p, c.index)] for c in mm.space.by_phase[p] if c.region == r1]
                     zq = [mm.z[(q, c.index)] for c in mm.space.by_phase[q] if c.region == r2]
-                    lp.add_row("transfer", (p, q, r1, r2), [j, *zp, *zq],
-                               [1.0, *([-1.0] * (len(zp) + len(zq)))], lower=-1.0)
+                    lp.add_row(
+                        "transfer",
+                        (p, q, r1, r2),
+                        [j, *zp, *zq],
+                        [1.0, *([-1.0] * (len(zp) + len(zq)))],
+                        lower=-1.0,
+                    )
 
 
 def add_porting(mm: MilpModel, wts: dict[str, float]) -> None:
@@ -393,8 +457,7 @@ def add_porting(mm: MilpModel, wts: dict[str, float]) -> None:
         for name, configs in mm.space.by_phase.items():
             zs = [mm.z[(name, c.index)] for c in configs if inst.gpu(c.gpu).family == fam]
             if zs:
-                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))],
-                           lower=0.0)
+                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))], lower=0.0)
 
 
 def add_carbon_cap(mm: MilpModel, wts: dict[str, float]) -> None:
@@ -417,16 +480,31 @@ def add_carbon_cap(mm: MilpModel, wts: dict[str, float]) -> None:
 
 
 #: The families in build order; each is one function above.
-FAMILIES = (add_assignment, add_runs, add_progress, add_precedence, add_capacity, add_billing,
-            add_storage, add_transfer, add_porting, add_carbon_cap)
+FAMILIES = (
+    add_assignment,
+    add_runs,
+    add_progress,
+    add_precedence,
+    add_capacity,
+    add_billing,
+    add_storage,
+    add_transfer,
+    add_porting,
+    add_carbon_cap,
+)
 
 
-def build(inst: Instance, space: ConfigSpace, windows: Windows | None = None,
-          masks: dict[tuple[str, int], np.ndarray] | None = None) -> MilpModel:
+def build(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows | None = None,
+    masks: dict[tuple[str, int], np.ndarray] | None = None,
+) -> MilpModel:
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
     fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
-    mm = MilpModel(inst, space, LinearProgram(), windows or time_windows(inst, space),
-                   dict(masks or {}))
+    mm = MilpModel(
+        inst, space, LinearProgram(), windows or time_windows(inst, space), dict(masks or {})
+    )
     wts = weights(inst)
     for family in FAMILIES:
         family(mm, wts)

@@ -12,8 +12,9 @@ from planner.instance.model import Instance
 Schedule = dict[str, tuple[Config, tuple[int, ...]]]
 
 
-def point_from_schedule(mm: MilpModel, schedule: Schedule,
-                        reserved: dict[tuple[str, str], int] | None = None) -> np.ndarray | None:
+def point_from_schedule(
+    mm: MilpModel, schedule: Schedule, reserved: dict[tuple[str, str], int] | None = None
+) -> np.ndarray | None:
     """The MILP point of a schedule, every auxiliary variable set; None if a phase's hours fall
     outside its modelled window (then the schedule cannot be a start)."""
     inst: Instance = mm.inst
@@ -78,8 +79,9 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule,
     return v
 
 
-def schedule_from_point(mm: MilpModel, v: np.ndarray
-                        ) -> tuple[Schedule, dict[tuple[str, str], int]]:
+def schedule_from_point(
+    mm: MilpModel, v: np.ndarray
+) -> tuple[Schedule, dict[tuple[str, str], int]]:
     """Read the chosen configuration and running hours of every phase, and reserved GPUs."""
     schedule: Schedule = {}
     for name, configs in mm.space.by_phase.items():

@@ -24,48 +24,110 @@ PYOMO_MAX_NONZEROS = 150_000
 
 def no_configuration(inst: Instance, space: ConfigSpace, solver: str, t0: float) -> Result:
     msg = "; ".join(i.reason for i in space.infeasible)
-    return Result(solver, Termination.NO_CONFIGURATION, SolutionStatus.NONE, None, None, None,
-                  time.perf_counter() - t0, None, msg + " (run `trainplan explain` for more)")
+    return Result(
+        solver,
+        Termination.NO_CONFIGURATION,
+        SolutionStatus.NONE,
+        None,
+        None,
+        None,
+        time.perf_counter() - t0,
+        None,
+        msg + " (run `trainplan explain` for more)",
+    )
 
 
-def result_from_raw(inst: Instance, space: ConfigSpace, mm: MilpModel, raw: RawSolution,
-                    solver: str, t0: float, notes: tuple[str, ...] = ()) -> Result:
+def result_from_raw(
+    inst: Instance,
+    space: ConfigSpace,
+    mm: MilpModel,
+    raw: RawSolution,
+    solver: str,
+    t0: float,
+    notes: tuple[str, ...] = (),
+) -> Result:
     runtime = time.perf_counter() - t0
-    term = {"optimal": Termination.OPTIMAL, "time_limit": Termination.TIME_LIMIT,
-            "infeasible": Termination.INFEASIBLE, "interrupted": Termination.INTERRUPTED,
-            "error": Termination.ERROR}.get(raw.status, Termination.UNKNOWN)
+    term = {
+        "optimal": Termination.OPTIMAL,
+        "time_limit": Termination.TIME_LIMIT,
+        "infeasible": Termination.INFEASIBLE,
+        "interrupted": Termination.INTERRUPTED,
+        "error": Termination.ERROR,
+    }.get(raw.status, Termination.UNKNOWN)
     if raw.x is None:
         if term == Termination.TIME_LIMIT:
-            msg = "no plan found in time: the solver stopped at its time limit without a " \
-                  "feasible plan; raise --time-limit or relax the instance"
+            msg = (
+                "no plan found in time: the solver stopped at its time limit without a "
+                "feasible plan; raise --time-limit or relax the instance"
+            )
         elif term == Termination.INFEASIBLE:
-            msg = "infeasible: no plan meets every deadline, precedence and capacity limit; " \
-                  "run `trainplan explain` to see which constraints conflict"
+            msg = (
+                "infeasible: no plan meets every deadline, precedence and capacity limit; "
+                "run `trainplan explain` to see which constraints conflict"
+            )
         else:
             msg = f"the solver found no plan ({raw.message})"
-        return Result(solver, term, SolutionStatus.NONE, None, raw.bound, None, runtime, None,
-                      msg, stats=_stats(mm, raw))
+        return Result(
+            solver,
+            term,
+            SolutionStatus.NONE,
+            None,
+            raw.bound,
+            None,
+            runtime,
+            None,
+            msg,
+            stats=_stats(mm, raw),
+        )
     schedule, reserved = schedule_from_point(mm, raw.x)
     status = SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE
-    plan = make_plan(inst, space, schedule, reserved, solver, status.value, term.value,
-                     raw.bound, runtime, notes)
+    plan = make_plan(
+        inst, space, schedule, reserved, solver, status.value, term.value, raw.bound, runtime, notes
+    )
     mismatch = abs((plan.objective or 0.0) - (raw.objective or 0.0))
     if mismatch > 1e-6 * max(1.0, abs(plan.objective or 0.0)) + 1e-3:
-        plan = make_plan(inst, space, schedule, reserved, solver, status.value, term.value,
-                         raw.bound, runtime, (*notes, f"solver objective {raw.objective} "
-                                              f"differs from the costed plan by {mismatch:.4g}"))
-    return Result(solver, term, status, plan.objective, raw.bound, plan.gap, runtime, plan,
-                  raw.message, stats=_stats(mm, raw))
+        plan = make_plan(
+            inst,
+            space,
+            schedule,
+            reserved,
+            solver,
+            status.value,
+            term.value,
+            raw.bound,
+            runtime,
+            (
+                *notes,
+                f"solver objective {raw.objective} differs from the costed plan by {mismatch:.4g}",
+            ),
+        )
+    return Result(
+        solver,
+        term,
+        status,
+        plan.objective,
+        raw.bound,
+        plan.gap,
+        runtime,
+        plan,
+        raw.message,
+        stats=_stats(mm, raw),
+    )
 
 
 def _stats(mm: MilpModel, raw: RawSolution) -> dict[str, float]:
-    return {"variables": mm.lp.num_vars, "constraints": mm.lp.num_rows,
-            "nonzeros": mm.lp.num_nonzeros, "solve_s": raw.runtime_s,
-            "solver_objective": raw.objective if raw.objective is not None else float("nan")}
+    return {
+        "variables": mm.lp.num_vars,
+        "constraints": mm.lp.num_rows,
+        "nonzeros": mm.lp.num_nonzeros,
+        "solve_s": raw.runtime_s,
+        "solver_objective": raw.objective if raw.objective is not None else float("nan"),
+    }
 
 
-def _best_heuristic(inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
-                    ) -> tuple[Schedule | None, dict[tuple[str, str], int], float]:
+def _best_heuristic(
+    inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
+) -> tuple[Schedule | None, dict[tuple[str, str], int], float]:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
     its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
     cap = inst.spec.objective.carbon_cap_tonnes
@@ -80,11 +142,16 @@ def _best_heuristic(inst: Instance, space: ConfigSpace, windows: Windows, notes:
         if sched is None:
             continue
         reserved = reservations_for(inst, sched)
-        if any((o := inst.region(r).offers[g].reserved) is not None and o.max_gpus is not None
-               and n > o.max_gpus for (r, g), n in reserved.items()):
+        if any(
+            (o := inst.region(r).offers[g].reserved) is not None
+            and o.max_gpus is not None
+            and n > o.max_gpus
+            for (r, g), n in reserved.items()
+        ):
             continue  # the schedule needs more reserved GPUs than the offer allows
-        plan = make_plan(inst, space, sched, reserved, "heuristic", "feasible", "heuristic",
-                         None, 0.0)
+        plan = make_plan(
+            inst, space, sched, reserved, "heuristic", "feasible", "heuristic", None, 0.0
+        )
         if cap is not None and plan.emissions_t > cap + 1e-9:
             broke_cap = True  # the heuristics do not know the cap
             continue
@@ -129,27 +196,62 @@ def solve_milp(
     reserved: dict[tuple[str, str], int] = {}
     if warm_start:
         incumbent, reserved, upper = _best_heuristic(inst, space, windows, notes)
-    if incumbent is not None and math.isfinite(lower) and prune and \
-            (upper - lower) <= gap * abs(upper) + 1e-9:
+    if (
+        incumbent is not None
+        and math.isfinite(lower)
+        and prune
+        and (upper - lower) <= gap * abs(upper) + 1e-9
+    ):
         runtime = time.perf_counter() - t0
-        notes.append(f"the look-ahead plan is within {gap:.2%} of the separable lower bound "
-                     f"{lower:,.2f}: proved without branching")
-        plan = make_plan(inst, space, incumbent, reserved, "milp-bound", "feasible",
-                         "gap_reached", lower, runtime, tuple(notes))
-        return Result("milp-bound", Termination.GAP_REACHED, SolutionStatus.FEASIBLE,
-                      plan.objective, lower, plan.gap, runtime, plan, "gap closed by the bound",
-                      stats={"lower_bound": lower, "heuristic": upper, "build_s": 0.0,
-                             "variables": 0, "constraints": 0, "nonzeros": 0})
+        notes.append(
+            f"the look-ahead plan is within {gap:.2%} of the separable lower bound "
+            f"{lower:,.2f}: proved without branching"
+        )
+        plan = make_plan(
+            inst,
+            space,
+            incumbent,
+            reserved,
+            "milp-bound",
+            "feasible",
+            "gap_reached",
+            lower,
+            runtime,
+            tuple(notes),
+        )
+        return Result(
+            "milp-bound",
+            Termination.GAP_REACHED,
+            SolutionStatus.FEASIBLE,
+            plan.objective,
+            lower,
+            plan.gap,
+            runtime,
+            plan,
+            "gap closed by the bound",
+            stats={
+                "lower_bound": lower,
+                "heuristic": upper,
+                "build_s": 0.0,
+                "variables": 0,
+                "constraints": 0,
+                "nonzeros": 0,
+            },
+        )
     masks = None
     model_space = space
     if prune and incumbent is not None and math.isfinite(lower):
         model_space = prune_by_bound(space, bounds, upper)
         # keep the incumbent's configurations whatever the pruning says (ties, rounding)
-        by_phase = {name: tuple(c for c in space.by_phase[name]
-                                if c in model_space.by_phase[name] or c == incumbent[name][0])
-                    for name in space.by_phase}
-        model_space = ConfigSpace(by_phase, space.infeasible, space.dropped,
-                                  space.pause_usd_per_h)
+        by_phase = {
+            name: tuple(
+                c
+                for c in space.by_phase[name]
+                if c in model_space.by_phase[name] or c == incumbent[name][0]
+            )
+            for name in space.by_phase
+        }
+        model_space = ConfigSpace(by_phase, space.infeasible, space.dropped, space.pause_usd_per_h)
         masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, upper)
         for name, (c, hours) in incumbent.items():
             m = masks.get((name, c.index))
@@ -157,8 +259,10 @@ def solve_milp(
                 for t in hours:
                     m[t - windows.start[name]] = True
         kept = sum(len(v) for v in model_space.by_phase.values())
-        notes.append(f"bound pruning kept {kept} of {space.size} configurations "
-                     f"(incumbent {upper:,.2f}, bound {lower:,.2f})")
+        notes.append(
+            f"bound pruning kept {kept} of {space.size} configurations "
+            f"(incumbent {upper:,.2f}, bound {lower:,.2f})"
+        )
     mm = build(inst, model_space, windows, masks)
     build_s = time.perf_counter() - t0
     start = None

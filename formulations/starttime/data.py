@@ -129,8 +129,9 @@ class StartData:
         return self.alias[name].get(c.index)
 
 
-def start_costs(inst: Instance, c: Config, starts: np.ndarray, wts: Mapping[str, float]
-                ) -> tuple[np.ndarray, np.ndarray]:
+def start_costs(
+    inst: Instance, c: Config, starts: np.ndarray, wts: Mapping[str, float]
+) -> tuple[np.ndarray, np.ndarray]:
     """K[p,c,tau] and the run's emissions (tonnes) for every tau in ``starts``."""
     n, T = c.hours, inst.hours
     h = hourly_cost(inst, c, dict(wts))
@@ -155,10 +156,19 @@ def start_costs(inst: Instance, c: Config, starts: np.ndarray, wts: Mapping[str,
     return cost.astype(float), emis.astype(float)
 
 
-def _twin_key(data_family: str, c: Config, cost: np.ndarray, emis: np.ndarray
-              ) -> tuple[object, ...]:
-    return (c.region, c.gpu, c.contract, data_family, c.hours, c.total_gpus,
-            np.round(cost, 9).tobytes(), np.round(emis, 12).tobytes())
+def _twin_key(
+    data_family: str, c: Config, cost: np.ndarray, emis: np.ndarray
+) -> tuple[object, ...]:
+    return (
+        c.region,
+        c.gpu,
+        c.contract,
+        data_family,
+        c.hours,
+        c.total_gpus,
+        np.round(cost, 9).tobytes(),
+        np.round(emis, 12).tobytes(),
+    )
 
 
 def build_data(inst: Instance, space: ConfigSpace) -> StartData:
@@ -188,8 +198,9 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
             alias[name][c.index] = len(tables[name])
             tables[name].append(StartTable(name, c, starts, cost, emis))
     active = set(tables)
-    edges = [(p, q) for q in inst.order if q in active
-             for p in inst.phase(q).predecessors if p in active]
+    edges = [
+        (p, q) for q in inst.order if q in active for p in inst.phase(q).predecessors if p in active
+    ]
     transfers: list[Transfer] = []
     for p, q in edges:
         gb = output_gb_of(inst, inst.phase(p))
@@ -203,8 +214,11 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
                 if price > 0:
                     transfers.append(Transfer(p, q, r1, r2, wts["transfer"] * gb * price))
     used_fams = {inst.gpu(t.config.gpu).family for ts in tables.values() for t in ts}
-    porting = {f: wts["porting"] * s.porting_usd for f, s in inst.spec.families.items()
-               if s.porting_usd > 0 and f in used_fams}
+    porting = {
+        f: wts["porting"] * s.porting_usd
+        for f, s in inst.spec.families.items()
+        if s.porting_usd > 0 and f in used_fams
+    }
     reserved: dict[Pool, ReservedPool] = {}
     pools: dict[Pool, list[tuple[str, int]]] = defaultdict(list)
     for name, ts in tables.items():
@@ -213,12 +227,29 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
             if t.config.contract == "reserved" and t.pool not in reserved:
                 offer = inst.region(t.config.region).offers[t.config.gpu].reserved
                 assert offer is not None
-                hi = (offer.max_gpus if offer.max_gpus is not None
-                      else int(inst.capacity[t.pool].max()))
-                reserved[t.pool] = ReservedPool(offer.min_gpus, hi, wts["rental"]
-                                                * offer.usd_per_gpu_hour * inst.hours)
-    return StartData(inst, space, win, wts, tables, alias, dup, edges, transfers, porting,
-                     reserved, dict(pools), time.perf_counter() - t0)
+                hi = (
+                    offer.max_gpus
+                    if offer.max_gpus is not None
+                    else int(inst.capacity[t.pool].max())
+                )
+                reserved[t.pool] = ReservedPool(
+                    offer.min_gpus, hi, wts["rental"] * offer.usd_per_gpu_hour * inst.hours
+                )
+    return StartData(
+        inst,
+        space,
+        win,
+        wts,
+        tables,
+        alias,
+        dup,
+        edges,
+        transfers,
+        porting,
+        reserved,
+        dict(pools),
+        time.perf_counter() - t0,
+    )
 
 
 def estimate_nonzeros(inst: Instance, space: ConfigSpace) -> tuple[int, int]:
@@ -236,8 +267,9 @@ def estimate_nonzeros(inst: Instance, space: ConfigSpace) -> tuple[int, int]:
     return nvar, nnz
 
 
-def objective_of(data: StartData, choice: Mapping[str, tuple[int, int]],
-                 reserved: Mapping[Pool, int]) -> float:
+def objective_of(
+    data: StartData, choice: Mapping[str, tuple[int, int]], reserved: Mapping[Pool, int]
+) -> float:
     """The model objective of a choice ``{phase: (table position, start)}``: start costs,
     transfers between the chosen regions, porting of the used families and reserved pools."""
     total = 0.0
@@ -256,8 +288,9 @@ def objective_of(data: StartData, choice: Mapping[str, tuple[int, int]],
     return total
 
 
-def choice_of(data: StartData, schedule: Mapping[str, tuple[Config, tuple[int, ...]]]
-              ) -> dict[str, tuple[int, int]] | None:
+def choice_of(
+    data: StartData, schedule: Mapping[str, tuple[Config, tuple[int, ...]]]
+) -> dict[str, tuple[int, int]] | None:
     """A schedule as ``{phase: (table position, start)}``; None if some phase is missing,
     runs non-contiguous hours, or starts outside its modelled window."""
     out: dict[str, tuple[int, int]] = {}
@@ -286,14 +319,15 @@ def least_reserved(data: StartData, choice: Mapping[str, tuple[int, int]]) -> di
         for name, (k, tau) in choice.items():
             t = data.tables[name][k]
             if t.config.contract == "reserved" and t.pool == pool:
-                use[tau:tau + t.hours] += t.config.total_gpus
+                use[tau : tau + t.hours] += t.config.total_gpus
         peak = int(np.ceil(float(use.max()) - 1e-9))
         out[pool] = 0 if peak <= 0 else max(peak, rp.lo)
     return out
 
 
-def violations_of(data: StartData, choice: Mapping[str, tuple[int, int]],
-                  reserved: Mapping[Pool, int]) -> list[str]:
+def violations_of(
+    data: StartData, choice: Mapping[str, tuple[int, int]], reserved: Mapping[Pool, int]
+) -> list[str]:
     """What a choice breaks among the constraints the start tables do not already encode:
     precedence, capacity per pool and hour, reserved pools and the carbon cap."""
     out: list[str] = []
@@ -307,15 +341,17 @@ def violations_of(data: StartData, choice: Mapping[str, tuple[int, int]],
     emis = 0.0
     for name, (k, tau) in choice.items():
         t = data.tables[name][k]
-        use[t.pool][tau:tau + t.hours] += t.config.total_gpus
+        use[t.pool][tau : tau + t.hours] += t.config.total_gpus
         if t.config.contract == "reserved":
-            res_use[t.pool][tau:tau + t.hours] += t.config.total_gpus
+            res_use[t.pool][tau : tau + t.hours] += t.config.total_gpus
         emis += float(t.emissions[tau - int(t.starts[0])])
     for pool, u in use.items():
         over = np.where(u > inst.capacity[pool] + 1e-9)[0]
         if len(over):
-            out.append(f"{pool[0]}/{pool[1]}: {u[over[0]]:g} GPUs in hour {over[0]} > "
-                       f"capacity {inst.capacity[pool][over[0]]:g}")
+            out.append(
+                f"{pool[0]}/{pool[1]}: {u[over[0]]:g} GPUs in hour {over[0]} > "
+                f"capacity {inst.capacity[pool][over[0]]:g}"
+            )
     for pool, u in res_use.items():
         if u.max() > reserved.get(pool, 0) + 1e-9:
             out.append(f"{pool[0]}/{pool[1]}: {u.max():g} reserved GPUs > {reserved.get(pool, 0)}")
@@ -345,8 +381,9 @@ def schedule_of(data: StartData, choice: Mapping[str, tuple[int, int]]) -> Sched
     return sched
 
 
-def as_schedule(data: StartData,
-                hint: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan) -> Schedule | None:
+def as_schedule(
+    data: StartData, hint: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
+) -> Schedule | None:
     """A hint source as a schedule over this data's configurations: a schedule is returned as
     is; a :class:`Plan` (e.g. from the hourly MILP) is matched to configurations by label."""
     if not isinstance(hint, Plan):
@@ -363,32 +400,58 @@ def as_schedule(data: StartData,
     return out
 
 
-def finish(data: StartData, solver: str, term: Termination, status: SolutionStatus,
-           choice: Mapping[str, tuple[int, int]] | None, reserved: Mapping[Pool, int],
-           bound: float | None, t0: float, message: str, notes: tuple[str, ...],
-           stats: dict[str, float], model_objective: float | None = None) -> Result:
+def finish(
+    data: StartData,
+    solver: str,
+    term: Termination,
+    status: SolutionStatus,
+    choice: Mapping[str, tuple[int, int]] | None,
+    reserved: Mapping[Pool, int],
+    bound: float | None,
+    t0: float,
+    message: str,
+    notes: tuple[str, ...],
+    stats: dict[str, float],
+    model_objective: float | None = None,
+) -> Result:
     """Cost the chosen schedule with :func:`planner.costing.make_plan` and wrap it up.
     ``model_objective`` is the formulation's own value of the choice; the difference to the
     costed plan is stored as ``stats["objective_mismatch_usd"]``."""
     runtime = time.perf_counter() - t0
     if choice is None:
-        return Result(solver, term, SolutionStatus.NONE, None, bound, None, runtime, None,
-                      message, stats=stats)
+        return Result(
+            solver,
+            term,
+            SolutionStatus.NONE,
+            None,
+            bound,
+            None,
+            runtime,
+            None,
+            message,
+            stats=stats,
+        )
     sched = schedule_of(data, choice)
     res = {pool: n for pool, n in reserved.items() if n > 0}
-    plan = make_plan(data.inst, data.space, sched, res, solver, status.value, term.value,
-                     bound, runtime, notes)
+    plan = make_plan(
+        data.inst, data.space, sched, res, solver, status.value, term.value, bound, runtime, notes
+    )
     if model_objective is not None and plan.objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
-    return Result(solver, term, status, plan.objective, bound, plan.gap, runtime, plan,
-                  message, stats=stats)
+    return Result(
+        solver, term, status, plan.objective, bound, plan.gap, runtime, plan, message, stats=stats
+    )
 
 
 def no_plan_message(term: Termination) -> str:
     if term == Termination.TIME_LIMIT:
-        return ("no plan found in time: the solver stopped at its time limit without a "
-                "feasible plan; raise --time-limit or relax the instance")
+        return (
+            "no plan found in time: the solver stopped at its time limit without a "
+            "feasible plan; raise --time-limit or relax the instance"
+        )
     if term == Termination.INFEASIBLE:
-        return ("infeasible: no contiguous schedule meets every deadline, precedence and "
-                "capacity limit; run `trainplan explain` to see which constraints conflict")
+        return (
+            "infeasible: no contiguous schedule meets every deadline, precedence and "
+            "capacity limit; run `trainplan explain` to see which constraints conflict"
+        )
     return "the solver found no plan"

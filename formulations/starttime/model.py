@@ -54,8 +54,9 @@ def add_starts(sm: StartModel) -> None:
     for name, tables in sm.data.tables.items():
         idx: list[int] = []
         for k, t in enumerate(tables):
-            cols = lp.add_vars("y", [(name, t.config.index, int(s)) for s in t.starts], 0, 1,
-                               True, t.cost.tolist())
+            cols = lp.add_vars(
+                "y", [(name, t.config.index, int(s)) for s in t.starts], 0, 1, True, t.cost.tolist()
+            )
             sm.y[(name, k)] = cols
             idx.extend(cols.tolist())
         lp.add_row("assign", name, idx, [1.0] * len(idx), 1.0, 1.0)
@@ -72,8 +73,9 @@ def add_chosen(sm: StartModel) -> None:
             j = int(lp.add_vars("z", [(name, t.config.index)], 0, 1, False, 0.0)[0])
             sm.z[(name, k)] = j
             ys = sm.y[(name, k)].tolist()
-            lp.add_row("chosen", (name, t.config.index), [j, *ys], [1.0, *([-1.0] * len(ys))],
-                       0.0, 0.0)
+            lp.add_row(
+                "chosen", (name, t.config.index), [j, *ys], [1.0, *([-1.0] * len(ys))], 0.0, 0.0
+            )
 
 
 def add_precedence(sm: StartModel) -> None:
@@ -164,8 +166,9 @@ def add_capacity(sm: StartModel) -> None:
             lp.add_row("reserved", (*pool, t_), [*ids, j], [*vals, -1.0], upper=0.0)
 
 
-def _cover_rows(sm: StartModel, members: list[tuple[str, int]], hours: np.ndarray,
-                reserved_only: bool) -> dict[int, tuple[list[int], list[float]]]:
+def _cover_rows(
+    sm: StartModel, members: list[tuple[str, int]], hours: np.ndarray, reserved_only: bool
+) -> dict[int, tuple[list[int], list[float]]]:
     """Per hour t (where ``hours[t]``), the columns of the starts covering t and their
     demands: start tau covers tau .. tau + n_c - 1."""
     d = sm.data
@@ -189,8 +192,9 @@ def _cover_rows(sm: StartModel, members: list[tuple[str, int]], hours: np.ndarra
     order = np.argsort(t_all, kind="stable")
     t_all, c_all, v_all = t_all[order], c_all[order], v_all[order]
     cuts = np.flatnonzero(np.diff(t_all)) + 1
-    for tt, cc, vv in zip(np.split(t_all, cuts), np.split(c_all, cuts), np.split(v_all, cuts),
-                          strict=True):
+    for tt, cc, vv in zip(
+        np.split(t_all, cuts), np.split(c_all, cuts), np.split(v_all, cuts), strict=True
+    ):
         if len(tt):
             rows[int(tt[0])] = (cc.tolist(), vv.tolist())
     return rows
@@ -203,12 +207,19 @@ def add_transfer(sm: StartModel) -> None:
     for tr in d.transfers:
         j = int(lp.add_vars("w", [(tr.pred, tr.succ, tr.src, tr.dst)], 0, 1, False, tr.cost)[0])
         sm.w[(tr.pred, tr.succ, tr.src, tr.dst)] = j
-        zp = [sm.z[(tr.pred, k)] for k, t in enumerate(d.tables[tr.pred])
-              if t.config.region == tr.src]
-        zq = [sm.z[(tr.succ, k)] for k, t in enumerate(d.tables[tr.succ])
-              if t.config.region == tr.dst]
-        lp.add_row("transfer", (tr.pred, tr.succ, tr.src, tr.dst), [j, *zp, *zq],
-                   [1.0, *([-1.0] * (len(zp) + len(zq)))], lower=-1.0)
+        zp = [
+            sm.z[(tr.pred, k)] for k, t in enumerate(d.tables[tr.pred]) if t.config.region == tr.src
+        ]
+        zq = [
+            sm.z[(tr.succ, k)] for k, t in enumerate(d.tables[tr.succ]) if t.config.region == tr.dst
+        ]
+        lp.add_row(
+            "transfer",
+            (tr.pred, tr.succ, tr.src, tr.dst),
+            [j, *zp, *zq],
+            [1.0, *([-1.0] * (len(zp) + len(zq)))],
+            lower=-1.0,
+        )
 
 
 def add_porting(sm: StartModel) -> None:
@@ -220,8 +231,7 @@ def add_porting(sm: StartModel) -> None:
         for name, tables in d.tables.items():
             zs = [sm.z[(name, k)] for k, t in enumerate(tables) if d.family(t.config) == fam]
             if zs:
-                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))],
-                           lower=0.0)
+                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))], lower=0.0)
 
 
 def add_carbon_cap(sm: StartModel) -> None:
@@ -241,8 +251,15 @@ def add_carbon_cap(sm: StartModel) -> None:
 
 
 #: The families in build order; each is one function above.
-FAMILIES = (add_starts, add_chosen, add_precedence, add_capacity, add_transfer, add_porting,
-            add_carbon_cap)
+FAMILIES = (
+    add_starts,
+    add_chosen,
+    add_precedence,
+    add_capacity,
+    add_transfer,
+    add_porting,
+    add_carbon_cap,
+)
 
 
 def build(data: StartData) -> StartModel:
@@ -253,8 +270,9 @@ def build(data: StartData) -> StartModel:
     return sm
 
 
-def point_of(sm: StartModel, choice: dict[str, tuple[int, int]],
-             reserved: dict[Pool, int]) -> np.ndarray:
+def point_of(
+    sm: StartModel, choice: dict[str, tuple[int, int]], reserved: dict[Pool, int]
+) -> np.ndarray:
     """The full MILP point of a choice ``{phase: (table, start)}`` (a MIP start)."""
     d = sm.data
     v = np.zeros(sm.lp.num_vars)
@@ -281,8 +299,9 @@ def point_of(sm: StartModel, choice: dict[str, tuple[int, int]],
     return v
 
 
-def choice_of_point(sm: StartModel, x: np.ndarray
-                    ) -> tuple[dict[str, tuple[int, int]], dict[Pool, int]]:
+def choice_of_point(
+    sm: StartModel, x: np.ndarray
+) -> tuple[dict[str, tuple[int, int]], dict[Pool, int]]:
     """Read ``{phase: (table, start)}`` and the reserved commitments from a solution."""
     choice: dict[str, tuple[int, int]] = {}
     for name, tables in sm.data.tables.items():

@@ -39,15 +39,24 @@ HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
 def highs_takes_options() -> bool:
     return "options" in inspect.signature(solve_highs).parameters
 
-_TERM = {"optimal": Termination.OPTIMAL, "time_limit": Termination.TIME_LIMIT,
-         "infeasible": Termination.INFEASIBLE, "interrupted": Termination.INTERRUPTED,
-         "error": Termination.ERROR}
+
+_TERM = {
+    "optimal": Termination.OPTIMAL,
+    "time_limit": Termination.TIME_LIMIT,
+    "infeasible": Termination.INFEASIBLE,
+    "interrupted": Termination.INTERRUPTED,
+    "error": Termination.ERROR,
+}
 
 
 def model_stats(sm: StartModel) -> dict[str, float]:
-    return {"variables": sm.lp.num_vars, "constraints": sm.lp.num_rows,
-            "nonzeros": sm.lp.num_nonzeros, "starts": sm.data.num_starts,
-            "duplicate_configs": sm.data.duplicates}
+    return {
+        "variables": sm.lp.num_vars,
+        "constraints": sm.lp.num_rows,
+        "nonzeros": sm.lp.num_nonzeros,
+        "starts": sm.data.num_starts,
+        "duplicate_configs": sm.data.duplicates,
+    }
 
 
 def solve_starttime(
@@ -77,11 +86,19 @@ def solve_starttime(
     data = data or build_data(inst, space)
     empty = [p for p, ts in data.tables.items() if not ts]
     if empty:
-        return Result(SOLVER, Termination.INFEASIBLE, SolutionStatus.NONE, None, None, None,
-                      time.perf_counter() - t0, None,
-                      f"infeasible: no configuration of {', '.join(empty)} fits its window "
-                      "after precedence tightening (release, deadline, predecessors and "
-                      "successors)")
+        return Result(
+            SOLVER,
+            Termination.INFEASIBLE,
+            SolutionStatus.NONE,
+            None,
+            None,
+            None,
+            time.perf_counter() - t0,
+            None,
+            f"infeasible: no configuration of {', '.join(empty)} fits its window "
+            "after precedence tightening (release, deadline, predecessors and "
+            "successors)",
+        )
     sm = build(data)
     stats = model_stats(sm)
     stats["build_s"] = time.perf_counter() - t0
@@ -96,11 +113,13 @@ def solve_starttime(
     if sched is not None or start is not None:
         ch = choice_of(data, sched) if sched is not None else None
         if ch is None:
-            note_list.append("MIP start dropped: it is not a contiguous schedule inside the "
-                             "modelled windows")
+            note_list.append(
+                "MIP start dropped: it is not a contiguous schedule inside the modelled windows"
+            )
         elif violations_of(data, ch, least_reserved(data, ch)):
-            note_list.append("MIP start dropped: "
-                             + violations_of(data, ch, least_reserved(data, ch))[0])
+            note_list.append(
+                "MIP start dropped: " + violations_of(data, ch, least_reserved(data, ch))[0]
+            )
         else:
             x0 = point_of(sm, ch, least_reserved(data, ch))
             bad = sm.lp.violations(x0)
@@ -109,8 +128,9 @@ def solve_starttime(
                 x0 = None
             else:
                 stats["start_objective"] = sm.lp.objective_of(x0)
-                note_list.append(f"MIP start: the {source} schedule "
-                                 f"({stats['start_objective']:,.2f})")
+                note_list.append(
+                    f"MIP start: the {source} schedule ({stats['start_objective']:,.2f})"
+                )
     remaining = max(0.05, time_limit - (time.perf_counter() - t0))
     if backend == "pyomo":
         raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
@@ -121,16 +141,40 @@ def solve_starttime(
     return result_of(sm, raw, t0, tuple(note_list), stats)
 
 
-def result_of(sm: StartModel, raw: RawSolution, t0: float, notes: tuple[str, ...],
-              stats: dict[str, float]) -> Result:
+def result_of(
+    sm: StartModel, raw: RawSolution, t0: float, notes: tuple[str, ...], stats: dict[str, float]
+) -> Result:
     term = _TERM.get(raw.status, Termination.UNKNOWN)
     stats["solve_s"] = raw.runtime_s
     if raw.x is None:
-        return finish(sm.data, SOLVER, term, SolutionStatus.NONE, None, {}, raw.bound, t0,
-                      f"{no_plan_message(term)} ({raw.message})", notes, stats)
+        return finish(
+            sm.data,
+            SOLVER,
+            term,
+            SolutionStatus.NONE,
+            None,
+            {},
+            raw.bound,
+            t0,
+            f"{no_plan_message(term)} ({raw.message})",
+            notes,
+            stats,
+        )
     choice, reserved = choice_of_point(sm, raw.x)
     status = SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE
     if raw.objective is not None:
         stats["solver_objective"] = raw.objective
-    return finish(sm.data, SOLVER, term, status, choice, reserved, raw.bound, t0, raw.message,
-                  notes, stats, objective_of(sm.data, choice, reserved))
+    return finish(
+        sm.data,
+        SOLVER,
+        term,
+        status,
+        choice,
+        reserved,
+        raw.bound,
+        t0,
+        raw.message,
+        notes,
+        stats,
+        objective_of(sm.data, choice, reserved),
+    )

@@ -18,8 +18,9 @@ from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 
 
-def verify(inst: Instance, plan: Plan, rel_tol: float = 1e-6, abs_tol: float = 0.01
-           ) -> Verification:
+def verify(
+    inst: Instance, plan: Plan, rel_tol: float = 1e-6, abs_tol: float = 0.01
+) -> Verification:
     """Check every constraint and recompute every cost of docs/cost-model.md.
 
     Families are checked in a fixed order: entries (missing and unknown phases), then per
@@ -78,11 +79,17 @@ def verify(inst: Instance, plan: Plan, rel_tol: float = 1e-6, abs_tol: float = 0
     objective = weighted(inst, totals)
     violations.extend(c.check_carbon_cap(inst, emissions, rel_tol))
     if costable_all:
-        violations.extend(compare(plan, totals, objective, kwh, emissions, phase_costs,
-                                  rel_tol, abs_tol))
+        violations.extend(
+            compare(plan, totals, objective, kwh, emissions, phase_costs, rel_tol, abs_tol)
+        )
     costs = {k: totals[k] for k in ALL_KEYS}
     return Verification(
-        violations=tuple(violations), costs=costs, objective=objective, energy_kwh=kwh,
-        emissions_t=emissions, phase_costs={k: dict(v.costs) for k, v in phase_costs.items()},
-        facts=facts, costed=costable_all,
+        violations=tuple(violations),
+        costs=costs,
+        objective=objective,
+        energy_kwh=kwh,
+        emissions_t=emissions,
+        phase_costs={k: dict(v.costs) for k, v in phase_costs.items()},
+        facts=facts,
+        costed=costable_all,
     )

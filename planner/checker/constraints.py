@@ -67,25 +67,42 @@ def check_entries(inst: Instance, plan: Plan) -> tuple[list[Violation], dict[str
     entries: dict[str, Entry] = {}
     for e in plan.phases:
         if e.name not in names:
-            out.append(Violation("unknown_phase", e.name,
-                                 f"the instance has no phase {e.name!r}; its phases are {names}"))
+            out.append(
+                Violation(
+                    "unknown_phase",
+                    e.name,
+                    f"the instance has no phase {e.name!r}; its phases are {names}",
+                )
+            )
             continue
         p = inst.phase(e.name)
         if p.done:
-            out.append(Violation("unknown_phase", e.name,
-                                 "the instance marks this phase done (its artifact exists); the "
-                                 "plan must not run it"))
+            out.append(
+                Violation(
+                    "unknown_phase",
+                    e.name,
+                    "the instance marks this phase done (its artifact exists); the "
+                    "plan must not run it",
+                )
+            )
             continue
         if e.name in entries:
-            out.append(Violation("unknown_phase", e.name,
-                                 "the plan has more than one entry for this phase; the first "
-                                 "is checked"))
+            out.append(
+                Violation(
+                    "unknown_phase",
+                    e.name,
+                    "the plan has more than one entry for this phase; the first is checked",
+                )
+            )
             continue
         entries[e.name] = Entry(p, e, tuple(sorted(set(e.hours))))
     for p in inst.active_phases:
         if p.name not in entries:
-            out.append(Violation("missing_phase", p.name,
-                                 "active phase (not done) has no entry in the plan"))
+            out.append(
+                Violation(
+                    "missing_phase", p.name, "active phase (not done) has no entry in the plan"
+                )
+            )
     return out, entries
 
 
@@ -95,8 +112,7 @@ def _allowed_count(p: Phase, gpus: float) -> str | None:
     o = p.options
     if gpus < 1:
         if not any(math.isclose(gpus, f, rel_tol=1e-9) for f in o.fractions):
-            return (f"{gpus:g} of a GPU is not one of the allowed fractions "
-                    f"{list(o.fractions)}")
+            return f"{gpus:g} of a GPU is not one of the allowed fractions {list(o.fractions)}"
         return None
     if gpus != int(gpus):
         return f"{gpus:g} GPUs: a count of one GPU or more must be whole"
@@ -125,15 +141,18 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
     if not gpu_ok:
         problems.append(f"unknown GPU type {e.gpu!r}; known: {sorted(inst.spec.gpu_types)}")
     elif p.gpu_types is not None and e.gpu not in p.gpu_types:
-        problems.append(f"GPU type {e.gpu!r} is not among the phase's gpu_types "
-                        f"{list(p.gpu_types)}")
+        problems.append(
+            f"GPU type {e.gpu!r} is not among the phase's gpu_types {list(p.gpu_types)}"
+        )
     if not region_ok:
         problems.append(f"unknown region {e.region!r}; known: {sorted(inst.spec.regions)}")
     elif p.regions is not None and e.region not in p.regions:
         problems.append(f"region {e.region!r} is not among the phase's regions {list(p.regions)}")
     if region_ok and inst.region(e.region).zones < p.redundancy.zones:
-        problems.append(f"region {e.region!r} has {inst.region(e.region).zones} zone(s); the "
-                        f"phase needs {p.redundancy.zones}")
+        problems.append(
+            f"region {e.region!r} has {inst.region(e.region).zones} zone(s); the "
+            f"phase needs {p.redundancy.zones}"
+        )
     if e.contract not in CONTRACTS:
         problems.append(f"unknown contract {e.contract!r}; expected one of {list(CONTRACTS)}")
         costable = False
@@ -146,20 +165,21 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
             problems.append(f"region {e.region!r} does not offer {e.gpu} under {e.contract}")
             costable = False
     if e.precision not in o.precision:
-        problems.append(f"precision {e.precision!r} is not among the allowed "
-                        f"{list(o.precision)}")
+        problems.append(f"precision {e.precision!r} is not among the allowed {list(o.precision)}")
     if gpu_ok and peak(inst, e.gpu, e.precision) is None:
         problems.append(f"{e.gpu} has no peak throughput at precision {e.precision!r}")
         costable = False
     if region_ok:
         tiers = inst.region(e.region).storage
         if e.tier not in tiers:
-            problems.append(f"region {e.region!r} has no storage tier {e.tier!r}; it has "
-                            f"{list(tiers)}")
+            problems.append(
+                f"region {e.region!r} has no storage tier {e.tier!r}; it has {list(tiers)}"
+            )
             costable = False
         if o.storage_tiers is not None and e.tier not in o.storage_tiers:
-            problems.append(f"storage tier {e.tier!r} is not among the allowed "
-                            f"{list(o.storage_tiers)}")
+            problems.append(
+                f"storage tier {e.tier!r} is not among the allowed {list(o.storage_tiers)}"
+            )
     if not (math.isfinite(e.gpus) and e.gpus > 0):
         problems.append(f"expected a positive GPU count, got {e.gpus!r}")
         costable = False
@@ -175,8 +195,10 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
         if e.spare_gpus % gpn:
             problems.append(f"{e.spare_gpus} spare GPUs is not a whole number of {gpn}-GPU nodes")
         elif e.spare_gpus // gpn < p.redundancy.spare_nodes:
-            problems.append(f"{e.spare_gpus // gpn} spare node(s); redundancy.spare_nodes "
-                            f"requires {p.redundancy.spare_nodes}")
+            problems.append(
+                f"{e.spare_gpus // gpn} spare node(s); redundancy.spare_nodes "
+                f"requires {p.redundancy.spare_nodes}"
+            )
     layout_problems, layout_costable = _check_layout(inst, p, e)
     problems.extend(layout_problems)
     costable = costable and layout_costable and gpu_ok and region_ok
@@ -191,21 +213,25 @@ def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bo
     o = p.options
     if m is None:
         if (e.zero, e.recompute, e.tp, e.pp) != (0, "none", 1, 1):
-            problems.append(f"a phase without a model has no parallel layout; expected ZeRO 0, "
-                            f"recompute none, tp 1, pp 1, got ZeRO {e.zero}, recompute "
-                            f"{e.recompute}, tp {e.tp}, pp {e.pp}")
+            problems.append(
+                f"a phase without a model has no parallel layout; expected ZeRO 0, "
+                f"recompute none, tp 1, pp 1, got ZeRO {e.zero}, recompute "
+                f"{e.recompute}, tp {e.tp}, pp {e.pp}"
+            )
         return problems, e.tp >= 1 and e.pp >= 1
     costable = True
     if e.zero not in (0, 1, 2, 3):
         problems.append(f"ZeRO stage must be 0-3, got {e.zero}")
         costable = False
     if e.recompute not in RECOMPUTE_FACTOR:
-        problems.append(f"unknown recomputation {e.recompute!r}; expected one of "
-                        f"{list(RECOMPUTE_FACTOR)}")
+        problems.append(
+            f"unknown recomputation {e.recompute!r}; expected one of {list(RECOMPUTE_FACTOR)}"
+        )
         costable = False
     elif e.recompute not in o.recompute:
-        problems.append(f"recomputation {e.recompute!r} is not among the allowed "
-                        f"{list(o.recompute)}")
+        problems.append(
+            f"recomputation {e.recompute!r} is not among the allowed {list(o.recompute)}"
+        )
     if e.tp < 1 or e.pp < 1:
         problems.append(f"expected tp >= 1 and pp >= 1, got tp {e.tp}, pp {e.pp}")
         return problems, False
@@ -216,8 +242,9 @@ def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bo
     if m.heads % e.tp:
         problems.append(f"tp {e.tp} does not divide the model's {m.heads} heads")
     if e.gpu in inst.spec.gpu_types and e.tp > inst.gpu(e.gpu).gpus_per_node:
-        problems.append(f"tp {e.tp} is more than the {inst.gpu(e.gpu).gpus_per_node} GPUs "
-                        "of a node")
+        problems.append(
+            f"tp {e.tp} is more than the {inst.gpu(e.gpu).gpus_per_node} GPUs of a node"
+        )
     if m.layers % e.pp:
         problems.append(f"pp {e.pp} does not divide the model's {m.layers} layers")
     if 0 < e.gpus < 1:
@@ -235,9 +262,14 @@ def check_work_defined(inst: Instance, p: Phase) -> list[Violation]:
     """The work of a phase in GPU-hours needs a peak of its reference GPU at its precision."""
     if work_flops(inst, p) is not None:
         return []
-    return [Violation("work", p.name,
-                      f"work is {p.work.gpu_hours:g} GPU-hours on {p.work.gpu}, which has no peak "
-                      f"at precision {p.work.precision!r}: the work is undefined")]
+    return [
+        Violation(
+            "work",
+            p.name,
+            f"work is {p.work.gpu_hours:g} GPU-hours on {p.work.gpu}, which has no peak "
+            f"at precision {p.work.precision!r}: the work is undefined",
+        )
+    ]
 
 
 def check_memory(ent: Entry, f: PhaseFacts) -> list[Violation]:
@@ -246,13 +278,18 @@ def check_memory(ent: Entry, f: PhaseFacts) -> list[Violation]:
     e, mem = ent.plan, f.memory
     if mem.fits:
         return []
-    return [Violation("memory", ent.name,
-                      f"{e.gpus:g} x {e.gpu} ({e.precision}, ZeRO-{e.zero}, recompute "
-                      f"{e.recompute}, tp {e.tp}, pp {e.pp}, dp {f.dp}) needs {mem.total_gb:.2f} "
-                      f"GB per GPU (model states {mem.model_states_gb:.2f}, activations "
-                      f"{mem.activations_gb:.2f}, buffers {mem.buffers_gb:.2f}, plus "
-                      f"fragmentation and the phase's own need) but {mem.capacity_gb:.2f} GB "
-                      "is usable")]
+    return [
+        Violation(
+            "memory",
+            ent.name,
+            f"{e.gpus:g} x {e.gpu} ({e.precision}, ZeRO-{e.zero}, recompute "
+            f"{e.recompute}, tp {e.tp}, pp {e.pp}, dp {f.dp}) needs {mem.total_gb:.2f} "
+            f"GB per GPU (model states {mem.model_states_gb:.2f}, activations "
+            f"{mem.activations_gb:.2f}, buffers {mem.buffers_gb:.2f}, plus "
+            f"fragmentation and the phase's own need) but {mem.capacity_gb:.2f} GB "
+            "is usable",
+        )
+    ]
 
 
 def check_work(ent: Entry, f: PhaseFacts) -> list[Violation]:
@@ -261,32 +298,50 @@ def check_work(ent: Entry, f: PhaseFacts) -> list[Violation]:
     if n == f.hours:
         return []
     relation = "too few" if n < f.hours else "more than needed"
-    return [Violation("work", ent.name,
-                      f"runs {n} hour(s) ({relation}); the work needs {f.hours} h (compute "
-                      f"{f.compute_h:.4f} h = {f.work_flops:.4g} FLOPs at "
-                      f"{f.flops_per_s / 1e12:.2f} TFLOP/s with {f.overhead:.4%} checkpoint "
-                      f"overhead; I/O {f.io_h:.4f} h)")]
+    return [
+        Violation(
+            "work",
+            ent.name,
+            f"runs {n} hour(s) ({relation}); the work needs {f.hours} h (compute "
+            f"{f.compute_h:.4f} h = {f.work_flops:.4g} FLOPs at "
+            f"{f.flops_per_s / 1e12:.2f} TFLOP/s with {f.overhead:.4%} checkpoint "
+            f"overhead; I/O {f.io_h:.4f} h)",
+        )
+    ]
 
 
 def check_window(inst: Instance, plan: Plan, entries: Mapping[str, Entry]) -> list[Violation]:
     """The plan's horizon is the instance's; hours are distinct and in [release, deadline)."""
     out: list[Violation] = []
     if plan.horizon_start != inst.start:
-        out.append(Violation("window", None,
-                             f"the plan's hours count from {plan.horizon_start.isoformat()} but "
-                             f"the instance's horizon starts at {inst.start.isoformat()}"))
+        out.append(
+            Violation(
+                "window",
+                None,
+                f"the plan's hours count from {plan.horizon_start.isoformat()} but "
+                f"the instance's horizon starts at {inst.start.isoformat()}",
+            )
+        )
     for ent in entries.values():
         e = ent.plan
         if len(e.hours) != len(ent.hours):
             repeated = sorted({h for h in e.hours if e.hours.count(h) > 1})
-            out.append(Violation("window", ent.name,
-                                 f"hours listed more than once: {hour_ranges(repeated)}"))
+            out.append(
+                Violation(
+                    "window", ent.name, f"hours listed more than once: {hour_ranges(repeated)}"
+                )
+            )
         rel, dl = inst.release[ent.name], inst.deadline[ent.name]
         outside = [h for h in ent.hours if not rel <= h < dl]
         if outside:
-            out.append(Violation("window", ent.name,
-                                 f"runs outside its window [{rel}, {dl}) from release to "
-                                 f"deadline, in hours {hour_ranges(outside)}"))
+            out.append(
+                Violation(
+                    "window",
+                    ent.name,
+                    f"runs outside its window [{rel}, {dl}) from release to "
+                    f"deadline, in hours {hour_ranges(outside)}",
+                )
+            )
     return out
 
 
@@ -303,9 +358,13 @@ def check_contiguity(ent: Entry) -> list[Violation]:
     if not gaps:
         return []
     shown = ", ".join(hour_ranges(range(a, b)) for a, b in gaps)
-    return [Violation("contiguity", ent.name,
-                      f"not preemptible, but pauses in hours {shown} (runs hours "
-                      f"{hour_ranges(hs)})")]
+    return [
+        Violation(
+            "contiguity",
+            ent.name,
+            f"not preemptible, but pauses in hours {shown} (runs hours {hour_ranges(hs)})",
+        )
+    ]
 
 
 def check_precedence(inst: Instance, entries: Mapping[str, Entry]) -> list[Violation]:
@@ -321,20 +380,28 @@ def check_precedence(inst: Instance, entries: Mapping[str, Entry]) -> list[Viola
                 continue
             end_q = pred.hours[-1] + 1
             if end_q > start:
-                out.append(Violation("precedence", ent.name,
-                                     f"starts at hour {start} but its predecessor {q!r} ends at "
-                                     f"hour {end_q}"))
+                out.append(
+                    Violation(
+                        "precedence",
+                        ent.name,
+                        f"starts at hour {start} but its predecessor {q!r} ends at hour {end_q}",
+                    )
+                )
     return out
 
 
-def _pool_usage(inst: Instance, entries: Iterable[Entry]
-                ) -> dict[tuple[str, str], tuple[np.ndarray, list[Entry]]]:
+def _pool_usage(
+    inst: Instance, entries: Iterable[Entry]
+) -> dict[tuple[str, str], tuple[np.ndarray, list[Entry]]]:
     """GPUs (working + spare) per (region, GPU type) and hour, and the entries using each."""
     usage: dict[tuple[str, str], tuple[np.ndarray, list[Entry]]] = {}
     for ent in entries:
         e = ent.plan
-        if (e.gpu not in inst.spec.gpu_types or e.region not in inst.spec.regions
-                or not in_horizon(inst, ent)):
+        if (
+            e.gpu not in inst.spec.gpu_types
+            or e.region not in inst.spec.regions
+            or not in_horizon(inst, ent)
+        ):
             continue
         arr, users = usage.setdefault((e.region, e.gpu), (np.zeros(inst.hours), []))
         arr[list(ent.hours)] += e.gpus + e.spare_gpus
@@ -361,15 +428,21 @@ def check_capacity(inst: Instance, entries: Mapping[str, Entry]) -> list[Violati
         worst = int(over[np.argmax(used[over] - cap_arr[over])])
         names = _involved(users, over)
         phase = names[0] if len(names) == 1 else None
-        out.append(Violation("capacity", phase,
-                             f"{g} in {r}: phases {names} hold more GPUs than the capacity in "
-                             f"hours {hour_ranges(int(t) for t in over)}; worst hour {worst}: "
-                             f"{used[worst]:g} GPUs (working + spare) against {cap_arr[worst]:g}"))
+        out.append(
+            Violation(
+                "capacity",
+                phase,
+                f"{g} in {r}: phases {names} hold more GPUs than the capacity in "
+                f"hours {hour_ranges(int(t) for t in over)}; worst hour {worst}: "
+                f"{used[worst]:g} GPUs (working + spare) against {cap_arr[worst]:g}",
+            )
+        )
     return out
 
 
-def reserved_pools(inst: Instance, plan: Plan
-                   ) -> tuple[list[Violation], dict[tuple[str, str], int]]:
+def reserved_pools(
+    inst: Instance, plan: Plan
+) -> tuple[list[Violation], dict[tuple[str, str], int]]:
     """The plan's reserved commitments: each names a pool with a reserved offer, once, with
     R = 0 or min_gpus <= R <= max_gpus."""
     out: list[Violation] = []
@@ -377,32 +450,48 @@ def reserved_pools(inst: Instance, plan: Plan
     for r, g, n in plan.reserved:
         key = (r, g)
         if key in pools:
-            out.append(Violation("reserved", None, f"the reserved pool ({r}, {g}) is listed more "
-                                                   "than once"))
+            out.append(
+                Violation(
+                    "reserved", None, f"the reserved pool ({r}, {g}) is listed more than once"
+                )
+            )
             continue
         if r not in inst.spec.regions or g not in inst.spec.gpu_types:
-            out.append(Violation("reserved", None, f"reserved pool ({r}, {g}) names an unknown "
-                                                   "region or GPU type"))
+            out.append(
+                Violation(
+                    "reserved",
+                    None,
+                    f"reserved pool ({r}, {g}) names an unknown region or GPU type",
+                )
+            )
             continue
         offers = inst.region(r).offers.get(g)
         res = offers.reserved if offers is not None else None
         if res is None:
-            out.append(Violation("reserved", None, f"region {r!r} offers no reserved {g}; the "
-                                                   f"plan commits {n}"))
+            out.append(
+                Violation(
+                    "reserved", None, f"region {r!r} offers no reserved {g}; the plan commits {n}"
+                )
+            )
             continue
         pools[key] = n
         if n < 0:
             out.append(Violation("reserved", None, f"reserved {g} in {r}: negative commitment {n}"))
         elif n > 0 and (n < res.min_gpus or (res.max_gpus is not None and n > res.max_gpus)):
             hi = "unbounded" if res.max_gpus is None else str(res.max_gpus)
-            out.append(Violation("reserved", None,
-                                 f"reserved {g} in {r}: R = {n} must be 0 or within "
-                                 f"[{res.min_gpus}, {hi}]"))
+            out.append(
+                Violation(
+                    "reserved",
+                    None,
+                    f"reserved {g} in {r}: R = {n} must be 0 or within [{res.min_gpus}, {hi}]",
+                )
+            )
     return out, pools
 
 
-def check_reserved(inst: Instance, pools: Mapping[tuple[str, str], int],
-                   entries: Mapping[str, Entry]) -> list[Violation]:
+def check_reserved(
+    inst: Instance, pools: Mapping[tuple[str, str], int], entries: Mapping[str, Entry]
+) -> list[Violation]:
     """Per reserved pool and hour: reserved-contract GPUs (working + spare) <= R (0 when the
     plan commits nothing to the pool)."""
     out: list[Violation] = []
@@ -415,10 +504,15 @@ def check_reserved(inst: Instance, pools: Mapping[tuple[str, str], int],
         worst = int(over[np.argmax(used[over])])
         names = _involved(users, over)
         phase = names[0] if len(names) == 1 else None
-        out.append(Violation("reserved", phase,
-                             f"{g} in {r}: reserved-contract phases {names} use up to "
-                             f"{used[worst]:g} GPUs (hour {worst}) but the plan reserves "
-                             f"R = {committed}; hours over: {hour_ranges(int(t) for t in over)}"))
+        out.append(
+            Violation(
+                "reserved",
+                phase,
+                f"{g} in {r}: reserved-contract phases {names} use up to "
+                f"{used[worst]:g} GPUs (hour {worst}) but the plan reserves "
+                f"R = {committed}; hours over: {hour_ranges(int(t) for t in over)}",
+            )
+        )
     return out
 
 
@@ -427,5 +521,8 @@ def check_carbon_cap(inst: Instance, emissions_t: float, rel_tol: float) -> list
     cap = inst.spec.objective.carbon_cap_tonnes
     if cap is None or emissions_t <= cap * (1 + rel_tol) + 1e-12:
         return []
-    return [Violation("carbon_cap", None,
-                      f"emissions {emissions_t:.6g} tCO2 exceed the cap of {cap:g} t")]
+    return [
+        Violation(
+            "carbon_cap", None, f"emissions {emissions_t:.6g} tCO2 exceed the cap of {cap:g} t"
+        )
+    ]

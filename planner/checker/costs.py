@@ -38,8 +38,9 @@ def segments(hours: Iterable[int]) -> int:
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
-def phase_cost(inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str, str]
-               ) -> PhaseCost:
+def phase_cost(
+    inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str, str]
+) -> PhaseCost:
     """One phase's costs:
 
     - rental: on-demand/spot ``max(|B| g, min_rental_hours) x ρ`` with billed blocks
@@ -67,9 +68,15 @@ def phase_cost(inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str
         g = f.billing_hours
         blocks = {int(t) // g for t in H}
         rental = max(len(blocks) * g, f.min_rental_hours) * f.rental_per_h
-    failure = float(np.sum(f.failure_rate * (
-        f.loss_h * (f.rental_per_h + energy_t)
-        - f.sla_share * f.sla_multiplier * f.downtime_h * f.rental_per_h)))
+    failure = float(
+        np.sum(
+            f.failure_rate
+            * (
+                f.loss_h * (f.rental_per_h + energy_t)
+                - f.sla_share * f.sla_multiplier * f.downtime_h * f.rental_per_h
+            )
+        )
+    )
     storage = n * f.storage_per_h + (inst.hours - end) * f.archive_per_h
     if p.preemptible:
         failure += (segments(ent.hours) - 1) * f.resume_usd
@@ -112,8 +119,9 @@ def pool_rental(inst: Instance, pools: Mapping[tuple[str, str], int]) -> float:
 def porting(inst: Instance, gpus: Iterable[str]) -> float:
     """``families[f].porting_usd`` once per family of a GPU type the plan's phases use."""
     families = {inst.gpu(g).family for g in gpus}
-    return float(sum(inst.spec.families[f].porting_usd for f in families
-                     if f in inst.spec.families))
+    return float(
+        sum(inst.spec.families[f].porting_usd for f in families if f in inst.spec.families)
+    )
 
 
 def weighted(inst: Instance, costs: Mapping[str, float]) -> float:
@@ -124,14 +132,16 @@ def weighted(inst: Instance, costs: Mapping[str, float]) -> float:
 
 def within(stated: float, recomputed: float, rel_tol: float, abs_tol: float) -> bool:
     """``|stated - recomputed| <= abs_tol + rel_tol x |recomputed|``."""
-    return math.isfinite(stated) and abs(stated - recomputed) <= abs_tol + rel_tol * abs(
-        recomputed)
+    return math.isfinite(stated) and abs(stated - recomputed) <= abs_tol + rel_tol * abs(recomputed)
 
 
 def _mismatch(what: str, phase: str | None, stated: float, recomputed: float) -> Violation:
-    return Violation("cost", phase,
-                     f"{what}: the plan states {stated:,.6f} but the recomputation gives "
-                     f"{recomputed:,.6f} (difference {stated - recomputed:+,.6f})")
+    return Violation(
+        "cost",
+        phase,
+        f"{what}: the plan states {stated:,.6f} but the recomputation gives "
+        f"{recomputed:,.6f} (difference {stated - recomputed:+,.6f})",
+    )
 
 
 def compare(
@@ -150,13 +160,17 @@ def compare(
     out: list[Violation] = []
     for k in ALL_KEYS:
         if k not in plan.costs:
-            out.append(Violation("cost", None, f"the plan states no {k!r} cost (recomputed "
-                                               f"{costs[k]:,.6f})"))
+            out.append(
+                Violation(
+                    "cost", None, f"the plan states no {k!r} cost (recomputed {costs[k]:,.6f})"
+                )
+            )
         elif not within(plan.costs[k], costs[k], rel_tol, abs_tol):
             out.append(_mismatch(f"{k} cost", None, plan.costs[k], costs[k]))
     if plan.objective is None:
-        out.append(Violation("cost", None, f"the plan states no objective (recomputed "
-                                           f"{objective:,.6f})"))
+        out.append(
+            Violation("cost", None, f"the plan states no objective (recomputed {objective:,.6f})")
+        )
     elif not within(plan.objective, objective, rel_tol, abs_tol):
         out.append(_mismatch("objective (weighted total)", None, plan.objective, objective))
     if not within(plan.energy_kwh, energy_kwh, rel_tol, abs_tol):

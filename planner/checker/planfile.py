@@ -27,9 +27,18 @@ class PlanFileError(InstanceError):
 
 
 _PHASE_FIELDS: tuple[tuple[str, str], ...] = (
-    ("name", "str"), ("gpu", "str"), ("region", "str"), ("contract", "str"),
-    ("gpus", "number"), ("spare_gpus", "int"), ("precision", "str"), ("zero", "int"),
-    ("recompute", "str"), ("tp", "int"), ("pp", "int"), ("tier", "str"),
+    ("name", "str"),
+    ("gpu", "str"),
+    ("region", "str"),
+    ("contract", "str"),
+    ("gpus", "number"),
+    ("spare_gpus", "int"),
+    ("precision", "str"),
+    ("zero", "int"),
+    ("recompute", "str"),
+    ("tp", "int"),
+    ("pp", "int"),
+    ("tier", "str"),
 )
 
 _EXPECTED = {"str": "a string", "number": "a finite number", "int": "a whole number"}
@@ -50,12 +59,19 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _field(obj: dict[str, Any], key: str, kind: str, path: str, errors: list[FieldError],
-           required: bool = True) -> None:
+def _field(
+    obj: dict[str, Any],
+    key: str,
+    kind: str,
+    path: str,
+    errors: list[FieldError],
+    required: bool = True,
+) -> None:
     if key not in obj:
         if required:
-            errors.append(FieldError(path, f"required field is missing (expected "
-                                           f"{_EXPECTED[kind]})"))
+            errors.append(
+                FieldError(path, f"required field is missing (expected {_EXPECTED[kind]})")
+            )
         return
     if not _is(obj[key], kind):
         errors.append(FieldError(path, f"expected {_EXPECTED[kind]}, got {_shown(obj[key])}"))
@@ -72,39 +88,52 @@ def _check_phase(i: int, ph: Any, errors: list[FieldError]) -> None:
         _field(ph, key, kind, f"{where}.{key}", errors)
     hours = ph.get("hours")
     if "hours" not in ph:
-        errors.append(FieldError(f"{where}.hours", "required field is missing (expected a list "
-                                                   "of hour numbers)"))
+        errors.append(
+            FieldError(
+                f"{where}.hours", "required field is missing (expected a list of hour numbers)"
+            )
+        )
     elif not isinstance(hours, list):
-        errors.append(FieldError(f"{where}.hours", f"expected a list of hour numbers, got "
-                                                   f"{_shown(hours)}"))
+        errors.append(
+            FieldError(f"{where}.hours", f"expected a list of hour numbers, got {_shown(hours)}")
+        )
     else:
         bad = [h for h in hours if not _is(h, "int")]
         if bad:
-            errors.append(FieldError(f"{where}.hours", f"expected whole hour numbers, got "
-                                                       f"{_shown(bad[0])}"))
+            errors.append(
+                FieldError(f"{where}.hours", f"expected whole hour numbers, got {_shown(bad[0])}")
+            )
     costs = ph.get("costs", {})
     if not isinstance(costs, dict):
         errors.append(FieldError(f"{where}.costs", f"expected an object, got {_shown(costs)}"))
     else:
         for k, v in costs.items():
             if not _is(v, "number"):
-                errors.append(FieldError(f"{where}.costs.{k}", f"expected {_EXPECTED['number']}"
-                                                               f", got {_shown(v)}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.costs.{k}", f"expected {_EXPECTED['number']}, got {_shown(v)}"
+                    )
+                )
     if not isinstance(ph.get("info", {}), dict):
         errors.append(FieldError(f"{where}.info", "expected an object"))
 
 
 def _check(data: Any) -> list[FieldError]:
     if not isinstance(data, dict):
-        return [FieldError("", f"expected a JSON object (a trainplan plan), got "
-                               f"{type(data).__name__}")]
+        return [
+            FieldError("", f"expected a JSON object (a trainplan plan), got {type(data).__name__}")
+        ]
     errors: list[FieldError] = []
     fmt = data.get("format", PLAN_FORMAT)
     if fmt != PLAN_FORMAT:
         errors.append(FieldError("format", f"expected {PLAN_FORMAT!r}, got {_shown(fmt)}"))
     if "horizon_start" not in data:
-        errors.append(FieldError("horizon_start", "required field is missing (expected an ISO "
-                                                  "time with a UTC offset)"))
+        errors.append(
+            FieldError(
+                "horizon_start",
+                "required field is missing (expected an ISO time with a UTC offset)",
+            )
+        )
     else:
         hs = data["horizon_start"]
         try:
@@ -112,17 +141,24 @@ def _check(data: Any) -> list[FieldError]:
         except ValueError:
             when = None
         if when is None or when.tzinfo is None:
-            errors.append(FieldError("horizon_start", f"expected an ISO time with a UTC offset, "
-                                                      f"got {_shown(hs)}"))
+            errors.append(
+                FieldError(
+                    "horizon_start", f"expected an ISO time with a UTC offset, got {_shown(hs)}"
+                )
+            )
     if "objective" not in data:
-        errors.append(FieldError("objective", "required field is missing (expected a number "
-                                              "or null)"))
+        errors.append(
+            FieldError("objective", "required field is missing (expected a number or null)")
+        )
     elif data["objective"] is not None:
         _field(data, "objective", "number", "objective", errors)
     costs = data.get("costs")
     if "costs" not in data:
-        errors.append(FieldError("costs", f"required field is missing (expected an object with "
-                                          f"{list(ALL_KEYS)})"))
+        errors.append(
+            FieldError(
+                "costs", f"required field is missing (expected an object with {list(ALL_KEYS)})"
+            )
+        )
     elif not isinstance(costs, dict):
         errors.append(FieldError("costs", f"expected an object, got {_shown(costs)}"))
     else:
@@ -130,8 +166,9 @@ def _check(data: Any) -> list[FieldError]:
             _field(costs, k, "number", f"costs.{k}", errors)
         for k, v in costs.items():
             if k not in ALL_KEYS and not _is(v, "number"):
-                errors.append(FieldError(f"costs.{k}", f"expected a finite number, got "
-                                                       f"{_shown(v)}"))
+                errors.append(
+                    FieldError(f"costs.{k}", f"expected a finite number, got {_shown(v)}")
+                )
     _field(data, "energy_kwh", "number", "energy_kwh", errors)
     _field(data, "emissions_t", "number", "emissions_t", errors)
     for key in ("bound", "gap", "runtime_s"):
@@ -139,8 +176,9 @@ def _check(data: Any) -> list[FieldError]:
             _field(data, key, "number", key, errors)
     phases = data.get("phases")
     if "phases" not in data:
-        errors.append(FieldError("phases", "required field is missing (expected a list of "
-                                           "phase entries)"))
+        errors.append(
+            FieldError("phases", "required field is missing (expected a list of phase entries)")
+        )
     elif not isinstance(phases, list):
         errors.append(FieldError("phases", f"expected a list, got {_shown(phases)}"))
     else:
@@ -152,8 +190,9 @@ def _check(data: Any) -> list[FieldError]:
     else:
         for i, r in enumerate(reserved):
             if not isinstance(r, dict):
-                errors.append(FieldError(f"reserved[{i}]", "expected an object with region, "
-                                                           "gpu, gpus"))
+                errors.append(
+                    FieldError(f"reserved[{i}]", "expected an object with region, gpu, gpus")
+                )
                 continue
             _field(r, "region", "str", f"reserved[{i}].region", errors)
             _field(r, "gpu", "str", f"reserved[{i}].gpu", errors)
@@ -182,4 +221,3 @@ def read_plan(path: str | Path) -> Plan:
     except InstanceError as e:
         raise PlanFileError(e.file, e.errors) from None
     return plan_from_dict(data, str(p))
-

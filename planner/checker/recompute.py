@@ -84,8 +84,11 @@ def checkpoint_gb(inst: Instance, p: Phase, precision: str) -> float:
         raw = float(p.checkpoint_gb)
     else:
         m = model_of(inst, p)
-        raw = 0.0 if m is None or not is_training(p) else raw_checkpoint_gb(
-            m.params, precision, m.optimizer, True)
+        raw = (
+            0.0
+            if m is None or not is_training(p)
+            else raw_checkpoint_gb(m.params, precision, m.optimizer, True)
+        )
     return raw / inst.spec.storage.compression_ratio
 
 
@@ -135,8 +138,9 @@ def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
     return math.sqrt(2.0 * delta_s * mtbf_s) * (1.0 + math.sqrt(r) / 3.0 + r / 9.0) - delta_s
 
 
-def offer_terms(inst: Instance, region: str, gpu: str, contract: str
-                ) -> tuple[float, int, int, float] | None:
+def offer_terms(
+    inst: Instance, region: str, gpu: str, contract: str
+) -> tuple[float, int, int, float] | None:
     """(USD per GPU-hour, billing granularity h, minimum rental h, preemptions per hour) of the
     region's offer for the GPU type under the contract, or None when it is not offered."""
     offers = inst.region(region).offers.get(gpu)
@@ -147,8 +151,12 @@ def offer_terms(inst: Instance, region: str, gpu: str, contract: str
         return o.usd_per_gpu_hour, o.billing_granularity_hours, o.min_rental_hours, 0.0
     if contract == "spot" and offers.spot is not None:
         s = offers.spot
-        return (s.usd_per_gpu_hour, s.billing_granularity_hours, s.min_rental_hours,
-                s.preemptions_per_hour)
+        return (
+            s.usd_per_gpu_hour,
+            s.billing_granularity_hours,
+            s.min_rental_hours,
+            s.preemptions_per_hour,
+        )
     if contract == "reserved" and offers.reserved is not None:
         return offers.reserved.usd_per_gpu_hour, 1, 0, 0.0
     return None
@@ -238,19 +246,37 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     fps = gpus * pk * 1e12 * mfu(p, e.gpu) * r_factor * eff_scale * eff_layout
 
     pol = inst.spec.memory
-    mem = memory_per_gpu(m, g.memory_gb, e.precision, e.zero, dp, e.tp, e.pp, e.recompute,
-                         p.options.micro_batch, train, pol.buffer_gb, pol.fragmentation,
-                         pol.headroom, p.memory_gb, min(gpus, 1.0))
+    mem = memory_per_gpu(
+        m,
+        g.memory_gb,
+        e.precision,
+        e.zero,
+        dp,
+        e.tp,
+        e.pp,
+        e.recompute,
+        p.options.micro_batch,
+        train,
+        pol.buffer_gb,
+        pol.fragmentation,
+        pol.headroom,
+        p.memory_gb,
+        min(gpus, 1.0),
+    )
 
     # reliability: λ, Daly's interval τ, overhead δ/(τ+δ), downtime D, loss per failure L
     fail = inst.spec.failure
     ck = checkpoint_gb(inst, p, e.precision)
-    write_s = (float(fail.checkpoint_write_s) if fail.checkpoint_write_s is not None
-               else ck / tier.write_gb_per_s)
+    write_s = (
+        float(fail.checkpoint_write_s)
+        if fail.checkpoint_write_s is not None
+        else ck / tier.write_gb_per_s
+    )
     lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
     spare_nodes = spare / gpn
-    downtime = ((fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours)
-                + ck / tier.read_gb_per_s / 3600.0)
+    downtime = (
+        fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours
+    ) + ck / tier.read_gb_per_s / 3600.0
     if ck > 0 and lam > 0:
         tau = daly_interval_s(write_s, 3600.0 / lam)
         overhead = write_s / (tau + write_s)
@@ -265,11 +291,17 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
 
     rental = (gpus + spare) * (price + p.licence_usd_per_gpu_hour)
     nodes = nodes_ceil if gpus >= 1 else gpus / gpn
-    watts = (gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
-             + spare * g.idle_power_w + (nodes + spare / gpn) * g.node_overhead_w)
+    watts = (
+        gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
+        + spare * g.idle_power_w
+        + (nodes + spare / gpn) * g.node_overhead_w
+    )
     kw = watts / 1000.0 * r.effective_pue
-    storage_h = ((inst.spec.storage.retention * ck + p.data.size_gb) * tier.usd_per_gb_month
-                 / HOURS_PER_MONTH)
+    storage_h = (
+        (inst.spec.storage.retention * ck + p.data.size_gb)
+        * tier.usd_per_gb_month
+        / HOURS_PER_MONTH
+    )
     out = output_gb(inst, p)
     arch_name, arch = archive_tier(r, inst.spec.storage.archive)
     sla = r.sla
@@ -278,13 +310,35 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     mean_price = float(np.mean(inst.price[e.region]))
     resume = p.resume_overhead_hours * (rental + kw * mean_price / 1000.0)
     return PhaseFacts(
-        phase=p.name, train=train, work_flops=flops, dp=dp, eff_scale=eff_scale,
-        eff_layout=eff_layout, flops_per_s=fps, memory=mem, checkpoint_gb=ck, output_gb=out,
-        write_s=write_s if ck > 0 else 0.0, failure_rate=lam, interval_s=tau,
-        overhead=overhead, downtime_h=downtime, loss_h=loss, compute_h=compute_h, io_h=io_h,
-        hours=hours, offer_usd_per_gpu_hour=price, billing_hours=bill_h,
-        min_rental_hours=min_h, rental_per_h=rental, facility_kw=kw, storage_per_h=storage_h,
-        archive_tier=arch_name, archive_per_h=out * arch.usd_per_gb_month / HOURS_PER_MONTH,
-        sla_share=share, sla_multiplier=mult, resume_usd=resume,
+        phase=p.name,
+        train=train,
+        work_flops=flops,
+        dp=dp,
+        eff_scale=eff_scale,
+        eff_layout=eff_layout,
+        flops_per_s=fps,
+        memory=mem,
+        checkpoint_gb=ck,
+        output_gb=out,
+        write_s=write_s if ck > 0 else 0.0,
+        failure_rate=lam,
+        interval_s=tau,
+        overhead=overhead,
+        downtime_h=downtime,
+        loss_h=loss,
+        compute_h=compute_h,
+        io_h=io_h,
+        hours=hours,
+        offer_usd_per_gpu_hour=price,
+        billing_hours=bill_h,
+        min_rental_hours=min_h,
+        rental_per_h=rental,
+        facility_kw=kw,
+        storage_per_h=storage_h,
+        archive_tier=arch_name,
+        archive_per_h=out * arch.usd_per_gb_month / HOURS_PER_MONTH,
+        sla_share=share,
+        sla_multiplier=mult,
+        resume_usd=resume,
         pause_per_h=pause_usd_per_h(inst, p) if p.preemptible else 0.0,
     )

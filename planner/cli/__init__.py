@@ -7,8 +7,7 @@ import importlib
 from planner.cli.app import app
 
 #: Command modules; each registers its commands on ``app`` when imported.
-COMMANDS = ("check", "estimate", "solve", "verify", "grid", "report", "levers", "explain",
-            "pareto")
+COMMANDS = ("check", "estimate", "solve", "verify", "grid", "report", "levers", "explain", "pareto")
 
 
 def _register() -> None:

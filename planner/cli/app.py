@@ -77,15 +77,18 @@ def guarded(fn: F) -> F:
             err_console.print("interrupted")
             raise typer.Exit(130) from None
         except MemoryError:
-            fail("out of memory; try a coarser --slot, fewer configurations or a smaller "
-                 "instance", EXIT_SOLVER)
+            fail(
+                "out of memory; try a coarser --slot, fewer configurations or a smaller instance",
+                EXIT_SOLVER,
+            )
         except Exception as e:
             if os.environ.get("TRAINPLAN_DEBUG"):
                 raise
             err_console.print("[bold red]internal error:[/]", end=" ")
             err_console.print(f"{type(e).__name__}: {e}", soft_wrap=True, markup=False)
-            err_console.print("set TRAINPLAN_DEBUG=1 for the traceback; please report it",
-                              soft_wrap=True)
+            err_console.print(
+                "set TRAINPLAN_DEBUG=1 for the traceback; please report it", soft_wrap=True
+            )
             raise typer.Exit(EXIT_INFEASIBLE) from None
 
     return wrapper  # type: ignore[return-value]

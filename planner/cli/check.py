@@ -49,14 +49,18 @@ def _work_text(work: dict[str, Any]) -> str:
 def render(summary: dict[str, Any]) -> list[str]:
     """The human-readable summary, one string per line."""
     h = summary["horizon"]
-    lines = [f"instance {summary['name']}  ({summary['source']})",
-             f"horizon  {h['start']} + {h['hours']} h -> {h['end']}",
-             "phases"]
+    lines = [
+        f"instance {summary['name']}  ({summary['source']})",
+        f"horizon  {h['start']} + {h['hours']} h -> {h['end']}",
+        "phases",
+    ]
     for p in summary["phases"]:
         preds = ", ".join(p["predecessors"]) or "-"
-        head = (f"  {p['name']} [{p['kind']}]  {_work_text(p['work'])}  "
-                f"window h{p['release_hour']}-h{p['deadline_hour']} ({p['window_hours']} h)  "
-                f"after: {preds}")
+        head = (
+            f"  {p['name']} [{p['kind']}]  {_work_text(p['work'])}  "
+            f"window h{p['release_hour']}-h{p['deadline_hour']} ({p['window_hours']} h)  "
+            f"after: {preds}"
+        )
         if p["done"]:
             lines.append(head + "  done (artifact exists)")
             continue
@@ -66,16 +70,20 @@ def render(summary: dict[str, Any]) -> list[str]:
     for g in summary["gpu_types"]:
         peak = ", ".join(f"{k} {_num(v)}" for k, v in g["peak_tflops"].items())
         where = ", ".join(g["regions"]) or "no region offers it"
-        lines.append(f"  {g['name']} [{g['family']}]  {_num(g['memory_gb'])} GB  "
-                     f"{_num(g['board_power_w'])} W (idle {_num(g['idle_power_w'])} W)  "
-                     f"{g['gpus_per_node']}/node  TFLOPS {peak}  in: {where}")
+        lines.append(
+            f"  {g['name']} [{g['family']}]  {_num(g['memory_gb'])} GB  "
+            f"{_num(g['board_power_w'])} W (idle {_num(g['idle_power_w'])} W)  "
+            f"{g['gpus_per_node']}/node  TFLOPS {peak}  in: {where}"
+        )
     lines.append("regions")
     for r in summary["regions"]:
         pr = r["price_usd_per_mwh"]
         gp = ", ".join(f"{g} {v['max_capacity']}" for g, v in r["gpus"].items()) or "-"
-        lines.append(f"  {r['name']}  {r['timezone']}  PUE {r['pue']:.2f}  "
-                     f"USD/MWh min {pr['min']:.1f} mean {pr['mean']:.1f} max {pr['max']:.1f}  "
-                     f"GPUs (max capacity): {gp}")
+        lines.append(
+            f"  {r['name']}  {r['timezone']}  PUE {r['pue']:.2f}  "
+            f"USD/MWh min {pr['min']:.1f} mean {pr['mean']:.1f} max {pr['max']:.1f}  "
+            f"GPUs (max capacity): {gp}"
+        )
     if summary["infeasible"]:
         lines.append("can never fit")
         lines.extend(f"  {i['reason']}" for i in summary["infeasible"])
@@ -103,9 +111,16 @@ def check(
         try:
             inst = read(file)
         except InstanceError as e:
-            typer.echo(json.dumps({"valid": False, "file": e.file,
-                                   "errors": [{"path": fe.path, "message": fe.message}
-                                              for fe in e.errors]}, indent=2))
+            typer.echo(
+                json.dumps(
+                    {
+                        "valid": False,
+                        "file": e.file,
+                        "errors": [{"path": fe.path, "message": fe.message} for fe in e.errors],
+                    },
+                    indent=2,
+                )
+            )
             err_console.print(f"[bold red]invalid instance[/] {e.file}", soft_wrap=True)
             for fe in e.errors:
                 err_console.print(f"  {e.file}: {fe}", soft_wrap=True, markup=False)

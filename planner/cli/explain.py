@@ -32,8 +32,7 @@ from planner.explain import ExplainError, explain
 @guarded
 def explain_cmd(
     instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1,
-                                     help="seconds per MILP solve"),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
 ) -> None:
     """Explain why INSTANCE has no plan: the conflicts that hold for any plan, and the

@@ -28,11 +28,16 @@ from planner.solve import SOLVERS
 
 def _describe(spec: GridSpec) -> None:
     axes = ", ".join(f"{a.name} ({len(a.values)})" for a in spec.axes) or "none"
-    console.print(f"grid [bold]{spec.name}[/]: {len(spec.scenarios)} scenarios ({spec.mode}) "
-                  f"over {spec.base.source}; axes: {axes}", soft_wrap=True)
+    console.print(
+        f"grid [bold]{spec.name}[/]: {len(spec.scenarios)} scenarios ({spec.mode}) "
+        f"over {spec.base.source}; axes: {axes}",
+        soft_wrap=True,
+    )
     for params, kept in spec.duplicates[:5]:
-        err_console.print(f"warning: scenario {params} makes the same change as {kept}; "
-                          "solved once", soft_wrap=True)
+        err_console.print(
+            f"warning: scenario {params} makes the same change as {kept}; solved once",
+            soft_wrap=True,
+        )
     if len(spec.duplicates) > 5:
         err_console.print(f"warning: ... and {len(spec.duplicates) - 5} more duplicates")
 
@@ -51,37 +56,57 @@ def _list(spec: GridSpec) -> None:
 @guarded
 def grid_cmd(
     grid: Path = typer.Argument(..., help="grid file (.yaml or .json)"),
-    workers: int | None = typer.Option(None, "--workers", "-w", min=1,
-                                       help="parallel solves (default: CPUs, or the Ray "
-                                            "cluster's CPUs)"),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        "-w",
+        min=1,
+        help="parallel solves (default: CPUs, or the Ray cluster's CPUs)",
+    ),
     executor: str = typer.Option("local", "--executor", help="local or ray"),
-    address: str | None = typer.Option(None, "--address",
-                                       help="Ray cluster address (default: $RAY_ADDRESS)"),
-    output: Path | None = typer.Option(None, "-o", "--output",
-                                       help="the store (SQLite); default: <grid name>.sqlite "
-                                            "beside the grid file; resumed if it exists"),
-    time_limit: float | None = typer.Option(None, "--time-limit", min=0.1,
-                                            help="seconds per scenario (default: the grid "
-                                                 "file's, else 60)"),
+    address: str | None = typer.Option(
+        None, "--address", help="Ray cluster address (default: $RAY_ADDRESS)"
+    ),
+    output: Path | None = typer.Option(
+        None,
+        "-o",
+        "--output",
+        help="the store (SQLite); default: <grid name>.sqlite "
+        "beside the grid file; resumed if it exists",
+    ),
+    time_limit: float | None = typer.Option(
+        None,
+        "--time-limit",
+        min=0.1,
+        help="seconds per scenario (default: the grid file's, else 60)",
+    ),
     gap: float | None = typer.Option(None, "--gap", min=0.0, max=1.0, help="relative MIP gap"),
     solver: str | None = typer.Option(None, "--solver", help=f"one of {', '.join(SOLVERS)}"),
-    backend: str | None = typer.Option(None, "--backend", help="MILP backend: auto, highs, "
-                                                               "pyomo"),
-    memory_gb: float | None = typer.Option(None, "--memory-gb", min=0.0,
-                                           help="address-space limit per worker, GB (default:"
-                                                " RAM / workers; 0: none)"),
-    grace: float = typer.Option(DEFAULT_GRACE_S, "--grace", min=0.0,
-                                help="seconds past the time limit before a worker is killed"),
-    retry_failed: bool = typer.Option(False, "--retry-failed",
-                                      help=f"redo scenarios stored as {' or '.join(RETRYABLE)}"),
-    export_to: Path | None = typer.Option(None, "--export",
-                                          help="also export the store to this .parquet or "
-                                               ".csv file"),
-    chart: bool = typer.Option(True, "--chart/--no-chart",
-                               help="write the cost chart (PNG) beside the store"),
-    dry_run: bool = typer.Option(False, "--dry-run",
-                                 help="expand and validate the scenarios, list them, solve "
-                                      "nothing"),
+    backend: str | None = typer.Option(None, "--backend", help="MILP backend: auto, highs, pyomo"),
+    memory_gb: float | None = typer.Option(
+        None,
+        "--memory-gb",
+        min=0.0,
+        help="address-space limit per worker, GB (default: RAM / workers; 0: none)",
+    ),
+    grace: float = typer.Option(
+        DEFAULT_GRACE_S,
+        "--grace",
+        min=0.0,
+        help="seconds past the time limit before a worker is killed",
+    ),
+    retry_failed: bool = typer.Option(
+        False, "--retry-failed", help=f"redo scenarios stored as {' or '.join(RETRYABLE)}"
+    ),
+    export_to: Path | None = typer.Option(
+        None, "--export", help="also export the store to this .parquet or .csv file"
+    ),
+    chart: bool = typer.Option(
+        True, "--chart/--no-chart", help="write the cost chart (PNG) beside the store"
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="expand and validate the scenarios, list them, solve nothing"
+    ),
 ) -> None:
     """Solve every scenario of GRID (a base instance and axes of variation), storing each
     result in a SQLite store the moment it finishes. Rerun the same command to resume after an
@@ -113,11 +138,14 @@ def grid_cmd(
         for w in rep.warnings:
             err_console.print(f"warning: {w}", soft_wrap=True)
         if rep.skipped:
-            console.print(f"resuming {store}: {rep.skipped} of {rep.total} scenarios already "
-                          "stored, skipped")
+            console.print(
+                f"resuming {store}: {rep.skipped} of {rep.total} scenarios already stored, skipped"
+            )
         if rep.pending:
-            console.print(f"solving {rep.pending} with {opts.solver} (time limit "
-                          f"{opts.time_limit:g} s) on {rep.workers} {rep.executor} workers")
+            console.print(
+                f"solving {rep.pending} with {opts.solver} (time limit "
+                f"{opts.time_limit:g} s) on {rep.workers} {rep.executor} workers"
+            )
             bar = GridProgress(console, rep.pending, spec.name)
             bar.__enter__()
             bars.append(bar)
@@ -133,15 +161,24 @@ def grid_cmd(
             bars.pop().__exit__(None, None, None)
 
     try:
-        report = run_grid(spec, store, ex, opts, retry_failed, on_start=start,
-                          on_result=lambda o: bars[0].update(o) if bars else None)
+        report = run_grid(
+            spec,
+            store,
+            ex,
+            opts,
+            retry_failed,
+            on_start=start,
+            on_result=lambda o: bars[0].update(o) if bars else None,
+        )
     except StoreError as e:
         close_bars()
         fail(str(e))
     except KeyboardInterrupt:
         close_bars()
-        err_console.print(f"interrupted: every finished result is in {store}; rerun the same "
-                          "command to resume", soft_wrap=True)
+        err_console.print(
+            f"interrupted: every finished result is in {store}; rerun the same command to resume",
+            soft_wrap=True,
+        )
         raise typer.Exit(130) from None
     except RuntimeError as e:  # Ray unreachable, workers that cannot start
         close_bars()
@@ -172,9 +209,9 @@ def grid_cmd(
 def grid_export_cmd(
     store: Path = typer.Argument(..., help="a grid store (.sqlite) written by trainplan grid"),
     output: Path = typer.Option(..., "-o", "--output", help="a .parquet or .csv file"),
-    plan: bool | None = typer.Option(None, "--plan/--no-plan",
-                                     help="include the plan JSON column (default: Parquet "
-                                          "yes, CSV no)"),
+    plan: bool | None = typer.Option(
+        None, "--plan/--no-plan", help="include the plan JSON column (default: Parquet yes, CSV no)"
+    ),
 ) -> None:
     """Export a grid store to Parquet or CSV, one row per scenario."""
     from planner.grid.export import FORMATS, export

@@ -29,10 +29,16 @@ def _money(x: float | None) -> str:
 
 def _row(r: LeverRun, components: tuple[str, ...]) -> list[str]:
     pct = "-" if r.saving_pct is None else f"{r.saving_pct:.1%}"
-    return [r.label if r.key in ("baseline", "all") else f"{r.label} [{r.article}]",
-            r.method, _money(r.cost), _money(r.saving_usd), pct,
-            *(_money(r.components.get(k)) for k in components),
-            "-" if r.cycle_h is None else f"{r.cycle_h}", r.note]
+    return [
+        r.label if r.key in ("baseline", "all") else f"{r.label} [{r.article}]",
+        r.method,
+        _money(r.cost),
+        _money(r.saving_usd),
+        pct,
+        *(_money(r.components.get(k)) for k in components),
+        "-" if r.cycle_h is None else f"{r.cycle_h}",
+        r.note,
+    ]
 
 
 def render(report: LeverReport) -> None:
@@ -44,20 +50,22 @@ def render(report: LeverReport) -> None:
     for note in report.notes:
         console.print(f"  note: {note}", markup=False)
     runs = [report.baseline, *report.levers, report.all_levers]
-    components = tuple(k for k in COST_KEYS
-                       if any(abs(r.components.get(k, 0.0)) > 1e-9 for r in runs))
-    t = Table(title="cost by lever (USD; each lever alone, then all together)",
-              title_justify="left")
+    components = tuple(
+        k for k in COST_KEYS if any(abs(r.components.get(k, 0.0)) > 1e-9 for r in runs)
+    )
+    t = Table(
+        title="cost by lever (USD; each lever alone, then all together)", title_justify="left"
+    )
     for col in ("lever", "method", "cost", "saving", "saving %", *components, "cycle h", "note"):
-        t.add_column(col, justify="left" if col in ("lever", "method", "note") else "right",
-                     overflow="fold")
+        t.add_column(
+            col, justify="left" if col in ("lever", "method", "note") else "right", overflow="fold"
+        )
     for r in runs:
         t.add_row(*_row(r, components))
     console.print(t)
     inter = report.interaction_usd
     if inter is not None:
-        console.print(f"interaction (all levers minus the sum of single savings): "
-                      f"{_money(inter)}")
+        console.print(f"interaction (all levers minus the sum of single savings): {_money(inter)}")
     console.print(report.headline(), markup=False)
     cycle = report.cycle_headline()
     if cycle:
@@ -68,12 +76,12 @@ def render(report: LeverReport) -> None:
 @guarded
 def levers_cmd(
     instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1,
-                                     help="seconds per MILP solve"),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Path | None = typer.Option(None, "--png", help="write a waterfall chart (PNG) here"),
-    only: str | None = typer.Option(None, "--only",
-                                    help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"),
+    only: str | None = typer.Option(
+        None, "--only", help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"
+    ),
 ) -> None:
     """What each cost lever of the article is worth on INSTANCE: a lever-free baseline
     (as soon as possible, on demand, one GPU type and region, air-cooled PUE, bf16 ZeRO-0,

@@ -26,11 +26,19 @@ def _money(x: float | None) -> str:
 
 def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
     last = points[-1].cost if points else None
-    t = Table(title=f"cost frontier of {inst_name} vs {vs} (tightest cap first)",
-              title_justify="left")
+    t = Table(
+        title=f"cost frontier of {inst_name} vs {vs} (tightest cap first)", title_justify="left"
+    )
     cap = "makespan cap (h)" if vs == "deadline" else "emissions cap (t)"
-    for col in (cap, "cost", "over unconstrained", "makespan (h)", "emissions (t)",
-                "solver", "note"):
+    for col in (
+        cap,
+        "cost",
+        "over unconstrained",
+        "makespan (h)",
+        "emissions (t)",
+        "solver",
+        "note",
+    ):
         t.add_column(col, justify="left" if col in ("solver", "note") else "right")
     for p in points:
         x = f"{p.x:g}" if vs == "deadline" else f"{p.x:.4g}"
@@ -38,11 +46,15 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
         if p.cost is not None and last is not None:
             extra = _money(p.cost - last) + (f" ({(p.cost - last) / last:.1%})" if last else "")
         note = "" if p.kept_from is None else f"plan of cap {p.kept_from:g} (cheaper)"
-        t.add_row(x, _money(p.cost), extra,
-                  "-" if p.makespan_h is None else str(p.makespan_h),
-                  "-" if p.emissions_t is None else f"{p.emissions_t:.4g}",
-                  p.termination + (f", gap {p.gap:.2%}" if p.gap and p.gap >= 5e-5 else ""),
-                  note)
+        t.add_row(
+            x,
+            _money(p.cost),
+            extra,
+            "-" if p.makespan_h is None else str(p.makespan_h),
+            "-" if p.emissions_t is None else f"{p.emissions_t:.4g}",
+            p.termination + (f", gap {p.gap:.2%}" if p.gap and p.gap >= 5e-5 else ""),
+            note,
+        )
     console.print(t)
 
 
@@ -52,8 +64,7 @@ def pareto_cmd(
     instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
     vs: str = typer.Option(..., "--vs", help="deadline or carbon"),
     points: int = typer.Option(8, "--points", min=1, max=200, help="caps to try"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1,
-                                     help="seconds per MILP solve"),
+    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
     png: Path | None = typer.Option(None, "--png", help="write the frontier chart (PNG) here"),
     as_json: bool = typer.Option(False, "--json", help="print the points as JSON"),
 ) -> None:
@@ -75,9 +86,18 @@ def pareto_cmd(
         except OSError as e:
             fail(f"--png: cannot write {png}: {e.strerror or e}")
     if as_json:
-        typer.echo(json.dumps({"format": "trainplan-pareto/1", "instance": inst.name, "vs": vs,
-                               "points": [p.to_dict() for p in pts]}, indent=2,
-                              allow_nan=False))
+        typer.echo(
+            json.dumps(
+                {
+                    "format": "trainplan-pareto/1",
+                    "instance": inst.name,
+                    "vs": vs,
+                    "points": [p.to_dict() for p in pts],
+                },
+                indent=2,
+                allow_nan=False,
+            )
+        )
         return
     render(inst.name, vs, pts)
     if png is not None:

@@ -29,8 +29,9 @@ def _instance(plan: Plan, plan_path: Path, given: Path | None) -> tuple[Instance
     cands = instance_candidates(plan, plan_path)
     for c in cands:
         if c.is_file():
-            console.print(f"instance: {c} (the plan's instance name, beside the plan)",
-                          markup=False)
+            console.print(
+                f"instance: {c} (the plan's instance name, beside the plan)", markup=False
+            )
             return load_instance(c), ""
     if not cands:
         return None, "The plan does not name its instance."
@@ -41,16 +42,27 @@ def _instance(plan: Plan, plan_path: Path, given: Path | None) -> tuple[Instance
 @app.command("report")
 @guarded
 def report(
-    plan_file: Annotated[Path, typer.Argument(
-        metavar="PLAN", help="Plan file (JSON) written by trainplan solve.")],
-    output: Annotated[Path | None, typer.Option(
-        "-o", "--output", help="HTML file to write (default: PLAN with the suffix .html).")] = None,
-    png: Annotated[Path | None, typer.Option(
-        "--png", metavar="DIR", help="Also write the charts as PNG files into DIR.")] = None,
-    instance: Annotated[Path | None, typer.Option(
-        "--instance", metavar="INSTANCE",
-        help="Instance file of the plan (default: the plan's instance name beside the plan).",
-    )] = None,
+    plan_file: Annotated[
+        Path, typer.Argument(metavar="PLAN", help="Plan file (JSON) written by trainplan solve.")
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="HTML file to write (default: PLAN with the suffix .html)."
+        ),
+    ] = None,
+    png: Annotated[
+        Path | None,
+        typer.Option("--png", metavar="DIR", help="Also write the charts as PNG files into DIR."),
+    ] = None,
+    instance: Annotated[
+        Path | None,
+        typer.Option(
+            "--instance",
+            metavar="INSTANCE",
+            help="Instance file of the plan (default: the plan's instance name beside the plan).",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a plan: schedule, prices, costs, memory,
     utilisation, failures and the solver's bound and gap."""
@@ -67,8 +79,12 @@ def report(
         try:
             check_match(plan, inst, str(plan_file), inst.source)
         except ReportError as e:
-            fail(escape(f"the plan {plan_file} does not fit the instance {inst.source}:\n  "
-                        + "\n  ".join(e.errors)))
+            fail(
+                escape(
+                    f"the plan {plan_file} does not fit the instance {inst.source}:\n  "
+                    + "\n  ".join(e.errors)
+                )
+            )
     out = output if output is not None else plan_file.with_suffix(".html")
     if out.is_dir():
         fail(escape(f"-o {out}: is a directory; expected an HTML file name"))
@@ -85,12 +101,17 @@ def report(
         fail(escape(f"-o {out}: cannot write ({e.strerror})"))
     console.print(f"wrote {out}", markup=False)
     if note:
-        console.print(f"note: {note} Prices and capacity use are left out; pass --instance "
-                      "to include them.", soft_wrap=True, markup=False)
+        console.print(
+            f"note: {note} Prices and capacity use are left out; pass --instance to include them.",
+            soft_wrap=True,
+            markup=False,
+        )
     if png is not None:
         try:
             paths = write_pngs(plan, inst, png)
         except OSError as e:
             fail(escape(f"--png {png}: cannot write ({e.strerror})"))
-        console.print(f"wrote {len(paths)} PNG files to {png}: "
-                      + ", ".join(p.name for p in paths), markup=False)
+        console.print(
+            f"wrote {len(paths)} PNG files to {png}: " + ", ".join(p.name for p in paths),
+            markup=False,
+        )

@@ -33,8 +33,19 @@ def _money(x: float) -> str:
 
 def print_plan(inst: Instance, plan: Plan, title: str) -> None:
     t = Table(title=title, title_justify="left")
-    for col in ("phase", "GPUs", "contract", "region", "layout", "tier", "start (local)",
-                "end (local)", "UTC", "hours run", "cost"):
+    for col in (
+        "phase",
+        "GPUs",
+        "contract",
+        "region",
+        "layout",
+        "tier",
+        "start (local)",
+        "end (local)",
+        "UTC",
+        "hours run",
+        "cost",
+    ):
         t.add_column(col, overflow="fold")
     for p in plan.phases:
         tz = ZoneInfo(inst.region(p.region).timezone)
@@ -43,12 +54,19 @@ def print_plan(inst: Instance, plan: Plan, title: str) -> None:
         cost = sum(p.costs.get(k, 0.0) for k in COST_KEYS)
         gpus = f"{p.gpus:g}" + (f"+{p.spare_gpus}" if p.spare_gpus else "") + f" {p.gpu}"
         layout = f"{p.precision} ZeRO-{p.zero} rc:{p.recompute} tp{p.tp} pp{p.pp}"
-        t.add_row(p.name, gpus, p.contract, p.region, layout, p.tier,
-                  s.astimezone(tz).strftime("%a %m-%d %H:%M %Z"),
-                  e.astimezone(tz).strftime("%a %m-%d %H:%M %Z"),
-                  f"{s:%m-%d %H:%M}-{e:%m-%d %H:%M}",
-                  f"{len(p.hours)}" + ("" if p.contiguous else f" in {p.end_hour - p.start_hour}"),
-                  _money(cost))
+        t.add_row(
+            p.name,
+            gpus,
+            p.contract,
+            p.region,
+            layout,
+            p.tier,
+            s.astimezone(tz).strftime("%a %m-%d %H:%M %Z"),
+            e.astimezone(tz).strftime("%a %m-%d %H:%M %Z"),
+            f"{s:%m-%d %H:%M}-{e:%m-%d %H:%M}",
+            f"{len(p.hours)}" + ("" if p.contiguous else f" in {p.end_hour - p.start_hour}"),
+            _money(cost),
+        )
     console.print(t)
     if plan.reserved:
         console.print("reserved: " + ", ".join(f"{n} x {g} in {r}" for r, g, n in plan.reserved))
@@ -74,7 +92,7 @@ def print_costs(plan: Plan, baseline: Plan | None) -> None:
 
 def print_status(res: Result) -> None:
     console.print(f"solver: {res.summary()}")
-    for note in (res.plan.notes if res.plan else ()):
+    for note in res.plan.notes if res.plan else ():
         console.print(f"note: {note}")
 
 
@@ -86,12 +104,13 @@ def solve_cmd(
     time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds"),
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="relative MIP gap"),
     threads: int | None = typer.Option(
-        None, "--threads", min=1,
-        help="solver threads (default: HiGHS 1, CP-SAT every core)"),
+        None, "--threads", min=1, help="solver threads (default: HiGHS 1, CP-SAT every core)"
+    ),
     solver: str = typer.Option("auto", "--solver", help=f"one of {', '.join(SOLVERS)}"),
     backend: str = typer.Option("auto", "--backend", help="MILP backend: auto, highs, pyomo"),
-    baseline: bool = typer.Option(False, "--baseline",
-                                  help="output the hand-made baseline plan instead"),
+    baseline: bool = typer.Option(
+        False, "--baseline", help="output the hand-made baseline plan instead"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the plan JSON only"),
 ) -> None:
     """Solve INSTANCE and print the plan, its costs against the baseline, and the solver's
@@ -117,8 +136,9 @@ def solve_cmd(
                     console.print(f"solver auto -> {why}")
             except ImportError:
                 pass
-        res = solve(inst, solver=solver, time_limit=time_limit, gap=gap, threads=threads,
-                    backend=backend)
+        res = solve(
+            inst, solver=solver, time_limit=time_limit, gap=gap, threads=threads, backend=backend
+        )
     if res.plan is None:
         err_console.print(f"no plan: {res.message}", soft_wrap=True)
         if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
@@ -137,5 +157,6 @@ def solve_cmd(
     if base.plan is None and not baseline:
         console.print(f"baseline: {base.message}")
     if output is not None:
-        console.print(f"plan written to {output}; check it with: trainplan verify {instance} "
-                      f"{output}")
+        console.print(
+            f"plan written to {output}; check it with: trainplan verify {instance} {output}"
+        )

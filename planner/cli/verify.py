@@ -24,18 +24,23 @@ from planner.plan import Plan
 def _rows(plan: Plan, v: Verification) -> list[tuple[str, float | None, float]]:
     """(figure, stated, recomputed) for every plan-level figure the checker compares."""
     rows: list[tuple[str, float | None, float]] = [
-        (k, plan.costs.get(k), v.costs[k]) for k in ALL_KEYS]
+        (k, plan.costs.get(k), v.costs[k]) for k in ALL_KEYS
+    ]
     rows.append(("objective", plan.objective, v.objective))
     rows.append(("energy_kwh", plan.energy_kwh, v.energy_kwh))
     rows.append(("emissions_t", plan.emissions_t, v.emissions_t))
     return rows
 
 
-def _as_json(instance: Path, plan_path: Path, plan: Plan, v: Verification, rel_tol: float,
-             abs_tol: float) -> dict[str, Any]:
+def _as_json(
+    instance: Path, plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol: float
+) -> dict[str, Any]:
     figures = {
-        name: {"stated": stated, "recomputed": recomputed,
-               "match": stated is not None and within(stated, recomputed, rel_tol, abs_tol)}
+        name: {
+            "stated": stated,
+            "recomputed": recomputed,
+            "match": stated is not None and within(stated, recomputed, rel_tol, abs_tol),
+        }
         for name, stated, recomputed in _rows(plan, v)
     }
     return {
@@ -43,8 +48,9 @@ def _as_json(instance: Path, plan_path: Path, plan: Plan, v: Verification, rel_t
         "plan": str(plan_path),
         "ok": v.ok,
         "costed": v.costed,
-        "violations": [{"kind": x.kind, "phase": x.phase, "message": x.message}
-                       for x in v.violations],
+        "violations": [
+            {"kind": x.kind, "phase": x.phase, "message": x.message} for x in v.violations
+        ],
         "figures": figures,
         "phase_costs": {k: dict(c) for k, c in v.phase_costs.items()},
         "tolerance": {"rel": rel_tol, "abs": abs_tol},
@@ -73,13 +79,17 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
         mark = Text("ok", style="green") if ok else Text("differs", style="red")
         if not v.costed:
             mark = Text("not compared", style="yellow")
-        costs.add_row(name, f"{stated:,.4f}", f"{recomputed:,.4f}",
-                      f"{stated - recomputed:+,.4f}", mark)
+        costs.add_row(
+            name, f"{stated:,.4f}", f"{recomputed:,.4f}", f"{stated - recomputed:+,.4f}", mark
+        )
     console.print(costs)
     if not v.costed:
-        console.print("costs not compared: some entries name a GPU type, region, offer, tier "
-                      "or precision the instance cannot price, or hours outside the horizon; "
-                      "recomputed figures cover the other phases only", markup=False)
+        console.print(
+            "costs not compared: some entries name a GPU type, region, offer, tier "
+            "or precision the instance cannot price, or hours outside the horizon; "
+            "recomputed figures cover the other phases only",
+            markup=False,
+        )
 
 
 @app.command("verify")
@@ -100,8 +110,9 @@ def verify_command(
     p = read_plan(plan)
     v = verify(inst, p, rel_tol=rel_tol, abs_tol=abs_tol)
     if as_json:
-        typer.echo(json.dumps(_as_json(instance, plan, p, v, rel_tol, abs_tol), indent=2,
-                              allow_nan=False))
+        typer.echo(
+            json.dumps(_as_json(instance, plan, p, v, rel_tol, abs_tol), indent=2, allow_nan=False)
+        )
     else:
         _print(plan, p, v, rel_tol, abs_tol)
     if not v.ok:

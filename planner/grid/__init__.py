@@ -26,9 +26,18 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "RunReport": "api", "default_store": "api", "resolve_grid": "api", "run_grid": "api",
-    "solve_grid": "api", "export": "export", "read_store": "export", "GridError": "spec",
-    "GridSpec": "spec", "Scenario": "spec", "grid_from_instance": "spec", "load_grid": "spec",
+    "RunReport": "api",
+    "default_store": "api",
+    "resolve_grid": "api",
+    "run_grid": "api",
+    "solve_grid": "api",
+    "export": "export",
+    "read_store": "export",
+    "GridError": "spec",
+    "GridSpec": "spec",
+    "Scenario": "spec",
+    "grid_from_instance": "spec",
+    "load_grid": "spec",
 }
 
 

@@ -28,8 +28,13 @@ class Executor(Protocol):
     @property
     def workers(self) -> int: ...
 
-    def run(self, base: BasePayload, opts: SolveOptions, tasks: list[Task],
-            on_result: Callable[[dict[str, Any]], None]) -> None: ...
+    def run(
+        self,
+        base: BasePayload,
+        opts: SolveOptions,
+        tasks: list[Task],
+        on_result: Callable[[dict[str, Any]], None],
+    ) -> None: ...
 
 
 @dataclass
@@ -68,8 +73,13 @@ def default_store(spec: GridSpec) -> Path:
     return spec.directory / f"{spec.name}.sqlite"
 
 
-def resolve_options(spec: GridSpec, solver: str | None = None, time_limit: float | None = None,
-                    gap: float | None = None, backend: str | None = None) -> SolveOptions:
+def resolve_options(
+    spec: GridSpec,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    gap: float | None = None,
+    backend: str | None = None,
+) -> SolveOptions:
     """Explicit arguments, else the grid file's ``solve`` block, else the defaults. Raises
     ``ValueError`` naming the option when a value is not allowed."""
     from planner.solve import SOLVERS
@@ -86,17 +96,21 @@ def resolve_options(spec: GridSpec, solver: str | None = None, time_limit: float
     if opts.solver not in SOLVERS:
         raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {opts.solver!r}")
     if opts.backend not in BACKENDS:
-        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got "
-                         f"{opts.backend!r}")
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {opts.backend!r}")
     if not opts.time_limit > 0:
-        raise ValueError(f"time limit: expected a positive number of seconds, got "
-                         f"{opts.time_limit!r}")
+        raise ValueError(
+            f"time limit: expected a positive number of seconds, got {opts.time_limit!r}"
+        )
     return opts
 
 
-def make_executor(executor: str, workers: int | None = None, address: str | None = None,
-                  memory_gb: float | None = None,
-                  grace_s: float = DEFAULT_GRACE_S) -> Executor:
+def make_executor(
+    executor: str,
+    workers: int | None = None,
+    address: str | None = None,
+    memory_gb: float | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> Executor:
     if executor == "local":
         from planner.grid.runner import LocalExecutor
 
@@ -109,10 +123,15 @@ def make_executor(executor: str, workers: int | None = None, address: str | None
     raise ValueError(f"executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
 
 
-def run_grid(spec: GridSpec, store_path: str | Path, executor: Executor, opts: SolveOptions,
-             retry_failed: bool = False,
-             on_start: Callable[[RunReport], None] | None = None,
-             on_result: Callable[[dict[str, Any]], None] | None = None) -> RunReport:
+def run_grid(
+    spec: GridSpec,
+    store_path: str | Path,
+    executor: Executor,
+    opts: SolveOptions,
+    retry_failed: bool = False,
+    on_start: Callable[[RunReport], None] | None = None,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> RunReport:
     """Solve every scenario of ``spec`` not yet in the store (with ``retry_failed``, failed
     and timed-out ones too), persisting each outcome as it arrives. ``on_start`` sees the
     report before solving starts; ``on_result`` each outcome after it is stored."""
@@ -121,23 +140,42 @@ def run_grid(spec: GridSpec, store_path: str | Path, executor: Executor, opts: S
         store.bind(spec.name, base_fingerprint(spec.base), spec.base.source)
         warnings: list[str] = []
         last = store.last_options()
-        now_opts = {"solver": opts.solver, "time_limit": opts.time_limit, "gap": opts.gap,
-                    "backend": opts.backend}
+        now_opts = {
+            "solver": opts.solver,
+            "time_limit": opts.time_limit,
+            "gap": opts.gap,
+            "backend": opts.backend,
+        }
         if last is not None and {k: last.get(k) for k in now_opts} != now_opts:
-            warnings.append(f"the store's previous run used {last}; results stored then are "
-                            "kept (use --retry-failed to redo failures)")
+            warnings.append(
+                f"the store's previous run used {last}; results stored then are "
+                "kept (use --retry-failed to redo failures)"
+            )
         done = store.done_ids(retry_failed)
         todo = [sc for sc in spec.scenarios if sc.id not in done]
-        tasks = [Task(id=sc.id, params=dict(sc.params), updates=dict(spec.updates_of(sc)))
-                 for sc in todo]
+        tasks = [
+            Task(id=sc.id, params=dict(sc.params), updates=dict(spec.updates_of(sc))) for sc in todo
+        ]
         by_id = {t.id: t for t in tasks}
         workers = executor.workers if tasks else 0
-        run = store.start_run(executor.name, workers, {**now_opts, "retry_failed": retry_failed},
-                              len(spec.scenarios), len(tasks))
-        report = RunReport(spec=spec, store=store_path, run=run, options=opts,
-                           executor=executor.name, workers=workers,
-                           total=len(spec.scenarios), skipped=len(spec.scenarios) - len(tasks),
-                           warnings=warnings)
+        run = store.start_run(
+            executor.name,
+            workers,
+            {**now_opts, "retry_failed": retry_failed},
+            len(spec.scenarios),
+            len(tasks),
+        )
+        report = RunReport(
+            spec=spec,
+            store=store_path,
+            run=run,
+            options=opts,
+            executor=executor.name,
+            workers=workers,
+            total=len(spec.scenarios),
+            skipped=len(spec.scenarios) - len(tasks),
+            warnings=warnings,
+        )
         if on_start is not None:
             on_start(report)
 
@@ -209,8 +247,15 @@ def solve_grid(
             holder.append(bar)
 
         try:
-            run_grid(spec, path, ex, opts, retry_failed, on_start=start,
-                     on_result=lambda o: holder[0].update(o) if holder else None)
+            run_grid(
+                spec,
+                path,
+                ex,
+                opts,
+                retry_failed,
+                on_start=start,
+                on_result=lambda o: holder[0].update(o) if holder else None,
+            )
         finally:
             for bar in holder:
                 bar.__exit__(None, None, None)

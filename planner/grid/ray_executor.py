@@ -38,8 +38,9 @@ from planner.grid.task import (
     run_scenario,
 )
 
-INSTALL_HINT = ("the Ray executor needs Ray: pip install -e '.[ray]' (or pip install "
-                "'trainplan[ray]')")
+INSTALL_HINT = (
+    "the Ray executor needs Ray: pip install -e '.[ray]' (or pip install 'trainplan[ray]')"
+)
 
 
 class RayUnavailable(RuntimeError):
@@ -60,8 +61,13 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, workers: int | None = None, address: str | None = None,
-                 memory_gb: float | None = None, grace_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        address: str | None = None,
+        memory_gb: float | None = None,
+        grace_s: float = 60.0,
+    ) -> None:
         self.requested_workers = workers
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.memory_gb = memory_gb or None
@@ -98,8 +104,9 @@ class RayExecutor:
         self._ray = None
         self._owns_session = False
 
-    def run(self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task],
-            on_result: OnResult) -> None:
+    def run(
+        self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
+    ) -> None:
         ray = self.connect()
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
         if self.memory_gb:
@@ -114,11 +121,13 @@ class RayExecutor:
             while todo or inflight:
                 while todo and len(inflight) < width:
                     task = todo.pop()
-                    inflight[remote.remote(base_ref, task, opts)] = (task, time.monotonic(),
-                                                                     now())
+                    inflight[remote.remote(base_ref, task, opts)] = (task, time.monotonic(), now())
                 first = min(t0 for _, t0, _ in inflight.values())
-                ready, _ = ray.wait(list(inflight), num_returns=1,
-                                    timeout=max(0.0, first + limit - time.monotonic()))
+                ready, _ = ray.wait(
+                    list(inflight),
+                    num_returns=1,
+                    timeout=max(0.0, first + limit - time.monotonic()),
+                )
                 for ref in ready:
                     task, _t0, started = inflight.pop(ref)
                     on_result(self._collect(ray, ref, task, started))
@@ -126,10 +135,15 @@ class RayExecutor:
                     if time.monotonic() > t0 + limit:
                         ray.cancel(ref, force=True)
                         del inflight[ref]
-                        on_result(empty_outcome(
-                            task, TIMEOUT, f"cancelled after {limit:g} s (time limit "
-                                           f"{opts.time_limit:g} s + grace {self.grace_s:g} s)",
-                            started))
+                        on_result(
+                            empty_outcome(
+                                task,
+                                TIMEOUT,
+                                f"cancelled after {limit:g} s (time limit "
+                                f"{opts.time_limit:g} s + grace {self.grace_s:g} s)",
+                                started,
+                            )
+                        )
         finally:
             for ref in inflight:
                 with contextlib.suppress(Exception):  # best effort on the way out

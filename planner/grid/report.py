@@ -48,10 +48,18 @@ class GridProgress:
     def __init__(self, console: Console, total: int, label: str) -> None:
         self.counts: Counter[str] = Counter()
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"), _RateColumn(), TimeElapsedColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), console=console, refresh_per_second=4,
-            transient=False)
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            _RateColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            refresh_per_second=4,
+            transient=False,
+        )
         self.task: TaskID = self.progress.add_task(label, total=total, counts="")
 
     def __enter__(self) -> GridProgress:
@@ -88,8 +96,10 @@ def summary(df: pd.DataFrame, console: Console, max_rows: int = MAX_ROWS) -> Non
     there are more), the best and worst scenario, failures, and the status counts."""
     params = param_columns(df)
     solved = df[df["status"].isin([OK, FEASIBLE])].sort_values("cost_total", kind="stable")
-    t = Table(title=f"scenarios by total cost ({len(solved)} with a plan of {len(df)})",
-              title_justify="left")
+    t = Table(
+        title=f"scenarios by total cost ({len(solved)} with a plan of {len(df)})",
+        title_justify="left",
+    )
     t.add_column("id")
     for p in params:
         t.add_column(p.removeprefix("param."), overflow="fold")
@@ -106,15 +116,18 @@ def summary(df: pd.DataFrame, console: Console, max_rows: int = MAX_ROWS) -> Non
             t.add_row("...", *([""] * (len(params) + len(COST_KEYS) + 3)))
             continue
         get = dict(zip(cols, r, strict=True))
-        t.add_row(str(get["id"]), *(_value(get[p]) for p in params), str(get["status"]),
-                  *(_money(get[f"cost_{k}"]) for k in (*COST_KEYS, "total")),
-                  "" if pd.isna(get["solve_s"]) else f"{get['solve_s']:.2f}")
+        t.add_row(
+            str(get["id"]),
+            *(_value(get[p]) for p in params),
+            str(get["status"]),
+            *(_money(get[f"cost_{k}"]) for k in (*COST_KEYS, "total")),
+            "" if pd.isna(get["solve_s"]) else f"{get['solve_s']:.2f}",
+        )
     if rows:
         console.print(t)
         best, worst = solved.iloc[0], solved.iloc[-1]
         console.print(f"best:  {best['id']} {_label(best, params)} {_money(best['cost_total'])}")
-        console.print(f"worst: {worst['id']} {_label(worst, params)} "
-                      f"{_money(worst['cost_total'])}")
+        console.print(f"worst: {worst['id']} {_label(worst, params)} {_money(worst['cost_total'])}")
         if len(rows) > 1 and best["cost_total"]:
             spread = (worst["cost_total"] - best["cost_total"]) / best["cost_total"]
             console.print(f"spread: worst is {spread:.1%} above best")
@@ -167,13 +180,18 @@ def chart(df: pd.DataFrame, path: str | Path) -> Path | None:
             pos = {v: float(v) for v in order}
         else:
             pos = {v: float(j) for j, v in enumerate(order)}
-            ax.set_xticks(list(pos.values()), [_value(v) for v in order], rotation=30,
-                          ha="right")
+            ax.set_xticks(list(pos.values()), [_value(v) for v in order], rotation=30, ha="right")
         for status, marker in ((OK, "o"), (FEASIBLE, "^")):
             sub = solved[(solved["status"] == status) & solved[p].isin(order)]
             if len(sub):
-                ax.scatter([pos[v] for v in sub[p]], sub["cost_total"], s=14, alpha=0.6,
-                           marker=marker, label=status)
+                ax.scatter(
+                    [pos[v] for v in sub[p]],
+                    sub["cost_total"],
+                    s=14,
+                    alpha=0.6,
+                    marker=marker,
+                    label=status,
+                )
         med = [float(solved[solved[p] == v]["cost_total"].median()) for v in order]
         ax.plot([pos[v] for v in order], med, color="black", lw=1, label="median")
         ax.set_title(p.removeprefix("param."), fontsize=9)

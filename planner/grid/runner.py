@@ -47,15 +47,22 @@ from planner.grid.task import (
 
 OnResult = Callable[[dict[str, Any]], None]
 #: Modules the forkserver imports once, so that a new worker starts in milliseconds.
-PRELOAD = ["planner.grid.task", "planner.solve", "formulations.milp", "formulations.dispatch",
-           "formulations.baseline"]
+PRELOAD = [
+    "planner.grid.task",
+    "planner.solve",
+    "formulations.milp",
+    "formulations.dispatch",
+    "formulations.baseline",
+]
 #: Give up when this many workers in a row die before taking any scenario.
 MAX_START_FAILURES = 5
 
 
 def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else (os.cpu_count() or 1))
+    return max(
+        1,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+    )
 
 
 def physical_memory_gb() -> float | None:
@@ -74,8 +81,11 @@ def describe_exit(exitcode: int | None) -> str:
             name = signal.Signals(-exitcode).name
         except ValueError:
             name = f"signal {-exitcode}"
-        extra = " (the kernel's out-of-memory killer sends SIGKILL)" \
-            if -exitcode == signal.SIGKILL else ""
+        extra = (
+            " (the kernel's out-of-memory killer sends SIGKILL)"
+            if -exitcode == signal.SIGKILL
+            else ""
+        )
         return f"the worker process was killed by {name}{extra}"
     return f"the worker process exited with status {exitcode}"
 
@@ -88,8 +98,9 @@ def _context() -> BaseContext:
     return mp.get_context("spawn")
 
 
-def _worker_main(conn: Connection, base: BasePayload, opts: SolveOptions,
-                 memory_bytes: int | None) -> None:
+def _worker_main(
+    conn: Connection, base: BasePayload, opts: SolveOptions, memory_bytes: int | None
+) -> None:
     """Worker loop: receive a :class:`Task`, send back its outcome; stop on ``None`` or when
     the parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -138,8 +149,13 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, workers: int | None = None, memory_gb: float | None = None,
-                 grace_s: float = 60.0, prefetch: int = 2) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        memory_gb: float | None = None,
+        grace_s: float = 60.0,
+        prefetch: int = 2,
+    ) -> None:
         self.workers = workers or default_workers()
         if memory_gb is None:
             total = physical_memory_gb()
@@ -148,8 +164,9 @@ class LocalExecutor:
         self.grace_s = grace_s
         self.prefetch = max(1, prefetch)
 
-    def run(self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task],
-            on_result: OnResult) -> None:
+    def run(
+        self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
+    ) -> None:
         """Solve ``tasks``; call ``on_result(outcome)`` in this process, once per task, in
         the order they finish. Returns when every task has an outcome."""
         ctx = _context()
@@ -161,8 +178,12 @@ class LocalExecutor:
 
         def spawn() -> _Slot:
             parent, child = ctx.Pipe(duplex=True)
-            proc = ctx.Process(target=_worker_main, args=(child, base, opts, mem),  # type: ignore[attr-defined]
-                               daemon=True, name="trainplan-grid-worker")
+            proc = ctx.Process(  # type: ignore[attr-defined]
+                target=_worker_main,
+                args=(child, base, opts, mem),
+                daemon=True,
+                name="trainplan-grid-worker",
+            )
             proc.start()
             child.close()
             return _Slot(proc=proc, conn=parent)
@@ -202,8 +223,7 @@ class LocalExecutor:
                 timeout = 0.5
                 if waiting:
                     timeout = max(0.0, min(s.t0 + limit for s in waiting) - time.monotonic())
-                wait([s.conn for s in waiting] + [s.proc.sentinel for s in slots],
-                     timeout=timeout)
+                wait([s.conn for s in waiting] + [s.proc.sentinel for s in slots], timeout=timeout)
                 for s in list(slots):
                     got: list[dict[str, Any]] = []
                     while s.queue and _readable(s.conn):
@@ -223,24 +243,38 @@ class LocalExecutor:
                         started = s.started_at
                         current = retire(s, kill=False)
                         if current is not None:
-                            on_result(empty_outcome(
-                                current, FAILED, f"{describe_exit(code)} while solving this "
-                                                 "scenario", started, pid))
+                            on_result(
+                                empty_outcome(
+                                    current,
+                                    FAILED,
+                                    f"{describe_exit(code)} while solving this scenario",
+                                    started,
+                                    pid,
+                                )
+                            )
                         elif not got:
                             start_failures += 1
                             if start_failures >= MAX_START_FAILURES:
                                 raise RuntimeError(
                                     f"{MAX_START_FAILURES} worker processes in a row died "
                                     f"before solving anything ({describe_exit(code)}); is "
-                                    "--memory-gb too small?")
+                                    "--memory-gb too small?"
+                                )
                     elif s.queue and time.monotonic() > s.t0 + limit:
                         pid, started = s.proc.pid, s.started_at
                         hung = retire(s, kill=True)
                         assert hung is not None
-                        on_result(empty_outcome(
-                            hung, TIMEOUT, f"killed after {limit:g} s (time limit "
-                                           f"{opts.time_limit:g} s + grace {self.grace_s:g} s): "
-                                           "the worker did not return", started, pid))
+                        on_result(
+                            empty_outcome(
+                                hung,
+                                TIMEOUT,
+                                f"killed after {limit:g} s (time limit "
+                                f"{opts.time_limit:g} s + grace {self.grace_s:g} s): "
+                                "the worker did not return",
+                                started,
+                                pid,
+                            )
+                        )
         finally:
             for s in list(slots):
                 if not s.queue:

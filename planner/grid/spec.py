@@ -185,8 +185,10 @@ def get_path(data: Any, path: str) -> Any:
     node = data
     for part in path.split("."):
         if isinstance(node, list):
-            idx = next((j for j, it in enumerate(node)
-                        if isinstance(it, dict) and it.get("name") == part), None)
+            idx = next(
+                (j for j, it in enumerate(node) if isinstance(it, dict) and it.get("name") == part),
+                None,
+            )
             if idx is None and part.isdigit() and int(part) < len(node):
                 idx = int(part)
             if idx is None:
@@ -219,8 +221,9 @@ def updates_for(base: Instance, sc: Scenario) -> dict[str, Any]:
     return updates
 
 
-def _updates(base: Instance, sets: Mapping[str, Any],
-             multiply: Mapping[str, float]) -> tuple[dict[str, Any], list[FieldError]]:
+def _updates(
+    base: Instance, sets: Mapping[str, Any], multiply: Mapping[str, float]
+) -> tuple[dict[str, Any], list[FieldError]]:
     updates: dict[str, Any] = dict(sets)
     errors: list[FieldError] = []
     if not multiply:
@@ -235,10 +238,15 @@ def _updates(base: Instance, sets: Mapping[str, Any],
             errors.append(FieldError(path, str(e.args[0])))
             continue
         if not isinstance(series, dict) or not any(
-                k in series for k in ("constant", "values", "tou", "csv")):
-            errors.append(FieldError(
-                path, "multiply: expected an hourly series (a mapping with constant, values, "
-                      f"tou or csv), got {_short(series)}"))
+            k in series for k in ("constant", "values", "tou", "csv")
+        ):
+            errors.append(
+                FieldError(
+                    path,
+                    "multiply: expected an hourly series (a mapping with constant, values, "
+                    f"tou or csv), got {_short(series)}",
+                )
+            )
             continue
         old = series.get("scale", 1.0)
         if isinstance(old, bool) or not isinstance(old, int | float):
@@ -261,14 +269,17 @@ def load_grid(path: str | Path) -> GridSpec:
     return grid_from_dict(data, str(p), p.parent, default_name=p.stem)
 
 
-def grid_from_dict(data: Any, file: str, directory: Path, default_name: str = "grid",
-                   base: Instance | None = None) -> GridSpec:
+def grid_from_dict(
+    data: Any, file: str, directory: Path, default_name: str = "grid", base: Instance | None = None
+) -> GridSpec:
     """Parse a grid document (see the module docstring). ``base`` replaces the ``base`` file
     when given (a library caller's in-memory instance)."""
     errors: list[FieldError] = []
     if not isinstance(data, dict):
-        raise GridError(file, [FieldError("", "expected a mapping at the top level, got "
-                                                f"{type(data).__name__}")])
+        raise GridError(
+            file,
+            [FieldError("", f"expected a mapping at the top level, got {type(data).__name__}")],
+        )
     known = {"name", "base", "mode", "axes", "scenarios", "solve", "description"}
     for k in data:
         if k not in known:
@@ -287,19 +298,25 @@ def grid_from_dict(data: Any, file: str, directory: Path, default_name: str = "g
     if mode == "list" and raw_list is None:
         errors.append(FieldError("scenarios", "mode: list needs a 'scenarios' list"))
     if mode == "product" and raw_list is not None:
-        errors.append(FieldError("scenarios", "only for mode: list (mode: product expands "
-                                              "the axes)"))
+        errors.append(
+            FieldError("scenarios", "only for mode: list (mode: product expands the axes)")
+        )
     if base is None:
         rel = data.get("base")
         if not isinstance(rel, str) or not rel:
-            errors.append(FieldError("base", "expected the base instance file (a path relative"
-                                             " to the grid file)"))
+            errors.append(
+                FieldError(
+                    "base", "expected the base instance file (a path relative to the grid file)"
+                )
+            )
         else:
             try:
                 base = read(directory / rel)
             except InstanceError as e:
-                errors.extend(FieldError(f"base ({e.file})" + (f": {fe.path}" if fe.path else ""),
-                                         fe.message) for fe in e.errors)
+                errors.extend(
+                    FieldError(f"base ({e.file})" + (f": {fe.path}" if fe.path else ""), fe.message)
+                    for fe in e.errors
+                )
     if errors or base is None:
         raise GridError(file, errors or [FieldError("base", "no base instance")])
     if mode == "product":
@@ -309,9 +326,17 @@ def grid_from_dict(data: Any, file: str, directory: Path, default_name: str = "g
         if errors:
             raise GridError(file, errors)
     scenarios, duplicates = expand(axes, picks, file)
-    spec = GridSpec(name=str(name), file=file, directory=directory, base=base,
-                    axes=tuple(axes), mode=str(mode), scenarios=scenarios,
-                    defaults=defaults, duplicates=duplicates)
+    spec = GridSpec(
+        name=str(name),
+        file=file,
+        directory=directory,
+        base=base,
+        axes=tuple(axes),
+        mode=str(mode),
+        scenarios=scenarios,
+        defaults=defaults,
+        duplicates=duplicates,
+    )
     return dataclasses.replace(spec, updates=validate(spec))
 
 
@@ -319,22 +344,27 @@ def _parse_defaults(raw: Any, errors: list[FieldError]) -> SolveDefaults:
     if raw is None:
         return SolveDefaults()
     if not isinstance(raw, dict):
-        errors.append(FieldError("solve", "expected a mapping of solver, time_limit, gap, "
-                                          "backend"))
+        errors.append(FieldError("solve", "expected a mapping of solver, time_limit, gap, backend"))
         return SolveDefaults()
     out: dict[str, Any] = {}
     for k, v in raw.items():
         if k not in SOLVE_KEYS:
-            errors.append(FieldError(f"solve.{k}", f"unknown field; expected one of "
-                                                   f"{list(SOLVE_KEYS)}"))
+            errors.append(
+                FieldError(f"solve.{k}", f"unknown field; expected one of {list(SOLVE_KEYS)}")
+            )
         elif k in ("solver", "backend"):
             if not isinstance(v, str):
                 errors.append(FieldError(f"solve.{k}", f"expected a string, got {v!r}"))
             else:
                 out[k] = v
         else:
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
-                    or v <= 0 or (k == "gap" and v > 1):
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or v <= 0
+                or (k == "gap" and v > 1)
+            ):
                 what = "a number in (0, 1]" if k == "gap" else "a positive number of seconds"
                 errors.append(FieldError(f"solve.{k}", f"expected {what}, got {v!r}"))
             else:
@@ -359,34 +389,43 @@ def _parse_axes(raw: Any, mode: str, errors: list[FieldError]) -> list[Axis]:
     for i, a in enumerate(raw):
         where = f"axes[{i}]"
         if not isinstance(a, dict):
-            errors.append(FieldError(where, "expected a mapping with 'path', 'multiply' or "
-                                            "'alternatives'"))
+            errors.append(
+                FieldError(where, "expected a mapping with 'path', 'multiply' or 'alternatives'")
+            )
             continue
         kinds = [k for k in ("path", "multiply", "alternatives") if k in a]
         if len(kinds) != 1:
-            errors.append(FieldError(where, "expected exactly one of 'path', 'multiply' or "
-                                            f"'alternatives', got {kinds or 'none'}"))
+            errors.append(
+                FieldError(
+                    where,
+                    "expected exactly one of 'path', 'multiply' or "
+                    f"'alternatives', got {kinds or 'none'}",
+                )
+            )
             continue
         kind = kinds[0]
         allowed = {"name", kind} | ({"values"} if kind != "alternatives" else set())
         for k in a:
             if k not in allowed:
-                errors.append(FieldError(f"{where}.{k}", f"unknown field; expected "
-                                                         f"{sorted(allowed)}"))
+                errors.append(
+                    FieldError(f"{where}.{k}", f"unknown field; expected {sorted(allowed)}")
+                )
         name = a.get("name")
         if kind == "alternatives":
             blocks = _parse_blocks(a["alternatives"], f"{where}.alternatives", errors)
             if name is None:
                 errors.append(FieldError(f"{where}.name", "an alternatives axis needs a name"))
                 continue
-            axis = Axis(name=str(name), kind="alternatives", values=tuple(blocks),
-                        blocks=blocks)
+            axis = Axis(name=str(name), kind="alternatives", values=tuple(blocks), blocks=blocks)
         else:
             path = a[kind]
             if not _is_path(path):
-                errors.append(FieldError(f"{where}.{kind}", f"expected a dotted field path "
-                                                            f"such as regions.east.pue, got "
-                                                            f"{path!r}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.{kind}",
+                        f"expected a dotted field path such as regions.east.pue, got {path!r}",
+                    )
+                )
                 continue
             vals = a.get("values")
             if vals is None and mode == "list":
@@ -395,28 +434,45 @@ def _parse_axes(raw: Any, mode: str, errors: list[FieldError]) -> list[Axis]:
                 errors.append(FieldError(f"{where}.values", "expected a non-empty list"))
                 continue
             if kind == "multiply":
-                bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, int | float)
-                       or not math.isfinite(v) or v < 0]
+                bad = [
+                    v
+                    for v in vals
+                    if isinstance(v, bool)
+                    or not isinstance(v, int | float)
+                    or not math.isfinite(v)
+                    or v < 0
+                ]
                 if bad:
-                    errors.append(FieldError(f"{where}.values", "expected finite multipliers "
-                                                                f">= 0, got {bad}"))
+                    errors.append(
+                        FieldError(
+                            f"{where}.values", f"expected finite multipliers >= 0, got {bad}"
+                        )
+                    )
                     continue
             seen: list[str] = []
             for v in vals:
                 c = canonical_json(v)
                 if c in seen:
-                    errors.append(FieldError(f"{where}.values", f"value {_short(v)} is listed "
-                                                                "twice"))
+                    errors.append(
+                        FieldError(f"{where}.values", f"value {_short(v)} is listed twice")
+                    )
                 seen.append(c)
             default = path if kind == "path" else f"{path}*"
-            axis = Axis(name=str(name) if name is not None else default,
-                        kind="set" if kind == "path" else "multiply", path=path,
-                        values=tuple(vals))
+            axis = Axis(
+                name=str(name) if name is not None else default,
+                kind="set" if kind == "path" else "multiply",
+                path=path,
+                values=tuple(vals),
+            )
         if not axis.name:
             errors.append(FieldError(f"{where}.name", "expected a non-empty name"))
         elif axis.name in names:
-            errors.append(FieldError(f"{where}.name", f"duplicate axis name {axis.name!r}; "
-                                                      "give each axis its own 'name'"))
+            errors.append(
+                FieldError(
+                    f"{where}.name",
+                    f"duplicate axis name {axis.name!r}; give each axis its own 'name'",
+                )
+            )
         names.add(axis.name)
         axes.append(axis)
     return axes
@@ -430,8 +486,9 @@ def _parse_blocks(raw: Any, where: str, errors: list[FieldError]) -> dict[str, d
     elif isinstance(raw, list):
         for j, it in enumerate(raw):
             if not isinstance(it, dict) or set(it) != {"name", "set"}:
-                errors.append(FieldError(f"{where}[{j}]", "expected a mapping with 'name' "
-                                                          "and 'set'"))
+                errors.append(
+                    FieldError(f"{where}[{j}]", "expected a mapping with 'name' and 'set'")
+                )
                 continue
             items.append((str(it["name"]), it["set"]))
     else:
@@ -444,13 +501,13 @@ def _parse_blocks(raw: Any, where: str, errors: list[FieldError]) -> dict[str, d
         if label in blocks:
             errors.append(FieldError(f"{where}.{label}", "duplicate alternative label"))
         if not isinstance(block, dict):
-            errors.append(FieldError(f"{where}.{label}", "expected a mapping of field path -> "
-                                                         "value"))
+            errors.append(
+                FieldError(f"{where}.{label}", "expected a mapping of field path -> value")
+            )
             continue
         bad = [p for p in block if not _is_path(p)]
         if bad:
-            errors.append(FieldError(f"{where}.{label}", f"expected dotted field paths, got "
-                                                         f"{bad}"))
+            errors.append(FieldError(f"{where}.{label}", f"expected dotted field paths, got {bad}"))
             continue
         blocks[label] = dict(block)
     return blocks
@@ -459,17 +516,25 @@ def _parse_blocks(raw: Any, where: str, errors: list[FieldError]) -> dict[str, d
 def _product(axes: Sequence[Axis], file: str) -> list[dict[str, Any]]:
     n = math.prod(len(a.values) for a in axes)
     if n > MAX_SCENARIOS:
-        raise GridError(file, [FieldError("axes", f"the product has {n:,} scenarios; the limit "
-                                                  f"is {MAX_SCENARIOS:,}")])
-    return [{a.name: v for a, v in zip(axes, combo, strict=True)}
-            for combo in itertools.product(*(a.values for a in axes))]
+        raise GridError(
+            file,
+            [
+                FieldError(
+                    "axes", f"the product has {n:,} scenarios; the limit is {MAX_SCENARIOS:,}"
+                )
+            ],
+        )
+    return [
+        {a.name: v for a, v in zip(axes, combo, strict=True)}
+        for combo in itertools.product(*(a.values for a in axes))
+    ]
 
 
-def _list_picks(raw: Any, axes: Sequence[Axis],
-                errors: list[FieldError]) -> list[dict[str, Any]]:
+def _list_picks(raw: Any, axes: Sequence[Axis], errors: list[FieldError]) -> list[dict[str, Any]]:
     if not isinstance(raw, list) or not raw:
-        errors.append(FieldError("scenarios", "expected a non-empty list of mappings (axis "
-                                              "name -> value)"))
+        errors.append(
+            FieldError("scenarios", "expected a non-empty list of mappings (axis name -> value)")
+        )
         return []
     if len(raw) > MAX_SCENARIOS:
         errors.append(FieldError("scenarios", f"more than {MAX_SCENARIOS:,} scenarios"))
@@ -484,21 +549,32 @@ def _list_picks(raw: Any, axes: Sequence[Axis],
         for k, v in s.items():
             ax = by_name.get(k)
             if ax is None:
-                errors.append(FieldError(f"{where}.{k}", f"unknown axis; axes are "
-                                                         f"{sorted(by_name)}"))
+                errors.append(
+                    FieldError(f"{where}.{k}", f"unknown axis; axes are {sorted(by_name)}")
+                )
             elif ax.kind == "alternatives" and (not isinstance(v, str) or v not in ax.blocks):
-                errors.append(FieldError(f"{where}.{k}", f"unknown alternative {v!r}; "
-                                                         f"expected one of {list(ax.blocks)}"))
-            elif ax.kind == "multiply" and (isinstance(v, bool) or not isinstance(v, int | float)
-                                            or not math.isfinite(v) or v < 0):
-                errors.append(FieldError(f"{where}.{k}", f"expected a finite multiplier >= 0, "
-                                                         f"got {v!r}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.{k}",
+                        f"unknown alternative {v!r}; expected one of {list(ax.blocks)}",
+                    )
+                )
+            elif ax.kind == "multiply" and (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or v < 0
+            ):
+                errors.append(
+                    FieldError(f"{where}.{k}", f"expected a finite multiplier >= 0, got {v!r}")
+                )
         picks.append({a.name: s[a.name] for a in axes if a.name in s})
     return picks
 
 
-def expand(axes: Sequence[Axis], picks: Sequence[Mapping[str, Any]],
-           file: str) -> tuple[tuple[Scenario, ...], tuple[tuple[str, str], ...]]:
+def expand(
+    axes: Sequence[Axis], picks: Sequence[Mapping[str, Any]], file: str
+) -> tuple[tuple[Scenario, ...], tuple[tuple[str, str], ...]]:
     """Scenarios from axis picks (axis name -> value). Two axes setting the same path to
     different values, or one set path inside another, is an error naming both axes (the
     result would depend on the axis order). Picks making the same change as an earlier one are
@@ -521,14 +597,25 @@ def expand(axes: Sequence[Axis], picks: Sequence[Mapping[str, Any]],
                 continue
             block = ax.blocks[value] if ax.kind == "alternatives" else {ax.path: value}
             for path, v in block.items():
-                clash = next((q for q in sets if q == path or q.startswith(path + ".")
-                              or path.startswith(q + ".")), None)
-                if clash is not None and not (clash == path
-                                              and canonical_json(sets[path]) == canonical_json(v)):
-                    errors.append(FieldError(
-                        "axes", f"axes {owner[clash]!r} and {name!r} both set {clash}"
-                                + ("" if clash == path else f" / {path}")
-                                + " in one scenario; the result would depend on their order"))
+                clash = next(
+                    (
+                        q
+                        for q in sets
+                        if q == path or q.startswith(path + ".") or path.startswith(q + ".")
+                    ),
+                    None,
+                )
+                if clash is not None and not (
+                    clash == path and canonical_json(sets[path]) == canonical_json(v)
+                ):
+                    errors.append(
+                        FieldError(
+                            "axes",
+                            f"axes {owner[clash]!r} and {name!r} both set {clash}"
+                            + ("" if clash == path else f" / {path}")
+                            + " in one scenario; the result would depend on their order",
+                        )
+                    )
                     continue
                 sets[path] = v
                 owner[path] = name
@@ -541,8 +628,14 @@ def expand(axes: Sequence[Axis], picks: Sequence[Mapping[str, Any]],
         if sid in seen:
             other = seen[sid]
             if canonical_json([other.sets, other.multiply]) != canonical_json([sets, mult]):
-                raise GridError(file, [FieldError("axes", f"scenario ID collision: {sid} for "
-                                                          f"{other.label()} and {params}")])
+                raise GridError(
+                    file,
+                    [
+                        FieldError(
+                            "axes", f"scenario ID collision: {sid} for {other.label()} and {params}"
+                        )
+                    ],
+                )
             dups.append((canonical_json(params), other.id))
             continue
         sc = Scenario(id=sid, index=len(out), params=params, sets=sets, multiply=mult)
@@ -579,8 +672,9 @@ def validate(spec: GridSpec) -> dict[str, dict[str, Any]]:
             break
         shown = "; ".join(f"{sc.id} ({sc.label()})" for sc in scs[:5])
         more = f"; and {len(scs) - 5} more" if len(scs) > 5 else ""
-        errors.append(FieldError(path, f"{message} [in {len(scs)} of {n} scenarios: "
-                                       f"{shown}{more}]"))
+        errors.append(
+            FieldError(path, f"{message} [in {len(scs)} of {n} scenarios: {shown}{more}]")
+        )
     raise GridError(spec.file, errors)
 
 
@@ -616,10 +710,14 @@ def build_instance(base: Instance, sc: Scenario) -> Instance:
     return base.replace(updates_for(base, sc))
 
 
-def grid_from_instance(base: Instance, axes: Sequence[Mapping[str, Any]],
-                       name: str = "grid", mode: str = "product",
-                       scenarios: Sequence[Mapping[str, Any]] | None = None,
-                       directory: str | Path = ".") -> GridSpec:
+def grid_from_instance(
+    base: Instance,
+    axes: Sequence[Mapping[str, Any]],
+    name: str = "grid",
+    mode: str = "product",
+    scenarios: Sequence[Mapping[str, Any]] | None = None,
+    directory: str | Path = ".",
+) -> GridSpec:
     """A grid over an in-memory instance, axes written as in a grid file."""
     doc: dict[str, Any] = {"name": name, "mode": mode, "axes": list(axes)}
     if scenarios is not None:

@@ -69,8 +69,13 @@ class StoreError(Exception):
 class Store:
     """A grid store at ``path`` (created if missing). Use as a context manager."""
 
-    def __init__(self, path: str | Path, timeout_s: float = 30.0, readonly: bool = False,
-                 durable: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        timeout_s: float = 30.0,
+        readonly: bool = False,
+        durable: bool = False,
+    ) -> None:
         """Open (and, unless ``readonly``, create) the store. A read-only store must exist
         and be a grid store; it can be read while a grid writes to it."""
         self.path = Path(path)
@@ -79,10 +84,16 @@ class Store:
             if readonly:
                 if not self.path.is_file():
                     raise StoreError(f"{self.path}: no such store")
-                self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                          timeout=timeout_s, isolation_level=None)
-                names = {r[0] for r in self.db.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                self.db = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro",
+                    uri=True,
+                    timeout=timeout_s,
+                    isolation_level=None,
+                )
+                names = {
+                    r[0]
+                    for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
                 if not {"meta", "runs", "scenarios"} <= names:
                     self.db.close()
                     raise StoreError(f"{self.path}: not a grid store (no scenarios table)")
@@ -144,30 +155,36 @@ class Store:
                 f"{self.path} holds results for a different base instance "
                 f"({meta.get('base_source', '?')}, fingerprint {old[:12]}); this grid's base "
                 f"{base_source} has fingerprint {base_fingerprint[:12]}. Write to another "
-                "store with -o, or delete this one")
+                "store with -o, or delete this one"
+            )
         self.db.execute("BEGIN")
-        for k, v in (("grid", grid_name), ("base_fingerprint", base_fingerprint),
-                     ("base_source", base_source)):
+        for k, v in (
+            ("grid", grid_name),
+            ("base_fingerprint", base_fingerprint),
+            ("base_source", base_source),
+        ):
             self.db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (k, v))
         self.db.execute("COMMIT")
 
-    def start_run(self, executor: str, workers: int, options: Mapping[str, Any],
-                  scenarios: int, pending: int) -> int:
+    def start_run(
+        self, executor: str, workers: int, options: Mapping[str, Any], scenarios: int, pending: int
+    ) -> int:
         import os
 
         cur = self.db.execute(
             "INSERT INTO runs (started_at, pid, executor, workers, options, scenarios, pending,"
             " state) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
-            (now(), os.getpid(), executor, workers, json.dumps(dict(options)), scenarios,
-             pending))
+            (now(), os.getpid(), executor, workers, json.dumps(dict(options)), scenarios, pending),
+        )
         self.run_id = int(cur.lastrowid or 0)
         return self.run_id
 
     def finish_run(self, state: str) -> None:
         if self.run_id is None:
             return
-        self.db.execute("UPDATE runs SET finished_at = ?, state = ? WHERE run = ?",
-                        (now(), state, self.run_id))
+        self.db.execute(
+            "UPDATE runs SET finished_at = ?, state = ? WHERE run = ?", (now(), state, self.run_id)
+        )
 
     def runs(self) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM runs ORDER BY run")
@@ -185,14 +202,16 @@ class Store:
         redone)."""
         if retry_failed:
             marks = ",".join("?" * len(RETRYABLE))
-            rows = self.db.execute(f"SELECT id FROM scenarios WHERE status NOT IN ({marks})",
-                                   RETRYABLE).fetchall()
+            rows = self.db.execute(
+                f"SELECT id FROM scenarios WHERE status NOT IN ({marks})", RETRYABLE
+            ).fetchall()
         else:
             rows = self.db.execute("SELECT id FROM scenarios").fetchall()
         return {r[0] for r in rows}
 
-    def put(self, outcome: Mapping[str, Any], params: Mapping[str, Any],
-            updates: Mapping[str, Any]) -> bool:
+    def put(
+        self, outcome: Mapping[str, Any], params: Mapping[str, Any], updates: Mapping[str, Any]
+    ) -> bool:
         """Persist one outcome (one statement, one transaction). Returns whether the row was
         written: False when a non-failure result is already stored for this ID."""
         from planner.grid.spec import canonical_json
@@ -208,12 +227,19 @@ class Store:
                 f"INSERT INTO scenarios (id, params, updates, run, {names}) VALUES ({marks}) "
                 f"ON CONFLICT(id) DO UPDATE SET {sets}, run = excluded.run, "
                 f"attempts = scenarios.attempts + 1 WHERE scenarios.status IN ({retry})",
-                [outcome["id"], canonical_json(dict(params)), canonical_json(dict(updates)),
-                 self.run_id, *values])
+                [
+                    outcome["id"],
+                    canonical_json(dict(params)),
+                    canonical_json(dict(updates)),
+                    self.run_id,
+                    *values,
+                ],
+            )
             written = cur.rowcount > 0
             if self.run_id is not None and written:
-                self.db.execute("UPDATE runs SET completed = completed + 1 WHERE run = ?",
-                                (self.run_id,))
+                self.db.execute(
+                    "UPDATE runs SET completed = completed + 1 WHERE run = ?", (self.run_id,)
+                )
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -224,9 +250,15 @@ class Store:
     def frame(self, ids: Iterable[str] | None = None, with_plan: bool = True) -> pd.DataFrame:
         """Rows as a DataFrame (all, or those of ``ids`` in that order), ``params`` expanded
         into ``param.<axis>`` columns."""
-        cols = "*" if with_plan else ", ".join(
-            c for c in ("id", "params", "updates", "run", "attempts", *RESULT_NAMES)
-            if c != "plan")
+        cols = (
+            "*"
+            if with_plan
+            else ", ".join(
+                c
+                for c in ("id", "params", "updates", "run", "attempts", *RESULT_NAMES)
+                if c != "plan"
+            )
+        )
         df = pd.read_sql_query(f"SELECT {cols} FROM scenarios", self.db)
         return tidy(df, None if ids is None else list(ids))
 
@@ -241,8 +273,9 @@ def tidy(df: pd.DataFrame, ids: list[str] | None) -> pd.DataFrame:
         for k in p:
             if k not in axes:
                 axes.append(k)
-    front = pd.DataFrame({f"param.{a}": [_cell(p.get(a)) for p in params] for a in axes},
-                         index=df.index)
+    front = pd.DataFrame(
+        {f"param.{a}": [_cell(p.get(a)) for p in params] for a in axes}, index=df.index
+    )
     out = pd.concat([df[["id"]], front, df.drop(columns=["id"])], axis=1)
     return out.reset_index(drop=True)
 

@@ -64,8 +64,7 @@ class BasePayload:
 
     @classmethod
     def of(cls, inst: Instance) -> BasePayload:
-        key = hashlib.sha256(pickle.dumps((inst.raw, inst.source, str(inst.base_dir)))) \
-            .hexdigest()
+        key = hashlib.sha256(pickle.dumps((inst.raw, inst.source, str(inst.base_dir)))).hexdigest()
         return cls(raw=inst.raw, source=inst.source, base_dir=str(inst.base_dir), key=key)
 
 
@@ -82,8 +81,9 @@ class SolveOptions:
 
 def hooks_from_env() -> tuple[tuple[str, str], ...]:
     """The test-hook variables set in this process's environment."""
-    return tuple(sorted((k, v) for k, v in os.environ.items()
-                        if k.startswith("TRAINPLAN_GRID_TEST_") and v))
+    return tuple(
+        sorted((k, v) for k, v in os.environ.items() if k.startswith("TRAINPLAN_GRID_TEST_") and v)
+    )
 
 
 @dataclass(frozen=True)
@@ -140,11 +140,24 @@ def status_of(termination: str, has_plan: bool) -> str:
     return FAILED
 
 
-def empty_outcome(task: Task, status: str, error: str, started_at: str,
-                  pid: int | None = None, host: str | None = None) -> dict[str, Any]:
+def empty_outcome(
+    task: Task,
+    status: str,
+    error: str,
+    started_at: str,
+    pid: int | None = None,
+    host: str | None = None,
+) -> dict[str, Any]:
     """The outcome of a scenario that produced no result (crash, hang, exception)."""
-    return {"id": task.id, "status": status, "error": error, "started_at": started_at,
-            "finished_at": now(), "worker_pid": pid, "host": host}
+    return {
+        "id": task.id,
+        "status": status,
+        "error": error,
+        "started_at": started_at,
+        "finished_at": now(),
+        "worker_pid": pid,
+        "host": host,
+    }
 
 
 def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str, Any]:
@@ -173,26 +186,46 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
         t0 = time.perf_counter()
         inst = base_instance(base).replace(task.updates)
         t1, c1 = time.perf_counter(), time.process_time()
-        res = solve(inst, solver=opts.solver, time_limit=opts.time_limit, gap=opts.gap,
-                    threads=opts.threads, backend=opts.backend)
+        res = solve(
+            inst,
+            solver=opts.solver,
+            time_limit=opts.time_limit,
+            gap=opts.gap,
+            threads=opts.threads,
+            backend=opts.backend,
+        )
         t2, c2 = time.perf_counter(), time.process_time()
     except MemoryError:
-        return empty_outcome(task, FAILED, "out of memory (the worker's memory limit, "
-                             "--memory-gb, was reached)", started, pid, host)
+        return empty_outcome(
+            task,
+            FAILED,
+            "out of memory (the worker's memory limit, --memory-gb, was reached)",
+            started,
+            pid,
+            host,
+        )
     except InstanceError as e:
         return empty_outcome(task, FAILED, f"invalid scenario: {e}", started, pid, host)
     except Exception as e:
         tb = traceback.format_exc(limit=6)
-        return empty_outcome(task, FAILED, f"{type(e).__name__}: {e}\n{tb}", started, pid,
-                             host)
+        return empty_outcome(task, FAILED, f"{type(e).__name__}: {e}\n{tb}", started, pid, host)
     plan = res.plan
     status = status_of(res.termination.value, plan is not None)
     out: dict[str, Any] = {
-        "id": task.id, "status": status, "termination": res.termination.value,
+        "id": task.id,
+        "status": status,
+        "termination": res.termination.value,
         "error": None if status in (OK, FEASIBLE) else (res.message or res.termination.value),
-        "solver": res.solver, "objective": _finite(res.objective), "bound": _finite(res.bound),
-        "gap": _finite(res.gap), "runtime_s": res.runtime_s, "solve_s": t2 - t1,
-        "cpu_s": c2 - c1, "build_s": t1 - t0, "started_at": started, "worker_pid": pid,
+        "solver": res.solver,
+        "objective": _finite(res.objective),
+        "bound": _finite(res.bound),
+        "gap": _finite(res.gap),
+        "runtime_s": res.runtime_s,
+        "solve_s": t2 - t1,
+        "cpu_s": c2 - c1,
+        "build_s": t1 - t0,
+        "started_at": started,
+        "worker_pid": pid,
         "host": host,
     }
     if plan is not None:

@@ -116,8 +116,15 @@ class Instance:
 
 
 #: The fields held as read-only views.
-_MAPPINGS = ("price", "carbon", "capacity", "release", "deadline", "models",
-             "failures_per_gpu_hour")
+_MAPPINGS = (
+    "price",
+    "carbon",
+    "capacity",
+    "release",
+    "deadline",
+    "models",
+    "failures_per_gpu_hour",
+)
 
 
 def _read_only(mapping: Mapping[Any, Any]) -> MappingProxyType[Any, Any]:

@@ -84,17 +84,25 @@ class _GuardedLoader(yaml.SafeLoader):
             if target is not None:
                 if target not in self._sizes:
                     raise yaml.composer.ComposerError(
-                        None, None, f"recursive alias *{event.anchor} (an alias inside the node"
-                        " it names) is not allowed", event.start_mark)
+                        None,
+                        None,
+                        f"recursive alias *{event.anchor} (an alias inside the node"
+                        " it names) is not allowed",
+                        event.start_mark,
+                    )
                 self._aliases += 1
                 self._alias_values += self._sizes[target]
                 line = event.start_mark.line + 1
                 if self._aliases > MAX_ALIASES:
-                    raise _Refused(f"more than {MAX_ALIASES} YAML aliases (line {line}): "
-                                   "refusing a possible alias bomb")
+                    raise _Refused(
+                        f"more than {MAX_ALIASES} YAML aliases (line {line}): "
+                        "refusing a possible alias bomb"
+                    )
                 if self._alias_values > MAX_ALIAS_VALUES:
-                    raise _Refused(f"YAML aliases repeat more than {MAX_ALIAS_VALUES} values "
-                                   f"(line {line}): refusing a possible alias bomb")
+                    raise _Refused(
+                        f"YAML aliases repeat more than {MAX_ALIAS_VALUES} values "
+                        f"(line {line}): refusing a possible alias bomb"
+                    )
             return super().compose_node(parent, index)
         if self._depth > MAX_DEPTH:
             raise _Refused(f"document nested deeper than {MAX_DEPTH} levels; refusing it")
@@ -158,15 +166,20 @@ def _check_shape(data: Any, file: str) -> None:
         node, depth = stack.pop()
         count += 1
         if count > MAX_NODES:
-            raise InstanceError(file, [FieldError("", f"document has more than {MAX_NODES} "
-                                                     "values; refusing it")])
+            raise InstanceError(
+                file, [FieldError("", f"document has more than {MAX_NODES} values; refusing it")]
+            )
         if depth > MAX_DEPTH:
-            raise InstanceError(file, [FieldError("", f"document nested deeper than {MAX_DEPTH}"
-                                                     " levels; refusing it")])
+            raise InstanceError(
+                file,
+                [FieldError("", f"document nested deeper than {MAX_DEPTH} levels; refusing it")],
+            )
         if isinstance(node, dict | list):
             if count + len(node) > MAX_NODES:
-                raise InstanceError(file, [FieldError("", f"document has more than {MAX_NODES}"
-                                                         " values; refusing it")])
+                raise InstanceError(
+                    file,
+                    [FieldError("", f"document has more than {MAX_NODES} values; refusing it")],
+                )
             values = node.values() if isinstance(node, dict) else node
             stack.extend((v, depth + 1) for v in values)
 
@@ -232,30 +245,41 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
     file = str(path)
     why = _not_a_file(path)
     if why is not None:
-        raise InstanceError(file, [FieldError("", f"file {why}" if why == "does not exist"
-                                              else why)])
+        raise InstanceError(
+            file, [FieldError("", f"file {why}" if why == "does not exist" else why)]
+        )
     size = path.stat().st_size
     is_json = path.suffix.lower() == ".json"
     limit = MAX_FILE_BYTES if is_json else MAX_YAML_BYTES
     if size > limit:
-        raise InstanceError(file, [FieldError("", f"file is {size} bytes; the limit is "
-                                                 f"{limit}" + ("" if is_json else " for YAML "
-                                                               "(JSON may be larger)"))])
+        raise InstanceError(
+            file,
+            [
+                FieldError(
+                    "",
+                    f"file is {size} bytes; the limit is "
+                    f"{limit}" + ("" if is_json else " for YAML (JSON may be larger)"),
+                )
+            ],
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InstanceError(file, [FieldError("", f"not UTF-8 text ({e.reason})")]) from None
     if not text.strip():
-        raise InstanceError(file, [FieldError("", "the file is empty; expected a mapping of "
-                                                 "fields")])
+        raise InstanceError(
+            file, [FieldError("", "the file is empty; expected a mapping of fields")]
+        )
     duplicates: list[tuple[dict[Any, Any], Any, str]] = []
     # a JSON document of n values has at least n - 1 - (containers) commas: refuse one that
     # may hold more than MAX_WRITTEN values before building any of them
     if is_json and text.count(",") + text.count("[") + text.count("{") + 1 > MAX_WRITTEN:
-        raise InstanceError(file, [FieldError("", f"document has more than {MAX_WRITTEN} "
-                                                 "values; refusing it")])
+        raise InstanceError(
+            file, [FieldError("", f"document has more than {MAX_WRITTEN} values; refusing it")]
+        )
     try:
         if is_json:
+
             def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                 obj = dict(pairs)
                 if len(obj) < len(pairs):
@@ -266,8 +290,11 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
                         seen.add(k)
                 return obj
 
-            data = json.loads(text, object_pairs_hook=pairs_hook,
-                              parse_constant=float if nan_as_float else _reject_constant)
+            data = json.loads(
+                text,
+                object_pairs_hook=pairs_hook,
+                parse_constant=float if nan_as_float else _reject_constant,
+            )
         else:
             loader = _GuardedLoader(text)
             try:
@@ -280,23 +307,34 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
     except yaml.YAMLError as e:
         raise InstanceError(file, [FieldError("", f"cannot parse: {_yaml_problem(e)}")]) from None
     except RecursionError:
-        raise InstanceError(file, [FieldError("", f"document nested deeper than {MAX_DEPTH} "
-                                                 "levels; refusing it")]) from None
+        raise InstanceError(
+            file, [FieldError("", f"document nested deeper than {MAX_DEPTH} levels; refusing it")]
+        ) from None
     except (json.JSONDecodeError, ValueError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InstanceError(file, [FieldError("", f"cannot parse: {msg}")]) from None
     if data is None:
-        raise InstanceError(file, [FieldError("", "the document is empty (only comments or "
-                                                 "null); expected a mapping of fields")])
+        raise InstanceError(
+            file,
+            [
+                FieldError(
+                    "",
+                    "the document is empty (only comments or null); expected a mapping of fields",
+                )
+            ],
+        )
     _check_shape(data, file)
     if duplicates:
         where = _locate(data, {id(d) for d, _, _ in duplicates})
         errors = []
         for obj, key, lines in duplicates:
             field = _loc((*where.get(id(obj), ()), key), data)
-            errors.append(FieldError(field, f"key {key!r} is given twice"
-                                            + (f" ({lines})" if lines else "")
-                                            + "; keep one"))
+            errors.append(
+                FieldError(
+                    field,
+                    f"key {key!r} is given twice" + (f" ({lines})" if lines else "") + "; keep one",
+                )
+            )
         raise InstanceError(file, errors)
     return data
 
@@ -312,8 +350,21 @@ def read(path: str | Path) -> Instance:
     return from_dict(data, str(p), p.parent)
 
 
-_TAGS = {"float", "int", "str", "bool", "datetime", "date", "none", "nullable",
-         "tagged-union", "lax-or-strict", "list", "tuple", "dict"}
+_TAGS = {
+    "float",
+    "int",
+    "str",
+    "bool",
+    "datetime",
+    "date",
+    "none",
+    "nullable",
+    "tagged-union",
+    "lax-or-strict",
+    "list",
+    "tuple",
+    "dict",
+}
 
 
 def _walk(loc: tuple[Any, ...], data: Any) -> tuple[str, int | None]:
@@ -338,8 +389,11 @@ def _walk(loc: tuple[Any, ...], data: Any) -> tuple[str, int | None]:
             continue
         key_present = isinstance(node, dict) and item in node
         text = str(item)
-        if not key_present and isinstance(item, str) and (
-                item in _TAGS or "[" in item or item.startswith(("constrained-", "function-"))):
+        if (
+            not key_present
+            and isinstance(item, str)
+            and (item in _TAGS or "[" in item or item.startswith(("constrained-", "function-")))
+        ):
             if first_tag is None:
                 first_tag = i
             continue
@@ -363,8 +417,9 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
         if isinstance(node, dict):
             found = item in node
         else:
-            found = (isinstance(node, list) and isinstance(item, int)
-                     and -len(node) <= item < len(node))
+            found = (
+                isinstance(node, list) and isinstance(item, int) and -len(node) <= item < len(node)
+            )
         if not found:
             return None
         node = node[item]
@@ -436,8 +491,11 @@ def _plain_branch(errs: Sequence[Mapping[str, Any]], data: Any) -> list[Mapping[
         plain = {tag for tag, takes in branches.items() if takes in kinds}
         if plain:
             keep_tags[prefix] = plain
-    return [err for err, w in zip(errs, where, strict=True)
-            if w is None or w[0] not in keep_tags or w[1] in keep_tags[w[0]]]
+    return [
+        err
+        for err, w in zip(errs, where, strict=True)
+        if w is None or w[0] not in keep_tags or w[1] in keep_tags[w[0]]
+    ]
 
 
 def _explain(err: Mapping[str, Any]) -> str:
@@ -475,22 +533,37 @@ def _explain(err: Mapping[str, Any]) -> str:
 
     when = "an ISO date-time with a UTC offset, e.g. 2023-06-05T00:00:00Z"
     phrases = {
-        "float_parsing": "a number", "float_type": "a number",
-        "int_parsing": "a whole number", "int_type": "a whole number",
-        "int_from_float": "a whole number", "int_parsing_size": "a whole number",
-        "bool_parsing": "true or false", "bool_type": "true or false",
-        "string_type": "a string", "dict_type": "a mapping (key: value)",
-        "model_type": "a mapping (key: value)", "model_attributes_type": "a mapping (key: value)",
-        "tuple_type": "a list", "list_type": "a list", "iterable_type": "a list",
+        "float_parsing": "a number",
+        "float_type": "a number",
+        "int_parsing": "a whole number",
+        "int_type": "a whole number",
+        "int_from_float": "a whole number",
+        "int_parsing_size": "a whole number",
+        "bool_parsing": "true or false",
+        "bool_type": "true or false",
+        "string_type": "a string",
+        "dict_type": "a mapping (key: value)",
+        "model_type": "a mapping (key: value)",
+        "model_attributes_type": "a mapping (key: value)",
+        "tuple_type": "a list",
+        "list_type": "a list",
+        "iterable_type": "a list",
         "finite_number": "a finite number",
-        "datetime_parsing": when, "datetime_from_date_parsing": when, "datetime_type": when,
+        "datetime_parsing": when,
+        "datetime_from_date_parsing": when,
+        "datetime_type": when,
         "datetime_object_invalid": when,
-        "date_parsing": "a date, e.g. 2023-12-25", "date_type": "a date, e.g. 2023-12-25",
+        "date_parsing": "a date, e.g. 2023-12-25",
+        "date_type": "a date, e.g. 2023-12-25",
         "date_from_datetime_parsing": "a date, e.g. 2023-12-25",
         "date_from_datetime_inexact": "a date without a time, e.g. 2023-12-25",
     }
-    bounds = {"greater_than": ("gt", ">"), "greater_than_equal": ("ge", ">="),
-              "less_than": ("lt", "<"), "less_than_equal": ("le", "<=")}
+    bounds = {
+        "greater_than": ("gt", ">"),
+        "greater_than_equal": ("ge", ">="),
+        "less_than": ("lt", "<"),
+        "less_than_equal": ("le", "<="),
+    }
     if kind in phrases:
         text = f"expected {phrases[kind]}"
     elif kind in bounds and bounds[kind][0] in ctx:
@@ -500,12 +573,18 @@ def _explain(err: Mapping[str, Any]) -> str:
         text = f"expected one of {ctx['expected']}"
     elif kind in ("string_too_short", "too_short") and "min_length" in ctx:
         n = ctx["min_length"]
-        text = (f"expected at least {n} character{'s' if n != 1 else ''}"
-                if kind.startswith("string") else f"expected at least {n} item{'s' * (n != 1)}")
+        text = (
+            f"expected at least {n} character{'s' if n != 1 else ''}"
+            if kind.startswith("string")
+            else f"expected at least {n} item{'s' * (n != 1)}"
+        )
     elif kind in ("string_too_long", "too_long") and "max_length" in ctx:
         n = ctx["max_length"]
-        text = (f"expected at most {n} character{'s' if n != 1 else ''}"
-                if kind.startswith("string") else f"expected at most {n} item{'s' * (n != 1)}")
+        text = (
+            f"expected at most {n} character{'s' if n != 1 else ''}"
+            if kind.startswith("string")
+            else f"expected at most {n} item{'s' * (n != 1)}"
+        )
     else:
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if text.startswith("Input should be "):
@@ -518,15 +597,22 @@ def _explain(err: Mapping[str, Any]) -> str:
 def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
     """Validate a parsed document and resolve it; every problem found is reported at once."""
     if not isinstance(data, dict):
-        raise InstanceError(file, [FieldError("", "expected a mapping at the top level, got "
-                                                 f"{type(data).__name__}")])
+        raise InstanceError(
+            file,
+            [FieldError("", f"expected a mapping at the top level, got {type(data).__name__}")],
+        )
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(file, _capped([FieldError(_loc(tuple(err["loc"]), data),
-                                                      _explain(err))
-                                           for err in _plain_branch(e.errors(), data)])) \
-            from None
+        raise InstanceError(
+            file,
+            _capped(
+                [
+                    FieldError(_loc(tuple(err["loc"]), data), _explain(err))
+                    for err in _plain_branch(e.errors(), data)
+                ]
+            ),
+        ) from None
     errors: list[FieldError] = []
     _check_magnitudes(data, errors)
     _check_references(spec, errors)
@@ -540,9 +626,13 @@ def _capped(errors: list[FieldError]) -> list[FieldError]:
     if len(errors) <= MAX_ERRORS:
         return errors
     rest = len(errors) - MAX_ERRORS
-    return [*errors[:MAX_ERRORS],
-            FieldError("", f"... and {rest} more problem{'s' * (rest != 1)} (the first "
-                           f"{MAX_ERRORS} are listed)")]
+    return [
+        *errors[:MAX_ERRORS],
+        FieldError(
+            "",
+            f"... and {rest} more problem{'s' * (rest != 1)} (the first {MAX_ERRORS} are listed)",
+        ),
+    ]
 
 
 def _check_magnitudes(data: Any, errors: list[FieldError]) -> None:
@@ -556,13 +646,21 @@ def _check_magnitudes(data: Any, errors: list[FieldError]) -> None:
             stack.extend((v, (*loc, k), str(k)) for k, v in node.items())
         elif isinstance(node, list):
             stack.extend((v, (*loc, i), key) for i, v in enumerate(node))
-        elif isinstance(node, int | float) and not isinstance(node, bool) and node != 0 \
-                and math.isfinite(node):
+        elif (
+            isinstance(node, int | float)
+            and not isinstance(node, bool)
+            and node != 0
+            and math.isfinite(node)
+        ):
             top = LARGEST_SIZE if key in _SIZE_KEYS else high
             if not low <= abs(node) <= top:
-                errors.append(FieldError(_loc(loc, data),
-                                         f"expected 0 or a magnitude between {low:g} and "
-                                         f"{top:g} (got {node:g}); is the unit right?"))
+                errors.append(
+                    FieldError(
+                        _loc(loc, data),
+                        f"expected 0 or a magnitude between {low:g} and "
+                        f"{top:g} (got {node:g}); is the unit right?",
+                    )
+                )
 
 
 def _hour_of(spec: InstanceSpec, when: int | datetime) -> int | float:
@@ -599,88 +697,139 @@ def _check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
         seen.add(p.name)
         for q in p.predecessors:
             if q not in known_names:
-                errors.append(FieldError(f"{where}.predecessors",
-                                         f"unknown phase {q!r}; phases are {names}"))
+                errors.append(
+                    FieldError(f"{where}.predecessors", f"unknown phase {q!r}; phases are {names}")
+                )
             if q == p.name:
                 errors.append(FieldError(f"{where}.predecessors", "a phase cannot precede itself"))
         for g in p.gpu_types or ():
             if g not in gpus:
-                errors.append(FieldError(f"{where}.gpu_types",
-                                         f"unknown GPU type {g!r}; known: {sorted(gpus)}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.gpu_types", f"unknown GPU type {g!r}; known: {sorted(gpus)}"
+                    )
+                )
         for r in p.regions or ():
             if r not in regions:
-                errors.append(FieldError(f"{where}.regions",
-                                         f"unknown region {r!r}; known: {sorted(regions)}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.regions", f"unknown region {r!r}; known: {sorted(regions)}"
+                    )
+                )
         if p.model is not None and p.model not in spec.models:
-            errors.append(FieldError(f"{where}.model",
-                                     f"unknown model {p.model!r}; known: {sorted(spec.models)}"))
+            errors.append(
+                FieldError(
+                    f"{where}.model", f"unknown model {p.model!r}; known: {sorted(spec.models)}"
+                )
+            )
         if p.work.gpu is not None and p.work.gpu not in gpus:
-            errors.append(FieldError(f"{where}.work.gpu",
-                                     f"unknown GPU type {p.work.gpu!r}; known: {sorted(gpus)}"))
-        if p.work.gpu_hours is not None and p.work.gpu in gpus \
-                and not gpus[p.work.gpu].peak_tflops.get(p.work.precision):
-            errors.append(FieldError(f"{where}.work.precision",
-                                     f"GPU type {p.work.gpu!r} has no peak_tflops at "
-                                     f"{p.work.precision!r}, so its GPU-hours say nothing "
-                                     "about the work; give a precision it has"))
+            errors.append(
+                FieldError(
+                    f"{where}.work.gpu", f"unknown GPU type {p.work.gpu!r}; known: {sorted(gpus)}"
+                )
+            )
+        if (
+            p.work.gpu_hours is not None
+            and p.work.gpu in gpus
+            and not gpus[p.work.gpu].peak_tflops.get(p.work.precision)
+        ):
+            errors.append(
+                FieldError(
+                    f"{where}.work.precision",
+                    f"GPU type {p.work.gpu!r} has no peak_tflops at "
+                    f"{p.work.precision!r}, so its GPU-hours say nothing "
+                    "about the work; give a precision it has",
+                )
+            )
         if p.work.tokens is not None and p.model is None:
-            errors.append(FieldError(f"{where}.work.tokens",
-                                     "work in tokens needs the phase's 'model' (6ND)"))
+            errors.append(
+                FieldError(f"{where}.work.tokens", "work in tokens needs the phase's 'model' (6ND)")
+            )
         if isinstance(p.mfu, dict):
             for g in p.mfu:
                 if g not in gpus:
                     errors.append(FieldError(f"{where}.mfu", f"unknown GPU type {g!r}"))
         if p.data.home_region is not None and p.data.home_region not in regions:
-            errors.append(FieldError(f"{where}.data.home_region",
-                                     f"unknown region {p.data.home_region!r}"))
+            errors.append(
+                FieldError(f"{where}.data.home_region", f"unknown region {p.data.home_region!r}")
+            )
         rel = _hour_of(spec, p.release)
         dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
         naive = False
         for fname, when in (("release", p.release), ("deadline", p.deadline)):
             if isinstance(when, datetime) and when.tzinfo is None:
                 naive = True
-                errors.append(FieldError(f"{where}.{fname}",
-                                         "expected a time with a UTC offset, e.g. "
-                                         "2023-06-06T12:00:00Z, or an hour number "
-                                         f"(got {when.isoformat()})"))
+                errors.append(
+                    FieldError(
+                        f"{where}.{fname}",
+                        "expected a time with a UTC offset, e.g. "
+                        "2023-06-06T12:00:00Z, or an hour number "
+                        f"(got {when.isoformat()})",
+                    )
+                )
         if naive:
             continue
         if dl <= rel:
-            errors.append(FieldError(f"{where}.deadline",
-                                     f"deadline (hour {dl:g}) must be after release "
-                                     f"(hour {rel:g})"))
+            errors.append(
+                FieldError(
+                    f"{where}.deadline",
+                    f"deadline (hour {dl:g}) must be after release (hour {rel:g})",
+                )
+            )
         elif math.floor(dl) <= math.ceil(rel):
-            errors.append(FieldError(f"{where}.deadline",
-                                     f"no whole hour slot between release (hour {rel:g}, "
-                                     f"slots from {math.ceil(rel)}) and deadline (hour {dl:g}, "
-                                     f"slots before {math.floor(dl)})"))
+            errors.append(
+                FieldError(
+                    f"{where}.deadline",
+                    f"no whole hour slot between release (hour {rel:g}, "
+                    f"slots from {math.ceil(rel)}) and deadline (hour {dl:g}, "
+                    f"slots before {math.floor(dl)})",
+                )
+            )
         if rel < 0 or rel >= spec.horizon.hours:
-            errors.append(FieldError(f"{where}.release",
-                                     f"release hour {rel:g} is outside the horizon "
-                                     f"[0, {spec.horizon.hours})"))
+            errors.append(
+                FieldError(
+                    f"{where}.release",
+                    f"release hour {rel:g} is outside the horizon [0, {spec.horizon.hours})",
+                )
+            )
         if dl > spec.horizon.hours:
-            errors.append(FieldError(f"{where}.deadline",
-                                     f"deadline hour {dl:g} is after the horizon end "
-                                     f"({spec.horizon.hours})"))
+            errors.append(
+                FieldError(
+                    f"{where}.deadline",
+                    f"deadline hour {dl:g} is after the horizon end ({spec.horizon.hours})",
+                )
+            )
         for t in p.options.storage_tiers or ():
             if not any(t in r.storage for r in regions.values()):
-                errors.append(FieldError(f"{where}.options.storage_tiers",
-                                         f"no region has a storage tier {t!r}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.options.storage_tiers", f"no region has a storage tier {t!r}"
+                    )
+                )
     for rname, region in regions.items():
         for part, keys in (("capacity", region.capacity), ("offers", region.offers)):
             for g in keys:
                 if g not in gpus:
-                    errors.append(FieldError(f"regions.{rname}.{part}.{g}",
-                                             f"unknown GPU type {g!r}; known: {sorted(gpus)}"))
+                    errors.append(
+                        FieldError(
+                            f"regions.{rname}.{part}.{g}",
+                            f"unknown GPU type {g!r}; known: {sorted(gpus)}",
+                        )
+                    )
         for g, cap in region.capacity.items():
             if isinstance(cap, tuple) and len(cap) < spec.horizon.hours:
-                errors.append(FieldError(f"regions.{rname}.capacity.{g}",
-                                         f"expected {spec.horizon.hours} hourly values (the "
-                                         f"horizon), got {len(cap)}"))
+                errors.append(
+                    FieldError(
+                        f"regions.{rname}.capacity.{g}",
+                        f"expected {spec.horizon.hours} hourly values (the "
+                        f"horizon), got {len(cap)}",
+                    )
+                )
         for other in region.transfer_usd_per_gb:
             if other not in regions:
-                errors.append(FieldError(f"regions.{rname}.transfer_usd_per_gb",
-                                         f"unknown region {other!r}"))
+                errors.append(
+                    FieldError(f"regions.{rname}.transfer_usd_per_gb", f"unknown region {other!r}")
+                )
     for fam in spec.families:
         if not any(g.family == fam for g in gpus.values()):
             errors.append(FieldError(f"families.{fam}", "no GPU type belongs to this family"))
@@ -707,7 +856,7 @@ def _find_cycle(phases: tuple[Phase, ...]) -> list[str] | None:
                 state[path.pop()] = 2
                 todo.pop()
             elif state.get(q) == 1:
-                return [*path[path.index(q):], q]
+                return [*path[path.index(q) :], q]
             elif q not in state:
                 state[q] = 1
                 path.append(q)
@@ -750,8 +899,10 @@ def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instan
     capacity: dict[tuple[str, str], np.ndarray] = {}
     for rname, r in spec.regions.items():
         try:
-            prices = resolve_series(r.electricity, start, T, r.timezone, base_dir) \
+            prices = (
+                resolve_series(r.electricity, start, T, r.timezone, base_dir)
                 + r.price_adder_usd_per_mwh
+            )
             prices.setflags(write=False)
             price[rname] = prices
         except SeriesError as e:
@@ -761,8 +912,11 @@ def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instan
             try:
                 ci = resolve_series(r.carbon_intensity, start, T, r.timezone, base_dir)
                 if np.any(ci < 0):
-                    errors.append(FieldError(f"regions.{rname}.carbon_intensity",
-                                             "expected non-negative gCO2/kWh"))
+                    errors.append(
+                        FieldError(
+                            f"regions.{rname}.carbon_intensity", "expected non-negative gCO2/kWh"
+                        )
+                    )
                 carbon[rname] = ci
             except SeriesError as e:
                 errors.append(FieldError(f"regions.{rname}.carbon_intensity", str(e)))
@@ -775,29 +929,47 @@ def _resolve(spec: InstanceSpec, data: Any, file: str, base_dir: Path) -> Instan
     models: dict[str, ModelDims] = {}
     warnings: list[str] = []
     for mname, m in spec.models.items():
-        models[mname] = dims(m.params, m.layers, m.hidden, m.heads, m.seq_len, m.vocab,
-                             m.optimizer, m.flash_attention)
+        models[mname] = dims(
+            m.params,
+            m.layers,
+            m.hidden,
+            m.heads,
+            m.seq_len,
+            m.vocab,
+            m.optimizer,
+            m.flash_attention,
+        )
         if models[mname].inferred:
             md = models[mname]
-            warnings.append(f"models.{mname}: architecture inferred from params (L={md.layers},"
-                            f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy")
+            warnings.append(
+                f"models.{mname}: architecture inferred from params (L={md.layers},"
+                f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy"
+            )
     windows = {p.name: _window(spec, p) for p in spec.phases}
     fr: dict[str, float] = {}
     for gname, gpu in spec.gpu_types.items():
         if gpu.failures_per_gpu_hour is not None:
             fr[gname] = gpu.failures_per_gpu_hour
         elif gpu.failures_per_1000_node_days is not None:
-            fr[gname] = per_gpu_hour_from_node_days(gpu.failures_per_1000_node_days,
-                                                    gpu.gpus_per_node)
+            fr[gname] = per_gpu_hour_from_node_days(
+                gpu.failures_per_1000_node_days, gpu.gpus_per_node
+            )
         else:
             fr[gname] = spec.failure.failures_per_gpu_hour
     return Instance(
-        spec=spec, source=file, raw=data, base_dir=base_dir, price=MappingProxyType(price),
-        carbon=MappingProxyType(carbon), capacity=MappingProxyType(capacity),
+        spec=spec,
+        source=file,
+        raw=data,
+        base_dir=base_dir,
+        price=MappingProxyType(price),
+        carbon=MappingProxyType(carbon),
+        capacity=MappingProxyType(capacity),
         release=MappingProxyType({n: w[0] for n, w in windows.items()}),
         deadline=MappingProxyType({n: w[1] for n, w in windows.items()}),
-        models=MappingProxyType(models), order=_topological(spec.phases),
-        failures_per_gpu_hour=MappingProxyType(fr), warnings=tuple(warnings),
+        models=MappingProxyType(models),
+        order=_topological(spec.phases),
+        failures_per_gpu_hour=MappingProxyType(fr),
+        warnings=tuple(warnings),
     )
 
 
@@ -813,8 +985,7 @@ def set_path(data: Any, path: str, value: Any, file: str = "<variant>") -> None:
         if isinstance(node, list):
             # a name may itself contain dots: take the longest run of parts naming an item
             idx: int | None = None
-            names = {item.get("name"): j for j, item in enumerate(node)
-                     if isinstance(item, dict)}
+            names = {item.get("name"): j for j, item in enumerate(node) if isinstance(item, dict)}
             for k in range(len(parts), i, -1):
                 joined = ".".join(parts[i:k])
                 if joined in names:
@@ -841,6 +1012,7 @@ def set_path(data: Any, path: str, value: Any, file: str = "<variant>") -> None:
                     raise InstanceError(file, [FieldError(path, f"no field {part!r}")])
             node = node[part]
         else:
-            raise InstanceError(file, [FieldError(path, f"{'.'.join(parts[:i])} is not a mapping"
-                                                        " or list")])
+            raise InstanceError(
+                file, [FieldError(path, f"{'.'.join(parts[:i])} is not a mapping or list")]
+            )
         i += 1

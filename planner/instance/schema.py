@@ -137,9 +137,7 @@ class GpuType(Strict):
         if not any(v for v in self.peak_tflops.values()):
             raise ValueError("peak_tflops needs at least one precision with a value")
         if self.failures_per_gpu_hour is not None and self.failures_per_1000_node_days is not None:
-            raise ValueError(
-                "give failures_per_gpu_hour or failures_per_1000_node_days, not both"
-            )
+            raise ValueError("give failures_per_gpu_hour or failures_per_1000_node_days, not both")
         return self
 
 
@@ -304,8 +302,9 @@ def _once(what: str, choices: tuple[object, ...]) -> None:
             twice.add(str(c))
         seen.add(c)
     if twice:
-        raise ValueError(f"{', '.join(sorted(twice)[:5])} listed more than once; list each "
-                         f"{what} once")
+        raise ValueError(
+            f"{', '.join(sorted(twice)[:5])} listed more than once; list each {what} once"
+        )
 
 
 class Options(Strict):
@@ -329,14 +328,30 @@ class Options(Strict):
     def _check(self) -> Options:
         if self.max_gpus < self.min_gpus:
             raise ValueError("max_gpus must be at least min_gpus")
-        for name in ("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
-                     "contracts", "extra_spare_nodes"):
+        for name in (
+            "precision",
+            "zero",
+            "recompute",
+            "tensor_parallel",
+            "pipeline_parallel",
+            "contracts",
+            "extra_spare_nodes",
+        ):
             if len(getattr(self, name)) == 0:
                 raise ValueError(f"{name}: expected at least one choice")
         return self
 
-    @field_validator("precision", "zero", "recompute", "tensor_parallel", "pipeline_parallel",
-                     "contracts", "extra_spare_nodes", "gpu_counts", "storage_tiers")
+    @field_validator(
+        "precision",
+        "zero",
+        "recompute",
+        "tensor_parallel",
+        "pipeline_parallel",
+        "contracts",
+        "extra_spare_nodes",
+        "gpu_counts",
+        "storage_tiers",
+    )
     @classmethod
     def _choices(cls, v: tuple[object, ...] | None) -> tuple[object, ...] | None:
         """Each choice once; a list of GPU counts or tiers, when given, not empty."""

@@ -36,8 +36,9 @@ def resolve_series(
         out = _tou(series.tou, start, hours, local_tz)
     else:
         assert series.csv is not None and series.column and series.time_column
-        out = _csv(base_dir / series.csv, series.column, series.time_column,
-                   series.timezone, start, hours)
+        out = _csv(
+            base_dir / series.csv, series.column, series.time_column, series.timezone, start, hours
+        )
     out = out * series.scale
     if not np.all(np.isfinite(out)):
         raise SeriesError("expected finite numbers, found NaN or infinity")
@@ -72,8 +73,9 @@ def _parse_time(text: str, tz: ZoneInfo) -> datetime:
     return dt
 
 
-def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetime,
-         hours: int) -> np.ndarray:
+def _csv(
+    path: Path, column: str, time_column: str, tz_name: str, start: datetime, hours: int
+) -> np.ndarray:
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
     of their ``time_column`` (times without an offset are read in ``tz_name``)."""
     if not path.is_file():
@@ -105,8 +107,9 @@ def _csv(path: Path, column: str, time_column: str, tz_name: str, start: datetim
     return out
 
 
-def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo,
-              wanted: set[datetime]) -> dict[datetime, float]:
+def _csv_rows(
+    path: Path, column: str, time_column: str, tz: ZoneInfo, wanted: set[datetime]
+) -> dict[datetime, float]:
     """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
     rows outside it are checked but not kept, so memory follows the horizon, not the file.
     Lines starting with ``#`` are comments; a UTF-8 byte-order mark is skipped. Errors name
@@ -127,10 +130,12 @@ def _csv_rows(path: Path, column: str, time_column: str, tz: ZoneInfo,
         for col in (column, time_column):
             if col not in reader.fieldnames:
                 names = list(reader.fieldnames)
-                shown = repr(names[:10])[:-1] + (f", ... ({len(names) - 10} more)]"
-                                                 if len(names) > 10 else "]")
-                raise SeriesError(f"file {str(path)!r} has no column {col!r}; columns are "
-                                  f"{shown[:500]}")
+                shown = repr(names[:10])[:-1] + (
+                    f", ... ({len(names) - 10} more)]" if len(names) > 10 else "]"
+                )
+                raise SeriesError(
+                    f"file {str(path)!r} has no column {col!r}; columns are {shown[:500]}"
+                )
         for row in reader:
             lineno = last[0]
             raw_t, raw_v = row.get(time_column), row.get(column)

@@ -12,8 +12,9 @@ import math
 RECOMPUTE_THROUGHPUT: dict[str, float] = {"none": 1.0, "selective": 1 / 1.04, "full": 0.75}
 
 
-def training_flops(params: float, tokens: float, layers: int = 0, seq_len: int = 0,
-                   hidden: int = 0) -> float:
+def training_flops(
+    params: float, tokens: float, layers: int = 0, seq_len: int = 0, hidden: int = 0
+) -> float:
     """Model FLOPs of training: 6 N D plus the attention term 6 L s h D.
 
     Kaplan et al. 2020, "Scaling Laws for Neural Language Models", Table 1: forward cost per
@@ -23,8 +24,9 @@ def training_flops(params: float, tokens: float, layers: int = 0, seq_len: int =
     return 6.0 * params * tokens + 6.0 * layers * seq_len * hidden * tokens
 
 
-def forward_flops(params: float, tokens: float, layers: int = 0, seq_len: int = 0,
-                  hidden: int = 0) -> float:
+def forward_flops(
+    params: float, tokens: float, layers: int = 0, seq_len: int = 0, hidden: int = 0
+) -> float:
     """Model FLOPs of a forward pass (evaluation, inference): 2 N D + 2 L s h D (Kaplan et al.)."""
     return 2.0 * params * tokens + 2.0 * layers * seq_len * hidden * tokens
 

@@ -15,15 +15,23 @@ def gpu_power_w(board_w: float, idle_w: float, load: float) -> float:
 
 
 def it_power_kw(
-    gpus: float, spare_gpus: float, board_w: float, idle_w: float, load: float,
-    gpus_per_node: int, node_overhead_w: float,
+    gpus: float,
+    spare_gpus: float,
+    board_w: float,
+    idle_w: float,
+    load: float,
+    gpus_per_node: int,
+    node_overhead_w: float,
 ) -> float:
     """IT power in kW: working GPUs at ``load``, spare GPUs idle, and the host overhead of every
     node (working and spare; a fractional GPU carries its share of one node's overhead)."""
-    nodes = (math.ceil(gpus / gpus_per_node) if gpus >= 1 else gpus / gpus_per_node)
+    nodes = math.ceil(gpus / gpus_per_node) if gpus >= 1 else gpus / gpus_per_node
     spare_nodes = spare_gpus / gpus_per_node
-    watts = (gpus * gpu_power_w(board_w, idle_w, load) + spare_gpus * idle_w
-             + (nodes + spare_nodes) * node_overhead_w)
+    watts = (
+        gpus * gpu_power_w(board_w, idle_w, load)
+        + spare_gpus * idle_w
+        + (nodes + spare_nodes) * node_overhead_w
+    )
     return watts / 1000.0
 
 

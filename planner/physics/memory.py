@@ -15,7 +15,12 @@ from planner.physics.transformer import ModelDims
 #: factored second moment is negligible: fp32 master + O(rows+cols) = 4; Lion: master +
 #: momentum = 8.
 OPTIMIZER_K_MIXED: dict[str, float] = {
-    "adam": 12.0, "adamw": 12.0, "sgd_momentum": 8.0, "sgd": 4.0, "adafactor": 4.0, "lion": 8.0,
+    "adam": 12.0,
+    "adamw": 12.0,
+    "sgd_momentum": 8.0,
+    "sgd": 4.0,
+    "adafactor": 4.0,
+    "lion": 8.0,
 }
 
 #: Bytes per parameter of the working weights and gradients by training precision.
@@ -25,12 +30,22 @@ OPTIMIZER_K_MIXED: dict[str, float] = {
 WEIGHT_BYTES: dict[str, float] = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 2.0}
 
 #: Bytes per activation element: 16-bit for bf16/fp16/fp8 training, 32-bit for fp32/tf32.
-ACTIVATION_BYTES: dict[str, float] = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0,
-                                      "fp8": 2.0}
+ACTIVATION_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 2.0,
+}
 
 #: Forward-only inference weights by precision.
-INFERENCE_WEIGHT_BYTES: dict[str, float] = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0,
-                                            "fp8": 1.0}
+INFERENCE_WEIGHT_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+}
 
 
 def optimizer_k(optimizer: str, precision: str) -> float:
@@ -41,7 +56,13 @@ def optimizer_k(optimizer: str, precision: str) -> float:
 
 
 def model_state_bytes(
-    params: float, precision: str, optimizer: str, zero: int, dp: int, tp: int = 1, pp: int = 1,
+    params: float,
+    precision: str,
+    optimizer: str,
+    zero: int,
+    dp: int,
+    tp: int = 1,
+    pp: int = 1,
     train: bool = True,
 ) -> float:
     """Model-state bytes per GPU: weights, gradients and optimizer states.
@@ -100,7 +121,12 @@ def activation_bytes_per_layer(
 
 
 def activation_bytes(
-    m: ModelDims, micro_batch: int, tp: int, pp: int, recompute: str, precision: str,
+    m: ModelDims,
+    micro_batch: int,
+    tp: int,
+    pp: int,
+    recompute: str,
+    precision: str,
     train: bool = True,
 ) -> float:
     """Activation bytes on the most loaded GPU: the first pipeline stage under 1F1B holds p
@@ -109,7 +135,13 @@ def activation_bytes(
 
     Forward-only phases keep one layer's activations at a time (working set)."""
     per_layer = activation_bytes_per_layer(
-        m.seq_len, micro_batch, m.hidden, m.heads, tp, recompute, m.flash_attention,
+        m.seq_len,
+        micro_batch,
+        m.hidden,
+        m.heads,
+        tp,
+        recompute,
+        m.flash_attention,
         ACTIVATION_BYTES[precision],
     )
     if not train:
@@ -165,5 +197,6 @@ def memory_per_gpu(
         states = model_state_bytes(m.params, precision, m.optimizer, zero, dp, tp, pp, train) / 1e9
         acts = activation_bytes(m, micro_batch, tp, pp, recompute, precision, train) / 1e9
     total = (states + acts) * (1 + fragmentation) + buffer_gb + fixed_gb
-    return MemoryBreakdown(states, acts, buffer_gb, total,
-                           gpu_memory_gb * fraction * (1 - headroom))
+    return MemoryBreakdown(
+        states, acts, buffer_gb, total, gpu_memory_gb * fraction * (1 - headroom)
+    )

@@ -59,12 +59,18 @@ def downtime_hours(spare_nodes: int, restart_h: float, swap_h: float, reload_h: 
 
 
 def expected_failure_cost_per_hour(
-    rate_per_h: float, loss_h: float, hourly_cost: float, sla_share: float = 0.0,
-    credit_multiplier: float = 0.0, downtime_h: float = 0.0, rental_per_h: float = 0.0,
+    rate_per_h: float,
+    loss_h: float,
+    hourly_cost: float,
+    sla_share: float = 0.0,
+    credit_multiplier: float = 0.0,
+    downtime_h: float = 0.0,
+    rental_per_h: float = 0.0,
 ) -> float:
     """Expected failure-restart cost per running hour:
     lambda x L x (rental + energy per hour)  -  lambda x share x m x downtime x rental per hour,
     the second term being the provider's SLA credit (m times the downtime, for the share of
     failures that are the provider's fault)."""
-    return rate_per_h * (loss_h * hourly_cost - sla_share * credit_multiplier * downtime_h
-                         * rental_per_h)
+    return rate_per_h * (
+        loss_h * hourly_cost - sla_share * credit_multiplier * downtime_h * rental_per_h
+    )

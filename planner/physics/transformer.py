@@ -60,5 +60,6 @@ def dims(
         params = params_from_architecture(layers, hidden, vocab, seq_len)
     if heads is None:
         heads = max(1, hidden // 128)
-    return ModelDims(params, layers, hidden, heads, seq_len, vocab, optimizer, flash_attention,
-                     inferred)
+    return ModelDims(
+        params, layers, hidden, heads, seq_len, vocab, optimizer, flash_attention, inferred
+    )

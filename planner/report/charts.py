@@ -44,8 +44,13 @@ WIDTH_IN = 11.0
 PNG_DPI = 110
 #: Colours of the cost components (stable across reports so they can be compared).
 COST_COLOURS = {
-    "rental": "#4e79a7", "energy": "#f28e2b", "storage": "#59a14f", "failure": "#e15759",
-    "transfer": "#76b7b2", "porting": "#b07aa1", "carbon": "#9c755f",
+    "rental": "#4e79a7",
+    "energy": "#f28e2b",
+    "storage": "#59a14f",
+    "failure": "#e15759",
+    "transfer": "#76b7b2",
+    "porting": "#b07aa1",
+    "carbon": "#9c755f",
 }
 ALERT = "#c0392b"
 #: Chart names in report order; the last two need the instance.
@@ -89,8 +94,16 @@ def _time_axis(ax: Axes, plan: Plan, hours: int) -> None:
 def _after(ax: Axes, x: float, y: float, text: str, color: str = "#222222") -> None:
     """A value label just right of ``(x, y)`` (an offset in points, not leading spaces: SVG
     collapses white space)."""
-    ax.annotate(label(text), (x, y), xytext=(4, 0), textcoords="offset points", va="center",
-                fontsize=8, color=color, annotation_clip=False)
+    ax.annotate(
+        label(text),
+        (x, y),
+        xytext=(4, 0),
+        textcoords="offset points",
+        va="center",
+        fontsize=8,
+        color=color,
+        annotation_clip=False,
+    )
 
 
 def _x(plan: Plan, hour: float) -> float:
@@ -122,8 +135,11 @@ def gantt(plan: Plan, inst: Instance | None = None) -> Figure:
     rows: list[str] = []
     where: dict[str, int] = {}
     for pool in pools:
-        members = [(p.name, p.start_hour, p.end_hour) for p in plan.phases
-                   if (p.region, p.gpu) == pool and p.hours]
+        members = [
+            (p.name, p.start_hour, p.end_hour)
+            for p in plan.phases
+            if (p.region, p.gpu) == pool and p.hours
+        ]
         lanes = _lanes(members)
         n = max(lanes.values(), default=0) + 1
         for name, k in lanes.items():
@@ -142,23 +158,37 @@ def gantt(plan: Plan, inst: Instance | None = None) -> Figure:
         runs = phase_facts(p).segments
         bars = [(_x(plan, s), (e - s) / 24.0) for s, e in runs]
         gpus = f"{p.gpus:g}" + (f"+{p.spare_gpus}" if p.spare_gpus else "")
-        ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=colours[p.name],
-                       edgecolor="white", linewidth=0.5,
-                       label=label(f"{p.name}: {gpus} x {p.gpu} {p.contract}"))
+        ax.broken_barh(
+            bars,
+            (y - 0.38, 0.76),
+            facecolors=colours[p.name],
+            edgecolor="white",
+            linewidth=0.5,
+            label=label(f"{p.name}: {gpus} x {p.gpu} {p.contract}"),
+        )
         # The name goes inside the longest run when it fits (DejaVu Sans bold averages about
         # 0.65 em a glyph), dark on light colours and white on dark ones.
         s, e = max(runs, key=lambda r: r[1] - r[0])
         if len(p.name) * 0.65 * 8.0 + 6 <= (e - s) * pt_per_hour:
-            ax.text(_x(plan, (s + e) / 2), y, label(p.name), ha="center", va="center",
-                    color=_ink(colours[p.name]), fontsize=8, fontweight="bold")
+            ax.text(
+                _x(plan, (s + e) / 2),
+                y,
+                label(p.name),
+                ha="center",
+                va="center",
+                color=_ink(colours[p.name]),
+                fontsize=8,
+                fontweight="bold",
+            )
     ax.set_yticks(range(len(rows)), [label(r) for r in rows])
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
     _time_axis(ax, plan, hours)
     ax.grid(axis="x", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     if ax.get_legend_handles_labels()[0]:
-        fig.legend(loc="outside lower center", ncols=min(4, len(plan.phases)), fontsize=8,
-                   frameon=False)
+        fig.legend(
+            loc="outside lower center", ncols=min(4, len(plan.phases)), fontsize=8, frameon=False
+        )
     return fig
 
 
@@ -170,8 +200,9 @@ def costs(plan: Plan) -> Figure:
     fig, _ = _new(1.5 + 0.42 * max(len(rows), len(COST_KEYS) * 0.8))
     by_kind, ax = fig.subplots(1, 2, width_ratios=(1.0, 2.2))
     totals = [float(plan.costs.get(k, 0.0)) for k in COST_KEYS]
-    by_kind.barh(range(len(COST_KEYS)), totals, color=[COST_COLOURS[k] for k in COST_KEYS],
-                 height=0.6)
+    by_kind.barh(
+        range(len(COST_KEYS)), totals, color=[COST_COLOURS[k] for k in COST_KEYS], height=0.6
+    )
     for i, amount in enumerate(totals):
         _after(by_kind, max(amount, 0.0), i, f"{amount:,.2f}")
     by_kind.set_yticks(range(len(COST_KEYS)), list(COST_KEYS))
@@ -194,8 +225,9 @@ def costs(plan: Plan) -> Figure:
         _after(ax, pos[i], i, f"{sum(r.values()):,.2f}")
     ax.set_yticks(range(len(rows)), [label(n) for n in names])
     ax.set_ylim(max(len(rows), 1) - 0.5, -0.5)
-    ax.set_xlim(min(0.0, float(neg.min(initial=0.0)) * 1.1),
-                max(float(pos.max(initial=0.0)) * 1.2, 1e-6))
+    ax.set_xlim(
+        min(0.0, float(neg.min(initial=0.0)) * 1.1), max(float(pos.max(initial=0.0)) * 1.2, 1e-6)
+    )
     ax.set_title("By phase, components stacked", loc="left")
     ax.set_xlabel("USD")
     for a in (by_kind, ax):
@@ -209,11 +241,16 @@ def memory(facts: Sequence[PhaseFacts]) -> Figure:
     capacity, with the alert line at ``(1 - HEADROOM_ALERT) x capacity``."""
     fig, _ = _new(1.4 + 0.5 * max(1, len(facts)))
     ax = fig.add_subplot()
-    ax.set_title("Memory per GPU against usable capacity, GB "
-                 f"(dotted: {1 - HEADROOM_ALERT:.0%} of capacity)", loc="left")
-    parts = (("model states", "model_states_gb", "#4e79a7"),
-             ("activations", "activations_gb", "#f28e2b"),
-             ("fragmentation, buffers, fixed", "other_memory_gb", "#bab0ac"))
+    ax.set_title(
+        "Memory per GPU against usable capacity, GB "
+        f"(dotted: {1 - HEADROOM_ALERT:.0%} of capacity)",
+        loc="left",
+    )
+    parts = (
+        ("model states", "model_states_gb", "#4e79a7"),
+        ("activations", "activations_gb", "#f28e2b"),
+        ("fragmentation, buffers, fixed", "other_memory_gb", "#bab0ac"),
+    )
     top = 1e-6
     for i, f in enumerate(facts):
         left = 0.0
@@ -225,8 +262,13 @@ def memory(facts: Sequence[PhaseFacts]) -> Figure:
         cap = f.memory_capacity_gb
         if cap is not None:
             ax.plot([cap, cap], [i - 0.42, i + 0.42], color="black", linewidth=2)
-            ax.plot([cap * (1 - HEADROOM_ALERT)] * 2, [i - 0.42, i + 0.42], color="black",
-                    linewidth=1, linestyle=":")
+            ax.plot(
+                [cap * (1 - HEADROOM_ALERT)] * 2,
+                [i - 0.42, i + 0.42],
+                color="black",
+                linewidth=1,
+                linestyle=":",
+            )
             top = max(top, cap)
         top = max(top, left)
         if f.memory_gb is None:
@@ -244,8 +286,14 @@ def memory(facts: Sequence[PhaseFacts]) -> Figure:
     ax.set_ylim(max(len(facts), 1) - 0.5, -0.5)
     ax.set_xlim(0, top * 1.45)
     ax.set_xlabel("GB per GPU")
-    fig.legend([Patch(color=c) for _, _, c in parts], [n for n, _, _ in parts],
-               loc="outside lower center", fontsize=8, ncols=3, frameon=False)
+    fig.legend(
+        [Patch(color=c) for _, _, c in parts],
+        [n for n, _, _ in parts],
+        loc="outside lower center",
+        fontsize=8,
+        ncols=3,
+        frameon=False,
+    )
     return fig
 
 
@@ -264,8 +312,12 @@ def failures(facts: Sequence[PhaseFacts]) -> Figure:
     right.barh(ys, iv, color="#59a14f", height=0.6)
     right.set_title("Checkpoint interval, hours (Daly 2006)", loc="left")
     for i, f in enumerate(facts):
-        _after(right, iv[i], i, "no checkpoints" if f.checkpoint_interval_s is None
-               else f"{iv[i]:.2f} h")
+        _after(
+            right,
+            iv[i],
+            i,
+            "no checkpoints" if f.checkpoint_interval_s is None else f"{iv[i]:.2f} h",
+        )
     right.set_xlim(0, max(max(iv, default=0.0), 1e-6) * 1.45)
     left.set_yticks(ys, [label(f.name) for f in facts])
     left.set_ylim(max(len(facts), 1) - 0.5, -0.5)
@@ -288,13 +340,19 @@ def prices(plan: Plan, inst: Instance) -> Figure:
                 continue
             for s, e in phase_facts(p).segments:
                 ax.axvspan(edges[s], edges[e], color=colours[p.name], alpha=0.18, linewidth=0)
-                ax.stairs(price[s:e], edges[s:e + 1], color=colours[p.name], linewidth=2.2,
-                          baseline=None,
-                          label=label(p.name) if s == p.start_hour else "_nolegend_")
+                ax.stairs(
+                    price[s:e],
+                    edges[s : e + 1],
+                    color=colours[p.name],
+                    linewidth=2.2,
+                    baseline=None,
+                    label=label(p.name) if s == p.start_hour else "_nolegend_",
+                )
         paid = energy_weighted_price(plan, inst, r)
         paid_s = f"; paid {paid:,.1f} (energy-weighted)" if paid is not None else "; unused"
-        ax.set_title(label(f"{r} — mean {price.mean():,.1f} USD/MWh{paid_s}"), loc="left",
-                     fontsize=9)
+        ax.set_title(
+            label(f"{r} — mean {price.mean():,.1f} USD/MWh{paid_s}"), loc="left", fontsize=9
+        )
         ax.set_ylabel("USD/MWh")
         lo, hi = float(price.min()), float(price.max())
         pad = max(1.0, 0.12 * (hi - lo))
@@ -325,22 +383,39 @@ def capacity(plan: Plan, inst: Instance) -> Figure:
         cap = np.asarray(inst.capacity.get(pool, np.zeros(inst.hours)), dtype=float)
         base = np.zeros(inst.hours)
         for name, use in usage.get(pool, {}).items():
-            ax.stairs(base + use, edges, baseline=base, fill=True, color=colours[name],
-                      alpha=0.85, label=label(name))
+            ax.stairs(
+                base + use,
+                edges,
+                baseline=base,
+                fill=True,
+                color=colours[name],
+                alpha=0.85,
+                label=label(name),
+            )
             base = base + use
         ax.stairs(cap, edges, color="black", linewidth=1.2, baseline=None, label="capacity")
         if pool in reserved:
-            ax.axhline(reserved[pool], color="#4e79a7", linestyle="--", linewidth=1.2,
-                       label=f"reserved {reserved[pool]}")
+            ax.axhline(
+                reserved[pool],
+                color="#4e79a7",
+                linestyle="--",
+                linewidth=1.2,
+                label=f"reserved {reserved[pool]}",
+            )
         over = np.flatnonzero(base > cap + 1e-9)
         if over.size:
             ax.plot(edges[over] + 0.5 / 24, base[over], "v", color=ALERT, label="over capacity")
         held = float(base.sum())
         avail = float(cap.sum())
         share = f"{held / avail:.1%} of available GPU-hours" if avail > 0 else "no capacity"
-        ax.set_title(label(f"{pool[0]} / {pool[1]} — peak {base.max():g} of "
-                           f"{cap.max():g} GPUs; {held:,.0f} GPU-hours held, {share}"),
-                     loc="left", fontsize=9)
+        ax.set_title(
+            label(
+                f"{pool[0]} / {pool[1]} — peak {base.max():g} of "
+                f"{cap.max():g} GPUs; {held:,.0f} GPU-hours held, {share}"
+            ),
+            loc="left",
+            fontsize=9,
+        )
         ax.set_ylabel("GPUs")
         ax.set_ylim(0, max(float(cap.max()), float(base.max()), 1.0) * 1.15)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
@@ -352,10 +427,20 @@ def figures(plan: Plan, inst: Instance | None) -> dict[str, Figure]:
     """The report's charts by name (:data:`CHARTS`); without an instance, no price or
     capacity chart."""
     facts = [phase_facts(p) for p in plan.phases]
-    with matplotlib.rc_context({"font.size": 9.0, "axes.titlesize": 10.0,
-                                "axes.spines.top": False, "axes.spines.right": False}):
-        out = {"gantt": gantt(plan, inst), "costs": costs(plan), "memory": memory(facts),
-               "failures": failures(facts)}
+    with matplotlib.rc_context(
+        {
+            "font.size": 9.0,
+            "axes.titlesize": 10.0,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    ):
+        out = {
+            "gantt": gantt(plan, inst),
+            "costs": costs(plan),
+            "memory": memory(facts),
+            "failures": failures(facts),
+        }
         if inst is not None:
             out["prices"] = prices(plan, inst)
             out["capacity"] = capacity(plan, inst)
@@ -372,16 +457,21 @@ def svg(fig: Figure, prefix: str, title: str) -> str:
     ``<title>`` for screen readers."""
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": prefix}):
-        fig.savefig(buf, format="svg",
-                    metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
+        fig.savefig(
+            buf,
+            format="svg",
+            metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+        )
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
+    text = text[text.index("<svg") :]
     text = re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
     ids = set(_ID.findall(text))
     text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
-    text = re.sub(r'(href="#|url\(#)([^")]+)',
-                  lambda m: m.group(1) + (f"{prefix}-{m.group(2)}" if m.group(2) in ids
-                                          else m.group(2)), text)
+    text = re.sub(
+        r'(href="#|url\(#)([^")]+)',
+        lambda m: m.group(1) + (f"{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(2)),
+        text,
+    )
     head, rest = text.split(">", 1)
     esc = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     head = re.sub(r'\s(width|height)="[^"]*"', "", head)

@@ -115,8 +115,9 @@ class PhaseFacts:
         """Fragmentation, buffers and the phase's fixed need: total - states - activations."""
         if self.memory_gb is None:
             return None
-        return max(0.0, self.memory_gb - (self.model_states_gb or 0.0)
-                   - (self.activations_gb or 0.0))
+        return max(
+            0.0, self.memory_gb - (self.model_states_gb or 0.0) - (self.activations_gb or 0.0)
+        )
 
 
 def predicted_utilisation(p: PhasePlan) -> float | None:
@@ -136,22 +137,29 @@ def phase_facts(p: PhasePlan) -> PhaseFacts:
     util = predicted_utilisation(p)
     flags: list[str] = []
     if util is not None and util < UTILISATION_ALERT:
-        flags.append(f"predicted GPU utilisation {util:.0%} is below "
-                     f"{UTILISATION_ALERT:.0%}")
+        flags.append(f"predicted GPU utilisation {util:.0%} is below {UTILISATION_ALERT:.0%}")
     if mem is not None and cap is not None and mem > cap:
         flags.append(f"memory overflow: {mem:,.1f} GB needed, {cap:,.1f} GB usable")
     elif head is not None and head < HEADROOM_ALERT:
         flags.append(f"memory headroom {head:.1%} is under {HEADROOM_ALERT:.0%}")
     interval = number(p.info, "checkpoint_interval_s")
     return PhaseFacts(
-        name=p.name, pool=(p.region, p.gpu), gpus=p.gpus, spare_gpus=p.spare_gpus,
-        hours=len(p.hours), segments=segments(p.hours),
+        name=p.name,
+        pool=(p.region, p.gpu),
+        gpus=p.gpus,
+        spare_gpus=p.spare_gpus,
+        hours=len(p.hours),
+        segments=segments(p.hours),
         model_states_gb=number(p.info, "model_states_gb"),
-        activations_gb=number(p.info, "activations_gb"), memory_gb=mem,
-        memory_capacity_gb=cap, utilisation=util, headroom=head,
+        activations_gb=number(p.info, "activations_gb"),
+        memory_gb=mem,
+        memory_capacity_gb=cap,
+        utilisation=util,
+        headroom=head,
         expected_failures=number(p.info, "expected_failures"),
         failure_rate_per_h=number(p.info, "failure_rate_per_h"),
-        checkpoint_interval_s=interval, checkpoint_gb=number(p.info, "checkpoint_gb"),
+        checkpoint_interval_s=interval,
+        checkpoint_gb=number(p.info, "checkpoint_gb"),
         flags=flags,
     )
 
@@ -225,20 +233,28 @@ def check_match(plan: Plan, inst: Instance, plan_file: str, inst_file: str) -> N
     horizon start, hours past the horizon, a region or GPU type the instance lacks."""
     errors: list[str] = []
     if utc(plan.horizon_start) != utc(inst.start):
-        errors.append(f"horizon_start: the plan starts at {utc(plan.horizon_start).isoformat()}"
-                      f" but the instance {inst_file} starts at {utc(inst.start).isoformat()}")
+        errors.append(
+            f"horizon_start: the plan starts at {utc(plan.horizon_start).isoformat()}"
+            f" but the instance {inst_file} starts at {utc(inst.start).isoformat()}"
+        )
     for i, p in enumerate(plan.phases):
         where = f"phases[{i}] ({p.name})"
         if p.region not in inst.spec.regions:
-            errors.append(f"{where}.region: {p.region!r} is not a region of the instance "
-                          f"{inst_file} (expected one of {sorted(inst.spec.regions)})")
+            errors.append(
+                f"{where}.region: {p.region!r} is not a region of the instance "
+                f"{inst_file} (expected one of {sorted(inst.spec.regions)})"
+            )
         if p.gpu not in inst.spec.gpu_types:
-            errors.append(f"{where}.gpu: {p.gpu!r} is not a GPU type of the instance "
-                          f"{inst_file} (expected one of {sorted(inst.spec.gpu_types)})")
+            errors.append(
+                f"{where}.gpu: {p.gpu!r} is not a GPU type of the instance "
+                f"{inst_file} (expected one of {sorted(inst.spec.gpu_types)})"
+            )
         bad = [h for h in p.hours if not 0 <= h < inst.hours]
         if bad:
-            errors.append(f"{where}.hours: hour {bad[0]} is outside the instance's horizon "
-                          f"0..{inst.hours - 1}")
+            errors.append(
+                f"{where}.hours: hour {bad[0]} is outside the instance's horizon "
+                f"0..{inst.hours - 1}"
+            )
     if errors:
         raise ReportError(plan_file, errors)
 

@@ -32,13 +32,17 @@ from planner.report.facts import (
 )
 
 #: Section ids, in page order.
-SECTIONS = ("solver", "monitoring", "schedule", "costs", "memory", "prices", "capacity",
-            "failures")
+SECTIONS = ("solver", "monitoring", "schedule", "costs", "memory", "prices", "capacity", "failures")
 
 _TITLES = {
-    "solver": "Solver", "monitoring": "Monitoring thresholds", "schedule": "Schedule",
-    "costs": "Cost breakdown", "memory": "Memory per GPU", "prices": "Electricity prices",
-    "capacity": "Utilisation of capacity", "failures": "Failures and checkpoints",
+    "solver": "Solver",
+    "monitoring": "Monitoring thresholds",
+    "schedule": "Schedule",
+    "costs": "Cost breakdown",
+    "memory": "Memory per GPU",
+    "prices": "Electricity prices",
+    "capacity": "Utilisation of capacity",
+    "failures": "Failures and checkpoints",
 }
 
 _CSS = """
@@ -74,15 +78,21 @@ def _when(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[bool],
-           total_last: bool = False) -> str:
+def _table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    numeric: Sequence[bool],
+    total_last: bool = False,
+) -> str:
     """A table of already-escaped cells; ``numeric`` right-aligns columns."""
     out = ["<table><thead><tr>", *(f"<th>{h}</th>" for h in head), "</tr></thead><tbody>"]
     body = list(rows)
     for i, r in enumerate(body):
         cls = ' class="total"' if total_last and i == len(body) - 1 else ""
-        cells = "".join(f'<td class="n">{c}</td>' if n else f"<td>{c}</td>"
-                        for c, n in zip(r, numeric, strict=True))
+        cells = "".join(
+            f'<td class="n">{c}</td>' if n else f"<td>{c}</td>"
+            for c, n in zip(r, numeric, strict=True)
+        )
         out.append(f"<tr{cls}>{cells}</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -95,10 +105,13 @@ def _figure(markup: str, caption: str) -> str:
 def _solver(plan: Plan) -> str:
     gap = "n/a" if plan.gap is None else f"{plan.gap:.4%}"
     rows = [
-        ("instance", esc(plan.instance)), ("solver", esc(plan.solver)),
-        ("termination", esc(plan.termination)), ("solution status", esc(plan.status)),
+        ("instance", esc(plan.instance)),
+        ("solver", esc(plan.solver)),
+        ("termination", esc(plan.termination)),
+        ("solution status", esc(plan.status)),
         ("objective (weighted), USD", usd(plan.objective)),
-        ("bound, USD", usd(plan.bound)), ("gap", gap),
+        ("bound, USD", usd(plan.bound)),
+        ("gap", gap),
         ("runtime", f"{plan.runtime_s:,.1f} s"),
         ("total cost, USD", usd(plan.costs.get("total"))),
         ("energy", f"{plan.energy_kwh:,.1f} kWh"),
@@ -107,8 +120,11 @@ def _solver(plan: Plan) -> str:
     ]
     out = _table(("", "value"), rows, (False, False))
     if plan.reserved:
-        out += "<p>Reserved commitments (paid for the whole horizon): " + ", ".join(
-            f"{n} x {esc(g)} in {esc(r)}" for r, g, n in plan.reserved) + "</p>"
+        out += (
+            "<p>Reserved commitments (paid for the whole horizon): "
+            + ", ".join(f"{n} x {esc(g)} in {esc(r)}" for r, g, n in plan.reserved)
+            + "</p>"
+        )
     if plan.notes:
         out += "<p>Notes:</p><ul>" + "".join(f"<li>{esc(n)}</li>" for n in plan.notes) + "</ul>"
     return out
@@ -116,25 +132,43 @@ def _solver(plan: Plan) -> str:
 
 def _monitoring(facts: Sequence[PhaseFacts]) -> str:
     flagged = [f for f in facts if f.flags]
-    intro = (f"<p>The seed's lever 4.3 alerts when GPU utilisation falls below "
-             f"{UTILISATION_ALERT:.0%} or memory is about to overflow; here a phase is flagged "
-             f"when its predicted utilisation (work hours x GPUs / (hours x (GPUs + spares))) "
-             f"is below {UTILISATION_ALERT:.0%} or less than {HEADROOM_ALERT:.0%} of its usable "
-             f"memory per GPU is free.</p>")
+    intro = (
+        f"<p>The seed's lever 4.3 alerts when GPU utilisation falls below "
+        f"{UTILISATION_ALERT:.0%} or memory is about to overflow; here a phase is flagged "
+        f"when its predicted utilisation (work hours x GPUs / (hours x (GPUs + spares))) "
+        f"is below {UTILISATION_ALERT:.0%} or less than {HEADROOM_ALERT:.0%} of its usable "
+        f"memory per GPU is free.</p>"
+    )
     if flagged:
-        intro += (f'<p class="alert">{len(flagged)} of {len(facts)} phases flagged: '
-                  + ", ".join(esc(f.name) for f in flagged) + "</p>")
+        intro += (
+            f'<p class="alert">{len(flagged)} of {len(facts)} phases flagged: '
+            + ", ".join(esc(f.name) for f in flagged)
+            + "</p>"
+        )
     else:
         intro += f'<p class="ok">No phase crosses a threshold ({len(facts)} phases).</p>'
     rows = []
     for f in facts:
-        mem = ("n/a" if f.memory_gb is None
-               else f"{f.memory_gb:,.1f} / {_fmt(f.memory_capacity_gb, ',.1f')}")
-        flags = ("; ".join(esc(x) for x in f.flags) if f.flags else "none")
-        rows.append((esc(f.name), _fmt(f.utilisation, ".1%"), mem, _fmt(f.headroom, ".1%"),
-                     f'<span class="alert">{flags}</span>' if f.flags else flags))
-    return intro + _table(("phase", "predicted GPU utilisation", "memory GB / usable GB",
-                           "memory headroom", "flags"), rows, (False, True, True, True, False))
+        mem = (
+            "n/a"
+            if f.memory_gb is None
+            else f"{f.memory_gb:,.1f} / {_fmt(f.memory_capacity_gb, ',.1f')}"
+        )
+        flags = "; ".join(esc(x) for x in f.flags) if f.flags else "none"
+        rows.append(
+            (
+                esc(f.name),
+                _fmt(f.utilisation, ".1%"),
+                mem,
+                _fmt(f.headroom, ".1%"),
+                f'<span class="alert">{flags}</span>' if f.flags else flags,
+            )
+        )
+    return intro + _table(
+        ("phase", "predicted GPU utilisation", "memory GB / usable GB", "memory headroom", "flags"),
+        rows,
+        (False, True, True, True, False),
+    )
 
 
 def _schedule(plan: Plan) -> str:
@@ -145,36 +179,85 @@ def _schedule(plan: Plan) -> str:
         start = _when(hour_time(plan, p.start_hour)) if p.hours else "n/a"
         end = _when(hour_time(plan, p.end_hour)) if p.hours else "n/a"
         pieces = len(phase_facts(p).segments)
-        rows.append((esc(p.name), esc(p.region), esc(p.gpu), esc(p.contract), esc(gpus),
-                     esc(layout), esc(p.tier), esc(start), esc(end), str(len(p.hours)),
-                     str(pieces)))
-    return _table(("phase", "region", "GPU", "contract", "GPUs", "layout", "storage tier",
-                   "start", "end", "hours", "segments"), rows,
-                  (False,) * 9 + (True, True))
+        rows.append(
+            (
+                esc(p.name),
+                esc(p.region),
+                esc(p.gpu),
+                esc(p.contract),
+                esc(gpus),
+                esc(layout),
+                esc(p.tier),
+                esc(start),
+                esc(end),
+                str(len(p.hours)),
+                str(pieces),
+            )
+        )
+    return _table(
+        (
+            "phase",
+            "region",
+            "GPU",
+            "contract",
+            "GPUs",
+            "layout",
+            "storage tier",
+            "start",
+            "end",
+            "hours",
+            "segments",
+        ),
+        rows,
+        (False,) * 9 + (True, True),
+    )
 
 
 def _costs(plan: Plan) -> str:
     rows = []
     for name, c in cost_rows(plan):
         rows.append((esc(name), *(usd(c[k]) for k in COST_KEYS), usd(sum(c.values()))))
-    rows.append(("total", *(usd(plan.costs.get(k, 0.0)) for k in COST_KEYS),
-                 usd(plan.costs.get("total"))))
-    return _table(("USD", *COST_KEYS, "total"), rows, (False,) + (True,) * (len(COST_KEYS) + 1),
-                  total_last=True)
+    rows.append(
+        ("total", *(usd(plan.costs.get(k, 0.0)) for k in COST_KEYS), usd(plan.costs.get("total")))
+    )
+    return _table(
+        ("USD", *COST_KEYS, "total"),
+        rows,
+        (False,) + (True,) * (len(COST_KEYS) + 1),
+        total_last=True,
+    )
 
 
 def _failures(plan: Plan, facts: Sequence[PhaseFacts]) -> str:
     rows = []
     for p, f in zip(plan.phases, facts, strict=True):
-        interval = ("none (no checkpoint or no failures)" if f.checkpoint_interval_s is None
-                    else f"{f.checkpoint_interval_s:,.0f} s ({f.checkpoint_interval_s / 3600:.2f}"
-                         " h)")
-        rows.append((esc(f.name), _fmt(f.failure_rate_per_h, ".3g"),
-                     _fmt(f.expected_failures, ".4g"), esc(interval),
-                     _fmt(f.checkpoint_gb, ",.1f"), usd(p.costs.get("failure", 0.0))))
-    return _table(("phase", "failures per hour (λ)", "expected failures", "checkpoint interval",
-                   "checkpoint GB", "failure cost, USD"), rows,
-                  (False, True, True, True, True, True))
+        interval = (
+            "none (no checkpoint or no failures)"
+            if f.checkpoint_interval_s is None
+            else f"{f.checkpoint_interval_s:,.0f} s ({f.checkpoint_interval_s / 3600:.2f} h)"
+        )
+        rows.append(
+            (
+                esc(f.name),
+                _fmt(f.failure_rate_per_h, ".3g"),
+                _fmt(f.expected_failures, ".4g"),
+                esc(interval),
+                _fmt(f.checkpoint_gb, ",.1f"),
+                usd(p.costs.get("failure", 0.0)),
+            )
+        )
+    return _table(
+        (
+            "phase",
+            "failures per hour (λ)",
+            "expected failures",
+            "checkpoint interval",
+            "checkpoint GB",
+            "failure cost, USD",
+        ),
+        rows,
+        (False, True, True, True, True, True),
+    )
 
 
 def _prices(plan: Plan, inst: Instance) -> str:
@@ -182,11 +265,20 @@ def _prices(plan: Plan, inst: Instance) -> str:
     for r in inst.spec.regions:
         pr = inst.price[r]
         paid = energy_weighted_price(plan, inst, r)
-        rows.append((esc(r), f"{float(pr.min()):,.1f}", f"{float(pr.mean()):,.1f}",
-                     f"{float(pr.max()):,.1f}", _fmt(paid, ",.1f") if paid is not None
-                     else "not used"))
-    return _table(("region", "min USD/MWh", "mean", "max", "paid (energy-weighted)"), rows,
-                  (False, True, True, True, True))
+        rows.append(
+            (
+                esc(r),
+                f"{float(pr.min()):,.1f}",
+                f"{float(pr.mean()):,.1f}",
+                f"{float(pr.max()):,.1f}",
+                _fmt(paid, ",.1f") if paid is not None else "not used",
+            )
+        )
+    return _table(
+        ("region", "min USD/MWh", "mean", "max", "paid (energy-weighted)"),
+        rows,
+        (False, True, True, True, True),
+    )
 
 
 def _capacity(plan: Plan, inst: Instance) -> str:
@@ -200,17 +292,39 @@ def _capacity(plan: Plan, inst: Instance) -> str:
         avail = float(cap.sum())
         over = int((held > cap + 1e-9).sum())
         share = f"{float(held.sum()) / avail:.1%}" if avail > 0 else "n/a"
-        rows.append((esc(f"{pool[0]} / {pool[1]}"), f"{float(held.max()):g}",
-                     f"{float(cap.max()):g}",
-                     f"{float(held.sum()):,.0f}", f"{avail:,.0f}", share,
-                     f'<span class="alert">{over}</span>' if over else "0"))
-    return _table(("pool", "peak GPUs held", "peak capacity", "GPU-hours held",
-                   "GPU-hours available", "share", "hours over capacity"), rows,
-                  (False,) + (True,) * 6)
+        rows.append(
+            (
+                esc(f"{pool[0]} / {pool[1]}"),
+                f"{float(held.max()):g}",
+                f"{float(cap.max()):g}",
+                f"{float(held.sum()):,.0f}",
+                f"{avail:,.0f}",
+                share,
+                f'<span class="alert">{over}</span>' if over else "0",
+            )
+        )
+    return _table(
+        (
+            "pool",
+            "peak GPUs held",
+            "peak capacity",
+            "GPU-hours held",
+            "GPU-hours available",
+            "share",
+            "hours over capacity",
+        ),
+        rows,
+        (False,) + (True,) * 6,
+    )
 
 
-def render(plan: Plan, inst: Instance | None, *, instance_note: str | None = None,
-           plan_file: str = "<plan>") -> str:
+def render(
+    plan: Plan,
+    inst: Instance | None,
+    *,
+    instance_note: str | None = None,
+    plan_file: str = "<plan>",
+) -> str:
     """The report as one HTML document. Without an instance the page says so (with
     ``instance_note``, e.g. where it looked) and skips the price and capacity charts.
     Raises :class:`~planner.report.facts.ReportError` if the instance does not fit the plan."""
@@ -219,55 +333,79 @@ def render(plan: Plan, inst: Instance | None, *, instance_note: str | None = Non
         check_match(plan, inst, plan_file, inst.source)
     facts = [phase_facts(p) for p in plan.phases]
     figs = figures(plan, inst)
-    charts = {name: svg(fig, f"c{i}-{name}", f"{_TITLES.get(name, name)} chart")
-              for i, (name, fig) in enumerate(figs.items())}
+    charts = {
+        name: svg(fig, f"c{i}-{name}", f"{_TITLES.get(name, name)} chart")
+        for i, (name, fig) in enumerate(figs.items())
+    }
     body: dict[str, str] = {}
     body["solver"] = _solver(plan)
     body["monitoring"] = _monitoring(facts)
-    body["schedule"] = _figure(charts["gantt"], "Each bar is a phase on the (region, GPU) pool "
-                               "it runs on; gaps in a bar are hours a preemptible phase is "
-                               "paused.") + _schedule(plan)
-    body["costs"] = _figure(charts["costs"], "Cost components per phase; the plan-wide row "
-                            "holds what no single phase carries (reserved commitments, "
-                            "porting).") + _costs(plan)
-    body["memory"] = _figure(charts["memory"], "Bars: memory per GPU; solid tick: usable "
-                             "capacity (after the instance's memory headroom); dotted tick: "
-                             f"the {HEADROOM_ALERT:.0%} alert line.")
-    missing = ('<p class="note">No instance was given, so electricity prices and '
-               "utilisation of capacity are not shown. "
-               + (esc(instance_note) + " " if instance_note else "")
-               + "Pass <code>--instance INSTANCE</code> to include them.</p>")
+    body["schedule"] = _figure(
+        charts["gantt"],
+        "Each bar is a phase on the (region, GPU) pool "
+        "it runs on; gaps in a bar are hours a preemptible phase is "
+        "paused.",
+    ) + _schedule(plan)
+    body["costs"] = _figure(
+        charts["costs"],
+        "Cost components per phase; the plan-wide row "
+        "holds what no single phase carries (reserved commitments, "
+        "porting).",
+    ) + _costs(plan)
+    body["memory"] = _figure(
+        charts["memory"],
+        "Bars: memory per GPU; solid tick: usable "
+        "capacity (after the instance's memory headroom); dotted tick: "
+        f"the {HEADROOM_ALERT:.0%} alert line.",
+    )
+    missing = (
+        '<p class="note">No instance was given, so electricity prices and '
+        "utilisation of capacity are not shown. "
+        + (esc(instance_note) + " " if instance_note else "")
+        + "Pass <code>--instance INSTANCE</code> to include them.</p>"
+    )
     if inst is not None:
         name_note = ""
         if inst.name != plan.instance:
-            name_note = (f'<p class="note">The plan names instance {esc(plan.instance)}; '
-                         f"the instance file {esc(inst.source)} is named {esc(inst.name)}.</p>")
-        body["prices"] = name_note + _figure(
-            charts["prices"], "Hourly price per region (grey); hours a phase runs there are "
-            "shaded and drawn in the phase's colour.") + _prices(plan, inst)
+            name_note = (
+                f'<p class="note">The plan names instance {esc(plan.instance)}; '
+                f"the instance file {esc(inst.source)} is named {esc(inst.name)}.</p>"
+            )
+        body["prices"] = (
+            name_note
+            + _figure(
+                charts["prices"],
+                "Hourly price per region (grey); hours a phase runs there are "
+                "shaded and drawn in the phase's colour.",
+            )
+            + _prices(plan, inst)
+        )
         body["capacity"] = _figure(
-            charts["capacity"], "GPUs held (working + spare) per pool and hour, phases "
-            "stacked, against the pool's capacity (black); reserved commitments dashed.") + \
-            _capacity(plan, inst)
+            charts["capacity"],
+            "GPUs held (working + spare) per pool and hour, phases "
+            "stacked, against the pool's capacity (black); reserved commitments dashed.",
+        ) + _capacity(plan, inst)
     else:
         body["prices"] = body["capacity"] = missing
-    body["failures"] = _figure(charts["failures"], "Expected failures = job failure rate x "
-                               "hours run; checkpoint interval from Daly (2006).") + \
-        _failures(plan, facts)
+    body["failures"] = _figure(
+        charts["failures"],
+        "Expected failures = job failure rate x hours run; checkpoint interval from Daly (2006).",
+    ) + _failures(plan, facts)
 
     title = f"trainplan report: {plan.instance or 'plan'}"
     nav = " ".join(f'<a href="#{s}">{_TITLES[s]}</a>' for s in SECTIONS)
-    sections = "\n".join(f'<section id="{s}"><h2>{_TITLES[s]}</h2>{body[s]}</section>'
-                         for s in SECTIONS)
+    sections = "\n".join(
+        f'<section id="{s}"><h2>{_TITLES[s]}</h2>{body[s]}</section>' for s in SECTIONS
+    )
     total = usd(plan.costs.get("total"))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>"
-        f"<header><h1>{esc(title)}</h1><p class=\"muted\">Solver {esc(plan.solver)}, "
+        f'<header><h1>{esc(title)}</h1><p class="muted">Solver {esc(plan.solver)}, '
         f"{esc(plan.status)}; total cost USD {total}; {len(plan.phases)} phases from "
         f"{esc(_when(hour_time(plan, 0)))}.</p><nav>{nav}</nav></header>\n"
-        f"{sections}\n<footer class=\"muted\"><p>Made by trainplan. Costs are the plan's own; "
+        f'{sections}\n<footer class="muted"><p>Made by trainplan. Costs are the plan\'s own; '
         "run <code>trainplan verify</code> to recompute them from the instance.</p></footer>"
         "</body></html>\n"
     )
