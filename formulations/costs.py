@@ -60,9 +60,9 @@ def hourly_cost_with_reservation(inst: Instance, c: Config, w: dict[str, float])
 
 def reservations_for(
     inst: Instance, schedule: dict[str, tuple[Config, tuple[int, ...]]]
-) -> dict[tuple[str, str], int]:
+) -> dict[tuple[str, str], int] | None:
     """The least reservation per pool that covers a schedule's reserved-contract GPUs in every
-    hour, at least the offer's minimum."""
+    hour, at least the offer's minimum; None if some pool would exceed the offer's maximum."""
     usage: dict[tuple[str, str], np.ndarray] = {}
     for c, hours in schedule.values():
         if c.contract == "reserved":
@@ -74,5 +74,7 @@ def reservations_for(
         n = int(np.ceil(u.max() - 1e-9))
         if offer is not None and n > 0:
             n = max(n, offer.min_gpus)
+            if offer.max_gpus is not None and n > offer.max_gpus:
+                return None
         out[(r, g)] = n
     return out

@@ -306,10 +306,34 @@ def transfer_price(inst: Instance, src: str, dst: str) -> float:
     return _transfer_price(inst, src, dst)
 
 
+def layout_memory(
+    inst: Instance, p: Phase, m: ModelDims | None, g: GpuType, count: float, lay: Layout
+) -> MemoryBreakdown:
+    """Memory per GPU of phase p on ``count`` GPUs of type g in layout ``lay``, under the
+    instance's memory policy (buffers, fragmentation, headroom)."""
+    pol = inst.spec.memory
+    return memory_per_gpu(
+        m,
+        g.memory_gb,
+        lay.precision,
+        lay.zero,
+        lay.dp,
+        lay.tp,
+        lay.pp,
+        lay.recompute,
+        p.options.micro_batch,
+        is_training(p),
+        pol.buffer_gb,
+        pol.fragmentation,
+        pol.headroom,
+        p.memory_gb,
+        min(count, 1.0),
+    )
+
+
 def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]:
     """All feasible configurations of one phase (before dominance), or a reason for none."""
     m = phase_model(inst, p)
-    train = is_training(p)
     flops = work_flops(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
     mem_pol = inst.spec.memory
@@ -329,23 +353,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                 if peak is None:
                     continue
                 saw_precision = True
-                mem = memory_per_gpu(
-                    m,
-                    g.memory_gb,
-                    lay.precision,
-                    lay.zero,
-                    lay.dp,
-                    lay.tp,
-                    lay.pp,
-                    lay.recompute,
-                    p.options.micro_batch,
-                    train,
-                    mem_pol.buffer_gb,
-                    mem_pol.fragmentation,
-                    mem_pol.headroom,
-                    p.memory_gb,
-                    min(count, 1.0),
-                )
+                mem = layout_memory(inst, p, m, g, count, lay)
                 if best_need is None or mem.total_gb < best_need[0]:
                     best_need = (
                         mem.total_gb,

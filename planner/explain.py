@@ -57,7 +57,7 @@ from planner.configs import (
     ConfigSpace,
     build_config_space,
     gpu_counts,
-    is_training,
+    layout_memory,
     layouts,
     peak_tflops,
     phase_model,
@@ -65,7 +65,6 @@ from planner.configs import (
 from planner.costing import make_plan
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.physics.memory import memory_per_gpu
 from planner.plan import Plan
 
 
@@ -238,7 +237,6 @@ def memory_shortfall(inst: Instance, p: Phase) -> Finding | None:
     """The (GPU type, count, layout) whose memory need exceeds its usable memory the least;
     a finding when even that does not fit, else None."""
     m = phase_model(inst, p)
-    train = is_training(p)
     pol = inst.spec.memory
     best: tuple[float, float, float, str, str] | None = None
     for gname in p.gpu_types or tuple(inst.spec.gpu_types):
@@ -247,23 +245,7 @@ def memory_shortfall(inst: Instance, p: Phase) -> Finding | None:
             for lay in layouts(p, m, g, count):
                 if peak_tflops(g, lay.precision) is None:
                     continue
-                mem = memory_per_gpu(
-                    m,
-                    g.memory_gb,
-                    lay.precision,
-                    lay.zero,
-                    lay.dp,
-                    lay.tp,
-                    lay.pp,
-                    lay.recompute,
-                    p.options.micro_batch,
-                    train,
-                    pol.buffer_gb,
-                    pol.fragmentation,
-                    pol.headroom,
-                    p.memory_gb,
-                    min(count, 1.0),
-                )
+                mem = layout_memory(inst, p, m, g, count, lay)
                 short = mem.total_gb - mem.capacity_gb
                 setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
                 if m is not None:

@@ -626,22 +626,10 @@ def recost(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule |
 
 
 def _reserved_of(inst: Instance, schedule: Schedule) -> dict[tuple[str, str], int] | None:
-    """Reserved GPUs a schedule needs: the peak reserved usage per pool (at least the offer's
-    minimum); None if a pool would exceed the offer's maximum."""
-    usage: dict[tuple[str, str], np.ndarray] = {}
-    for c, hours in schedule.values():
-        if c.contract == "reserved":
-            u = usage.setdefault((c.region, c.gpu), np.zeros(inst.hours))
-            u[list(hours)] += c.total_gpus
-    out: dict[tuple[str, str], int] = {}
-    for (r, g), u in usage.items():
-        offer = inst.region(r).offers[g].reserved
-        assert offer is not None
-        n = max(math.ceil(float(u.max()) - 1e-9), offer.min_gpus)
-        if offer.max_gpus is not None and n > offer.max_gpus:
-            return None
-        out[(r, g)] = n
-    return out
+    """Reserved GPUs a schedule needs (formulations.costs.reservations_for)."""
+    from formulations.costs import reservations_for
+
+    return reservations_for(inst, schedule)
 
 
 def _cycle(plan: Plan | None) -> int | None:

@@ -142,12 +142,7 @@ def _best_heuristic(
         if sched is None:
             continue
         reserved = reservations_for(inst, sched)
-        if any(
-            (o := inst.region(r).offers[g].reserved) is not None
-            and o.max_gpus is not None
-            and n > o.max_gpus
-            for (r, g), n in reserved.items()
-        ):
+        if reserved is None:
             continue  # the schedule needs more reserved GPUs than the offer allows
         plan = make_plan(
             inst, space, sched, reserved, "heuristic", "feasible", "heuristic", None, 0.0
