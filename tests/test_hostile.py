@@ -717,3 +717,21 @@ def test_many_tariff_bands_do_not_hang() -> None:
             assert any(
                 fe.path.startswith("regions.west.electricity.tou.bands") for fe in e.errors
             ), str(e)
+
+
+def test_shared_sub_objects_in_a_python_document_are_bounded() -> None:
+    # A document built in Python (a library caller, a grid variant) may reuse one object many
+    # times: 25,200 references to one phase holding 25,200 GPU counts would be 635M values to
+    # validate. from_dict counts every reference and refuses it at once.
+    import time as _time
+
+    from planner.instance.read import from_dict
+
+    doc = yaml.safe_load((DATA / "tiny.yaml").read_text())
+    phase = doc["phases"][1]
+    phase["options"] = {"gpu_counts": list(range(1, 25_201))}
+    doc["phases"] = [phase] * 25_200
+    t0 = _time.perf_counter()
+    with pytest.raises(InstanceError, match="more than 2000000 values"):
+        from_dict(doc, "<python>", DATA)
+    assert _time.perf_counter() - t0 < 5

@@ -601,6 +601,8 @@ def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
             file,
             [FieldError("", f"expected a mapping at the top level, got {type(data).__name__}")],
         )
+    # documents built in Python (not parsed) may share sub-objects: bound them here too
+    _check_shape(data, file)
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
