@@ -319,7 +319,7 @@ def test_alias_chain_deeper_than_the_limit_once_expanded(tmp_path: Path) -> None
     lines += [f"n{i}: &n{i} " + "[" * 35 + f"*n{i - 1}" + "]" * 35 for i in range(1, 8)]
     f = tmp_path / "chain.yaml"
     f.write_text("\n".join(lines) + "\n")
-    refused(f, f"document nested deeper than {MAX_DEPTH} levels; refusing it")
+    refused(f, f"document nested deeper than {MAX_DEPTH} levels; refusing it", "n7")
 
 
 @pytest.mark.timeout(60)

@@ -159,29 +159,33 @@ _GuardedLoader.add_constructor("tag:yaml.org,2002:map", _GuardedLoader._construc
 
 def _check_shape(data: Any, file: str) -> None:
     """Reject documents nested deeper than MAX_DEPTH or with more than MAX_NODES values,
-    counting shared (aliased) objects every time they are reachable."""
+    counting shared (aliased) objects every time they are reachable. The error names the
+    top-level field where the limit was crossed."""
     count = 0
-    stack: list[tuple[Any, int]] = [(data, 0)]
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
     while stack:
-        node, depth = stack.pop()
+        node, depth, root = stack.pop()
         count += 1
-        if count > MAX_NODES:
-            raise InstanceError(
-                file, [FieldError("", f"document has more than {MAX_NODES} values; refusing it")]
-            )
         if depth > MAX_DEPTH:
             raise InstanceError(
                 file,
-                [FieldError("", f"document nested deeper than {MAX_DEPTH} levels; refusing it")],
+                [FieldError(root, f"document nested deeper than {MAX_DEPTH} levels; refusing it")],
             )
         if isinstance(node, dict | list):
             if count + len(node) > MAX_NODES:
                 raise InstanceError(
                     file,
-                    [FieldError("", f"document has more than {MAX_NODES} values; refusing it")],
+                    [FieldError(root, f"document has more than {MAX_NODES} values; refusing it")],
                 )
-            values = node.values() if isinstance(node, dict) else node
-            stack.extend((v, depth + 1) for v in values)
+            if depth == 0 and isinstance(node, dict):
+                stack.extend((v, 1, str(k)) for k, v in node.items())
+            else:
+                values = node.values() if isinstance(node, dict) else node
+                stack.extend((v, depth + 1, root) for v in values)
+        elif count > MAX_NODES:
+            raise InstanceError(
+                file, [FieldError(root, f"document has more than {MAX_NODES} values; refusing it")]
+            )
 
 
 def _not_a_file(path: Path) -> str | None:
