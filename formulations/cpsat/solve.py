@@ -26,13 +26,13 @@ from formulations.starttime.data import (
     Pool,
     StartData,
     as_schedule,
-    build_data,
     choice_of,
     finish,
     heuristic_schedule,
     least_reserved,
     no_plan_message,
     objective_of,
+    prepare,
     violations_of,
 )
 from planner.configs import Config, ConfigSpace, build_config_space
@@ -159,26 +159,10 @@ def solve_cpsat(
     parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
     t0 = time.perf_counter()
     space = space or build_config_space(inst)
-    if space.infeasible:
-        from formulations.milp.solve import no_configuration
-
-        return no_configuration(inst, space, SOLVER, t0)
-    data = data or build_data(inst, space)
-    empty = [p for p, ts in data.tables.items() if not ts]
-    if empty:
-        return Result(
-            SOLVER,
-            Termination.INFEASIBLE,
-            SolutionStatus.NONE,
-            None,
-            None,
-            None,
-            time.perf_counter() - t0,
-            None,
-            f"infeasible: no configuration of {', '.join(empty)} fits its window "
-            "after precedence tightening (release, deadline, predecessors and "
-            "successors)",
-        )
+    prepared = prepare(inst, space, data, SOLVER, t0)
+    if isinstance(prepared, Result):
+        return prepared
+    data = prepared
     cm = build(data, mode, scale, redundant, symmetry)
     note_list = [*notes, *cm.notes]
     stats: dict[str, float] = {

@@ -455,3 +455,31 @@ def no_plan_message(term: Termination) -> str:
             "capacity limit; run `trainplan explain` to see which constraints conflict"
         )
     return "the solver found no plan"
+
+
+def prepare(
+    inst: Instance, space: ConfigSpace, data: StartData | None, solver: str, t0: float
+) -> StartData | Result:
+    """The start data of a non-preemptive model, or the Result that says why there is no
+    model to solve: a phase without configurations, or one whose every configuration misses
+    its precedence-tightened window. Shared by CP-SAT and the start-time MILP."""
+    if space.infeasible:
+        from formulations.milp.solve import no_configuration
+
+        return no_configuration(inst, space, solver, t0)
+    data = data or build_data(inst, space)
+    empty = [p for p, ts in data.tables.items() if not ts]
+    if empty:
+        return Result(
+            solver,
+            Termination.INFEASIBLE,
+            SolutionStatus.NONE,
+            None,
+            None,
+            None,
+            time.perf_counter() - t0,
+            None,
+            f"infeasible: no configuration of {', '.join(empty)} fits its window after "
+            "precedence tightening (release, deadline, predecessors and successors)",
+        )
+    return data
