@@ -247,33 +247,16 @@ def _highs_progress(
 ) -> Any:
     """HiGHS on the arrays (as formulations.highs_runner.solve_highs, plus the presolve
     switch), sampling (objective, bound) through its MIP callbacks."""
-    import highspy
+    from formulations.highs_runner import load_arrays, new_highs
 
     a = lp.arrays()
-    h = highspy.Highs()
+    h = new_highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("presolve", "on" if presolve else "off")
     h.setOptionValue("time_limit", float(max(limit, 0.05)))
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("threads", _threads(threads))
-    m = highspy.HighsLp()
-    m.num_col_, m.num_row_ = lp.num_vars, lp.num_rows
-    m.col_cost_, m.col_lower_, m.col_upper_ = a["cost"], a["lower"], a["upper"]
-    m.row_lower_, m.row_upper_ = a["row_lower"], a["row_upper"]
-    m.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
-    m.a_matrix_.num_col_, m.a_matrix_.num_row_ = lp.num_vars, lp.num_rows
-    m.a_matrix_.start_, m.a_matrix_.index_ = a["row_ptr"], a["row_idx"]
-    m.a_matrix_.value_ = a["row_val"]
-    m.integrality_ = [
-        highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
-        for i in a["integer"]
-    ]
-    h.passModel(m)
-    if start is not None:
-        sol = highspy.HighsSolution()
-        sol.col_value = list(map(float, start))
-        sol.value_valid = True
-        h.setSolution(sol)
+    load_arrays(h, a, lp.offset, start)
 
     def sample(e: Any) -> None:
         d = e.data_out

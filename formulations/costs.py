@@ -27,18 +27,11 @@ def hourly_cost(inst: Instance, c: Config, w: dict[str, float]) -> np.ndarray:
     energy + failure + running storage + carbon, plus rental when it is billed hourly
     (billing granularity 1) and, for reserved configurations, the licence only."""
     price = inst.price[c.region]
-    e = c.facility_kw * price / 1000.0
-    fail = c.failure_rate * (
-        c.loss_h * (c.rental_per_h + e)
-        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
-    )
-    ci = inst.carbon[c.region]
-    carbon = 0.0 if ci is None else c.facility_kw * ci / 1e6
     cost = (
-        w["energy"] * e
-        + w["failure"] * fail
+        w["energy"] * c.energy_usd(price)
+        + w["failure"] * c.failure_usd(price)
         + w["storage"] * c.storage_per_h
-        + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * carbon
+        + w["carbon"] * inst.spec.objective.carbon_usd_per_tonne * c.carbon_t(inst.carbon[c.region])
     )
     if c.contract == "reserved":
         cost = cost + w["rental"] * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))

@@ -40,7 +40,7 @@ class RawSolution:
 _BANNER_SILENCED = False
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A Highs object; the first one in a process prints a banner on stdout, which would mix
     into JSON output, so it is created with stdout redirected."""
     global _BANNER_SILENCED
@@ -69,28 +69,12 @@ def _threads(requested: int | None) -> int:
     return _THREADS
 
 
-def _solve_arrays(
-    a: dict[str, np.ndarray],
-    offset: float,
-    time_limit: float,
-    gap: float,
-    threads: int,
-    start: np.ndarray | None,
-    verbose: bool,
-    seed: int,
-    on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
-    options: Mapping[str, object] | None = None,
-) -> RawSolution:
-    """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
+def load_arrays(
+    h: highspy.Highs, a: dict[str, np.ndarray], offset: float, start: np.ndarray | None = None
+) -> None:
+    """Pass a LinearProgram's arrays (``LinearProgram.arrays()``, CSR rows) to ``h``, with an
+    optional MIP start."""
     n_col, n_row = len(a["cost"]), len(a["row_lower"])
-    h = _new_highs()
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)  # type: ignore[arg-type]
-    h.setOptionValue("output_flag", bool(verbose))
-    h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    h.setOptionValue("mip_rel_gap", float(gap))
-    h.setOptionValue("threads", threads)
-    h.setOptionValue("random_seed", int(seed))
     model = highspy.HighsLp()
     model.num_col_ = n_col
     model.num_row_ = n_row
@@ -116,6 +100,31 @@ def _solve_arrays(
         sol.col_value = list(map(float, start))
         sol.value_valid = True
         h.setSolution(sol)
+
+
+def _solve_arrays(
+    a: dict[str, np.ndarray],
+    offset: float,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    start: np.ndarray | None,
+    verbose: bool,
+    seed: int,
+    on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
+    options: Mapping[str, object] | None = None,
+) -> RawSolution:
+    """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
+    n_col = len(a["cost"])
+    h = new_highs()
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)  # type: ignore[arg-type]
+    h.setOptionValue("output_flag", bool(verbose))
+    h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+    h.setOptionValue("mip_rel_gap", float(gap))
+    h.setOptionValue("threads", threads)
+    h.setOptionValue("random_seed", int(seed))
+    load_arrays(h, a, offset, start)
     if on_incumbent is not None:
 
         def improving(e: Any) -> None:
@@ -326,7 +335,7 @@ def solve_pyomo(
 
     from formulations.pyomo_model import to_pyomo, values_of
 
-    _new_highs()  # silence the banner before Pyomo creates its own Highs
+    new_highs()  # silence the banner before Pyomo creates its own Highs
     m = to_pyomo(lp)
     t0 = time.perf_counter()
     res = Highs().solve(

@@ -98,10 +98,6 @@ class LinearProgram:
         fam.members.append(start)
         fam.keys.append(key)
 
-    def set_doc(self, family: str, doc: str) -> None:
-        if family in self.row_families:
-            self.row_families[family].doc = doc
-
     def arrays(self) -> dict[str, np.ndarray]:
         return {
             "cost": np.asarray(self.cost, dtype=float),

@@ -294,16 +294,12 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
     return out
 
 
-def _transfer_price(inst: Instance, src: str, dst: str) -> float:
+def transfer_price(inst: Instance, src: str, dst: str) -> float:
+    """USD per GB moved from region ``src`` to ``dst`` (0 within a region)."""
     if src == dst:
         return 0.0
     r = inst.region(src)
     return r.transfer_usd_per_gb.get(dst, r.default_transfer_usd_per_gb)
-
-
-def transfer_price(inst: Instance, src: str, dst: str) -> float:
-    """USD per GB moved from region ``src`` to ``dst`` (0 within a region)."""
-    return _transfer_price(inst, src, dst)
 
 
 def layout_memory(
@@ -531,7 +527,7 @@ def _configs_for(
             stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
             one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
             if p.data.home_region is not None:
-                one_time += p.data.size_gb * _transfer_price(inst, p.data.home_region, rname)
+                one_time += p.data.size_gb * transfer_price(inst, p.data.home_region, rname)
             one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
             sla = r.sla
             share = sla.provider_fault_share if (sla and contract != "spot") else 0.0

@@ -40,21 +40,13 @@ def phase_costs(
     p = inst.phase(c.phase)
     H = np.asarray(sorted(hours), dtype=int)
     price = inst.price[c.region][H]
-    e = c.facility_kw * price / 1000.0
+    e = c.energy_usd(price)
     if c.contract == "reserved":
         rental = len(hours) * (c.rental_per_h - c.total_gpus * reserved_price)
     else:
         blocks = {int(h) // c.billing_hours for h in H}
         rental = max(len(blocks) * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-    fail = float(
-        np.sum(
-            c.failure_rate
-            * (
-                c.loss_h * (c.rental_per_h + e)
-                - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
-            )
-        )
-    )
+    fail = float(np.sum(c.failure_usd(price)))
     start, end = int(H.min()), int(H.max()) + 1
     stor = len(hours) * c.storage_per_h + (inst.hours - end) * c.archive_per_h
     if p.preemptible:
@@ -67,7 +59,7 @@ def phase_costs(
         if q in region_of
     )
     ci = inst.carbon[c.region]
-    carbon_t = float(np.sum(c.facility_kw * ci[H] / 1e6)) if ci is not None else 0.0
+    carbon_t = float(np.sum(c.carbon_t(ci[H]))) if ci is not None else 0.0
     return {
         "rental": float(rental),
         "energy": float(np.sum(e)),

@@ -89,7 +89,7 @@ def crash_inside_highs(monkeypatch: pytest.MonkeyPatch, backend: str, exc: BaseE
     """``exc`` raised inside the real solve_highs (creating the Highs object) or inside
     Pyomo's HiGHS interface."""
     if backend == "highs":
-        monkeypatch.setattr(highs_runner, "_new_highs", raiser(exc))
+        monkeypatch.setattr(highs_runner, "new_highs", raiser(exc))
     else:
         from pyomo.contrib.solver.solvers.highs import Highs
 

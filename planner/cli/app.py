@@ -92,7 +92,3 @@ def guarded(fn: F) -> F:
             raise typer.Exit(EXIT_INFEASIBLE) from None
 
     return wrapper  # type: ignore[return-value]
-
-
-def stdout_is_tty() -> bool:
-    return sys.stdout.isatty()

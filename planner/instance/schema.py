@@ -9,7 +9,6 @@ which turns a validated :class:`InstanceSpec` into the resolved
 
 from __future__ import annotations
 
-import math
 from datetime import date, datetime
 from typing import Annotated, Literal
 
@@ -518,7 +517,3 @@ class InstanceSpec(Strict):
         if not v:
             raise ValueError("expected at least one entry")
         return v
-
-
-def finite(x: float) -> bool:
-    return math.isfinite(x)
