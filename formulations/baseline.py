@@ -6,52 +6,36 @@ import time
 
 from formulations.greedy import baseline_schedule
 from planner.configs import build_config_space
-from planner.costing import make_plan
+from planner.costs import cost_plan
 from planner.instance.model import Instance
-from planner.result import Result, SolutionStatus, Termination
+from planner.result import Result, Termination
+
+SOLVER = "baseline"
 
 
 def solve_baseline(inst: Instance) -> Result:
     t0 = time.perf_counter()
     space = build_config_space(inst, prune=False)
     if space.infeasible:
-        msg = "; ".join(i.reason for i in space.infeasible)
-        return Result(
-            "baseline",
+        return Result.no_plan(
+            SOLVER,
             Termination.NO_CONFIGURATION,
-            SolutionStatus.NONE,
-            None,
-            None,
-            None,
-            time.perf_counter() - t0,
-            None,
-            msg,
+            "; ".join(i.reason for i in space.infeasible),
+            runtime_s=time.perf_counter() - t0,
         )
     sched = baseline_schedule(inst, space)
     if sched is None:
-        return Result(
-            "baseline",
+        return Result.no_plan(
+            SOLVER,
             Termination.INFEASIBLE,
-            SolutionStatus.NONE,
-            None,
-            None,
-            None,
-            time.perf_counter() - t0,
-            None,
             "the hand-made baseline (as soon as possible, on-demand, hot storage) "
             "cannot meet every deadline within capacity",
+            runtime_s=time.perf_counter() - t0,
         )
-    plan = make_plan(
-        inst, space, sched, {}, "baseline", "feasible", "heuristic", None, time.perf_counter() - t0
-    )
-    return Result(
-        "baseline",
+    return Result.solved(
+        SOLVER,
+        cost_plan(inst, sched),
         Termination.HEURISTIC,
-        SolutionStatus.FEASIBLE,
-        plan.objective,
-        None,
-        None,
-        plan.runtime_s,
-        plan,
-        "greedy baseline",
+        runtime_s=time.perf_counter() - t0,
+        message="greedy baseline",
     )

@@ -15,12 +15,13 @@ cheaper than U; the same holds for single hours of c (an hour whose use forces t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.costs import hourly_cost_with_reservation, weights
 from planner.configs import Config, ConfigSpace
+from planner.costs import fixed_cost, hourly_cost, weights
 from planner.instance.model import Instance
 
 
@@ -41,18 +42,11 @@ class PhaseBound:
     per_config: dict[int, float]
 
 
-def config_fixed_cost(inst: Instance, c: Config, end_limit: int, w: dict[str, float]) -> float:
-    """Costs of c that do not depend on its hours, at their least: one-time transfer, archive
-    from the latest possible end, minimum-rental surcharge (hourly billing), less the resume
-    refund for a preemptible phase (its first segment is free, the MILP's convention)."""
-    k = w["transfer"] * c.one_time_usd + w["storage"] * (inst.hours - end_limit) * c.archive_per_h
-    if c.contract != "reserved" and c.billing_hours == 1:
-        k += w["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    return k
-
-
 def phase_bounds(
-    inst: Instance, space: ConfigSpace, windows_start: dict[str, int], windows_end: dict[str, int]
+    inst: Instance,
+    space: ConfigSpace,
+    windows_start: Mapping[str, int],
+    windows_end: Mapping[str, int],
 ) -> dict[str, PhaseBound]:
     w = weights(inst)
     out: dict[str, PhaseBound] = {}
@@ -65,15 +59,13 @@ def phase_bounds(
                 continue
             # hours whose capacity alone cannot host c are never used by any plan
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost_with_reservation(inst, c, w)[e:l_], np.inf)
+            h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
             if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
                 continue
             if c.contract != "reserved" and c.billing_hours > 1:
                 # rental billed per block: at least ceil(n / g) blocks of g hours
                 blocks = -(-c.hours // c.billing_hours)
-                rent = (
-                    w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-                )
+                rent = w.rental * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
             else:
                 rent = 0.0
             if pre:
@@ -85,7 +77,7 @@ def phase_bounds(
                     continue
                 run = float(sums.min())
             # archive: a run ending before l_ pays archive until l_ too; least when ending at l_
-            per[c.index] = run + rent + config_fixed_cost(inst, c, l_, w)
+            per[c.index] = run + rent + fixed_cost(inst, c, l_, w)
         out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
     return out
 
@@ -106,15 +98,15 @@ def prune_by_bound(space: ConfigSpace, bounds: dict[str, PhaseBound], upper: flo
             if c.index in b.per_config and b.per_config[c.index] - b.best <= slack + 1e-6
         )
         by_phase[name] = kept
-    return ConfigSpace(by_phase, space.infeasible, space.dropped, space.pause_usd_per_h)
+    return space.restricted(by_phase)
 
 
 def hour_masks(
     inst: Instance,
     space: ConfigSpace,
     bounds: dict[str, PhaseBound],
-    windows_start: dict[str, int],
-    windows_end: dict[str, int],
+    windows_start: Mapping[str, int],
+    windows_end: Mapping[str, int],
     upper: float,
 ) -> dict[tuple[str, int], np.ndarray]:
     """Per configuration, the hours of its window it may still use in a plan cheaper than
@@ -136,7 +128,7 @@ def hour_masks(
                 continue
             base = b.per_config[c.index]
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost_with_reservation(inst, c, w)[e:l_], np.inf)
+            h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
             n = c.hours
             if pre:
                 kth = float(np.sort(h)[n - 1])

@@ -37,14 +37,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import weakref
-from collections.abc import Mapping
 
-from formulations.starttime.data import estimate_nonzeros
+from formulations.starttime.data import Hint, estimate_nonzeros
 from formulations.starttime.solve import highs_takes_options
-from planner.configs import Config, ConfigSpace, build_config_space
+from planner.configs import ConfigSpace, config_space
 from planner.instance.model import Instance
-from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination, relative_gap
 
 #: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP on
@@ -54,17 +51,6 @@ HIGHS_MAX_NONZEROS = 150_000
 #: Share of the time limit the first solver of a portfolio gets, and its cap in seconds.
 PORTFOLIO_SHARE = 0.3
 PORTFOLIO_FIRST_MAX_S = 20.0
-
-_SPACES: weakref.WeakKeyDictionary[Instance, ConfigSpace] = weakref.WeakKeyDictionary()
-
-
-def config_space(inst: Instance) -> ConfigSpace:
-    """The (pruned) configuration space, built once per instance object."""
-    space = _SPACES.get(inst)
-    if space is None:
-        space = build_config_space(inst)
-        _SPACES[inst] = space
-    return space
 
 
 def choose(inst: Instance) -> tuple[str, str]:
@@ -109,9 +95,6 @@ def _si(n: int) -> str:
     if n >= 10_000:
         return f"{n / 1e3:.0f}k"
     return f"{n:,}"
-
-
-Hint = Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
 
 
 def solve_nonpreemptive(
@@ -191,10 +174,7 @@ def solve_nonpreemptive(
 
 
 def _relabel(res: Result, note: str) -> Result:
-    if res.plan is None:
-        return dataclasses.replace(res, message=f"{res.message}; {note}")
-    plan = dataclasses.replace(res.plan, notes=(*res.plan.notes, note))
-    return dataclasses.replace(res, plan=plan)
+    return res.with_notes(note)
 
 
 def _merge(res: Result, first: Result, runtime: float) -> Result:
@@ -218,29 +198,17 @@ def _merge(res: Result, first: Result, runtime: float) -> Result:
             best, bound=bound, runtime_s=runtime, stats=stats, message=f"{best.message}; {note}"
         )
     g = relative_gap(best.objective, bound)
-    if bound is not None and best.objective is not None and bound > best.objective:
-        g = 0.0
     term, status = best.termination, best.status
     if g is not None and g <= 1e-9:
         term, status = Termination.OPTIMAL, SolutionStatus.OPTIMAL
-    plan = dataclasses.replace(
-        best.plan,
-        bound=bound,
-        gap=g,
-        runtime_s=runtime,
-        status=status.value,
-        termination=term.value,
-        notes=(*best.plan.notes, note),
-    )
     return dataclasses.replace(
         best,
         bound=bound,
-        gap=g,
         runtime_s=runtime,
         stats=stats,
-        plan=plan,
         termination=term,
         status=status,
+        notes=(*best.notes, note),
     )
 
 
@@ -249,15 +217,10 @@ def _restricted(res: Result, preemptible: list[str]) -> Result:
     if not preemptible or res.plan is None:
         return res
     term = Termination.HEURISTIC if res.termination == Termination.OPTIMAL else res.termination
-    plan = dataclasses.replace(
-        res.plan, status=SolutionStatus.FEASIBLE.value, termination=term.value, bound=None, gap=None
-    )
     return dataclasses.replace(
         res,
-        plan=plan,
         status=SolutionStatus.FEASIBLE,
         termination=term,
         bound=None,
-        gap=None,
         message=f"{res.message}; best contiguous schedule only",
     )

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from formulations.highs_runner import solve_highs
-from formulations.milp.model import MilpModel, build
-from formulations.milp.solution import Schedule, point_from_schedule, schedule_from_point
+from formulations.milp.model import MilpModel, build, carbon_columns, pool_columns
+from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import ConfigSpace
+from planner.costs import hourly_cost, weights
 from planner.instance.model import Instance
+from planner.schedule import Assignment, Schedule
 
 #: Slack kinds, in the order they are added.
 KINDS = ("late", "capacity", "carbon")
@@ -74,7 +76,6 @@ class ElasticSolution:
     penalty: float | None
     penalty_bound: float | None
     schedule: Schedule | None
-    reserved: dict[tuple[str, str], int]
     x: np.ndarray | None
     runtime_s: float
     message: str = ""
@@ -110,16 +111,8 @@ def add_lateness(em: ElasticModel, w: ElasticWeights) -> None:
 
 def add_capacity_slack(em: ElasticModel, w: ElasticWeights) -> None:
     """sum G_c x[p,c,t] - S[r,g,t] <= cap_orig[r,g,t] wherever the pool could exceed it."""
-    mm, lp = em.mm, em.mm.lp
-    pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
-    for name, configs in mm.space.by_phase.items():
-        for c in configs:
-            hours, xi = mm.x[(name, c.index)]
-            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
-                ids, vals = pools[(c.region, c.gpu, t)]
-                ids.append(j)
-                vals.append(c.total_gpus)
-    for (r, g, t), (ids, vals) in sorted(pools.items()):
+    lp = em.mm.lp
+    for (r, g, t), (ids, vals) in sorted(pool_columns(em.mm).items()):
         cap = float(em.original.capacity[(r, g)][t])
         if sum(vals) <= cap:
             continue
@@ -131,20 +124,11 @@ def add_capacity_slack(em: ElasticModel, w: ElasticWeights) -> None:
 
 def add_carbon_slack(em: ElasticModel, w: ElasticWeights) -> None:
     """sum kW_c ci_t / 1e6 x[p,c,t] - E <= carbon_cap (tonnes), when the original has a cap."""
-    mm, lp = em.mm, em.mm.lp
+    lp = em.mm.lp
     cap = em.original.spec.objective.carbon_cap_tonnes
     if cap is None:
         return
-    idx: list[int] = []
-    val: list[float] = []
-    for name, configs in mm.space.by_phase.items():
-        for c in configs:
-            ci = em.original.carbon[c.region]
-            if ci is None:
-                continue
-            hours, xi = mm.x[(name, c.index)]
-            idx.extend(xi.tolist())
-            val.extend((c.facility_kw * ci[hours] / 1e6).tolist())
+    idx, val = carbon_columns(em.mm)  # the relaxed instance has the original's carbon data
     if sum(val) <= cap:
         return
     e = int(lp.add_vars("carbon_over", ["total"], 0.0, math.inf, False, 0.0)[0])
@@ -205,13 +189,11 @@ def earliest_finish_schedule(
     within the *original* capacities left by the phases placed before it, anywhere up to
     the relaxed deadline; a phase that fits nowhere within capacity runs as early as it can
     above it (capacity slack). None if some phase cannot be placed even so."""
-    from formulations.costs import hourly_cost, weights
-
     wts = weights(relaxed)
     T = relaxed.hours
     used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
     ends: dict[str, int] = {}
-    out: Schedule = {}
+    out: dict[str, Assignment] = {}
     for name in relaxed.order:
         if name not in space.by_phase:
             continue
@@ -239,8 +221,8 @@ def earliest_finish_schedule(
         start = best[3]
         used[(pick.region, pick.gpu)][start : start + pick.hours] += pick.total_gpus
         ends[name] = start + pick.hours
-        out[name] = (pick, tuple(range(start, start + pick.hours)))
-    return out
+        out[name] = Assignment(pick, tuple(range(start, start + pick.hours)))
+    return Schedule(out)
 
 
 def penalty_of(em: ElasticModel, x: np.ndarray) -> float:
@@ -282,24 +264,25 @@ def minimise_slack(
         if start is None or penalty_of(em, cand) < penalty_of(em, start):
             start = cand
     if start is not None and penalty_of(em, start) <= 1e-9:
-        schedule, reserved = schedule_from_point(em.mm, start)
         return ElasticSolution(
-            "optimal", 0.0, 0.0, schedule, reserved, start, 0.0, "a start without slack"
+            "optimal",
+            0.0,
+            0.0,
+            schedule_from_point(em.mm, start),
+            start,
+            0.0,
+            "a start without slack",
         )
     raw = solve_highs(lp, time_limit, 1e-9, threads, start=start)
     if raw.x is None and start is not None:
         raw.x = start
     if raw.x is None:
-        return ElasticSolution(
-            raw.status, None, raw.bound, None, {}, None, raw.runtime_s, raw.message
-        )
-    schedule, reserved = schedule_from_point(em.mm, raw.x)
+        return ElasticSolution(raw.status, None, raw.bound, None, None, raw.runtime_s, raw.message)
     return ElasticSolution(
         raw.status,
         penalty_of(em, raw.x),
         raw.bound,
-        schedule,
-        reserved,
+        schedule_from_point(em.mm, raw.x),
         raw.x,
         raw.runtime_s,
         raw.message,
@@ -328,13 +311,11 @@ def cheapest_within(
         )
     raw = solve_highs(lp, time_limit, gap, threads, start=first.x)
     x = raw.x if raw.x is not None else first.x
-    schedule, reserved = schedule_from_point(em.mm, x)
     return ElasticSolution(
         first.status,
         first.penalty,
         first.penalty_bound,
-        schedule,
-        reserved,
+        schedule_from_point(em.mm, x),
         x,
         first.runtime_s + raw.runtime_s,
         first.message,

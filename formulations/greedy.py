@@ -11,27 +11,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from formulations.costs import hourly_cost, weights
 from planner.configs import Config, ConfigSpace
+from planner.costs import earliest_least, run_costs, weights
 from planner.instance.model import Instance
-
-Schedule = dict[str, tuple[Config, tuple[int, ...]]]
-
-
-def _run_cost(
-    inst: Instance, c: Config, start: int, wts: dict[str, float], hourly: np.ndarray
-) -> float:
-    end = start + c.hours
-    cost = float(hourly[start:end].sum())
-    if c.contract != "reserved" and c.billing_hours > 1:
-        blocks = {t // c.billing_hours for t in range(start, end)}
-        cost += (
-            wts["rental"] * max(len(blocks) * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-        )
-    elif c.contract != "reserved":
-        cost += wts["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    cost += wts["storage"] * (inst.hours - end) * c.archive_per_h
-    return cost + wts["transfer"] * c.one_time_usd
+from planner.schedule import Assignment, Schedule, reservations_for
+from planner.windows import time_windows
 
 
 def greedy(
@@ -42,15 +26,14 @@ def greedy(
 ) -> Schedule | None:
     """Place each phase, in topological order, on the configuration and contiguous start of
     least cost, inside its precedence-tightened window. With ``first_start_only`` each
-    configuration is tried only at its earliest feasible start (no time shifting). None if
-    some phase cannot be placed."""
-    from formulations.milp.model import time_windows
-
+    configuration is tried only at its earliest feasible start (no time shifting). The
+    reservations are the least that cover the reserved runs. None if some phase cannot be
+    placed or a reserved offer's maximum is exceeded."""
     wts = weights(inst)
-    win = time_windows(inst, space)
+    win = time_windows(inst, space.fewest_hours())
     used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(inst.hours))
     ends: dict[str, int] = {}
-    schedule: Schedule = {}
+    out: dict[str, Assignment] = {}
     for name in inst.order:
         if name not in space.by_phase:
             continue
@@ -61,23 +44,29 @@ def greedy(
             if not allow(c):
                 continue
             free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
-            hourly = hourly_cost(inst, c, wts)
             # end by the latest time that still leaves successors their fastest run
-            for start in range(ready, win.end[name] - c.hours + 1):
-                if not free[start : start + c.hours].all():
-                    continue
-                cost = _run_cost(inst, c, start, wts, hourly)
-                if best is None or (cost, start) < (best[0], best[1]):
-                    best = (cost, start, c)
-                if first_start_only:
-                    break
+            starts = np.arange(ready, win.end[name] - c.hours + 1)
+            if not len(starts):
+                continue
+            blocked = np.concatenate([[0], np.cumsum(~free)])
+            starts = starts[blocked[starts + c.hours] == blocked[starts]]
+            if not len(starts):
+                continue
+            if first_start_only:
+                starts = starts[:1]
+            costs = run_costs(inst, c, starts, wts)
+            k = earliest_least(costs)
+            cost, start = float(costs[k]), int(starts[k])
+            if best is None or (cost, start) < (best[0], best[1]):
+                best = (cost, start, c)
         if best is None:
             return None
         _, start, c = best
         used[(c.region, c.gpu)][start : start + c.hours] += c.total_gpus
         ends[name] = start + c.hours
-        schedule[name] = (c, tuple(range(start, start + c.hours)))
-    return schedule
+        out[name] = Assignment(c, tuple(range(start, start + c.hours)))
+    reserved = reservations_for(inst, out)
+    return None if reserved is None else Schedule(out, reserved)
 
 
 def hottest_tier(inst: Instance, region: str, allowed: tuple[str, ...] | None = None) -> str:

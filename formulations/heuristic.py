@@ -15,30 +15,14 @@ from collections import defaultdict
 
 import numpy as np
 
-from formulations.bounds import window_sums
-from formulations.costs import hourly_cost_with_reservation, weights
-from formulations.milp.model import Windows, time_windows
 from planner.configs import Config, ConfigSpace
+from planner.costs import block_rental, fixed_cost, hourly_cost, run_costs, weights
 from planner.instance.model import Instance
-
-Schedule = dict[str, tuple[Config, tuple[int, ...]]]
+from planner.schedule import Assignment, Schedule, count_runs, reservations_for
+from planner.windows import Windows, time_windows
 
 #: Candidate end hours tried for a preemptible phase (evenly spread over its window).
 END_CANDIDATES = 12
-
-
-def _rent_blocks(c: Config, w: dict[str, float], hours: np.ndarray) -> float:
-    if c.contract == "reserved" or c.billing_hours == 1:
-        return 0.0
-    blocks = len({int(t) // c.billing_hours for t in hours})
-    return w["rental"] * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-
-
-def _fixed(inst: Instance, c: Config, end: int, w: dict[str, float]) -> float:
-    k = w["transfer"] * c.one_time_usd + w["storage"] * (inst.hours - end) * c.archive_per_h
-    if c.contract != "reserved" and c.billing_hours == 1:
-        k += w["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    return k
 
 
 class LookAhead:
@@ -52,10 +36,10 @@ class LookAhead:
         self.inst = inst
         self.space = space
         self.w = weights(inst)
-        self.win = windows or time_windows(inst, space)
+        self.win = windows or time_windows(inst, space.fewest_hours())
         self.allow_reserved = allow_reserved
         self.hourly = {
-            (p, c.index): hourly_cost_with_reservation(inst, c, self.w)
+            (p, c.index): hourly_cost(inst, c, self.w, "as_used")
             for p, cs in space.by_phase.items()
             for c in cs
         }
@@ -96,21 +80,13 @@ class LookAhead:
                     np.inf,
                 )
                 starts = np.arange(e, l_ - n + 1)
-                run = window_sums(h, n)[starts]
-                ends = starts + n
-                val = (
-                    run
-                    + self._succ_cost(name, ends)
-                    + np.array([_fixed(self.inst, c, int(x), self.w) for x in ends])
-                )
-                if c.contract != "reserved" and c.billing_hours > 1:
-                    val += np.array([_rent_blocks(c, self.w, np.arange(s, s + n)) for s in starts])
+                val = run_costs(self.inst, c, starts, self.w, h) + self._succ_cost(name, starts + n)
                 at = np.full(T + 1, np.inf)
                 at[starts] = val
                 if pre:
                     # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
                     for end in np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int)):
-                        extra = self._succ_cost(name, np.array([end]))[0] + _fixed(
+                        extra = self._succ_cost(name, np.array([end]))[0] + fixed_cost(
                             self.inst, c, int(end), self.w
                         )
                         for r in range(e, end - n + 1, max(1, (end - n - e) // 8 or 1)):
@@ -121,11 +97,13 @@ class LookAhead:
             # suffix minimum: starting at >= r
             self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
 
-    def schedule(self) -> Schedule | None:
+    def assignments(self) -> dict[str, Assignment] | None:
+        """The forward pass: one assignment per phase within the capacity left, or None when
+        some phase cannot be placed (``failed`` names it)."""
         inst, T = self.inst, self.inst.hours
         used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
         ends: dict[str, int] = {}
-        out: Schedule = {}
+        out: dict[str, Assignment] = {}
         for name in inst.order:
             if name not in self.space.by_phase:
                 continue
@@ -153,30 +131,22 @@ class LookAhead:
                         real_end = int(pick[-1]) + 1
                         v = (
                             float(h[pick].sum())
-                            + _rent_blocks(c, self.w, pick)
-                            + _fixed(inst, c, real_end, self.w)
+                            + block_rental(c, self.w, pick.tolist())
+                            + fixed_cost(inst, c, real_end, self.w)
                             + self._succ_cost(name, np.array([real_end]))[0]
-                            + self.w["failure"] * c.resume_usd * (_segments(pick) - 1)
+                            + self.w.failure * c.resume_usd * (count_runs(pick.tolist()) - 1)
                         )
                         if best is None or v < best[0]:
                             best = (v, c, tuple(int(t) for t in pick))
                 else:
                     ok = np.concatenate([[0], np.cumsum(~free)])
-                    cs = np.concatenate([[0.0], np.cumsum(h)])
                     starts = np.arange(ready, l_ - n + 1)
                     feasible = starts[(ok[starts + n] - ok[starts]) == 0]
                     if not len(feasible):
                         continue
-                    ends_ = feasible + n
-                    val = (
-                        (cs[ends_] - cs[feasible])
-                        + self._succ_cost(name, ends_)
-                        + np.array([_fixed(inst, c, int(x), self.w) for x in ends_])
+                    val = run_costs(inst, c, feasible, self.w, h) + self._succ_cost(
+                        name, feasible + n
                     )
-                    if c.contract != "reserved" and c.billing_hours > 1:
-                        val += np.array(
-                            [_rent_blocks(c, self.w, np.arange(s, s + n)) for s in feasible]
-                        )
                     k = int(np.argmin(val))
                     if best is None or val[k] < best[0]:
                         s0 = int(feasible[k])
@@ -187,12 +157,17 @@ class LookAhead:
             _, c, hours = best
             used[(c.region, c.gpu)][list(hours)] += c.total_gpus
             ends[name] = max(hours) + 1
-            out[name] = (c, hours)
+            out[name] = Assignment(c, hours)
         return out
 
-
-def _segments(hours: np.ndarray) -> int:
-    return int(1 + np.sum(np.diff(hours) > 1)) if len(hours) else 0
+    def schedule(self) -> Schedule | None:
+        """The forward pass's schedule with the least reservations that cover it; None when a
+        phase cannot be placed or a reserved offer's maximum is exceeded."""
+        found = self.assignments()
+        if found is None:
+            return None
+        reserved = reservations_for(self.inst, found)
+        return None if reserved is None else Schedule(found, reserved)
 
 
 def lookahead_schedule(

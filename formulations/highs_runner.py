@@ -2,6 +2,15 @@
 
 The time limit is honoured twice: HiGHS gets it as an option, and a watchdog cancels the
 solve from outside if HiGHS overruns it (seen here by 100 s on a large model).
+
+Threads: HiGHS runs its parallel work on one scheduler per process, created with the thread
+count of the first solve; a later solve asking for another count would fail (HiGHS returns
+"not set"). :func:`use_threads` rebuilds the scheduler when the count changes, so every solve
+runs with the threads it asked for, and :class:`RawSolution` says how many that was.
+
+Native statuses map to :class:`planner.result.Termination` through one table per backend:
+:data:`HIGHS_TERMINATION` (highspy's model status) and :func:`pyomo_termination` (Pyomo's
+termination condition).
 """
 
 from __future__ import annotations
@@ -16,25 +25,46 @@ import highspy
 import numpy as np
 
 from formulations.linear import LinearProgram
-
-#: HiGHS shares one thread pool per process: the first thread count used is kept.
-_THREADS: int | None = None
+from planner.result import Termination
 
 #: Seconds past the time limit before the watchdog cancels HiGHS.
 GRACE_S = 2.0
 
+_MS = highspy.HighsModelStatus
+#: highspy model status -> termination (anything else: UNKNOWN).
+HIGHS_TERMINATION: dict[Any, Termination] = {
+    _MS.kOptimal: Termination.OPTIMAL,
+    _MS.kTimeLimit: Termination.TIME_LIMIT,
+    _MS.kIterationLimit: Termination.TIME_LIMIT,
+    _MS.kSolutionLimit: Termination.TIME_LIMIT,
+    _MS.kInterrupt: Termination.INTERRUPTED,
+    _MS.kInfeasible: Termination.INFEASIBLE,
+    _MS.kUnboundedOrInfeasible: Termination.INFEASIBLE,
+    _MS.kSolveError: Termination.ERROR,
+    _MS.kModelError: Termination.ERROR,
+    _MS.kLoadError: Termination.ERROR,
+    _MS.kPresolveError: Termination.ERROR,
+    _MS.kPostsolveError: Termination.ERROR,
+    _MS.kMemoryLimit: Termination.ERROR,
+}
+
 
 @dataclass
 class RawSolution:
-    """What a MILP run produced, in solver-neutral terms."""
+    """What a MILP run produced, in solver-neutral terms; ``threads`` it ran with."""
 
-    status: str  # optimal | time_limit | infeasible | interrupted | error | unknown
+    termination: Termination
     x: np.ndarray | None
     objective: float | None
     bound: float | None
     gap: float | None
     runtime_s: float
     message: str = ""
+    threads: int = 1
+
+    @property
+    def status(self) -> str:
+        return self.termination.value
 
 
 _BANNER_SILENCED = False
@@ -62,11 +92,21 @@ def new_highs() -> highspy.Highs:
     return h
 
 
-def _threads(requested: int | None) -> int:
-    global _THREADS
-    if _THREADS is None:
-        _THREADS = max(1, requested or 1)
-    return _THREADS
+#: The thread count of this process's HiGHS scheduler (None: not created yet). HiGHS keeps
+#: the scheduler itself; this mirrors it so that it is rebuilt only when a count changes.
+_scheduler_threads: int | None = None
+
+
+def use_threads(requested: int | None) -> int:
+    """Make the next HiGHS solve in this process run with ``requested`` threads (default 1),
+    rebuilding HiGHS's process-wide scheduler if it was created with another count; returns
+    the count. Call it between solves, not while one runs."""
+    global _scheduler_threads
+    n = max(1, int(requested or 1))
+    if _scheduler_threads is not None and _scheduler_threads != n:
+        highspy.Highs.resetGlobalScheduler(True)
+    _scheduler_threads = n
+    return n
 
 
 def load_arrays(
@@ -102,29 +142,38 @@ def load_arrays(
         h.setSolution(sol)
 
 
+@dataclass(frozen=True)
+class HighsJob:
+    """One HiGHS solve: the model's arrays (``LinearProgram.arrays()``) and offset, and how
+    to run it. Picklable, so it can be handed to a child process."""
+
+    arrays: dict[str, np.ndarray]
+    offset: float
+    time_limit: float
+    gap: float
+    threads: int
+    start: np.ndarray | None
+    verbose: bool
+    seed: int
+    options: Mapping[str, object]
+
+
 def _solve_arrays(
-    a: dict[str, np.ndarray],
-    offset: float,
-    time_limit: float,
-    gap: float,
-    threads: int,
-    start: np.ndarray | None,
-    verbose: bool,
-    seed: int,
+    job: HighsJob,
     on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
-    options: Mapping[str, object] | None = None,
 ) -> RawSolution:
     """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
+    a, offset, time_limit, threads = job.arrays, job.offset, job.time_limit, job.threads
     n_col = len(a["cost"])
     h = new_highs()
-    for key, value in (options or {}).items():
+    for key, value in job.options.items():
         h.setOptionValue(key, value)  # type: ignore[arg-type]
-    h.setOptionValue("output_flag", bool(verbose))
+    h.setOptionValue("output_flag", bool(job.verbose))
     h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
-    h.setOptionValue("mip_rel_gap", float(gap))
-    h.setOptionValue("threads", threads)
-    h.setOptionValue("random_seed", int(seed))
-    load_arrays(h, a, offset, start)
+    h.setOptionValue("mip_rel_gap", float(job.gap))
+    h.setOptionValue("threads", use_threads(threads))
+    h.setOptionValue("random_seed", int(job.seed))
+    load_arrays(h, a, offset, job.start)
     if on_incumbent is not None:
 
         def improving(e: Any) -> None:
@@ -155,31 +204,15 @@ def _solve_arrays(
     obj = float(info.objective_function_value) if has_sol else None
     bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
     mgap = float(info.mip_gap) if has_sol and math.isfinite(info.mip_gap) else None
-    MS = highspy.HighsModelStatus
-    if ms == MS.kOptimal:
-        status = "optimal"
+    term = HIGHS_TERMINATION.get(ms, Termination.UNKNOWN)
+    if cancelled and term in (Termination.INTERRUPTED, Termination.UNKNOWN):
+        term = Termination.TIME_LIMIT  # the watchdog stopped it at the time limit
+    if term == Termination.OPTIMAL:
         if bound is None and obj is not None:
             bound = obj
-    elif ms in (MS.kTimeLimit, MS.kIterationLimit, MS.kSolutionLimit):
-        status = "time_limit"
-    elif ms == MS.kInterrupt or cancelled:
-        status = "time_limit" if cancelled else "interrupted"
-    elif ms in (MS.kInfeasible, MS.kUnboundedOrInfeasible):
-        status = "infeasible"
-    elif ms in (
-        MS.kSolveError,
-        MS.kModelError,
-        MS.kLoadError,
-        MS.kPresolveError,
-        MS.kPostsolveError,
-        MS.kMemoryLimit,
-    ):
-        status = "error"
-    else:
-        status = "unknown"
-    if status == "optimal" and not n_col:
-        obj = offset
-    return RawSolution(status, x, obj, bound, mgap, runtime, h.modelStatusToString(ms))
+        if not n_col:
+            obj = offset
+    return RawSolution(term, x, obj, bound, mgap, runtime, h.modelStatusToString(ms), threads)
 
 
 #: Models with at least this many nonzeros are solved in a child process that is killed at
@@ -207,28 +240,28 @@ def solve_highs(
     the last bound HiGHS reported, and a child that dies (out of memory) is reported as an
     error instead of taking the caller down. ``options`` are further HiGHS options (e.g.
     ``{"presolve": "off"}``)."""
-    a = lp.arrays()
-    n_threads = _threads(threads)
+    job = HighsJob(
+        lp.arrays(),
+        lp.offset,
+        time_limit,
+        gap,
+        max(1, int(threads or 1)),
+        start,
+        verbose,
+        seed,
+        dict(options or {}),
+    )
     if isolate is None:
         isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
-    opts = dict(options or {})
-    if not isolate:
-        return _solve_arrays(
-            a, lp.offset, time_limit, gap, n_threads, start, verbose, seed, None, opts
-        )
-    return _solve_isolated(a, lp.offset, time_limit, gap, n_threads, start, verbose, seed, opts)
+    return _solve_isolated(job) if isolate else _solve_arrays(job)
 
 
-def _child(payload: tuple[Any, ...], conn: Any) -> None:
-    a, offset, time_limit, gap, threads, start, verbose, seed, options = payload
-
+def _child(job: HighsJob, conn: Any) -> None:
     def send(obj: float, bound: float | None, x: np.ndarray) -> None:
         conn.send(("incumbent", obj, bound, x))
 
     try:
-        raw = _solve_arrays(
-            a, offset, time_limit, gap, threads, start, verbose, seed, send, options
-        )
+        raw = _solve_arrays(job, send)
         conn.send(("final", raw))
     except MemoryError:
         conn.send(("error", "HiGHS ran out of memory"))
@@ -238,29 +271,13 @@ def _child(payload: tuple[Any, ...], conn: Any) -> None:
         conn.close()
 
 
-def _solve_isolated(
-    a: dict[str, np.ndarray],
-    offset: float,
-    time_limit: float,
-    gap: float,
-    threads: int,
-    start: np.ndarray | None,
-    verbose: bool,
-    seed: int,
-    options: Mapping[str, object] | None = None,
-) -> RawSolution:
+def _solve_isolated(job: HighsJob) -> RawSolution:
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")
     recv_conn, send_conn = ctx.Pipe(duplex=False)
-    proc = ctx.Process(
-        target=_child,
-        args=(
-            (a, offset, time_limit, gap, threads, start, verbose, seed, dict(options or {})),
-            send_conn,
-        ),
-        daemon=True,
-    )
+    proc = ctx.Process(target=_child, args=(job, send_conn), daemon=True)
+    time_limit, threads = job.time_limit, job.threads
     t0 = time.perf_counter()
     proc.start()
     send_conn.close()
@@ -309,7 +326,7 @@ def _solve_isolated(
     g = None if obj is None or last_bound is None else abs(obj - last_bound) / max(abs(obj), 1e-9)
     if killed:
         return RawSolution(
-            "time_limit",
+            Termination.TIME_LIMIT,
             x,
             obj,
             last_bound,
@@ -317,9 +334,10 @@ def _solve_isolated(
             runtime,
             f"HiGHS overran its time limit by more than {GRACE_S:g} s and was "
             "stopped from outside; the best plan it had found is returned",
+            threads,
         )
     why = error or (f"the HiGHS process died (exit code {proc.exitcode}; out of memory?)")
-    return RawSolution("error", x, obj, last_bound, g, runtime, why)
+    return RawSolution(Termination.ERROR, x, obj, last_bound, g, runtime, why, threads)
 
 
 def solve_pyomo(
@@ -330,7 +348,7 @@ def solve_pyomo(
     verbose: bool = False,
 ) -> RawSolution:
     """Solve the Pyomo translation through Pyomo's current HiGHS interface."""
-    from pyomo.contrib.solver.common.results import SolutionStatus, TerminationCondition
+    from pyomo.contrib.solver.common.results import SolutionStatus
     from pyomo.contrib.solver.solvers.highs import Highs
 
     from formulations.pyomo_model import to_pyomo, values_of
@@ -338,12 +356,13 @@ def solve_pyomo(
     new_highs()  # silence the banner before Pyomo creates its own Highs
     m = to_pyomo(lp)
     t0 = time.perf_counter()
+    n_threads = use_threads(threads)
     res = Highs().solve(
         m,
         time_limit=float(max(time_limit, 0.01)),
         rel_gap=float(gap),
         tee=bool(verbose),
-        threads=_threads(threads),
+        threads=n_threads,
         raise_exception_on_nonoptimal_result=False,
         load_solutions=False,
     )
@@ -357,19 +376,24 @@ def solve_pyomo(
     obj = float(res.incumbent_objective) if res.incumbent_objective is not None else None
     bound = res.objective_bound
     bound = float(bound) if bound is not None and math.isfinite(bound) else None
-    if tc == TerminationCondition.convergenceCriteriaSatisfied:
-        status = "optimal"
-    elif tc in (TerminationCondition.maxTimeLimit, TerminationCondition.iterationLimit):
-        status = "time_limit"
-    elif tc in (TerminationCondition.provenInfeasible, TerminationCondition.infeasibleOrUnbounded):
-        status = "infeasible"
-    elif tc == TerminationCondition.interrupted:
-        status = "interrupted"
-    elif tc == TerminationCondition.error:
-        status = "error"
-    else:
-        status = "unknown"
+    term = pyomo_termination().get(tc, Termination.UNKNOWN)
     g = None
     if obj is not None and bound is not None:
         g = abs(obj - bound) / max(abs(obj), 1e-9)
-    return RawSolution(status, x, obj, bound, g, runtime, str(tc))
+    return RawSolution(term, x, obj, bound, g, runtime, str(tc), n_threads)
+
+
+def pyomo_termination() -> dict[Any, Termination]:
+    """Pyomo contrib.solver termination condition -> termination (anything else: UNKNOWN).
+    A function, not a module constant, so that Pyomo loads only when it is used."""
+    from pyomo.contrib.solver.common.results import TerminationCondition as TC
+
+    return {
+        TC.convergenceCriteriaSatisfied: Termination.OPTIMAL,
+        TC.maxTimeLimit: Termination.TIME_LIMIT,
+        TC.iterationLimit: Termination.TIME_LIMIT,
+        TC.provenInfeasible: Termination.INFEASIBLE,
+        TC.infeasibleOrUnbounded: Termination.INFEASIBLE,
+        TC.interrupted: Termination.INTERRUPTED,
+        TC.error: Termination.ERROR,
+    }

@@ -6,28 +6,46 @@ configuration this module computes, from :mod:`planner.physics`:
 
 - ``hours``: whole hours the phase runs, n = ceil(max(compute hours / (1 - checkpoint
   overhead), I/O hours)); every running hour is billed and powered in full;
-- the per-hour cost of a running hour t:
-  ``rental + storage + kw x price_t / 1000 + failure_t + carbon_t``, with
-  ``failure_t = lambda (L (rental + kw price_t / 1000) - share m D rental)``.
+- its rates per running hour: rental, running storage, facility power, failure rate, loss
+  and downtime per failure, SLA terms; and its one-time, archive and resume costs.
 
-Configurations that are dominated (another uses no more GPUs of the same pool, no more hours
-and costs no more in every hour) are dropped. Phases without any feasible configuration get
-a :class:`Infeasibility` that says why.
+What those rates cost in an hour is the cost model's (:mod:`planner.costs`). Configurations
+that are dominated (another uses no more GPUs of the same pool, no more hours and costs no
+more in every hour) are dropped. Phases without any feasible configuration get an
+:class:`Infeasibility` that says why (``check``, ``solve`` and ``explain`` read it through
+:mod:`planner.consistency`).
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner.costs import (
+    Weights,
+    archive_tier,
+    hourly_terms,
+    transfer_usd_per_gb,
+    weights,
+)
 from planner.instance.model import Instance
 from planner.instance.schema import GpuType, Phase, Region
 from planner.physics import compute, energy, reliability, storage
 from planner.physics.memory import MemoryBreakdown, memory_per_gpu
 from planner.physics.transformer import ModelDims
+from planner.workload import (
+    checkpoint_gb_of,
+    is_training,
+    mfu_of,
+    output_gb_of,
+    peak_tflops,
+    phase_model,
+    work_flops,
+)
 
 
 @dataclass(frozen=True)
@@ -77,6 +95,23 @@ class Config:
     def total_gpus(self) -> float:
         return self.gpus + self.spare_gpus
 
+    def plan_fields(self) -> dict[str, object]:
+        """The fields a plan entry states for this configuration (planner.plan.PhasePlan)."""
+        lay = self.layout
+        return {
+            "gpu": self.gpu,
+            "region": self.region,
+            "contract": self.contract,
+            "gpus": self.gpus,
+            "spare_gpus": self.spare_gpus,
+            "precision": lay.precision,
+            "zero": lay.zero,
+            "recompute": lay.recompute,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "tier": self.tier,
+        }
+
     @property
     def label(self) -> str:
         lay = self.layout
@@ -87,39 +122,31 @@ class Config:
             f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
         )
 
-    def energy_usd(self, price: np.ndarray) -> np.ndarray:
-        return self.facility_kw * price / 1000.0
 
-    def failure_usd(self, price: np.ndarray) -> np.ndarray:
-        return self.failure_rate * (
-            self.loss_h * (self.rental_per_h + self.energy_usd(price))
-            - self.sla_share * self.sla_multiplier * self.downtime_h * self.rental_per_h
-        )
+@dataclass(frozen=True)
+class MemoryNeed:
+    """The layout of a phase whose memory need comes closest to fitting: ``need_gb`` against
+    ``usable_gb`` (the GPU's memory x slice x (1 - headroom)) on ``gpu`` at ``setting``."""
 
-    def carbon_t(self, intensity: np.ndarray | None) -> np.ndarray | float:
-        return 0.0 if intensity is None else self.facility_kw * intensity / 1e6
+    need_gb: float
+    usable_gb: float
+    gpu: str
+    setting: str
 
-    def hourly_usd(self, inst: Instance, include_rental: bool = True) -> np.ndarray:
-        """Cost of running this configuration in each horizon hour (objective weights applied)."""
-        w = inst.spec.objective.weights
-        price = inst.price[self.region]
-        c = (
-            w.get("energy", 1.0) * self.energy_usd(price)
-            + w.get("failure", 1.0) * self.failure_usd(price)
-            + w.get("storage", 1.0) * self.storage_per_h
-            + w.get("carbon", 1.0)
-            * inst.spec.objective.carbon_usd_per_tonne
-            * self.carbon_t(inst.carbon[self.region])
-        )
-        if include_rental:
-            c = c + w.get("rental", 1.0) * self.rental_per_h
-        return np.asarray(c, dtype=float) * np.ones(inst.hours)
+    @property
+    def short_gb(self) -> float:
+        return self.need_gb - self.usable_gb
 
 
 @dataclass(frozen=True)
 class Infeasibility:
+    """Why a phase has no configuration. ``kind``: memory, precision, zones, region, offer,
+    window or capacity; ``memory`` is the closest layout when memory rules every one out."""
+
     phase: str
     reason: str
+    kind: str = "configuration"
+    memory: MemoryNeed | None = None
 
 
 @dataclass(frozen=True)
@@ -129,10 +156,18 @@ class ConfigSpace:
     by_phase: dict[str, tuple[Config, ...]]
     infeasible: tuple[Infeasibility, ...]
     dropped: dict[str, int] = field(default_factory=dict)
-    pause_usd_per_h: dict[str, float] = field(default_factory=dict)
 
     def __getitem__(self, phase: str) -> tuple[Config, ...]:
         return self.by_phase[phase]
+
+    def fewest_hours(self) -> dict[str, int]:
+        """The fewest hours any configuration of each phase needs (0 when it has none): the
+        ``n_p`` of :func:`planner.windows.time_windows`."""
+        return {p: min((c.hours for c in cs), default=0) for p, cs in self.by_phase.items()}
+
+    def restricted(self, by_phase: dict[str, tuple[Config, ...]]) -> ConfigSpace:
+        """The same space with fewer configurations per phase (e.g. after bound pruning)."""
+        return ConfigSpace(by_phase, self.infeasible, self.dropped)
 
     @property
     def size(self) -> int:
@@ -140,84 +175,6 @@ class ConfigSpace:
 
 
 # ----------------------------------------------------------------------------- phase facts
-
-
-def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
-    return inst.models[p.model] if p.model is not None else None
-
-
-def is_training(p: Phase) -> bool:
-    """A training phase has a model and ``work.passes: train`` (whatever unit its work is in):
-    it keeps optimizer states, checkpoints, and hands its weights on."""
-    return p.model is not None and p.work.passes == "train"
-
-
-def mfu_of(p: Phase, gpu: str) -> float:
-    if isinstance(p.mfu, dict):
-        return float(p.mfu.get(gpu, p.mfu.get("default", 0.4)))
-    return float(p.mfu)
-
-
-def peak_tflops(g: GpuType, precision: str) -> float | None:
-    v = g.peak_tflops.get(precision)  # type: ignore[call-overload]
-    return float(v) if v else None
-
-
-def work_flops(inst: Instance, p: Phase) -> float:
-    """FLOPs of a phase: 6ND (+ attention) for training tokens, 2ND for forward tokens,
-    given FLOPs, or GPU-hours x 3600 x peak(ref GPU, precision) x MFU(ref GPU)."""
-    w = p.work
-    if w.flops is not None:
-        return w.flops
-    if w.gpu_hours is not None:
-        assert w.gpu is not None
-        peak = peak_tflops(inst.gpu(w.gpu), w.precision) or 0.0
-        return w.gpu_hours * 3600.0 * peak * 1e12 * mfu_of(p, w.gpu)
-    m = phase_model(inst, p)
-    assert m is not None and w.tokens is not None
-    f = compute.training_flops if w.passes == "train" else compute.forward_flops
-    return f(m.params, w.tokens, m.layers, m.seq_len, m.hidden)
-
-
-def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
-    """Compressed size of one resumable checkpoint of the phase."""
-    if p.checkpoint_gb is not None:
-        raw = p.checkpoint_gb
-    else:
-        m = phase_model(inst, p)
-        raw = (
-            0.0
-            if m is None
-            else storage.checkpoint_gb(m.params, precision, m.optimizer, is_training(p))
-        )
-    return raw / inst.spec.storage.compression_ratio
-
-
-def output_gb_of(inst: Instance, p: Phase) -> float:
-    """The artifact a phase hands on: given, else the trained weights (16-bit), else its data."""
-    if p.output_gb is not None:
-        return p.output_gb
-    m = phase_model(inst, p)
-    if m is not None and is_training(p):
-        return storage.weights_gb(m.params) / inst.spec.storage.compression_ratio
-    return 0.0 if m is not None else p.data.size_gb
-
-
-def archive_tier(region: Region, policy: str) -> str:
-    tiers = region.storage
-    pick = min if policy == "cheapest" else max
-    return pick(tiers, key=lambda t: tiers[t].usd_per_gb_month)
-
-
-def pause_usd_per_h(inst: Instance, p: Phase) -> float:
-    """While a preemptible phase is paused its retained checkpoints and data are parked on the
-    cheapest tier among its allowed regions: (k x ckpt + data) x price / 730 per hour, with the
-    largest checkpoint among the precisions it may use."""
-    regions = p.regions or tuple(inst.spec.regions)
-    price = min(t.usd_per_gb_month for r in regions for t in inst.region(r).storage.values())
-    ck = max(checkpoint_gb_of(inst, p, pr) for pr in p.options.precision)
-    gb = inst.spec.storage.retention * ck + p.data.size_gb
-    return storage.storage_usd_per_hour(gb, price)
 
 
 def gpu_counts(p: Phase, g: GpuType) -> list[float]:
@@ -237,7 +194,13 @@ def gpu_counts(p: Phase, g: GpuType) -> list[float]:
     return sorted(counts)
 
 
-def layouts(p: Phase, m: ModelDims | None, g: GpuType, gpus: float) -> Iterator[Layout]:
+def layouts(
+    p: Phase, m: ModelDims | None, g: GpuType, gpus: float, every: bool = False
+) -> Iterator[Layout]:
+    """The parallel layouts of a phase on ``gpus`` GPUs of type g: tp within a node dividing
+    the heads, pp dividing the layers, tp x pp dividing the GPUs, every allowed ZeRO stage,
+    precision and recomputation. With one data-parallel rank ZeRO shards nothing, so stages
+    above 0 are left out when 0 is allowed (unless ``every``)."""
     o = p.options
     if m is None or gpus < 1:
         for prec in o.precision:
@@ -252,7 +215,7 @@ def layouts(p: Phase, m: ModelDims | None, g: GpuType, gpus: float) -> Iterator[
                 continue
             dp = n // (tp * pp)
             for zero in o.zero:
-                if dp == 1 and zero > 0 and 0 in o.zero:
+                if dp == 1 and zero > 0 and 0 in o.zero and not every:
                     continue
                 for prec in o.precision:
                     for rc in o.recompute:
@@ -294,14 +257,6 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
     return out
 
 
-def transfer_price(inst: Instance, src: str, dst: str) -> float:
-    """USD per GB moved from region ``src`` to ``dst`` (0 within a region)."""
-    if src == dst:
-        return 0.0
-    r = inst.region(src)
-    return r.transfer_usd_per_gb.get(dst, r.default_transfer_usd_per_gb)
-
-
 def layout_memory(
     inst: Instance, p: Phase, m: ModelDims | None, g: GpuType, count: float, lay: Layout
 ) -> MemoryBreakdown:
@@ -327,8 +282,12 @@ def layout_memory(
     )
 
 
-def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]:
-    """All feasible configurations of one phase (before dominance), or a reason for none."""
+def enumerate_phase(
+    inst: Instance, p: Phase, every: bool = False
+) -> tuple[list[Config], Infeasibility | None]:
+    """All feasible configurations of one phase (before dominance), or why it has none.
+    With ``every`` (``trainplan estimate``), every combination of the phase's options is
+    kept, whether it fits in memory, in its window and in capacity or not."""
     m = phase_model(inst, p)
     flops = work_flops(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
@@ -337,6 +296,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
     best_need: tuple[float, str] | None = None
+    closest: MemoryNeed | None = None
     largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
     fastest: float | None = None
     saw_offer = saw_region = saw_precision = saw_fit = False
@@ -344,7 +304,7 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
     for gname in gnames:
         g = inst.gpu(gname)
         for count in gpu_counts(p, g):
-            for lay in layouts(p, m, g, count):
+            for lay in layouts(p, m, g, count, every):
                 peak = peak_tflops(g, lay.precision)
                 if peak is None:
                     continue
@@ -357,7 +317,14 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                         f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}, "
                         f"{count:g} GPUs",
                     )
-                if not mem.fits:
+                if closest is None or mem.total_gb - mem.capacity_gb < closest.short_gb:
+                    setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
+                    if m is not None:
+                        setting += (
+                            f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+                        )
+                    closest = MemoryNeed(mem.total_gb, mem.capacity_gb, gname, setting)
+                if not mem.fits and not every:
                     continue
                 saw_fit = True
                 multi = count > g.gpus_per_node
@@ -397,55 +364,70 @@ def enumerate_phase(inst: Instance, p: Phase) -> tuple[list[Config], str | None]
                             bill_h,
                             min_h,
                             preempt,
-                            window,
+                            None if every else window,
                             fail.restart_hours,
                             fail.spare_swap_hours,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
-                            if cfg.hours <= window and cfg.total_gpus <= float(
-                                inst.capacity[(rname, gname)][
-                                    inst.release[p.name] : inst.deadline[p.name]
-                                ].max()
+                            if every or (
+                                cfg.hours <= window
+                                and cfg.total_gpus
+                                <= float(
+                                    inst.capacity[(rname, gname)][
+                                        inst.release[p.name] : inst.deadline[p.name]
+                                    ].max()
+                                )
                             ):
                                 out.append(cfg)
     if out:
         return out, None
+
+    def no(kind: str, reason: str) -> tuple[list[Config], Infeasibility]:
+        return [], Infeasibility(p.name, f"{p.name}: {reason}", kind, closest)
+
     if not saw_precision:
-        return [], (
-            f"{p.name}: none of the allowed GPU types supports the allowed precisions "
-            f"{list(p.options.precision)}"
+        return no(
+            "precision",
+            "none of the allowed GPU types supports the allowed precisions "
+            f"{list(p.options.precision)}",
         )
     if not saw_fit and best_need is not None:
-        return [], (
-            f"{p.name}: needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
+        return no(
+            "memory",
+            f"needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
             f"largest allowed GPU has {largest_gpu:g} GB, "
-            f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom"
+            f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom",
         )
     if not saw_region:
         if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
-            return [], (
-                f"{p.name}: needs {p.redundancy.zones} availability zones; no allowed "
-                f"region with capacity for its GPU types has that many"
+            return no(
+                "zones",
+                f"needs {p.redundancy.zones} availability zones; no allowed "
+                f"region with capacity for its GPU types has that many",
             )
-        return [], (
-            f"{p.name}: no allowed region {list(rnames)} has capacity for the allowed "
-            f"GPU types {list(gnames)}"
+        return no(
+            "region",
+            f"no allowed region {list(rnames)} has capacity for the allowed "
+            f"GPU types {list(gnames)}",
         )
     if not saw_offer:
-        return [], (
-            f"{p.name}: no region among {list(rnames)} offers the allowed GPU types "
+        return no(
+            "offer",
+            f"no region among {list(rnames)} offers the allowed GPU types "
             f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
-            + ("" if p.preemptible else " (spot needs a preemptible phase)")
+            + ("" if p.preemptible else " (spot needs a preemptible phase)"),
         )
     if fastest is not None and fastest > window:
-        return [], (
-            f"{p.name}: the fastest configuration needs {fastest} h but the window from "
+        return no(
+            "window",
+            f"the fastest configuration needs {fastest} h but the window from "
             f"release (hour {inst.release[p.name]}) to deadline (hour "
-            f"{inst.deadline[p.name]}) is {window} h"
+            f"{inst.deadline[p.name]}) is {window} h",
         )
-    return [], (
-        f"{p.name}: every configuration that fits in memory and time needs more GPUs "
-        f"than the capacity of its region in the phase's window"
+    return no(
+        "capacity",
+        "every configuration that fits in memory and time needs more GPUs "
+        "than the capacity of its region in the phase's window",
     )
 
 
@@ -466,10 +448,13 @@ def _configs_for(
     bill_h: int,
     min_h: int,
     preempt: float,
-    window: int,
+    window: int | None,
     restart_h: float,
     swap_h: float,
 ) -> Iterator[Config]:
+    """The configurations of one (GPU count, layout, region, offer): one per storage tier and
+    spare-node choice. ``window``: runs longer than it plus ten years are not built (None: all
+    are)."""
     fail = inst.spec.failure
     tiers = p.options.storage_tiers or tuple(r.storage)
     arch_name = archive_tier(r, inst.spec.storage.archive)
@@ -510,7 +495,7 @@ def _configs_for(
             if not math.isfinite(work_h):
                 continue
             hours = max(1, math.ceil(work_h - 1e-9))
-            if hours > window + 10 * 24 * 365:
+            if window is not None and hours > window + 10 * 24 * 365:
                 continue
             rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
             it_kw = energy.it_power_kw(
@@ -527,7 +512,7 @@ def _configs_for(
             stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
             one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
             if p.data.home_region is not None:
-                one_time += p.data.size_gb * transfer_price(inst, p.data.home_region, rname)
+                one_time += p.data.size_gb * transfer_usd_per_gb(inst, p.data.home_region, rname)
             one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
             sla = r.sla
             share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
@@ -567,43 +552,28 @@ def _configs_for(
 # ----------------------------------------------------------------------------- dominance
 
 
-def _signature(inst: Instance, c: Config) -> tuple[object, ...]:
+def _signature(c: Config) -> tuple[object, ...]:
     """Configurations compete directly only within one pool and contract terms."""
     return (c.gpu, c.region, c.contract, c.billing_hours, c.min_rental_hours)
 
 
-def _dominates(a: Config, b: Config, nonneg_prices: bool, w: dict[str, float]) -> bool:
+def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weights) -> bool:
     """a is never worse than b, whatever hours b would run in: a needs no more GPUs of the
     same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
-    no more: per hour no more fixed cost (rental, storage, price-independent failure cost)
-    and no more facility power (energy, power-linked failure cost, carbon), and no more
-    one-time, archive and resume cost. When ``a.hours < b.hours`` the hours b runs beyond a
-    must cost >= 0, which holds when prices are never negative and b's fixed cost is >= 0."""
+    no more. With the cost model's split of an hour's cost (:func:`planner.costs.hourly_terms`,
+    full rental) that is: no more fixed cost per hour, no more cost per USD/MWh of price and
+    no more facility power (carbon), and no more one-time, archive and resume cost. When
+    ``a.hours < b.hours`` the hours b runs beyond a must cost >= 0, which holds when prices are
+    never negative and b's fixed cost is >= 0."""
     eps = 1e-12
     if a.total_gpus > b.total_gpus or a.hours > b.hours:
         return False
-
-    def fixed(c: Config) -> float:
-        return (
-            w.get("rental", 1.0) * c.rental_per_h
-            + w.get("storage", 1.0) * c.storage_per_h
-            + w.get("failure", 1.0)
-            * c.failure_rate
-            * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
-            * c.rental_per_h
-        )
-
-    def kw_eff(c: Config) -> float:
-        return c.facility_kw * (
-            w.get("energy", 1.0) + w.get("failure", 1.0) * c.failure_rate * c.loss_h
-        )
-
-    fa, fb = fixed(a), fixed(b)
-    if a.hours < b.hours and not (nonneg_prices and fb >= 0):
+    ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
+    if a.hours < b.hours and not (nonneg_prices and tb.fixed >= 0):
         return False
     return (
-        fa <= fb + eps
-        and kw_eff(a) <= kw_eff(b) + eps
+        ta.fixed <= tb.fixed + eps
+        and ta.per_mwh * 1000.0 <= tb.per_mwh * 1000.0 + eps
         and a.facility_kw <= b.facility_kw + eps
         and a.one_time_usd <= b.one_time_usd + eps
         and a.archive_per_h <= b.archive_per_h + eps
@@ -618,31 +588,24 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     by_phase: dict[str, tuple[Config, ...]] = {}
     infeasible: list[Infeasibility] = []
     dropped: dict[str, int] = {}
-    w = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
+    w = weights(inst)
     for p in inst.active_phases:
         configs, why = enumerate_phase(inst, p)
         if why is not None:
-            infeasible.append(Infeasibility(p.name, why))
+            infeasible.append(why)
             by_phase[p.name] = ()
             continue
         kept = _prune(inst, configs, w) if prune else configs
         dropped[p.name] = len(configs) - len(kept)
         kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
-        by_phase[p.name] = tuple(_with_index(c, i) for i, c in enumerate(kept))
-    pause = {p.name: pause_usd_per_h(inst, p) for p in inst.active_phases if p.preemptible}
-    return ConfigSpace(by_phase, tuple(infeasible), dropped, pause)
+        by_phase[p.name] = tuple(replace(c, index=i) for i, c in enumerate(kept))
+    return ConfigSpace(by_phase, tuple(infeasible), dropped)
 
 
-def _with_index(c: Config, i: int) -> Config:
-    from dataclasses import replace
-
-    return replace(c, index=i)
-
-
-def _prune(inst: Instance, configs: list[Config], w: dict[str, float]) -> list[Config]:
+def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
     groups: dict[tuple[object, ...], list[Config]] = {}
     for c in configs:
-        groups.setdefault(_signature(inst, c), []).append(c)
+        groups.setdefault(_signature(c), []).append(c)
     kept: list[Config] = []
     for group in groups.values():
         nonneg = bool(np.all(inst.price[group[0].region] >= 0))
@@ -652,9 +615,23 @@ def _prune(inst: Instance, configs: list[Config], w: dict[str, float]) -> list[C
         )
         survivors: list[Config] = []
         for c in group:
-            if any(_dominates(s, c, nonneg, w) for s in survivors):
+            if any(dominates(inst, s, c, nonneg, w) for s in survivors):
                 continue
-            survivors = [s for s in survivors if not _dominates(c, s, nonneg, w)]
+            survivors = [s for s in survivors if not dominates(inst, c, s, nonneg, w)]
             survivors.append(c)
         kept.extend(survivors)
     return kept
+
+
+_SPACES: weakref.WeakKeyDictionary[Instance, ConfigSpace] = weakref.WeakKeyDictionary()
+
+
+def config_space(inst: Instance) -> ConfigSpace:
+    """The (pruned) configuration space of an instance, built once per instance object (an
+    Instance is frozen, so its space never changes): the solvers, ``check`` and the numeric
+    checks of one solve share it."""
+    space = _SPACES.get(inst)
+    if space is None:
+        space = build_config_space(inst)
+        _SPACES[inst] = space
+    return space

@@ -5,8 +5,10 @@ Two entry points, both used by ``trainplan estimate``:
 - :func:`estimate` takes a model, a token budget, a GPU (catalog name or explicit figures)
   and any number of GPU counts, precisions, ZeRO stages and recomputation choices, and returns
   one :class:`EstimateRow` per combination: memory per GPU, time, GPU-hours, energy, checkpoint
-  interval, expected failures and cost. Every figure comes from :mod:`planner.physics`, with
-  the same formulas the planner uses (docs/cost-model.md, "Per configuration"):
+  interval, expected failures and cost. The flags become a one-phase instance
+  (:func:`one_phase_instance`) whose configurations the planner's own configuration space
+  builds and whose costs the cost model computes, so an estimate and a plan cannot disagree
+  (docs/cost-model.md, "Per configuration"):
 
   - work ``W = 6 P D + 6 L s h D`` (Kaplan et al. 2020);
   - sustained FLOP/s ``= gpus x peak x 1e12 x mfu x R(recompute) x eff_scale x eff_layout``;
@@ -29,14 +31,16 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from planner.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
-from planner.configs import Config, build_config_space
+from planner.configs import Config, build_config_space, enumerate_phase
+from planner.costs import mean_price_costs
+from planner.instance.errors import InstanceError
 from planner.instance.model import Instance
+from planner.instance.read import from_dict
 from planner.instance.schema import (
     FailureModel,
     GpuType,
@@ -45,9 +49,10 @@ from planner.instance.schema import (
     Scaling,
     StorageTier,
 )
-from planner.physics import compute, energy, reliability, storage
-from planner.physics.memory import OPTIMIZER_K_MIXED, MemoryBreakdown, memory_per_gpu
+from planner.physics import energy, reliability
+from planner.physics.memory import OPTIMIZER_K_MIXED, MemoryBreakdown
 from planner.physics.transformer import ModelDims, dims
+from planner.workload import checkpoint_gb_of, work_flops
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 RECOMPUTES = ("none", "selective", "full")
@@ -320,12 +325,7 @@ class EstimateRow:
             "seq_len": m.seq_len,
             "architecture_inferred": m.inferred,
             "tokens": self.tokens,
-            "model_states_gb": mem.model_states_gb,
-            "activations_gb": mem.activations_gb,
-            "buffers_gb": mem.buffers_gb,
-            "total_gb": mem.total_gb,
-            "capacity_gb": mem.capacity_gb,
-            "fits": mem.fits,
+            **mem.to_dict(),
             "flops": self.flops,
             "flops_per_s": self.flops_per_s,
             "hours": self.hours,
@@ -453,10 +453,114 @@ def _default_precision(g: GpuType) -> str:
     return next(p for p, v in g.peak_tflops.items() if v)
 
 
+def one_phase_instance(inp: EstimateInput, gpus: int, precisions: tuple[str, ...]) -> Instance:
+    """The estimate as an instance: one region (constant price and carbon intensity, the
+    given PUE, capacity for the GPUs), one GPU type (with the failure rate the flags give),
+    one storage tier with the given bandwidths, and one training phase whose options are the
+    flags' (``gpus`` GPUs, the precisions, ZeRO stages and recomputations, tp and pp), on
+    demand at the GPU's price (0 when unknown). Its configurations are the estimate's rows,
+    built by the planner's own configuration space (:func:`planner.configs.enumerate_phase`)."""
+    g = inp.gpu.gpu
+    if inp.mtbf_hours is None:
+        per_gpu = FailureModel().failures_per_gpu_hour
+    elif inp.mtbf_scope == "gpu":
+        per_gpu = 1.0 / inp.mtbf_hours
+    else:
+        per_gpu = 1.0 / inp.mtbf_hours / gpus
+    gpu = {
+        **{k: v for k, v in g.model_dump().items() if v is not None},
+        "failures_per_gpu_hour": per_gpu,
+    }
+    gpu.pop("failures_per_1000_node_days", None)
+    region: dict[str, Any] = {
+        "timezone": "UTC",
+        "pue": inp.pue,
+        "electricity": {"constant": inp.price_usd_per_mwh},
+        "capacity": {GPU_KEY: gpus},
+        "offers": {GPU_KEY: {"on_demand": {"usd_per_gpu_hour": inp.gpu.usd_per_gpu_hour or 0.0}}},
+        "storage": {
+            "checkpoints": {
+                "usd_per_gb_month": 0.0,
+                "write_gb_per_s": inp.write_gb_per_s,
+                "read_gb_per_s": inp.read_gb_per_s,
+            }
+        },
+    }
+    if inp.carbon_g_per_kwh is not None:
+        region["carbon_intensity"] = {"constant": inp.carbon_g_per_kwh}
+    model = {
+        k: v
+        for k, v in {
+            "params": inp.params,
+            "layers": inp.layers,
+            "hidden": inp.hidden,
+            "heads": inp.heads,
+            "seq_len": inp.seq_len,
+            "vocab": inp.vocab,
+            "optimizer": inp.optimizer,
+            "flash_attention": inp.flash_attention,
+        }.items()
+        if v is not None
+    }
+    doc = {
+        "name": "estimate",
+        "horizon": {"start": "2026-01-05T00:00:00Z", "hours": 1},
+        "gpu_types": {GPU_KEY: gpu},
+        "regions": {REGION_KEY: region},
+        "models": {"model": model},
+        "failure": {
+            "restart_hours": inp.restart_hours,
+            **(
+                {"checkpoint_write_s": inp.checkpoint_write_s}
+                if inp.checkpoint_write_s is not None
+                else {}
+            ),
+        },
+        "memory": {
+            "buffer_gb": inp.buffer_gb,
+            "fragmentation": inp.fragmentation,
+            "headroom": inp.headroom,
+        },
+        "phases": [
+            {
+                "name": PHASE_KEY,
+                "model": "model",
+                "work": {"tokens": inp.tokens},
+                "mfu": inp.mfu,
+                "power_load": inp.power_load,
+                "scaling": {"per_doubling": inp.per_doubling},
+                "options": {
+                    "precision": list(precisions),
+                    "zero": list(inp.zero),
+                    "recompute": list(inp.recompute),
+                    "tensor_parallel": [inp.tp],
+                    "pipeline_parallel": [inp.pp],
+                    "gpu_counts": [gpus],
+                    "max_gpus": max(gpus, 1),
+                    "micro_batch": inp.micro_batch,
+                    "contracts": ["on_demand"],
+                    "extra_spare_nodes": [0],
+                },
+            }
+        ],
+    }
+    try:
+        return from_dict(doc, "<estimate>", Path("."))
+    except InstanceError as e:
+        raise EstimateError("; ".join(str(x) for x in e.errors)) from None
+
+
+#: Names of the estimate's one GPU type, region and phase inside its instance.
+GPU_KEY, REGION_KEY, PHASE_KEY = "gpu", "region", "train"
+
+
 def estimate(inp: EstimateInput) -> list[EstimateRow]:
     """One row per combination of GPU count x precision x ZeRO stage x recomputation, in that
     order. Rows that do not fit in memory are returned too, with ``memory.fits`` False.
-    Raises :class:`EstimateError` for input no configuration can be built from."""
+    Every figure is the planner's own: each row is a configuration of
+    :func:`one_phase_instance`, costed by :func:`planner.costs.mean_price_costs` for its
+    wall-clock hours (not rounded up to whole billed hours). Raises :class:`EstimateError`
+    for input no configuration can be built from."""
     _check(inp)
     g = inp.gpu.gpu
     m = model_of(inp)
@@ -490,119 +594,70 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
             f"architecture inferred from params: L={m.layers}, h={m.hidden}, "
             f"heads={m.heads}; pass --layers/--hidden/--heads for accuracy"
         )
-    flops = compute.training_flops(m.params, inp.tokens, m.layers, m.seq_len, m.hidden)
+    if inp.gpu.usd_per_gpu_hour is None:
+        notes.append(
+            "no GPU price: pass --gpu-hour-usd for rental and total cost; "
+            "the failure cost counts energy only"
+        )
     rows: list[EstimateRow] = []
-    for n, prec, zero, rc in itertools.product(gpus_list, precisions, inp.zero, inp.recompute):
-        rows.append(_row(inp, m, flops, n, prec, zero, rc, tuple(notes)))
+    for n in gpus_list:
+        inst = one_phase_instance(inp, n, tuple(precisions))
+        configs, why = enumerate_phase(inst, inst.phase(PHASE_KEY), every=True)
+        order = {(c.layout.precision, c.layout.zero, c.layout.recompute): c for c in configs}
+        for prec, zero, rc in itertools.product(precisions, inp.zero, inp.recompute):
+            c = order.get((prec, zero, rc))
+            if c is None:
+                raise EstimateError(
+                    f"no configuration for {n} GPUs at {prec}, ZeRO-{zero}, recompute {rc}"
+                    + (f": {why.reason}" if why is not None else "")
+                )
+            rows.append(_row(inp, inst, m, c, tuple(notes)))
     return rows
 
 
 def _row(
-    inp: EstimateInput,
-    m: ModelDims,
-    flops: float,
-    n: int,
-    prec: str,
-    zero: int,
-    rc: str,
-    notes: tuple[str, ...],
+    inp: EstimateInput, inst: Instance, m: ModelDims, c: Config, notes: tuple[str, ...]
 ) -> EstimateRow:
-    g = inp.gpu.gpu
-    tp, pp = inp.tp, inp.pp
-    dp = n // (tp * pp)
-    mem = memory_per_gpu(
-        m,
-        g.memory_gb,
-        prec,
-        zero,
-        dp,
-        tp,
-        pp,
-        rc,
-        inp.micro_batch,
-        True,
-        inp.buffer_gb,
-        inp.fragmentation,
-        inp.headroom,
-    )
-    peak = float(g.peak_tflops[prec])  # type: ignore[index, arg-type]
-    scale = compute.scaling_efficiency(n, g.gpus_per_node, inp.per_doubling)
-    lay = compute.layout_efficiency(tp, pp, zero, dp, n > g.gpus_per_node)
-    fps = compute.effective_flops_per_s(n, peak, inp.mfu, rc, scale * lay)
-    # Checkpointing and failures (docs/cost-model.md: Daly interval, loss per failure).
-    ck = storage.checkpoint_gb(m.params, prec, m.optimizer)
-    write_s = (
-        inp.checkpoint_write_s
-        if inp.checkpoint_write_s is not None
-        else storage.write_seconds(ck, inp.write_gb_per_s)
-    )
-    if inp.mtbf_hours is None:
-        lam = reliability.job_failure_rate(n, _FAILURE.failures_per_gpu_hour)
-    elif inp.mtbf_scope == "gpu":
-        lam = reliability.job_failure_rate(n, 1.0 / inp.mtbf_hours)
-    else:
-        lam = 1.0 / inp.mtbf_hours
-    down = reliability.downtime_hours(0, inp.restart_hours, 0.0, ck / inp.read_gb_per_s / 3600)
-    if ck > 0 and lam > 0:
-        tau = reliability.daly_interval_s(write_s, 3600.0 / lam)
-        overhead = reliability.checkpoint_overhead(write_s, tau)
-        loss = reliability.loss_hours_per_failure(tau, write_s, down)
-    else:
-        tau, overhead, loss = math.inf, 0.0, down
-    hours = compute.hours_for(flops, fps) / (1.0 - overhead)
-    it_kw = energy.it_power_kw(
-        n, 0, g.board_power_w, g.idle_power_w, inp.power_load, g.gpus_per_node, g.node_overhead_w
-    )
-    kw = energy.facility_kw(it_kw, inp.pue)
+    """One configuration of the estimate's instance as a row."""
+    hours = c.work_hours
+    costs = mean_price_costs(inst, c, hours=hours)
     price = inp.gpu.usd_per_gpu_hour
-    rental_h = None if price is None else n * price
-    energy_h = energy.energy_cost_usd(kw, inp.price_usd_per_mwh)
-    failure_h = reliability.expected_failure_cost_per_hour(lam, loss, (rental_h or 0.0) + energy_h)
-    costs = Costs(
-        rental=None if rental_h is None else rental_h * hours,
-        energy=energy_h * hours,
-        failure=failure_h * hours,
-    )
-    emissions = (
-        None
-        if inp.carbon_g_per_kwh is None
-        else energy.emissions_tonnes(kw * hours, inp.carbon_g_per_kwh)
-    )
-    row_notes = notes
-    if price is None:
-        row_notes = (
-            *notes,
-            "no GPU price: pass --gpu-hour-usd for rental and total cost; "
-            "the failure cost counts energy only",
-        )
+    ci = inst.carbon[REGION_KEY]
+    lay = c.layout
     return EstimateRow(
         gpu=inp.gpu.name,
-        gpus=n,
-        precision=prec,
-        zero=zero,
-        recompute=rc,
-        tp=tp,
-        pp=pp,
-        dp=dp,
+        gpus=int(c.gpus),
+        **asdict(lay),
         micro_batch=inp.micro_batch,
         model=m,
         tokens=inp.tokens,
-        memory=mem,
-        flops=flops,
-        flops_per_s=fps,
+        memory=c.memory,
+        flops=work_flops(inst, inst.phase(PHASE_KEY)),
+        flops_per_s=c.flops_per_s,
         hours=hours,
-        facility_kw=kw,
-        checkpoint_gb=ck,
-        checkpoint_write_s=write_s,
-        checkpoint_interval_s=tau,
-        checkpoint_overhead=overhead,
-        failure_rate_per_h=lam,
-        loss_h_per_failure=loss,
+        facility_kw=c.facility_kw,
+        checkpoint_gb=checkpoint_gb_of(inst, inst.phase(PHASE_KEY), lay.precision),
+        checkpoint_write_s=c.checkpoint_write_s,
+        checkpoint_interval_s=c.checkpoint_interval_s,
+        checkpoint_overhead=_overhead(c),
+        failure_rate_per_h=c.failure_rate,
+        loss_h_per_failure=c.loss_h,
         usd_per_gpu_hour=price,
-        costs=costs,
-        emissions_t=emissions,
-        notes=row_notes,
+        costs=Costs(
+            rental=None if price is None else costs["rental"],
+            energy=costs["energy"],
+            failure=costs["failure"],
+        ),
+        emissions_t=(
+            None if ci is None else energy.emissions_tonnes(c.facility_kw * hours, float(ci[0]))
+        ),
+        notes=notes,
     )
+
+
+def _overhead(c: Config) -> float:
+    """The share of wall time spent writing checkpoints, delta / (tau + delta)."""
+    return reliability.checkpoint_overhead(c.checkpoint_write_s, c.checkpoint_interval_s)
 
 
 # ----------------------------------------------------------------------------- instance mode
@@ -631,24 +686,9 @@ class ConfigEstimate:
         mem = c.memory
         return {
             "phase": c.phase,
-            "gpu": c.gpu,
-            "region": c.region,
-            "contract": c.contract,
-            "gpus": c.gpus,
-            "spare_gpus": c.spare_gpus,
-            "precision": lay.precision,
-            "zero": lay.zero,
-            "recompute": lay.recompute,
-            "tp": lay.tp,
-            "pp": lay.pp,
+            **c.plan_fields(),
             "dp": lay.dp,
-            "tier": c.tier,
-            "model_states_gb": mem.model_states_gb,
-            "activations_gb": mem.activations_gb,
-            "buffers_gb": mem.buffers_gb,
-            "total_gb": mem.total_gb,
-            "capacity_gb": mem.capacity_gb,
-            "fits": mem.fits,
+            **mem.to_dict(),
             "hours": c.hours,
             "work_hours": c.work_hours,
             "gpu_hours": self.gpu_hours,
@@ -671,47 +711,11 @@ class PhaseEstimate:
     reason: str | None
 
 
-def cost_at_mean_price(inst: Instance, c: Config) -> dict[str, float]:
-    """What one phase would cost run on configuration ``c`` for ``c.hours`` consecutive hours
-    at the region's mean price p and mean carbon intensity (docs/cost-model.md, "Plan costs"):
-
-    - rental: ``max(ceil(n/g) g, min_rental_hours) x rho`` (one contiguous run from a billing
-      boundary); reserved: ``n x rho`` (the reserved rate for the hours used; committing a pool
-      for the whole horizon is a plan-level choice);
-    - energy ``n kW p / 1000``; failure ``n lambda (L (rho + kW p/1000) - share m D rho)``;
-    - storage ``n x storage/h`` (archiving after the run depends on when it ends: left out);
-    - transfer: the configuration's one-time cost (reads, inbound data, successors' reads);
-    - carbon ``carbon_usd_per_tonne x n kW ci / 1e6``."""
-    n = c.hours
-    price = float(np.mean(inst.price[c.region]))
-    if c.contract == "reserved":
-        rental = n * c.rental_per_h
-    else:
-        g = c.billing_hours
-        rental = max(math.ceil(n / g) * g, c.min_rental_hours) * c.rental_per_h
-    e_h = c.facility_kw * price / 1000.0
-    fail_h = c.failure_rate * (
-        c.loss_h * (c.rental_per_h + e_h)
-        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
-    )
-    ci = inst.carbon[c.region]
-    carbon_t = 0.0 if ci is None else n * c.facility_kw * float(np.mean(ci)) / 1e6
-    out = {
-        "rental": float(rental),
-        "energy": n * e_h,
-        "failure": n * fail_h,
-        "storage": n * c.storage_per_h,
-        "transfer": float(c.one_time_usd),
-        "carbon": inst.spec.objective.carbon_usd_per_tonne * carbon_t,
-    }
-    out["total"] = sum(out.values())
-    return out
-
-
 def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
     """The ``top`` cheapest feasible configurations of ``phase`` by
-    :func:`cost_at_mean_price` (dominated configurations dropped, as the planner does), or
-    the reason it has none. Raises :class:`EstimateError` for an unknown or finished phase."""
+    :func:`planner.costs.mean_price_costs` (dominated configurations dropped, as the planner
+    does), or the reason it has none. Raises :class:`EstimateError` for an unknown or
+    finished phase."""
     names = [p.name for p in inst.phases]
     if phase not in names:
         raise EstimateError(f"--phase: unknown phase {phase!r}; phases are {', '.join(names)}")
@@ -726,7 +730,7 @@ def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
     tokens = p.work.tokens
     rows = []
     for c in configs:
-        costs = cost_at_mean_price(inst, c)
+        costs = mean_price_costs(inst, c)
         kwh = c.hours * c.facility_kw
         rows.append(
             ConfigEstimate(
@@ -762,7 +766,6 @@ __all__ = [
     "EstimateRow",
     "GpuSpec",
     "PhaseEstimate",
-    "cost_at_mean_price",
     "estimate",
     "estimate_inputs",
     "gpu_spec",

@@ -1,8 +1,8 @@
 """``trainplan explain``: why an instance has no plan, and the smallest change that gives one.
 
-Two kinds of evidence, reported as :class:`Finding` objects:
+Two kinds of evidence, reported as :class:`~planner.consistency.Finding` objects:
 
-1. **Pre-checks** hold for every plan, whatever the solver does:
+1. **Pre-checks** (:mod:`planner.consistency`) hold for every plan, whatever the solver does:
 
    - *memory*: the smallest memory need of any (GPU type, GPU count, layout) the phase may
      use against that GPU's usable memory, ``memory_gb x (1 - headroom)``
@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -51,58 +50,25 @@ from formulations.elastic import (
     minimise_slack,
 )
 from formulations.greedy import greedy
-from formulations.milp.model import time_windows
-from formulations.milp.solution import Schedule
-from planner.configs import (
-    ConfigSpace,
-    build_config_space,
-    gpu_counts,
-    layout_memory,
-    layouts,
-    peak_tflops,
-    phase_model,
+from planner.configs import ConfigSpace, build_config_space, gpu_counts
+from planner.consistency import (
+    Finding,
+    capacity_findings,
+    deadline_findings,
+    hour_ranges,
+    memory_finding,
+    span,
+    when,
 )
-from planner.costing import make_plan
+from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 from planner.plan import Plan
+from planner.schedule import Schedule
 
 
 class ExplainError(ValueError):
     """The explanation cannot be computed for this instance; the message says why."""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One conflict: its kind (memory, deadline, capacity, carbon, configuration), the phase
-    (None for a pool or the whole plan), how much is missing and in what unit, and where it
-    comes from (``pre-check`` holds for any plan; ``relaxation`` is what the smallest
-    relaxation changes)."""
-
-    kind: str
-    phase: str | None
-    amount: float | None
-    unit: str
-    message: str
-    source: str = "pre-check"
-    region: str | None = None
-    gpu: str | None = None
-    hours: tuple[int, ...] = ()
-    phases: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "phase": self.phase,
-            "amount": self.amount,
-            "unit": self.unit,
-            "message": self.message,
-            "source": self.source,
-            "region": self.region,
-            "gpu": self.gpu,
-            "hours": list(self.hours),
-            "phases": list(self.phases),
-        }
 
 
 @dataclass(frozen=True)
@@ -119,7 +85,6 @@ class Relaxation:
     #: The relaxed instance the plan is valid for (deadlines, capacity and cap relaxed).
     instance: Instance | None = field(default=None, repr=False, compare=False)
     schedule: Schedule | None = field(default=None, repr=False, compare=False)
-    reserved: dict[tuple[str, str], int] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,159 +177,6 @@ class Explanation:
 # ----------------------------------------------------------------------------- helpers
 
 
-def _when(inst: Instance, hour: int) -> str:
-    t: datetime = inst.time_of(hour).astimezone(UTC)
-    return t.strftime("%Y-%m-%d %H:%MZ")
-
-
-def _ranges(hours: list[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
-    for h in sorted(hours):
-        if runs and h == runs[-1][-1] + 1:
-            runs[-1].append(h)
-        else:
-            runs.append([h])
-    return runs
-
-
-def _span(inst: Instance, run: list[int]) -> str:
-    a, b = run[0], run[-1]
-    hours = f"hour {a}" if a == b else f"hours {a}-{b}"
-    return f"{hours} ({_when(inst, a)} to {_when(inst, b + 1)})"
-
-
-def memory_shortfall(inst: Instance, p: Phase) -> Finding | None:
-    """The (GPU type, count, layout) whose memory need exceeds its usable memory the least;
-    a finding when even that does not fit, else None."""
-    m = phase_model(inst, p)
-    pol = inst.spec.memory
-    best: tuple[float, float, float, str, str] | None = None
-    for gname in p.gpu_types or tuple(inst.spec.gpu_types):
-        g = inst.gpu(gname)
-        for count in gpu_counts(p, g):
-            for lay in layouts(p, m, g, count):
-                if peak_tflops(g, lay.precision) is None:
-                    continue
-                mem = layout_memory(inst, p, m, g, count, lay)
-                short = mem.total_gb - mem.capacity_gb
-                setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
-                if m is not None:
-                    setting += (
-                        f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
-                    )
-                if best is None or short < best[0]:
-                    best = (short, mem.total_gb, mem.capacity_gb, gname, setting)
-    if best is None or best[0] <= 1e-9:
-        return None
-    short, need, usable, gname, setting = best
-    return Finding(
-        "memory",
-        p.name,
-        short,
-        "GB",
-        f"{p.name}: needs {need:.1f} GB per GPU at best ({setting} on {gname}) but "
-        f"{gname} has {usable:.1f} GB usable ({inst.gpu(gname).memory_gb:g} GB less "
-        f"{pol.headroom:.0%} headroom): {short:.1f} GB short",
-        gpu=gname,
-    )
-
-
-def deadline_findings(inst: Instance, fastest: dict[str, int | None]) -> list[Finding]:
-    """EF(p) = max(release(p), EF(q) for active predecessors q) + fastest(p); a finding for
-    every phase with EF(p) > deadline(p) (amount EF - deadline hours)."""
-    ef: dict[str, int] = {}
-    crit: dict[str, str | None] = {}
-    out: list[Finding] = []
-    active = {p.name for p in inst.active_phases}
-    for name in inst.order:
-        if name not in active:
-            continue
-        p = inst.phase(name)
-        es, via = inst.release[name], None
-        for q in p.predecessors:
-            if q in ef and ef[q] > es:
-                es, via = ef[q], q
-        n = fastest.get(name)
-        if n is None:
-            continue
-        ef[name] = es + n
-        crit[name] = via
-        d = inst.deadline[name]
-        if es + n > d:
-            chain = [name]
-            while crit.get(chain[-1]) is not None:
-                chain.append(str(crit[chain[-1]]))
-            path = " -> ".join(reversed(chain))
-            past = (
-                f"; it is {es + n - inst.hours} h past the horizon end too"
-                if es + n > inst.hours
-                else ""
-            )
-            out.append(
-                Finding(
-                    "deadline",
-                    name,
-                    float(es + n - d),
-                    "h",
-                    f"{name}: the fastest possible finish is hour {es + n} ({_when(inst, es + n)}; "
-                    f"path {path}, fastest configurations from release hour "
-                    f"{inst.release[chain[-1]]}) but its deadline is hour {d} ({_when(inst, d)}): "
-                    f"{es + n - d} h short{past}",
-                )
-            )
-    return out
-
-
-def capacity_findings(inst: Instance, space: ConfigSpace) -> list[Finding]:
-    """Compulsory parts of single-pool phases summed per pool and hour against capacity."""
-    win = time_windows(inst, space)
-    demand: dict[tuple[str, str], np.ndarray] = {}
-    who: dict[tuple[str, str], dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for name, configs in space.by_phase.items():
-        e, l_ = win.start[name], win.end[name]
-        fits = [c for c in configs if c.hours <= l_ - e]
-        pools = {(c.region, c.gpu) for c in fits}
-        if len(pools) != 1:
-            continue
-        pool = next(iter(pools))
-        lo, hi = e, l_
-        for c in fits:
-            if inst.phase(name).preemptible:
-                s, f = (e, l_) if c.hours == l_ - e else (0, 0)
-            else:
-                s, f = l_ - c.hours, e + c.hours
-            lo, hi = max(lo, s), min(hi, f)
-        if lo >= hi:
-            continue
-        need = min(c.total_gpus for c in fits)
-        demand.setdefault(pool, np.zeros(inst.hours))[lo:hi] += need
-        for t in range(lo, hi):
-            who[pool][t].append(name)
-    out: list[Finding] = []
-    for (r, g), d in sorted(demand.items()):
-        cap = inst.capacity[(r, g)]
-        over = [t for t in range(inst.hours) if d[t] > cap[t] + 1e-9]
-        for run in _ranges(over):
-            excess = float(max(d[t] - cap[t] for t in run))
-            names = tuple(sorted({n for t in run for n in who[(r, g)][t]}))
-            out.append(
-                Finding(
-                    "capacity",
-                    None,
-                    excess,
-                    "GPUs",
-                    f"capacity {r}/{g}: {', '.join(names)} must all run in {_span(inst, run)} "
-                    f"and need {float(max(d[t] for t in run)):g} GPUs there; the pool has "
-                    f"{float(min(cap[t] for t in run)):g}: {excess:g} GPUs short",
-                    region=r,
-                    gpu=g,
-                    hours=tuple(run),
-                    phases=names,
-                )
-            )
-    return out
-
-
 def _pool_need(inst: Instance, p: Phase) -> int:
     """The most GPUs (working + spare) any configuration of the phase could hold."""
     most = 0.0
@@ -423,7 +235,7 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
                     float(end - d),
                     "h",
                     f"{name}: deadline +{end - d} h (hour {d} -> {end}, "
-                    f"{_when(inst, d)} -> {_when(inst, end)})",
+                    f"{when(inst, d)} -> {when(inst, end)})",
                     "relaxation",
                 )
             )
@@ -437,7 +249,7 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
     for (r, g), u in sorted(usage.items()):
         cap = inst.capacity.get((r, g), np.zeros(inst.hours))
         over = [t for t in range(inst.hours) if u[t] > cap[t] + 1e-9]
-        for run in _ranges(over):
+        for run in hour_ranges(over):
             extra = [float(u[t] - cap[t]) for t in run]
             names = tuple(sorted({n for t in run for n in users[(r, g)][t]}))
             gpu_h = sum(extra)
@@ -447,7 +259,7 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
                     None,
                     max(extra),
                     "GPUs",
-                    f"capacity {r}/{g}: +{max(extra):g} GPUs in {_span(inst, run)}, "
+                    f"capacity {r}/{g}: +{max(extra):g} GPUs in {span(inst, run)}, "
                     f"{gpu_h:g} GPU-hours (used by {', '.join(names)})",
                     "relaxation",
                     region=r,
@@ -497,19 +309,7 @@ def _relaxation(
     if sol.schedule is None:
         return Relaxation(name, allow, sol.status, False, None, ())
     found = tuple(relaxation_findings(inst, sol.schedule))
-    plan = None
-    if second_stage:
-        plan = make_plan(
-            costed,
-            space,
-            sol.schedule,
-            sol.reserved,
-            "elastic",
-            "feasible",
-            sol.status,
-            None,
-            sol.runtime_s,
-        )
+    plan = cost_plan(costed, sol.schedule) if second_stage else None
     proven = sol.proven or (
         sol.penalty_bound is not None
         and sol.penalty is not None
@@ -525,7 +325,6 @@ def _relaxation(
         plan,
         costed,
         sol.schedule,
-        sol.reserved,
     )
 
 
@@ -582,10 +381,8 @@ def explain(
                 )
             continue
         impossible.append(p.name)
-        mem = memory_shortfall(inst, p)
-        findings.append(
-            mem if mem is not None else Finding("configuration", p.name, None, "", inf.reason)
-        )
+        mem = memory_finding(inst, inf)
+        findings.append(mem or Finding("configuration", p.name, None, "", inf.reason))
     fastest = {n: (min(c.hours for c in cs) if cs else None) for n, cs in space_dl.by_phase.items()}
     findings.extend(deadline_findings(inst, fastest))
     findings.extend(capacity_findings(inst, space))
@@ -612,17 +409,7 @@ def explain(
         res = solve(inst, solver="milp", time_limit=time_limit, backend="highs")
         plan = res.plan
         if plan is None and first.schedule is not None:
-            plan = make_plan(
-                inst,
-                space_el,
-                first.schedule,
-                first.reserved,
-                "elastic",
-                "feasible",
-                first.status,
-                None,
-                first.runtime_s,
-            )
+            plan = cost_plan(inst, first.schedule)
         return Explanation(inst.name, True, True, [], [], notes, plan, w)
     smallest = _relaxation(base, em, "smallest", KINDS, time_limit, True, space_el, inst_el, first)
     relaxations.append(smallest)

@@ -46,10 +46,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.configs import build_config_space, mfu_of, peak_tflops, work_flops
+from planner.configs import config_space
+from planner.costs import hourly_cost, weights
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 from planner.physics import compute
+from planner.workload import mfu_of, peak_tflops, work_flops
 
 MAX_PRICE_USD_PER_MWH = 10_000.0
 MIN_PRICE_MAGNITUDE_USD_PER_MWH = 1.0
@@ -299,14 +301,14 @@ def _speeds(inst: Instance, p: Phase) -> tuple[_Speed | None, _Speed | None]:
 
 def _cost_range(inst: Instance) -> list[str]:
     """The objective's hourly cost coefficients: for every configuration c of every phase and
-    every hour t of its window, |cost_c(t)| (configs.Config.hourly_usd: rental, energy,
-    storage, failure and carbon, objective weights applied). Warn when max / min over the
-    nonzero ones exceeds MAX_COST_RANGE, naming the configurations at both ends. A cost that
-    overflows to infinity or NaN is a finding of its own (the first one is named), and so is a
-    configuration space that cannot be computed at all."""
+    every hour t of its window, |cost_c(t)| (:func:`planner.costs.hourly_cost` with the full
+    rental: rental, energy, storage, failure and carbon, objective weights applied). Warn when
+    max / min over the nonzero ones exceeds MAX_COST_RANGE, naming the configurations at both
+    ends. A cost that overflows to infinity or NaN is a finding of its own (the first one is
+    named), and so is a configuration space that cannot be computed at all."""
     try:
         with np.errstate(all="ignore"):
-            space = build_config_space(inst)
+            space = config_space(inst)
     except (ArithmeticError, ValueError) as e:
         return [
             f"objective: the configurations' costs cannot be computed ({type(e).__name__}: "
@@ -314,12 +316,13 @@ def _cost_range(inst: Instance) -> list[str]:
         ]
     hi: tuple[float, str] | None = None
     lo: tuple[float, str] | None = None
+    w = weights(inst)
     for name, configs in space.by_phase.items():
         a, b = inst.release[name], inst.deadline[name]
         for c in configs:
             what = f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in {c.region}"
             with np.errstate(all="ignore"):
-                costs = np.abs(c.hourly_usd(inst)[a:b])
+                costs = np.abs(hourly_cost(inst, c, w, "all")[a:b])
             if not np.all(np.isfinite(costs)):
                 return [
                     f"objective: the hourly cost of {what} is not a finite number "

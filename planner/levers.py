@@ -4,7 +4,7 @@ The article (docs: the seed digest) claims that combining its levers cut a team'
 training cost by 45%. This module measures the levers on the user's own instance instead of
 asserting them: it builds a *lever-free baseline* (the plan a team would make by hand), then
 switches each lever on alone, then all of them together, and costs every plan with
-:func:`planner.costing.make_plan`.
+:func:`planner.costs.cost_plan`.
 
 The baseline, lever by lever (each restriction is an instance transformation through
 :meth:`Instance.replace`, except time shifting, which is the scheduling rule):
@@ -60,25 +60,25 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from formulations.greedy import Schedule, greedy
+from formulations.greedy import greedy
 from planner.configs import (
     Config,
     ConfigSpace,
     build_config_space,
     enumerate_phase,
     gpu_counts,
-    peak_tflops,
-    work_flops,
 )
-from planner.costing import make_plan
+from planner.costs import cost_plan, weights
 from planner.instance.model import Instance
 from planner.instance.schema import PUE_BY_COOLING, Phase
+from planner.jsonable import record
 from planner.plan import COST_KEYS, Plan
+from planner.schedule import Assignment, Schedule
+from planner.workload import peak_tflops, work_flops
 
 #: The article's claim for all levers together: hidden training cost -45%.
 ARTICLE_CLAIM = 0.45
@@ -137,19 +137,8 @@ class LeverRun:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "label": self.label,
-            "article": self.article,
-            "method": self.method,
-            "cost": self.cost,
-            "components": self.components,
-            "saving_usd": self.saving_usd,
-            "saving_pct": self.saving_pct,
-            "cycle_hours": self.cycle_h,
-            "note": self.note,
-            "plan": self.plan.to_dict() if self.plan is not None else None,
-        }
+        out = record(self, {"cycle_h": "cycle_hours"}, skip=("instance", "plan"))
+        return {**out, "plan": self.plan.to_dict() if self.plan is not None else None}
 
 
 @dataclass(frozen=True)
@@ -611,9 +600,9 @@ def _key(c: Config) -> tuple[object, ...]:
 def recost(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule | None:
     """The baseline schedule on a variant: the same configurations (matched by GPU, region,
     contract, counts, layout and tier) from the same start hours, for the hours the variant
-    needs (never more: levers only lower checkpoint size and cost). None if some
-    configuration has no match or no longer fits its window."""
-    out: Schedule = {}
+    needs (never more: levers only lower checkpoint size and cost), with the same
+    reservations. None if some configuration has no match or no longer fits its window."""
+    out: dict[str, Assignment] = {}
     for name, (c, hours) in schedule.items():
         match = {_key(x): x for x in space.by_phase.get(name, ())}.get(_key(c))
         if match is None:
@@ -621,15 +610,8 @@ def recost(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule |
         start = min(hours)
         if match.hours > len(hours) or start + match.hours > inst.deadline[name]:
             return None
-        out[name] = (match, tuple(range(start, start + match.hours)))
-    return out
-
-
-def _reserved_of(inst: Instance, schedule: Schedule) -> dict[tuple[str, str], int] | None:
-    """Reserved GPUs a schedule needs (formulations.costs.reservations_for)."""
-    from formulations.costs import reservations_for
-
-    return reservations_for(inst, schedule)
+        out[name] = Assignment(match, tuple(range(start, start + match.hours)))
+    return Schedule(out, schedule.reserved)
 
 
 def _cycle(plan: Plan | None) -> int | None:
@@ -648,7 +630,6 @@ def _evaluate(
     variant: Instance, base: _Baseline, time_shifting: bool, time_limit: float, backend: str
 ) -> tuple[Plan | None, str, str]:
     """(plan, method, note) of one lever combination."""
-    t0 = time.perf_counter()
     space = build_config_space(variant, prune=False)
     cands: list[Plan] = []
     note = ""
@@ -669,34 +650,11 @@ def _evaluate(
             allows.append(lambda c: True)
         for allow in allows:
             sched = greedy(variant, space, allow=allow, first_start_only=True)
-            reserved = _reserved_of(variant, sched) if sched is not None else None
-            if sched is not None and reserved is not None:
-                cands.append(
-                    make_plan(
-                        variant,
-                        space,
-                        sched,
-                        reserved,
-                        "greedy-asap",
-                        "feasible",
-                        "heuristic",
-                        None,
-                        time.perf_counter() - t0,
-                    )
-                )
+            if sched is not None:
+                cands.append(cost_plan(variant, sched))
     again = recost(variant, space, base.schedule) if not space.infeasible else None
     if again is not None:
-        kept = make_plan(
-            variant,
-            space,
-            again,
-            {},
-            "baseline-recosted",
-            "feasible",
-            "heuristic",
-            None,
-            time.perf_counter() - t0,
-        )
+        kept = cost_plan(variant, again)
         best = _cheapest(cands)
         if best is None or (kept.objective or 0.0) < (best.objective or 0.0) - 1e-9:
             note = (note + "; " if note else "") + "kept the baseline plan (cheaper here)"
@@ -717,11 +675,8 @@ def _make_run(
     cost = plan.objective if plan is not None else None
     comps: dict[str, float] = {}
     if plan is not None:
-        w = variant.spec.objective.weights
-        comps = {
-            k: w.get(k, 1.0) * plan.costs.get(k, 0.0)  # type: ignore[call-overload]
-            for k in COST_KEYS
-        }
+        w = weights(variant)
+        comps = {k: w[k] * plan.costs.get(k, 0.0) for k in COST_KEYS}
     saving = pct = None
     if cost is not None and base_cost is not None:
         saving = base_cost - cost
@@ -754,17 +709,7 @@ def evaluate_levers(
             "greedy lever runs do not know it (see `trainplan pareto --vs carbon`)"
         )
     base = build_baseline(inst)
-    base_plan = make_plan(
-        base.instance,
-        base.space,
-        base.schedule,
-        {},
-        "greedy-asap",
-        "feasible",
-        "heuristic",
-        None,
-        time.perf_counter() - t0,
-    )
+    base_plan = cost_plan(base.instance, base.schedule)
     baseline = _make_run(
         "baseline", "lever-free baseline", "", "greedy-asap", base_plan, base.instance, None, ""
     )
@@ -832,49 +777,3 @@ def evaluate_levers(
 
 
 # ----------------------------------------------------------------------------- chart
-
-
-def waterfall_png(report: LeverReport, path: str | Path) -> None:
-    """A waterfall: the baseline, each lever's saving alone as a step down, the interaction
-    (all levers' saving minus the sum of single savings), and the all-levers cost."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    base = report.baseline.cost or 0.0
-    labels = ["baseline"]
-    bottoms = [0.0]
-    heights = [base]
-    colors = ["#4c72b0"]
-    level = base
-    steps = [(r.key, r.saving_usd or 0.0) for r in report.levers]
-    inter = report.interaction_usd
-    if inter is not None:
-        steps.append(("interaction", inter))
-    for key, saving in steps:
-        new = level - saving
-        labels.append(key)
-        bottoms.append(min(level, new))
-        heights.append(abs(saving))
-        colors.append("#55a868" if saving >= 0 else "#c44e52")
-        level = new
-    labels.append("all levers")
-    bottoms.append(0.0)
-    heights.append(report.all_levers.cost or 0.0)
-    colors.append("#4c72b0")
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(labels)), 4.5))
-    xs = np.arange(len(labels))
-    ax.bar(xs, heights, bottom=bottoms, color=colors)
-    for x, b, h, lab in zip(xs.tolist(), bottoms, heights, labels, strict=True):
-        if h <= 0 and lab not in ("baseline", "all levers"):
-            continue
-        text = f"{h:,.0f}" if h >= 100 else f"{h:,.2f}"
-        ax.text(x, b + h, text, ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(xs)
-    ax.set_xticklabels(labels, rotation=40, ha="right")
-    ax.set_ylabel("cost (USD)")
-    ax.set_title(f"{report.instance}: {report.headline()}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -24,13 +24,13 @@ about it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from planner.configs import build_config_space
 from planner.instance.model import Instance
+from planner.jsonable import record
 from planner.plan import Plan
 
 VS = ("deadline", "carbon")
@@ -61,17 +61,8 @@ class ParetoPoint:
     kept_from: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "vs": self.vs,
-            "x": self.x,
-            "cost": self.cost,
-            "makespan_hours": self.makespan_h,
-            "emissions_t": self.emissions_t,
-            "termination": self.termination,
-            "gap": self.gap,
-            "kept_from": self.kept_from,
-            "plan": self.plan.to_dict() if self.plan is not None else None,
-        }
+        out = record(self, {"makespan_h": "makespan_hours"}, skip=("instance", "plan"))
+        return {**out, "plan": self.plan.to_dict() if self.plan is not None else None}
 
 
 def _makespan(plan: Plan | None) -> int | None:
@@ -255,29 +246,3 @@ def frontier(
     if vs == "carbon":
         return carbon_frontier(inst, points, time_limit, backend)
     raise ParetoError(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
-
-
-def frontier_png(points: list[ParetoPoint], path: str | Path, title: str = "") -> None:
-    """Cost against the cap, as steps (a cap between two points costs the tighter point's)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pts = [p for p in points if p.cost is not None]
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    if pts:
-        xs = [p.x for p in pts]
-        ys = [float(p.cost or 0.0) for p in pts]
-        ax.step(xs, ys, where="post", color="#4c72b0")
-        ax.plot(xs, ys, "o", color="#4c72b0")
-    vs = points[0].vs if points else "deadline"
-    ax.set_xlabel(
-        "makespan cap (hours from horizon start)" if vs == "deadline" else "emissions cap (t CO2)"
-    )
-    ax.set_ylabel("cost (USD)")
-    ax.set_title(title or f"cost frontier vs {vs}")
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -1,20 +1,27 @@
-"""The plan: what every solver returns and what the checker, report and grid store read.
+"""The plan: a schedule and its costs, what the checker, report, export and grid store read.
+
+A :class:`Plan` is a pure function of (instance, schedule): :func:`planner.costs.cost_plan`
+builds it. How it was found (solver, status, bound, gap, runtime) is the
+:class:`~planner.result.Result`'s, which writes it under ``"solve"`` in the same file.
 
 JSON layout (all money in USD, hours are horizon slots counted from the horizon start)::
 
-    {"format": "trainplan-plan/1", "instance": ..., "solver": ..., "status": ...,
-     "termination": ..., "objective": ..., "bound": ..., "gap": ..., "runtime_s": ...,
+    {"format": "trainplan-plan/2", "instance": ..., "horizon_start": ..., "objective": ...,
      "costs": {"rental", "energy", "storage", "failure", "transfer", "porting", "carbon",
                "total"},
      "energy_kwh": ..., "emissions_t": ...,
      "reserved": [{"region", "gpu", "gpus"}],
      "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
                  "zero", "recompute", "tp", "pp", "tier", "hours": [...], "start_hour",
-                 "end_hour", "start", "end", "costs": {...}, "info": {...}}]}
+                 "end_hour", "start", "end", "costs": {...}, "info": {...}}],
+     "solve": {"solver", "termination", "status", "objective", "bound", "gap", "runtime_s",
+               "threads", "message", "notes", "stats"}}
 
-``end_hour`` is exclusive (the hour after the last running hour). ``info`` carries derived
-figures for people (memory, checkpoint interval, expected failures); the checker recomputes
-what it needs and does not trust it.
+``objective`` is the weighted total ``sum_k weights[k] x costs[k]``. ``end_hour`` is
+exclusive (the hour after the last running hour). ``info`` carries derived figures for people
+(memory, checkpoint interval, expected failures); the checker recomputes what it needs and
+does not trust it. Files of format ``trainplan-plan/1`` (the solver fields at the top level)
+are read too.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 COST_KEYS = ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
-PLAN_FORMAT = "trainplan-plan/1"
+PLAN_FORMAT = "trainplan-plan/2"
+#: Plan formats :meth:`Plan.from_dict` reads.
+READABLE_FORMATS = ("trainplan-plan/1", PLAN_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -63,21 +72,17 @@ class PhasePlan:
 
 @dataclass(frozen=True)
 class Plan:
+    """Per phase its configuration, hours and costs; the reserved pools; plan totals.
+    ``objective`` is the weighted total the solvers minimise."""
+
     instance: str
     horizon_start: datetime
-    solver: str
-    status: str
-    termination: str
-    objective: float | None
-    bound: float | None
-    gap: float | None
-    runtime_s: float
+    objective: float
     costs: dict[str, float]
     phases: tuple[PhasePlan, ...]
     reserved: tuple[tuple[str, str, int], ...] = ()
     energy_kwh: float = 0.0
     emissions_t: float = 0.0
-    notes: tuple[str, ...] = ()
 
     def phase(self, name: str) -> PhasePlan:
         for p in self.phases:
@@ -108,19 +113,12 @@ class Plan:
             "format": PLAN_FORMAT,
             "instance": self.instance,
             "horizon_start": self.horizon_start.isoformat(),
-            "solver": self.solver,
-            "status": self.status,
-            "termination": self.termination,
             "objective": _num(self.objective),
-            "bound": _num(self.bound),
-            "gap": _num(self.gap),
-            "runtime_s": self.runtime_s,
             "costs": self.costs,
             "energy_kwh": self.energy_kwh,
             "emissions_t": self.emissions_t,
             "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved],
             "phases": phases,
-            "notes": list(self.notes),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -154,13 +152,7 @@ class Plan:
         return cls(
             instance=str(d.get("instance", "")),
             horizon_start=datetime.fromisoformat(d["horizon_start"]),
-            solver=str(d.get("solver", "")),
-            status=str(d.get("status", "")),
-            termination=str(d.get("termination", "")),
-            objective=_opt(d.get("objective")),
-            bound=_opt(d.get("bound")),
-            gap=_opt(d.get("gap")),
-            runtime_s=float(d.get("runtime_s", 0.0)),
+            objective=math.nan if d.get("objective") is None else float(d["objective"]),
             costs={k: float(v) for k, v in d["costs"].items()},
             phases=phases,
             reserved=tuple(
@@ -168,7 +160,6 @@ class Plan:
             ),
             energy_kwh=float(d.get("energy_kwh", 0.0)),
             emissions_t=float(d.get("emissions_t", 0.0)),
-            notes=tuple(d.get("notes", [])),
         )
 
     @classmethod
@@ -178,7 +169,3 @@ class Plan:
 
 def _num(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
-
-
-def _opt(x: Any) -> float | None:
-    return None if x is None else float(x)

@@ -1,9 +1,24 @@
-"""One result type for every solver: why it stopped, what it found, how good it is proved."""
+"""One result type for every solver: why it stopped, what it found, how good it is proved.
+
+A :class:`Result` is the solver header (solver, termination, solution status, bound,
+runtime, threads, message, notes, statistics) around a :class:`~planner.plan.Plan` (the
+schedule and its costs). The objective and the gap are derived from the plan and the bound,
+with one definition of the gap (:func:`relative_gap`). Results are built through the named
+constructors :meth:`Result.solved`, :meth:`Result.no_plan` and :meth:`Result.failed`; each
+backend translates its native status through one table (``formulations``' ``*_TERMINATION``
+tables) into a :class:`Termination`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from planner.plan import Plan
 
@@ -28,22 +43,136 @@ class SolutionStatus(StrEnum):
     OPTIMAL = "optimal"
 
 
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``max(0, objective - bound) / max(|objective|, 1e-9)``: how far the plan may be from the
+    optimum at most; 0 when the bound meets (or, by tolerance, passes) the objective."""
+    if objective is None or bound is None or not math.isfinite(objective):
+        return None
+    if not math.isfinite(bound):
+        return None if bound < 0 else 0.0
+    return max(0.0, objective - bound) / max(abs(objective), 1e-9)
+
+
 @dataclass(frozen=True)
 class Result:
+    """What a solve produced. ``plan`` is None when there is no plan (``status`` NONE); the
+    ``bound`` is a proved lower bound on the objective of every plan (None: none proved)."""
+
     solver: str
     termination: Termination
     status: SolutionStatus
-    objective: float | None
-    bound: float | None
-    gap: float | None
-    runtime_s: float
     plan: Plan | None
+    bound: float | None
+    runtime_s: float
     message: str = ""
-    stats: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    stats: Mapping[str, float] = field(default_factory=dict)
+    #: HiGHS / CP-SAT threads the solve ran with (None: no solver ran).
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stats, MappingProxyType):
+            object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
+        if (self.plan is None) != (self.status == SolutionStatus.NONE):
+            raise ValueError("a Result has a plan exactly when its status is not 'none'")
+
+    # ----------------------------------------------------------------- constructors
+
+    @classmethod
+    def solved(
+        cls,
+        solver: str,
+        plan: Plan,
+        termination: Termination,
+        *,
+        bound: float | None = None,
+        runtime_s: float,
+        optimal: bool | None = None,
+        message: str = "",
+        notes: tuple[str, ...] = (),
+        stats: Mapping[str, float] | None = None,
+        threads: int | None = None,
+    ) -> Result:
+        """A result with a plan. Its solution status is OPTIMAL when ``optimal`` (default: when
+        ``termination`` is OPTIMAL), else FEASIBLE."""
+        is_opt = termination == Termination.OPTIMAL if optimal is None else optimal
+        return cls(
+            solver,
+            termination,
+            SolutionStatus.OPTIMAL if is_opt else SolutionStatus.FEASIBLE,
+            plan,
+            bound,
+            runtime_s,
+            message,
+            tuple(notes),
+            dict(stats or {}),
+            threads,
+        )
+
+    @classmethod
+    def no_plan(
+        cls,
+        solver: str,
+        termination: Termination,
+        message: str,
+        *,
+        runtime_s: float,
+        bound: float | None = None,
+        notes: tuple[str, ...] = (),
+        stats: Mapping[str, float] | None = None,
+        threads: int | None = None,
+    ) -> Result:
+        """A result without a plan: infeasible, no configuration, out of time, or an error."""
+        return cls(
+            solver,
+            termination,
+            SolutionStatus.NONE,
+            None,
+            bound,
+            runtime_s,
+            message,
+            tuple(notes),
+            dict(stats or {}),
+            threads,
+        )
+
+    @classmethod
+    def no_configuration(
+        cls, solver: str, reasons: list[str] | tuple[str, ...], *, runtime_s: float
+    ) -> Result:
+        """Some phase has no feasible configuration: no model is built. ``reasons`` are the
+        configuration space's (one per such phase)."""
+        return cls.no_plan(
+            solver,
+            Termination.NO_CONFIGURATION,
+            "; ".join(reasons) + " (run `trainplan explain` for more)",
+            runtime_s=runtime_s,
+        )
+
+    @classmethod
+    def failed(cls, solver: str, message: str, *, runtime_s: float) -> Result:
+        """The solver raised or ran out of memory: no plan, termination ERROR."""
+        return cls.no_plan(solver, Termination.ERROR, message, runtime_s=runtime_s)
+
+    # ----------------------------------------------------------------- derived
+
+    @property
+    def objective(self) -> float | None:
+        return None if self.plan is None else self.plan.objective
+
+    @property
+    def gap(self) -> float | None:
+        return relative_gap(self.objective, self.bound)
 
     @property
     def has_plan(self) -> bool:
         return self.plan is not None
+
+    def with_notes(self, *notes: str) -> Result:
+        return replace(self, notes=(*self.notes, *notes))
+
+    def with_stats(self, **stats: float) -> Result:
+        return replace(self, stats={**self.stats, **stats})
 
     def summary(self) -> str:
         gap = f"{self.gap:.2%}" if self.gap is not None else "n/a"
@@ -54,9 +183,76 @@ class Result:
             f"objective {obj}, bound {bnd}, gap {gap}, {self.runtime_s:.1f} s"
         )
 
+    # ----------------------------------------------------------------- files
 
-def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """|objective - bound| / max(|objective|, 1e-9), HiGHS's definition."""
-    if objective is None or bound is None:
-        return None
-    return abs(objective - bound) / max(abs(objective), 1e-9)
+    def header(self) -> dict[str, Any]:
+        """The solver header as JSON-ready data (the plan file's ``"solve"`` object)."""
+        return {
+            "solver": self.solver,
+            "termination": self.termination.value,
+            "status": self.status.value,
+            "objective": _num(self.objective),
+            "bound": _num(self.bound),
+            "gap": _num(self.gap),
+            "runtime_s": self.runtime_s,
+            "threads": self.threads,
+            "message": self.message,
+            "notes": list(self.notes),
+            "stats": {k: _num(float(v)) for k, v in self.stats.items()},
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan file: the plan's fields and the header under ``"solve"``."""
+        if self.plan is None:
+            raise ValueError(f"no plan to write: {self.message}")
+        return {**self.plan.to_dict(), "solve": self.header()}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def write(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class SolveHeader:
+    """The ``"solve"`` object of a plan file as read back (for reports); absent fields are
+    None or empty. Files of format ``trainplan-plan/1`` carry the fields at the top level."""
+
+    solver: str = ""
+    termination: str = ""
+    status: str = ""
+    objective: float | None = None
+    bound: float | None = None
+    gap: float | None = None
+    runtime_s: float | None = None
+    threads: int | None = None
+    message: str = ""
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_file_dict(cls, d: Mapping[str, Any]) -> SolveHeader:
+        h = d.get("solve")
+        src: Mapping[str, Any] = h if isinstance(h, Mapping) else d
+
+        def num(k: str) -> float | None:
+            v = src.get(k)
+            return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+        threads = src.get("threads")
+        return cls(
+            solver=str(src.get("solver", "")),
+            termination=str(src.get("termination", "")),
+            status=str(src.get("status", "")),
+            objective=num("objective"),
+            bound=num("bound"),
+            gap=num("gap"),
+            runtime_s=num("runtime_s"),
+            threads=int(threads) if isinstance(threads, int) else None,
+            message=str(src.get("message", "")),
+            notes=tuple(str(n) for n in src.get("notes", []) or []),
+        )
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else x

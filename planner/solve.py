@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from planner.instance.model import Instance
-from planner.result import Result, SolutionStatus, Termination
+from planner.result import Result
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 
@@ -23,7 +23,9 @@ def solve(
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
     "auto" (picked by formulations.dispatch.choose). Always returns a :class:`Result`: an
     infeasible instance, a solver error or running out of memory become its termination and
-    message, never an exception (bad arguments still raise ValueError)."""
+    message, never an exception (bad arguments still raise ValueError). Numbers in the
+    instance that look like a unit mistake are issued as
+    :class:`~planner.consistency.NumericWarning` warnings first."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
     if not time_limit > 0:
@@ -32,39 +34,28 @@ def solve(
         raise ValueError(f"gap must be in [0, 1], got {gap}")
     t0 = time.perf_counter()
     try:
+        from planner.consistency import warn_numerics
+
+        warn_numerics(instance)
         return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
     except MemoryError:
-        return _failed(
+        return Result.failed(
             solver,
-            t0,
             "the solver ran out of memory; try a coarser instance, fewer "
             "configurations (options.gpu_counts) or a shorter horizon",
+            runtime_s=time.perf_counter() - t0,
         )
     except Exception as e:  # a solver bug or crash: a result, never a traceback
         import os
 
         if os.environ.get("TRAINPLAN_DEBUG"):
             raise
-        return _failed(
+        return Result.failed(
             solver,
-            t0,
             f"the solver failed: {type(e).__name__}: {e}; try another "
             "--solver or --backend; if it persists, please report it",
+            runtime_s=time.perf_counter() - t0,
         )
-
-
-def _failed(solver: str, t0: float, message: str) -> Result:
-    return Result(
-        solver,
-        Termination.ERROR,
-        SolutionStatus.NONE,
-        None,
-        None,
-        None,
-        time.perf_counter() - t0,
-        None,
-        message,
-    )
 
 
 def _dispatch(

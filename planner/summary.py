@@ -26,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.configs import ConfigSpace, build_config_space, work_flops
-from planner.hygiene import check_numerics
+from planner.configs import ConfigSpace, build_config_space
+from planner.consistency import fastest_hours, late_reasons, numeric_findings
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
+from planner.windows import earliest_finish
+from planner.workload import work_flops
 
 #: Version tag of the summary layout.
 SUMMARY_FORMAT = "trainplan-check/1"
@@ -61,44 +63,6 @@ def _work(inst: Instance, p: Phase) -> dict[str, Any]:
     return out
 
 
-def precedence_bounds(
-    inst: Instance, fastest: dict[str, int | None]
-) -> tuple[dict[str, int | None], dict[str, str]]:
-    """Earliest finish per active phase and the phases that cannot meet their deadline after
-    their predecessors.
-
-    Forward pass in topological order: ``ES(p) = max(release(p), EF(q) for q in preds(p), q
-    not done)``, ``EF(p) = ES(p) + fastest(p)``. Phases without a configuration
-    (``fastest = None``) have no EF and do not bound their successors (their own infeasibility
-    is reported already). Returns ``(EF, reasons)`` where ``reasons[p]`` says why ``p`` misses
-    its deadline."""
-    ef: dict[str, int | None] = {}
-    reasons: dict[str, str] = {}
-    active = {p.name for p in inst.active_phases}
-    for name in inst.order:
-        if name not in active:
-            continue
-        p = inst.phase(name)
-        es = inst.release[name]
-        critical: str | None = None
-        for q in p.predecessors:
-            f = ef.get(q)
-            if q in active and f is not None and f > es:
-                es, critical = f, q
-        n = fastest.get(name)
-        if n is None:
-            ef[name] = None
-            continue
-        ef[name] = es + n
-        if es + n > inst.deadline[name]:
-            reasons[name] = (
-                f"{name}: after its predecessors (earliest finish of {critical!r} at hour {es}) "
-                f"its fastest configuration ({n} h) would end at hour {es + n}, after its "
-                f"deadline (hour {inst.deadline[name]})"
-            )
-    return ef, reasons
-
-
 def _offer_notes(inst: Instance) -> list[str]:
     notes: list[str] = []
     for rname, r in inst.spec.regions.items():
@@ -119,15 +83,12 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
     """The check summary of a valid instance (``space`` is built when not given).
 
     ``feasible`` is True when every active phase has a configuration and meets its deadline
-    after its predecessors' fastest configurations (:func:`precedence_bounds`)."""
+    after its predecessors' fastest configurations (:mod:`planner.consistency`)."""
     space = space if space is not None else build_config_space(inst)
     infeasible = {i.phase: i.reason for i in space.infeasible}
-    fastest: dict[str, int | None] = {
-        name: (min(c.hours for c in cfgs) if cfgs else None)
-        for name, cfgs in space.by_phase.items()
-    }
-    ef, late = precedence_bounds(inst, fastest)
-    for name, why in late.items():
+    fastest = fastest_hours(space)
+    ef = {name: f.finish for name, f in earliest_finish(inst, fastest).items()}
+    for name, why in late_reasons(inst, fastest).items():
         infeasible.setdefault(name, why)
 
     phases: list[dict[str, Any]] = []
@@ -220,6 +181,10 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
         "infeasible": [
             {"phase": n, "reason": infeasible[n]} for n in active_names if n in infeasible
         ],
-        "warnings": [*inst.warnings, *_offer_notes(inst), *check_numerics(inst)],
+        "warnings": [
+            *inst.warnings,
+            *_offer_notes(inst),
+            *(f.message for f in numeric_findings(inst)),
+        ],
         "feasible": not any(n in infeasible for n in active_names),
     }

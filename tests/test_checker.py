@@ -2,8 +2,8 @@
 
 Valid plans for tests/data/tiny.yaml are built from hand-written schedules: each names the
 configuration of every phase and its running hours; planner.configs finds the configuration
-and planner.costing states the plan's costs. The checker must accept every such plan and
-its recomputation must equal costing's figure by figure (two implementations of
+and planner.costs states the plan's costs. The checker must accept every such plan and
+its recomputation must equal the cost model's figure by figure (two implementations of
 docs/cost-model.md cross-checked). Some figures are also checked against hand arithmetic.
 Then one violation of each kind is planted and the checker must report exactly that kind.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,10 @@ from typer.testing import CliRunner
 from planner.checker import KINDS, Verification, Violation, plan_from_dict, read_plan, verify
 from planner.checker.planfile import PlanFileError
 from planner.configs import Config, ConfigSpace, build_config_space
-from planner.costing import make_plan
+from planner.costs import cost_plan
 from planner.instance import Instance, read
 from planner.plan import COST_KEYS, Plan
+from planner.schedule import schedule_of
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -121,9 +123,7 @@ def costed(
     schedule: dict[str, tuple[Config, tuple[int, ...]]],
     reserved: dict[tuple[str, str], int] | None = None,
 ) -> Plan:
-    return make_plan(
-        inst, space, schedule, reserved or {}, "hand", "feasible", "optimal", None, 0.0
-    )
+    return cost_plan(inst, schedule_of(schedule, reserved))
 
 
 def prep_east(space: ConfigSpace) -> Config:
@@ -706,7 +706,7 @@ def test_a_wrong_hour_count_in_the_planner_shows_as_work(
 def test_checker_does_not_import_the_planner() -> None:
     code = (
         "import sys, planner.checker; "
-        "bad = [m for m in sys.modules if m in ('planner.configs', 'planner.costing') "
+        "bad = [m for m in sys.modules if m in ('planner.configs', 'planner.costs') "
         "or m.startswith('formulations')]; print(bad); sys.exit(1 if bad else 0)"
     )
     run = subprocess.run(
@@ -847,9 +847,9 @@ def test_cli_negative_tolerance_exits_2(plan_file: Path) -> None:
 
 
 def test_non_finite_json_constants_are_refused(tmp_path: Path, plan_file: Path) -> None:
-    text = plan_file.read_text().replace('"runtime_s": 0.0', '"runtime_s": NaN')
+    text = re.sub(r'"energy_kwh": [0-9.e+-]+', '"energy_kwh": NaN', plan_file.read_text())
     path = tmp_path / "nan.json"
     path.write_text(text)
-    assert '"runtime_s": NaN' in text
+    assert '"energy_kwh": NaN' in text
     with pytest.raises(PlanFileError, match="NaN is not a number JSON allows"):
         read_plan(path)

@@ -2,7 +2,7 @@
 
 Checked here: on seeded non-preemptive variants of tiny.yaml all three reach the same
 optimum (CP-SAT within its stated rounding); the start-time objective of any schedule equals
-the costed plan (make_plan); a hand-computed case where contiguity costs more than pausing;
+the costed plan (cost_plan); a hand-computed case where contiguity costs more than pausing;
 hints, MIP starts and the portfolio; choose(); time limits; infeasibility. Every plan goes
 through the independent checker.
 """
@@ -30,7 +30,7 @@ from formulations.starttime.data import (
 from formulations.starttime.model import point_of
 from formulations.starttime.solve import highs_takes_options
 from planner.configs import build_config_space
-from planner.costing import make_plan
+from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination
@@ -180,7 +180,7 @@ def test_hourly_milp_with_bound_pruning_reaches_the_optimum(solved: Any, seed: i
     # hours) must not lose the optimum the plain models agree on.
     inst, _, st, _ = solved[seed]
     res = solve_milp(inst, time_limit=30, gap=0.0, threads=2, backend="highs")
-    assert res.objective == pytest.approx(st.objective, rel=1e-7, abs=1e-6), plan_of(res).notes
+    assert res.objective == pytest.approx(st.objective, rel=1e-7, abs=1e-6), res.notes
 
 
 def test_variants_exercise_the_coupling_terms(solved: Any) -> None:
@@ -198,7 +198,7 @@ def test_variants_exercise_the_coupling_terms(solved: Any) -> None:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_start_cost_equals_costed_plan_for_any_schedule(seed: int) -> None:
     # For random (configuration, start) choices, feasible or not, the start-time objective
-    # and the MILP point's objective equal make_plan's weighted total: the precomputed
+    # and the MILP point's objective equal cost_plan's weighted total: the precomputed
     # start costs, transfers, porting and reserved pools are the cost model, hour for hour.
     inst = instance_from(variant(seed))
     space = build_config_space(inst)
@@ -211,18 +211,8 @@ def test_start_cost_equals_costed_plan_for_any_schedule(seed: int) -> None:
             k = int(rng.integers(len(tables)))
             choice[name] = (k, int(rng.choice(tables[k].starts)))
         reserved = least_reserved(data, choice)
-        sched = schedule_of(data, choice)
-        plan = make_plan(
-            inst,
-            space,
-            sched,
-            {k: v for k, v in reserved.items() if v},
-            "t",
-            "feasible",
-            "heuristic",
-            None,
-            0.0,
-        )
+        sched = schedule_of(data, choice, reserved)
+        plan = cost_plan(inst, sched)
         assert objective_of(data, choice, reserved) == pytest.approx(plan.objective, rel=1e-9)
         assert sm.lp.objective_of(point_of(sm, choice, reserved)) == pytest.approx(
             plan.objective, rel=1e-9
@@ -312,7 +302,7 @@ def test_capacity_dip_does_not_hide_the_cheap_hours() -> None:
         solve_starttime(inst, gap=0.0),
         solve_milp(inst, gap=0.0, backend="highs"),
     ):
-        assert res.objective == pytest.approx(40.40, abs=1e-6), (res.solver, plan_of(res).notes)
+        assert res.objective == pytest.approx(40.40, abs=1e-6), (res.solver, res.notes)
         assert res.bound is not None and res.bound <= 40.40 + 1e-6, (res.solver, res.bound)
         assert plan_of(res).phase("job").hours == (6, 7, 8, 9)
         checked(inst, res.plan)
@@ -349,7 +339,7 @@ def test_preemptible_instance_through_cpsat_is_a_restriction() -> None:
     res = solve_nonpreemptive(inst, "cpsat", 10.0, 0.0, 2, False)
     assert res.status == SolutionStatus.FEASIBLE and res.bound is None
     assert res.objective == pytest.approx(46.20, abs=1e-6)
-    assert any("without pauses" in n for n in plan_of(res).notes)
+    assert any("without pauses" in n for n in res.notes)
     checked(inst, res.plan)
 
 
@@ -393,7 +383,7 @@ def test_hints_and_portfolio(solved: Any) -> None:
     inst, cp, st, hm = solved[1]
     # The hourly MILP's plan as CP-SAT's hint; CP-SAT's schedule as HiGHS's MIP start.
     a = solve_cpsat(inst, time_limit=20, gap=0.0, threads=2, hint=hm.plan)
-    assert any("hint: the given schedule" in n for n in plan_of(a).notes)
+    assert any("hint: the given schedule" in n for n in a.notes)
     assert a.stats["hint_objective"] == pytest.approx(hm.objective, rel=1e-9)
     assert a.objective == pytest.approx(cp.objective, abs=1e-6)
     sched = {
@@ -409,13 +399,13 @@ def test_hints_and_portfolio(solved: Any) -> None:
     # Portfolio: CP-SAT first, then HiGHS from its schedule; the bound is the better one.
     c = solve_nonpreemptive(inst, "highs", 20.0, 0.0, 2, False, portfolio=True)
     assert c.objective == pytest.approx(st.objective, rel=1e-7)
-    assert any("portfolio" in n for n in plan_of(c).notes)
+    assert any("portfolio" in n for n in c.notes)
     checked(inst, c.plan)
     # ... and the other way: the start-time MILP first, its plan as CP-SAT's hint (here it
     # already proves the optimum, so CP-SAT is not needed).
     e = solve_nonpreemptive(inst, "cpsat", 20.0, 0.0, 2, False, portfolio=True)
     assert e.objective == pytest.approx(st.objective, rel=1e-7)
-    assert any("portfolio: starttime-highs closed the gap" in n for n in plan_of(e).notes)
+    assert any("portfolio: starttime-highs closed the gap" in n for n in e.notes)
     checked(inst, e.plan)
 
 
@@ -423,7 +413,7 @@ def test_bad_hint_is_dropped_with_a_note() -> None:
     inst = one_job(False)
     c = build_config_space(inst)["job"][0]
     res = solve_cpsat(inst, gap=0.0, hint={"job": (c, (0, 1, 5, 6))})  # not contiguous
-    assert any("hint dropped" in n for n in plan_of(res).notes)
+    assert any("hint dropped" in n for n in res.notes)
     assert res.objective == pytest.approx(46.20, abs=1e-6)
 
 

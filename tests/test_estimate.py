@@ -16,9 +16,9 @@ import planner
 import planner.cli.estimate  # registers the command
 from planner.catalog import CatalogError, catalog_price, gpu_by_name, load_catalog
 from planner.cli.app import app
+from planner.costs import mean_price_costs
 from planner.estimate import (
     EstimateError,
-    cost_at_mean_price,
     estimate,
     estimate_inputs,
     gpu_spec,
@@ -456,7 +456,7 @@ def test_instance_mode_library_matches_cost_function() -> None:
     pe = phase_estimates(inst, "prep", top=3)
     assert len(pe.rows) == 3 and pe.feasible >= 3 and pe.reason is None
     for row in pe.rows:
-        assert row.costs == cost_at_mean_price(inst, row.config)
+        assert row.costs == mean_price_costs(inst, row.config)
         assert row.tokens_per_kwh is None  # prep's work is in GPU-hours
     with pytest.raises(EstimateError, match="--top"):
         phase_estimates(inst, "prep", top=0)

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 
 import planner.hygiene as hygiene
 from planner.cli.hygiene_hook import print_numeric_warnings
-from planner.configs import Config
 from planner.hygiene import check_numerics
 from planner.instance import InstanceError, read
 from planner.instance.read import from_dict, load_document
@@ -281,7 +280,7 @@ def test_overflowing_costs_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     # reader accepts it: test_fuzz.test_extreme_magnitudes_are_refused) is named by its
     # configuration, the first in the space's order
     monkeypatch.setattr(
-        Config, "hourly_usd", lambda self, inst, include_rental=True: np.full(inst.hours, np.inf)
+        hygiene, "hourly_cost", lambda inst, c, w, mode="billed": np.full(inst.hours, np.inf)
     )
     assert check_numerics(read(TINY)) == [
         "objective: the hourly cost of phases[0] (prep) on 1 A100 on_demand in east is not a "
@@ -293,7 +292,7 @@ def test_configurations_that_cannot_be_computed(monkeypatch: pytest.MonkeyPatch)
     def overflow(*args: Any, **kwargs: Any) -> None:
         raise OverflowError("cannot convert float infinity to integer")
 
-    monkeypatch.setattr(hygiene, "build_config_space", overflow)
+    monkeypatch.setattr(hygiene, "config_space", overflow)
     assert check_numerics(read(TINY)) == [
         "objective: the configurations' costs cannot be computed (OverflowError: cannot "
         "convert float infinity to integer); look for numbers many orders of magnitude off"

@@ -247,7 +247,8 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
     then runs fine-tune, validation and evaluation for their licence only. A plan built that
     way is valid and cheaper than the on-demand baseline."""
     from planner.checker import verify
-    from planner.costing import make_plan
+    from planner.costs import cost_plan
+    from planner.schedule import schedule_of
 
     inst = instances["month-70b"]
     space = build_config_space(inst)
@@ -269,17 +270,7 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
     assert t <= inst.hours
     pool = int(pre.total_gpus)
     assert pool == 520
-    plan = make_plan(
-        inst,
-        space,
-        schedule,
-        {("us-va", "H100-SXM"): pool},
-        "hand",
-        "feasible",
-        "heuristic",
-        None,
-        0.0,
-    )
+    plan = cost_plan(inst, schedule_of(schedule, {("us-va", "H100-SXM"): pool}))
     check = verify(inst, plan)
     assert check.ok, check.summary()
     reserved_rental = 520 * 720 * 2.15

@@ -15,7 +15,7 @@ from formulations.milp.model import build
 from formulations.milp.solution import point_from_schedule
 from formulations.milp.solve import solve_milp
 from planner.configs import build_config_space
-from planner.costing import make_plan
+from planner.costs import cost_plan
 from planner.result import SolutionStatus, Termination
 from planner.solve import solve
 
@@ -204,7 +204,7 @@ def test_backends_agree_and_model_matches_costing(tiny: Any) -> None:
     point = point_from_schedule(mm, sched)
     assert point is not None
     assert mm.lp.violations(point) == []
-    plan = make_plan(tiny, space, sched, {}, "greedy", "feasible", "heuristic", None, 0.0)
+    plan = cost_plan(tiny, sched)
     assert mm.lp.objective_of(point) == pytest.approx(plan.objective, rel=1e-9)
     assert a.objective <= plan.objective + 1e-6
 

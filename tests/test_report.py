@@ -36,6 +36,8 @@ from planner.report import (
     write_pngs,
 )
 from planner.report.facts import PLAN_WIDE, cost_rows, segments
+from planner.result import Result as SolveResult
+from planner.result import SolveHeader
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -47,17 +49,28 @@ def inst() -> planner.Instance:
 
 
 @pytest.fixture(scope="module")
-def plan(inst: planner.Instance) -> Plan:
+def result(inst: planner.Instance) -> SolveResult:
     from planner.solve import solve
 
-    result = solve(inst, time_limit=30)
-    assert result.plan is not None, result.message
+    res = solve(inst, time_limit=30)
+    assert res.plan is not None, res.message
+    return res
+
+
+@pytest.fixture(scope="module")
+def plan(result: SolveResult) -> Plan:
+    assert result.plan is not None
     return result.plan
 
 
 @pytest.fixture(scope="module")
-def page(plan: Plan, inst: planner.Instance) -> str:
-    return render(plan, inst)
+def header(result: SolveResult) -> SolveHeader:
+    return SolveHeader.from_file_dict(result.to_dict())
+
+
+@pytest.fixture(scope="module")
+def page(plan: Plan, inst: planner.Instance, header: SolveHeader) -> str:
+    return render(plan, inst, header=header)
 
 
 def _phase(**kw: Any) -> PhasePlan:
@@ -97,13 +110,7 @@ def _plan(*phases: PhasePlan, **kw: Any) -> Plan:
     base: dict[str, Any] = dict(
         instance="tiny",
         horizon_start=datetime(2023, 6, 5, tzinfo=UTC),
-        solver="hand",
-        status="feasible",
-        termination="heuristic",
         objective=100.0,
-        bound=90.0,
-        gap=0.1,
-        runtime_s=0.0,
         costs={**{k: 0.0 for k in COST_KEYS}, "total": 0.0},
         phases=phases,
     )
@@ -114,7 +121,9 @@ def _plan(*phases: PhasePlan, **kw: Any) -> Plan:
 # ----------------------------------------------------------------------------- the page
 
 
-def test_page_has_every_section_and_the_plan_numbers(plan: Plan, page: str) -> None:
+def test_page_has_every_section_and_the_plan_numbers(
+    plan: Plan, header: SolveHeader, page: str
+) -> None:
     for s in SECTIONS:
         assert f'<section id="{s}">' in page, s
     # Every cost component, the total and each phase's costs, formatted as 1,234.56.
@@ -132,10 +141,10 @@ def test_page_has_every_section_and_the_plan_numbers(plan: Plan, page: str) -> N
         if p.info.get("expected_failures") is not None:
             assert f"{p.info['expected_failures']:.4g}" in page
     # Solver status, bound and gap.
-    assert plan.objective is not None and plan.bound is not None and plan.gap is not None
-    assert f"<td>{plan.status}</td>" in page and f"<td>{plan.termination}</td>" in page
-    assert f"{plan.objective:,.2f}" in page and f"{plan.bound:,.2f}" in page
-    assert f"{plan.gap:.4%}" in page
+    assert plan.objective is not None and header.bound is not None and header.gap is not None
+    assert f"<td>{header.status}</td>" in page and f"<td>{header.termination}</td>" in page
+    assert f"{plan.objective:,.2f}" in page and f"{header.bound:,.2f}" in page
+    assert f"{header.gap:.4%}" in page
     # Six charts inline: Gantt, costs, memory, failures, prices, capacity.
     assert page.count("<svg") == len(CHARTS) == 6
     assert "No instance was given" not in page
@@ -188,12 +197,8 @@ def test_page_without_instance_says_so_and_skips_instance_charts(plan: Plan) -> 
 
 def test_names_are_escaped_in_page_and_charts(plan: Plan, inst: planner.Instance) -> None:
     p0 = plan.phases[0]
-    odd = replace(
-        plan,
-        phases=(replace(p0, name="<b>$x$ & y</b>"), *plan.phases[1:]),
-        notes=("<script>alert(1)</script>",),
-    )
-    html = render(odd, inst)
+    odd = replace(plan, phases=(replace(p0, name="<b>$x$ & y</b>"), *plan.phases[1:]))
+    html = render(odd, inst, header=SolveHeader(notes=("<script>alert(1)</script>",)))
     assert "<b>$x$" not in html and "<script>" not in html
     assert "&lt;b&gt;$x$ &amp; y&lt;/b&gt;" in html
 

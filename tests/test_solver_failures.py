@@ -29,6 +29,7 @@ from typer.testing import Result as CliResult
 import formulations.cpsat.solve as cpsat_solve
 import formulations.highs_runner as highs_runner
 import formulations.milp.solve as milp_solve
+import formulations.starttime.data as starttime_data
 import formulations.starttime.solve as starttime_solve
 from formulations.highs_runner import RawSolution
 from planner.cli.app import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER, app
@@ -157,7 +158,7 @@ def test_milp_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: I
 def test_starttime_time_limit_without_a_plan(
     monkeypatch: pytest.MonkeyPatch, tiny: Instance
 ) -> None:
-    monkeypatch.setattr(starttime_solve, "heuristic_schedule", no_schedule)
+    monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(starttime_solve, "solve_highs", time_limit_without_solution)
     res = planner_solve.solve(tiny, solver="highs", time_limit=1)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
@@ -176,7 +177,7 @@ def test_cpsat_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: 
         assert status == cp_model.UNKNOWN
         return status
 
-    monkeypatch.setattr(cpsat_solve, "heuristic_schedule", no_schedule)
+    monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(cp_model.CpSolver, "solve", unknown_at_the_limit)
     res = planner_solve.solve(tiny, solver="cpsat", time_limit=0.3)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
@@ -306,17 +307,7 @@ def test_a_failing_scenario_fails_only_its_row(
         if east_only and pue == 1.5:
             raise RuntimeError(CRASH) if price == 60 else MemoryError()
         if east_only and price == 120:
-            return Result(
-                solver,
-                Termination.TIME_LIMIT,
-                SolutionStatus.NONE,
-                None,
-                None,
-                None,
-                1.0,
-                None,
-                NO_PLAN_IN_TIME,
-            )
+            return Result.no_plan(solver, Termination.TIME_LIMIT, NO_PLAN_IN_TIME, runtime_s=1.0)
         return real(inst, solver, *args)
 
     monkeypatch.setattr(planner_solve, "_dispatch", dispatch)

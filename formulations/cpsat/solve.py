@@ -1,10 +1,10 @@
 """Solve the CP-SAT model and return the common :class:`~planner.result.Result`.
 
-Status mapping (CP-SAT -> termination, solution):
+Status mapping (CP-SAT -> termination, solution), :data:`CPSAT_TERMINATION`:
 OPTIMAL with objective = bound -> optimal, optimal; OPTIMAL with objective > bound (stopped
 by ``relative_gap_limit``) -> gap_reached, feasible; FEASIBLE -> time_limit (or interrupted
-when stopped early otherwise), feasible; INFEASIBLE -> infeasible, none; MODEL_INVALID ->
-error, none; UNKNOWN -> time_limit (or unknown), none.
+when stopped well before the limit), feasible; INFEASIBLE -> infeasible, none; MODEL_INVALID
+-> error, none; UNKNOWN -> time_limit (or unknown when stopped well before it), none.
 
 The bound reported is CP-SAT's best objective bound divided by the scale, minus the rounding
 bound of the integer costs, so it stays a valid lower bound on the exact objective (none
@@ -18,32 +18,39 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ortools.sat.python import cp_model
 
 from formulations.cpsat.model import CpsatModel, build
 from formulations.starttime.data import (
+    Hint,
     Pool,
     StartData,
-    as_schedule,
-    choice_of,
     finish,
-    heuristic_schedule,
-    least_reserved,
     no_plan_message,
     objective_of,
     prepare,
-    violations_of,
+    start_of,
 )
-from planner.configs import Config, ConfigSpace, build_config_space
+from planner.configs import ConfigSpace, build_config_space
 from planner.instance.model import Instance
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination
+from planner.result import Result, Termination
 
 SOLVER = "cpsat"
 
 #: Parameters set on every solve (measured with benchmarks/cpsat_vs_milp.py).
 DEFAULT_PARAMS: dict[str, object] = {"cp_model_probing_level": 0}
+
+#: CP-SAT status -> (termination when it stopped at the time limit, termination when it
+#: stopped before it, has a solution). OPTIMAL is split further by whether the gap is closed.
+CPSAT_TERMINATION: dict[Any, tuple[Termination, Termination, bool]] = {
+    cp_model.OPTIMAL: (Termination.OPTIMAL, Termination.OPTIMAL, True),
+    cp_model.FEASIBLE: (Termination.TIME_LIMIT, Termination.INTERRUPTED, True),
+    cp_model.INFEASIBLE: (Termination.INFEASIBLE, Termination.INFEASIBLE, False),
+    cp_model.MODEL_INVALID: (Termination.ERROR, Termination.ERROR, False),
+    cp_model.UNKNOWN: (Termination.TIME_LIMIT, Termination.UNKNOWN, False),
+}
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,7 @@ def solve_cpsat(
     time_limit: float = 60.0,
     gap: float = 1e-4,
     threads: int | None = None,
-    hint: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan | None = None,
+    hint: Hint | None = None,
     mode: str = "auto",
     scale: float | None = None,
     redundant: bool = True,
@@ -175,22 +182,16 @@ def solve_cpsat(
         "literal_mode": 1.0 if cm.mode == "literal" else 0.0,
         **{k: float(v) for k, v in cm.counts.items()},
     }
-    source = "given"
-    sched = as_schedule(data, hint) if hint is not None else None
-    if hint is None and heuristic_hint:
-        sched, source = heuristic_schedule(data)
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
-    if sched is not None:
-        ch = choice_of(data, sched)
-        if ch is not None:
-            res = least_reserved(data, ch)
-            add_hint(cm, ch, res)
-            stats["hint_objective"] = objective_of(data, ch, res)
-            note_list.append(f"CP-SAT hint: the {source} schedule ({stats['hint_objective']:,.2f})")
-            if not violations_of(data, ch, res):
-                fallback = (ch, res)
-        elif hint is not None:
-            note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
+    st = start_of(data, hint, heuristic_hint)
+    if st is not None and st.choice is not None and st.objective is not None:
+        add_hint(cm, st.choice, st.reserved)
+        stats["hint_objective"] = st.objective
+        note_list.append(f"CP-SAT hint: the {st.source} schedule ({st.objective:,.2f})")
+        if st.violation is None:
+            fallback = (st.choice, st.reserved)
+    elif st is not None and hint is not None:
+        note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
     stats["build_s"] = time.perf_counter() - t0
     solver = cp_model.CpSolver()
     prm = solver.parameters
@@ -211,7 +212,16 @@ def solve_cpsat(
     if out:
         stats["first_solution_s"] = out[0].seconds
     return _result(
-        cm, solver, status, wall, prm.max_time_in_seconds, t0, tuple(note_list), stats, fallback
+        cm,
+        solver,
+        status,
+        wall,
+        prm.max_time_in_seconds,
+        t0,
+        tuple(note_list),
+        stats,
+        fallback,
+        prm.num_workers,
     )
 
 
@@ -225,26 +235,20 @@ def _result(
     notes: tuple[str, ...],
     stats: dict[str, float],
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None,
+    threads: int,
 ) -> Result:
     # CP-SAT stops without proof only at a limit or when interrupted
     hit_limit = wall >= 0.5 * limit
-    has_sol = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    at_limit, early, has_sol = CPSAT_TERMINATION.get(
+        status, (Termination.TIME_LIMIT, Termination.UNKNOWN, False)
+    )
+    term = at_limit if hit_limit else early
     # without a solution CP-SAT's bound may be its unset default (0), not a proved bound
     bound = solver.best_objective_bound / cm.scale - cm.rounding_bound if has_sol else None
+    optimal = False
     if status == cp_model.OPTIMAL:
-        closed = solver.objective_value <= solver.best_objective_bound
-        term = Termination.OPTIMAL if closed else Termination.GAP_REACHED
-        sol = SolutionStatus.OPTIMAL if closed else SolutionStatus.FEASIBLE
-    elif status == cp_model.FEASIBLE:
-        term = Termination.TIME_LIMIT if hit_limit else Termination.INTERRUPTED
-        sol = SolutionStatus.FEASIBLE
-    elif status == cp_model.INFEASIBLE:
-        term, sol = Termination.INFEASIBLE, SolutionStatus.NONE
-    elif status == cp_model.MODEL_INVALID:
-        term, sol = Termination.ERROR, SolutionStatus.NONE
-    else:
-        term = Termination.TIME_LIMIT if hit_limit else Termination.UNKNOWN
-        sol = SolutionStatus.NONE
+        optimal = solver.objective_value <= solver.best_objective_bound
+        term = Termination.OPTIMAL if optimal else Termination.GAP_REACHED
     name = solver.status_name(status)
     if not has_sol and fallback is not None and term == Termination.TIME_LIMIT:
         choice, reserved = fallback
@@ -254,7 +258,7 @@ def _result(
             cm.data,
             SOLVER,
             term,
-            SolutionStatus.FEASIBLE,
+            False,
             choice,
             reserved,
             bound,
@@ -263,13 +267,25 @@ def _result(
             notes,
             stats,
             exact,
+            threads=threads,
         )
     if not has_sol:
         msg = no_plan_message(term)
         if term == Termination.ERROR:
             msg = f"CP-SAT rejected the model: {cm.model.validate()}"
         return finish(
-            cm.data, SOLVER, term, sol, None, {}, bound, t0, f"{msg} ({name})", notes, stats
+            cm.data,
+            SOLVER,
+            term,
+            False,
+            None,
+            {},
+            bound,
+            t0,
+            f"{msg} ({name})",
+            notes,
+            stats,
+            threads=threads,
         )
     choice, reserved = read_choice(cm, solver)
     scaled_obj = solver.objective_value / cm.scale
@@ -283,5 +299,17 @@ def _result(
         f"<= 0.5/{cm.scale:g}); this solution: {abs(exact - scaled_obj):.3g} USD",
     )
     return finish(
-        cm.data, SOLVER, term, sol, choice, reserved, bound, t0, name, notes, stats, exact
+        cm.data,
+        SOLVER,
+        term,
+        optimal,
+        choice,
+        reserved,
+        bound,
+        t0,
+        name,
+        notes,
+        stats,
+        exact,
+        threads=threads,
     )

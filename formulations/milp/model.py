@@ -29,18 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.costs import hourly_cost, weights
 from formulations.linear import LinearProgram
-from planner.configs import Config, ConfigSpace, output_gb_of, transfer_price
+from planner.configs import Config, ConfigSpace
+from planner.costs import Weights, hourly_cost, pause_usd_per_h, transfer_usd_per_gb, weights
 from planner.instance.model import Instance
-
-
-@dataclass
-class Windows:
-    """Earliest start and latest end per phase after propagating through precedence."""
-
-    start: dict[str, int]
-    end: dict[str, int]
+from planner.windows import Windows, time_windows
+from planner.workload import output_gb_of
 
 
 @dataclass
@@ -66,38 +60,10 @@ class MilpModel:
     used: dict[str, int] = field(default_factory=dict)
 
 
-def time_windows(inst: Instance, space: ConfigSpace) -> Windows:
-    """e_p = max(release_p, max over predecessors q of e_q + min_c n_c(q));
-    l_p = min(deadline_p, min over successors q of l_q - min_c n_c(q)). A phase cannot start
-    before its predecessors could have finished, nor end so late its successors cannot."""
-    minh = {p: min((c.hours for c in cs), default=0) for p, cs in space.by_phase.items()}
-    active = {p.name for p in inst.active_phases}
-    start: dict[str, int] = {}
-    for name in inst.order:
-        if name not in active:
-            continue
-        p = inst.phase(name)
-        e = inst.release[name]
-        for q in p.predecessors:
-            if q in active:
-                e = max(e, start[q] + minh[q])
-        start[name] = e
-    end: dict[str, int] = {}
-    for name in reversed(inst.order):
-        if name not in active:
-            continue
-        l_ = inst.deadline[name]
-        for q in inst.successors(name):
-            if q in active:
-                l_ = min(l_, end[q] - minh[q])
-        end[name] = l_
-    return Windows(start, end)
-
-
 # ----------------------------------------------------------------------------- families
 
 
-def add_assignment(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_assignment(mm: MilpModel, wts: Weights) -> None:
     """Each phase runs exactly one configuration:  sum_c z[p,c] = 1.
 
     z carries the configuration's one-time costs: data staging and retrieval (transfer),
@@ -110,11 +76,11 @@ def add_assignment(mm: MilpModel, wts: dict[str, float]) -> None:
         l_ = mm.windows.end[name]
         cost = []
         for c in configs:
-            k = wts["transfer"] * c.one_time_usd + wts["storage"] * (T - l_) * c.archive_per_h
+            k = wts.transfer * c.one_time_usd + wts.storage * (T - l_) * c.archive_per_h
             if c.contract != "reserved" and c.billing_hours == 1:
-                k += wts["rental"] * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+                k += wts.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
             if inst.phase(name).preemptible:
-                k -= wts["failure"] * c.resume_usd  # the first segment is not a resume
+                k -= wts.failure * c.resume_usd  # the first segment is not a resume
             cost.append(k)
         idx = lp.add_vars("z", keys, 0, 1, True, cost)
         for c, j in zip(configs, idx, strict=True):
@@ -122,7 +88,7 @@ def add_assignment(mm: MilpModel, wts: dict[str, float]) -> None:
         lp.add_row("assign", name, idx, np.ones(len(idx)), 1.0, 1.0)
 
 
-def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_runs(mm: MilpModel, wts: Weights) -> None:
     """Work and segments: sum_t x[p,c,t] = n_c z[p,c];  x[p,c,t] <= z[p,c] (implied, kept
     for the LP bound only through the sum); u[p,c,t] >= x[p,c,t] - x[p,c,t-1];
     non-preemptible p: sum_t u[p,c,t] <= z[p,c] (one contiguous run); preemptible p: each
@@ -151,7 +117,7 @@ def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
             )
             if len(hours) == 0:
                 continue
-            ucost = wts["failure"] * c.resume_usd if p.preemptible else 0.0
+            ucost = wts.failure * c.resume_usd if p.preemptible else 0.0
             ui = lp.add_vars("u", [(name, c.index, int(t)) for t in hours], 0, 1, False, ucost)
             mm.u[(name, c.index)] = ui
             for k in range(len(hours)):
@@ -177,7 +143,7 @@ def add_runs(mm: MilpModel, wts: dict[str, float]) -> None:
                 )
 
 
-def add_progress(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_progress(mm: MilpModel, wts: Weights) -> None:
     """P[p,t] = P[p,t-1] + sum_c x[p,c,t-1] / n_c with P[p,e_p] = 0, and the finish indicator
     F[p,t] in {0,1} with  F <= P  and  F >= 1 - N_p (1 - P),  N_p = max_c n_c, so that F = 1
     exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c)."""
@@ -232,7 +198,7 @@ def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
     return mm.F[name][t], 0.0
 
 
-def add_precedence(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_precedence(mm: MilpModel, wts: Weights) -> None:
     """A phase runs only after each predecessor has finished:
     sum_c x[q,c,t] <= F[p,t]  for every edge p -> q and hour t of q's window."""
     inst, lp = mm.inst, mm.lp
@@ -259,25 +225,30 @@ def add_precedence(mm: MilpModel, wts: dict[str, float]) -> None:
                 lp.add_row("precedence", (p, q, t), idx, vals, upper=const)
 
 
-def add_capacity(mm: MilpModel, wts: dict[str, float]) -> None:
-    """sum over phases and configurations in pool (r,g) of (gpus_c + spares_c) x[p,c,t]
-    <= capacity[r,g,t]; and for reserved configurations <= R[r,g]."""
-    inst, lp = mm.inst, mm.lp
+def pool_columns(
+    mm: MilpModel, reserved_only: bool = False
+) -> dict[tuple[str, str, int], tuple[list[int], list[float]]]:
+    """Per (region, GPU type, hour): the x columns of every configuration in that pool and
+    hour, and their GPUs (working + spare); only reserved-contract ones if ``reserved_only``."""
     pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
-    reserved: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(
-        lambda: ([], [])
-    )
     for name, configs in mm.space.by_phase.items():
         for c in configs:
+            if reserved_only and c.contract != "reserved":
+                continue
             hours, xi = mm.x[(name, c.index)]
             for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
                 ids, vals = pools[(c.region, c.gpu, t)]
                 ids.append(j)
                 vals.append(c.total_gpus)
-                if c.contract == "reserved":
-                    ids2, vals2 = reserved[(c.region, c.gpu, t)]
-                    ids2.append(j)
-                    vals2.append(c.total_gpus)
+    return pools
+
+
+def add_capacity(mm: MilpModel, wts: Weights) -> None:
+    """sum over phases and configurations in pool (r,g) of (gpus_c + spares_c) x[p,c,t]
+    <= capacity[r,g,t]; and for reserved configurations <= R[r,g]."""
+    inst, lp = mm.inst, mm.lp
+    pools = pool_columns(mm)
+    reserved = pool_columns(mm, reserved_only=True)
     for (r, g, t), (ids, vals) in sorted(pools.items()):
         cap = float(inst.capacity[(r, g)][t])
         if sum(vals) <= cap:
@@ -288,7 +259,7 @@ def add_capacity(mm: MilpModel, wts: dict[str, float]) -> None:
         offer = inst.region(r).offers[g].reserved
         assert offer is not None
         hi = offer.max_gpus if offer.max_gpus is not None else float(inst.capacity[(r, g)].max())
-        cost = wts["rental"] * offer.usd_per_gpu_hour * inst.hours
+        cost = wts.rental * offer.usd_per_gpu_hour * inst.hours
         j = int(lp.add_vars("R", [(r, g)], 0, hi, True, cost)[0])
         mm.R[(r, g)] = j
         if offer.min_gpus > 0:
@@ -300,7 +271,7 @@ def add_capacity(mm: MilpModel, wts: dict[str, float]) -> None:
         lp.add_row("reserved", (r, g, t), [*ids, mm.R[(r, g)]], [*vals, -1.0], upper=0.0)
 
 
-def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_billing(mm: MilpModel, wts: Weights) -> None:
     """Billing granularity g > 1: b[p,c,k] >= x[p,c,t] for t in block k = floor(t / g), rental
     g x rho_c per paid block; minimum rental: m[p,c] >= min_c z[p,c] - g sum_k b[p,c,k],
     paying rho_c per owed hour."""
@@ -318,7 +289,7 @@ def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
                 0,
                 1,
                 True,
-                wts["rental"] * g * c.rental_per_h,
+                wts.rental * g * c.rental_per_h,
             )
             mm.b[(name, c.index)] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}
             for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
@@ -337,7 +308,7 @@ def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
                         0,
                         float(c.min_rental_hours),
                         False,
-                        wts["rental"] * c.rental_per_h,
+                        wts.rental * c.rental_per_h,
                     )[0]
                 )
                 mm.m[(name, c.index)] = mj
@@ -350,7 +321,7 @@ def add_billing(mm: MilpModel, wts: dict[str, float]) -> None:
                 )
 
 
-def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_storage(mm: MilpModel, wts: Weights) -> None:
     """Pauses of a preemptible phase: s[p,t] >= s[p,t-1], s[p,t] >= sum_c x[p,c,t]; a paused
     hour costs the parking rate pi_p: pi_p (s[p,t] - F[p,t] - sum_c x[p,c,t]).
     Archive after the phase ends, within its window: a[p,r,t] >= F[p,t] + sum_{c in r} z[p,c]
@@ -359,7 +330,7 @@ def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
     for name, configs in mm.space.by_phase.items():
         p = inst.phase(name)
         e, l_ = mm.windows.start[name], mm.windows.end[name]
-        rate = mm.space.pause_usd_per_h.get(name, 0.0) * wts["storage"]
+        rate = (pause_usd_per_h(inst, p) if p.preemptible else 0.0) * wts.storage
         if p.preemptible and rate > 0:
             ts = list(range(e, l_))
             si = lp.add_vars("s", [(name, t) for t in ts], 0, 1, False, rate)
@@ -393,7 +364,7 @@ def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
         if name not in mm.F:
             continue
         for r, cs in by_region.items():
-            rate_r = max(c.archive_per_h for c in cs) * wts["storage"]
+            rate_r = max(c.archive_per_h for c in cs) * wts.storage
             if rate_r <= 0:
                 continue
             ts = sorted(mm.F[name])
@@ -410,7 +381,7 @@ def add_storage(mm: MilpModel, wts: dict[str, float]) -> None:
                 )
 
 
-def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_transfer(mm: MilpModel, wts: Weights) -> None:
     """Moving p's output to a successor q in another region:
     w[p,q,r,r'] >= sum_{c in r} z[p,c] + sum_{c' in r'} z[q,c'] - 1, costing
     output_gb(p) x transfer(r -> r')."""
@@ -426,13 +397,13 @@ def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
             rq = sorted({c.region for c in mm.space.by_phase[q]})
             for r1 in rp:
                 for r2 in rq:
-                    price = transfer_price(inst, r1, r2)
+                    price = transfer_usd_per_gb(inst, r1, r2)
                     if price <= 0:
                         continue
                     j = int(
-                        lp.add_vars(
-                            "w", [(p, q, r1, r2)], 0, 1, False, wts["transfer"] * gb * price
-                        )[0]
+                        lp.add_vars("w", [(p, q, r1, r2)], 0, 1, False, wts.transfer * gb * price)[
+                            0
+                        ]
                     )
                     mm.w[(p, q, r1, r2)] = j
                     zp = [mm.z[(p, c.index)] for c in mm.space.by_phase[p] if c.region == r1]
@@ -446,13 +417,13 @@ def add_transfer(mm: MilpModel, wts: dict[str, float]) -> None:
                     )
 
 
-def add_porting(mm: MilpModel, wts: dict[str, float]) -> None:
+def add_porting(mm: MilpModel, wts: Weights) -> None:
     """used[f] >= sum_{c of family f} z[p,c] for every phase p; porting_usd(f) once."""
     inst, lp = mm.inst, mm.lp
     for fam, spec in inst.spec.families.items():
         if spec.porting_usd <= 0:
             continue
-        j = int(lp.add_vars("used", [fam], 0, 1, True, wts["porting"] * spec.porting_usd)[0])
+        j = int(lp.add_vars("used", [fam], 0, 1, True, wts.porting * spec.porting_usd)[0])
         mm.used[fam] = j
         for name, configs in mm.space.by_phase.items():
             zs = [mm.z[(name, c.index)] for c in configs if inst.gpu(c.gpu).family == fam]
@@ -460,23 +431,29 @@ def add_porting(mm: MilpModel, wts: dict[str, float]) -> None:
                 lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))], lower=0.0)
 
 
-def add_carbon_cap(mm: MilpModel, wts: dict[str, float]) -> None:
-    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2)."""
-    inst, lp = mm.inst, mm.lp
-    cap = inst.spec.objective.carbon_cap_tonnes
-    if cap is None:
-        return
+def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
+    """The x columns of every configuration in a region with carbon data and their tonnes of
+    CO2 per running hour, ``kW_c x ci_{r(c),t} / 1e6``."""
     idx: list[int] = []
     val: list[float] = []
     for name, configs in mm.space.by_phase.items():
         for c in configs:
-            ci = inst.carbon[c.region]
+            ci = mm.inst.carbon[c.region]
             if ci is None:
                 continue
             hours, xi = mm.x[(name, c.index)]
             idx.extend(xi.tolist())
             val.extend((c.facility_kw * ci[hours] / 1e6).tolist())
-    lp.add_row("carbon_cap", "total", idx, val, upper=cap)
+    return idx, val
+
+
+def add_carbon_cap(mm: MilpModel, wts: Weights) -> None:
+    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2)."""
+    cap = mm.inst.spec.objective.carbon_cap_tonnes
+    if cap is None:
+        return
+    idx, val = carbon_columns(mm)
+    mm.lp.add_row("carbon_cap", "total", idx, val, upper=cap)
 
 
 #: The families in build order; each is one function above.
@@ -503,7 +480,11 @@ def build(
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
     fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
     mm = MilpModel(
-        inst, space, LinearProgram(), windows or time_windows(inst, space), dict(masks or {})
+        inst,
+        space,
+        LinearProgram(),
+        windows or time_windows(inst, space.fewest_hours()),
+        dict(masks or {}),
     )
     wts = weights(inst)
     for family in FAMILIES:

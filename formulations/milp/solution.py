@@ -6,20 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from formulations.milp.model import MilpModel
-from planner.configs import Config
 from planner.instance.model import Instance
+from planner.schedule import Assignment, Schedule
 
-Schedule = dict[str, tuple[Config, tuple[int, ...]]]
 
-
-def point_from_schedule(
-    mm: MilpModel, schedule: Schedule, reserved: dict[tuple[str, str], int] | None = None
-) -> np.ndarray | None:
-    """The MILP point of a schedule, every auxiliary variable set; None if a phase's hours fall
-    outside its modelled window (then the schedule cannot be a start)."""
+def point_from_schedule(mm: MilpModel, schedule: Schedule) -> np.ndarray | None:
+    """The MILP point of a schedule, every auxiliary variable set (reserved pools at least the
+    schedule's commitment); None if a phase's hours fall outside its modelled window (then the
+    schedule cannot be a start)."""
     inst: Instance = mm.inst
     v = np.zeros(mm.lp.num_vars)
-    reserved = dict(reserved or {})
+    reserved = dict(schedule.reserved)
     for name, (c, hours) in schedule.items():
         if (name, c.index) not in mm.z or c not in mm.space.by_phase[name]:
             return None
@@ -79,15 +76,13 @@ def point_from_schedule(
     return v
 
 
-def schedule_from_point(
-    mm: MilpModel, v: np.ndarray
-) -> tuple[Schedule, dict[tuple[str, str], int]]:
+def schedule_from_point(mm: MilpModel, v: np.ndarray) -> Schedule:
     """Read the chosen configuration and running hours of every phase, and reserved GPUs."""
-    schedule: Schedule = {}
+    out: dict[str, Assignment] = {}
     for name, configs in mm.space.by_phase.items():
         best = max(configs, key=lambda c: float(v[mm.z[(name, c.index)]]))
         hs, xi = mm.x[(name, best.index)]
         hours = tuple(int(t) for t, val in zip(hs, v[xi], strict=True) if val > 0.5)
-        schedule[name] = (best, hours)
+        out[name] = Assignment(best, hours)
     reserved = {k: round(float(v[j])) for k, j in mm.R.items() if round(float(v[j])) > 0}
-    return schedule, reserved
+    return Schedule(out, reserved)

@@ -6,112 +6,79 @@ import math
 import time
 
 from formulations.bounds import hour_masks, lower_bound, phase_bounds, prune_by_bound
-from formulations.costs import reservations_for
 from formulations.greedy import greedy
-from formulations.heuristic import Schedule, lookahead_schedule
+from formulations.heuristic import lookahead_schedule
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
-from formulations.milp.model import MilpModel, Windows, build, time_windows
+from formulations.milp.model import MilpModel, build
 from formulations.milp.solution import point_from_schedule, schedule_from_point
-from planner.configs import ConfigSpace, build_config_space
-from planner.costing import make_plan
+from planner.configs import ConfigSpace, config_space
+from planner.costs import cost_plan
 from planner.instance.model import Instance
-from planner.result import Result, SolutionStatus, Termination
+from planner.plan import Plan
+from planner.result import Result, Termination
+from planner.schedule import Schedule
+from planner.windows import Windows, time_windows
 
 #: Above this many nonzeros the "auto" backend passes arrays to highspy instead of Pyomo
 #: (Pyomo builds at ~20 us per nonzero, measured here).
 PYOMO_MAX_NONZEROS = 150_000
 
 
-def no_configuration(inst: Instance, space: ConfigSpace, solver: str, t0: float) -> Result:
-    msg = "; ".join(i.reason for i in space.infeasible)
-    return Result(
-        solver,
-        Termination.NO_CONFIGURATION,
-        SolutionStatus.NONE,
-        None,
-        None,
-        None,
-        time.perf_counter() - t0,
-        None,
-        msg + " (run `trainplan explain` for more)",
-    )
+def _no_plan_message(raw: RawSolution) -> str:
+    if raw.termination == Termination.TIME_LIMIT:
+        return (
+            "no plan found in time: the solver stopped at its time limit without a "
+            "feasible plan; raise --time-limit or relax the instance"
+        )
+    if raw.termination == Termination.INFEASIBLE:
+        return (
+            "infeasible: no plan meets every deadline, precedence and capacity limit; "
+            "run `trainplan explain` to see which constraints conflict"
+        )
+    return f"the solver found no plan ({raw.message})"
 
 
 def result_from_raw(
     inst: Instance,
-    space: ConfigSpace,
     mm: MilpModel,
     raw: RawSolution,
     solver: str,
     t0: float,
     notes: tuple[str, ...] = (),
+    stats: dict[str, float] | None = None,
 ) -> Result:
+    """The Result of a MILP run: the costed plan of its point (with a note when the solver's
+    objective and the costed plan disagree), or why there is none."""
     runtime = time.perf_counter() - t0
-    term = {
-        "optimal": Termination.OPTIMAL,
-        "time_limit": Termination.TIME_LIMIT,
-        "infeasible": Termination.INFEASIBLE,
-        "interrupted": Termination.INTERRUPTED,
-        "error": Termination.ERROR,
-    }.get(raw.status, Termination.UNKNOWN)
+    stats = {**_stats(mm, raw), **(stats or {})}
     if raw.x is None:
-        if term == Termination.TIME_LIMIT:
-            msg = (
-                "no plan found in time: the solver stopped at its time limit without a "
-                "feasible plan; raise --time-limit or relax the instance"
-            )
-        elif term == Termination.INFEASIBLE:
-            msg = (
-                "infeasible: no plan meets every deadline, precedence and capacity limit; "
-                "run `trainplan explain` to see which constraints conflict"
-            )
-        else:
-            msg = f"the solver found no plan ({raw.message})"
-        return Result(
+        return Result.no_plan(
             solver,
-            term,
-            SolutionStatus.NONE,
-            None,
-            raw.bound,
-            None,
-            runtime,
-            None,
-            msg,
-            stats=_stats(mm, raw),
+            raw.termination,
+            _no_plan_message(raw),
+            runtime_s=runtime,
+            bound=raw.bound,
+            notes=notes,
+            stats=stats,
+            threads=raw.threads,
         )
-    schedule, reserved = schedule_from_point(mm, raw.x)
-    status = SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE
-    plan = make_plan(
-        inst, space, schedule, reserved, solver, status.value, term.value, raw.bound, runtime, notes
-    )
-    mismatch = abs((plan.objective or 0.0) - (raw.objective or 0.0))
-    if mismatch > 1e-6 * max(1.0, abs(plan.objective or 0.0)) + 1e-3:
-        plan = make_plan(
-            inst,
-            space,
-            schedule,
-            reserved,
-            solver,
-            status.value,
-            term.value,
-            raw.bound,
-            runtime,
-            (
-                *notes,
-                f"solver objective {raw.objective} differs from the costed plan by {mismatch:.4g}",
-            ),
+    plan = cost_plan(inst, schedule_from_point(mm, raw.x))
+    mismatch = abs(plan.objective - (raw.objective or 0.0))
+    if mismatch > 1e-6 * max(1.0, abs(plan.objective)) + 1e-3:
+        notes = (
+            *notes,
+            f"solver objective {raw.objective} differs from the costed plan by {mismatch:.4g}",
         )
-    return Result(
+    return Result.solved(
         solver,
-        term,
-        status,
-        plan.objective,
-        raw.bound,
-        plan.gap,
-        runtime,
         plan,
-        raw.message,
-        stats=_stats(mm, raw),
+        raw.termination,
+        bound=raw.bound,
+        runtime_s=runtime,
+        message=raw.message,
+        notes=notes,
+        stats=stats,
+        threads=raw.threads,
     )
 
 
@@ -127,11 +94,11 @@ def _stats(mm: MilpModel, raw: RawSolution) -> dict[str, float]:
 
 def _best_heuristic(
     inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
-) -> tuple[Schedule | None, dict[tuple[str, str], int], float]:
+) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
     its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
     cap = inst.spec.objective.carbon_cap_tonnes
-    best: tuple[Schedule | None, dict[tuple[str, str], int], float] = (None, {}, math.inf)
+    best: tuple[Schedule, Plan] | None = None
     candidates = [lookahead_schedule(inst, space, windows)]
     if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
         candidates.append(lookahead_schedule(inst, space, windows, allow_reserved=True))
@@ -141,18 +108,13 @@ def _best_heuristic(
     for sched in candidates:
         if sched is None:
             continue
-        reserved = reservations_for(inst, sched)
-        if reserved is None:
-            continue  # the schedule needs more reserved GPUs than the offer allows
-        plan = make_plan(
-            inst, space, sched, reserved, "heuristic", "feasible", "heuristic", None, 0.0
-        )
+        plan = cost_plan(inst, sched)
         if cap is not None and plan.emissions_t > cap + 1e-9:
             broke_cap = True  # the heuristics do not know the cap
             continue
-        if plan.objective is not None and plan.objective < best[2]:
-            best = (sched, reserved, plan.objective)
-    if best[0] is None and broke_cap:
+        if best is None or plan.objective < best[1].objective:
+            best = (sched, plan)
+    if best is None and broke_cap:
         notes.append("the look-ahead plan breaks the carbon cap; solving without it")
     return best
 
@@ -179,51 +141,35 @@ def solve_milp(
     ``backend``: "highs" (arrays into highspy), "pyomo" (Pyomo's HiGHS interface) or "auto"
     (Pyomo up to PYOMO_MAX_NONZEROS nonzeros). ``prune=False`` solves the plain model."""
     t0 = time.perf_counter()
-    space = space or build_config_space(inst)
+    space = space or config_space(inst)
     if space.infeasible:
-        return no_configuration(inst, space, "milp", t0)
-    windows = time_windows(inst, space)
+        return Result.no_configuration(
+            "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
+        )
+    windows = time_windows(inst, space.fewest_hours())
     notes: list[str] = []
     bounds = phase_bounds(inst, space, windows.start, windows.end)
     lower = lower_bound(bounds)
-    incumbent = None
-    upper = math.inf
-    reserved: dict[tuple[str, str], int] = {}
-    if warm_start:
-        incumbent, reserved, upper = _best_heuristic(inst, space, windows, notes)
+    found = _best_heuristic(inst, space, windows, notes) if warm_start else None
+    upper = found[1].objective if found is not None else math.inf
     if (
-        incumbent is not None
+        found is not None
         and math.isfinite(lower)
         and prune
         and (upper - lower) <= gap * abs(upper) + 1e-9
     ):
-        runtime = time.perf_counter() - t0
         notes.append(
             f"the look-ahead plan is within {gap:.2%} of the separable lower bound "
             f"{lower:,.2f}: proved without branching"
         )
-        plan = make_plan(
-            inst,
-            space,
-            incumbent,
-            reserved,
+        return Result.solved(
             "milp-bound",
-            "feasible",
-            "gap_reached",
-            lower,
-            runtime,
-            tuple(notes),
-        )
-        return Result(
-            "milp-bound",
+            found[1],
             Termination.GAP_REACHED,
-            SolutionStatus.FEASIBLE,
-            plan.objective,
-            lower,
-            plan.gap,
-            runtime,
-            plan,
-            "gap closed by the bound",
+            bound=lower,
+            runtime_s=time.perf_counter() - t0,
+            message="gap closed by the bound",
+            notes=tuple(notes),
             stats={
                 "lower_bound": lower,
                 "heuristic": upper,
@@ -235,18 +181,20 @@ def solve_milp(
         )
     masks = None
     model_space = space
+    incumbent = found[0] if found is not None else None
     if prune and incumbent is not None and math.isfinite(lower):
-        model_space = prune_by_bound(space, bounds, upper)
+        pruned = prune_by_bound(space, bounds, upper)
         # keep the incumbent's configurations whatever the pruning says (ties, rounding)
-        by_phase = {
-            name: tuple(
-                c
-                for c in space.by_phase[name]
-                if c in model_space.by_phase[name] or c == incumbent[name][0]
-            )
-            for name in space.by_phase
-        }
-        model_space = ConfigSpace(by_phase, space.infeasible, space.dropped, space.pause_usd_per_h)
+        model_space = space.restricted(
+            {
+                name: tuple(
+                    c
+                    for c in space.by_phase[name]
+                    if c in pruned.by_phase[name] or c == incumbent[name].config
+                )
+                for name in space.by_phase
+            }
+        )
         masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, upper)
         for name, (c, hours) in incumbent.items():
             m = masks.get((name, c.index))
@@ -262,7 +210,7 @@ def solve_milp(
     build_s = time.perf_counter() - t0
     start = None
     if incumbent is not None:
-        start = point_from_schedule(mm, incumbent, reserved)
+        start = point_from_schedule(mm, incumbent)
         if start is not None and mm.lp.violations(start):
             notes.append("heuristic start rejected: " + mm.lp.violations(start)[0])
             start = None
@@ -279,13 +227,17 @@ def solve_milp(
     elif math.isfinite(lower):
         raw.bound = lower
     if incumbent is not None and (raw.x is None or (raw.objective or math.inf) > upper + 1e-6):
-        start_pt = point_from_schedule(mm, incumbent, reserved)
+        start_pt = point_from_schedule(mm, incumbent)
         if start_pt is not None:
             raw.x = start_pt
             raw.objective = upper
             notes.append("the solver did not improve on the look-ahead plan")
-    res = result_from_raw(inst, model_space, mm, raw, f"milp-{backend}", t0, tuple(notes))
-    res.stats["build_s"] = build_s
-    res.stats["lower_bound"] = lower
-    res.stats["heuristic"] = upper
-    return res
+    return result_from_raw(
+        inst,
+        mm,
+        raw,
+        f"milp-{backend}",
+        t0,
+        tuple(notes),
+        {"build_s": build_s, "lower_bound": lower, "heuristic": upper},
+    )

@@ -4,7 +4,7 @@ A non-preemptive phase p that runs configuration c is fixed by its start hour ta
 hours ``[tau, tau + n_c)``. Everything that depends on one phase alone is therefore a number
 per (p, c, tau), precomputed here once, and both formulations choose exactly one
 (c, tau) per phase. With ``h_c(t)`` the weighted hourly cost of
-:func:`formulations.costs.hourly_cost` (energy, failure, running storage, carbon, rental when
+:func:`planner.costs.hourly_cost` (energy, failure, running storage, carbon, rental when
 billed hourly, licence for reserved contracts), the cost of starting c at tau is
 
     K[p,c,tau] = sum_{t=tau}^{tau+n_c-1} h_c(t)
@@ -15,16 +15,17 @@ billed hourly, licence for reserved contracts), the cost of starting c at tau is
                  + w_transfer one_time_c                        (staging, retrieval)
 
 with ``B(tau) = floor((tau + n_c - 1) / g) - floor(tau / g) + 1`` billing blocks touched,
-``rho_c`` the rental per hour and ``m_c`` the minimum rental hours. This is exactly the sum of
-the hourly MILP's costs (:mod:`formulations.milp.model`) over the same run, and exactly what
-:func:`planner.costing.make_plan` charges (docs/cost-model.md, "Plan costs") for one
+``rho_c`` the rental per hour and ``m_c`` the minimum rental hours: the cost model's
+:func:`planner.costs.run_costs`, the sum of the hourly MILP's costs
+(:mod:`formulations.milp.model`) over the same run and exactly what
+:func:`planner.costs.cost_plan` charges (docs/cost-model.md, "Plan costs") for one
 contiguous run. The terms that couple phases are kept apart: moving p's output to a successor
 in another region (``w_transfer output_gb(p) transfer(r -> r')``, as in ``add_transfer``),
 porting once per GPU family, reserved pools (``R x price x T``), the carbon cap and the
 capacity of every (region, GPU type) pool per hour.
 
-Start windows are the precedence-tightened windows of
-:func:`formulations.milp.model.time_windows`: ``e_p <= tau <= l_p - n_c``.
+Start windows are the precedence-tightened windows of :func:`planner.windows.time_windows`:
+``e_p <= tau <= l_p - n_c``.
 """
 
 from __future__ import annotations
@@ -36,16 +37,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.costs import hourly_cost, weights
-from formulations.milp.model import Windows, time_windows
-from planner.configs import Config, ConfigSpace, output_gb_of, transfer_price
-from planner.costing import make_plan
+from planner.configs import Config, ConfigSpace
+from planner.costs import Weights, cost_plan, run_costs, run_emissions, transfer_usd_per_gb, weights
 from planner.instance.model import Instance
 from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination
-
-Schedule = dict[str, tuple[Config, tuple[int, ...]]]
-Pool = tuple[str, str]
+from planner.result import Result, Termination
+from planner.schedule import Assignment, Pool, Schedule
+from planner.windows import Windows, time_windows
+from planner.workload import output_gb_of
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ class StartData:
     inst: Instance
     space: ConfigSpace
     windows: Windows
-    weights: dict[str, float]
+    weights: Weights
     tables: dict[str, list[StartTable]]
     alias: dict[str, dict[int, int]]
     duplicates: int
@@ -129,33 +128,6 @@ class StartData:
         return self.alias[name].get(c.index)
 
 
-def start_costs(
-    inst: Instance, c: Config, starts: np.ndarray, wts: Mapping[str, float]
-) -> tuple[np.ndarray, np.ndarray]:
-    """K[p,c,tau] and the run's emissions (tonnes) for every tau in ``starts``."""
-    n, T = c.hours, inst.hours
-    h = hourly_cost(inst, c, dict(wts))
-    cum = np.concatenate([[0.0], np.cumsum(h)])
-    cost = cum[starts + n] - cum[starts]
-    if c.contract != "reserved":
-        g = c.billing_hours
-        if g > 1:
-            blocks = (starts + n - 1) // g - starts // g + 1
-            billed = np.maximum(blocks * g, c.min_rental_hours)
-            cost = cost + wts["rental"] * billed * c.rental_per_h
-        else:
-            cost = cost + wts["rental"] * max(0, c.min_rental_hours - n) * c.rental_per_h
-    cost = cost + wts["storage"] * (T - starts - n) * c.archive_per_h
-    cost = cost + wts["transfer"] * c.one_time_usd
-    ci = inst.carbon[c.region]
-    if ci is None:
-        emis = np.zeros(len(starts))
-    else:
-        cumc = np.concatenate([[0.0], np.cumsum(c.facility_kw * ci / 1e6)])
-        emis = cumc[starts + n] - cumc[starts]
-    return cost.astype(float), emis.astype(float)
-
-
 def _twin_key(
     data_family: str, c: Config, cost: np.ndarray, emis: np.ndarray
 ) -> tuple[object, ...]:
@@ -174,7 +146,7 @@ def _twin_key(
 def build_data(inst: Instance, space: ConfigSpace) -> StartData:
     """Precompute the start tables, coupling terms and pools of ``inst`` over ``space``."""
     t0 = time.perf_counter()
-    win = time_windows(inst, space)
+    win = time_windows(inst, space.fewest_hours())
     wts = weights(inst)
     tables: dict[str, list[StartTable]] = {}
     alias: dict[str, dict[int, int]] = {}
@@ -188,7 +160,7 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
             if l_ - c.hours < e:
                 continue
             starts = np.arange(e, l_ - c.hours + 1, dtype=np.int64)
-            cost, emis = start_costs(inst, c, starts, wts)
+            cost, emis = run_costs(inst, c, starts, wts), run_emissions(inst, c, starts)
             key = _twin_key(inst.gpu(c.gpu).family, c, cost, emis)
             if key in seen:
                 alias[name][c.index] = seen[key]
@@ -210,12 +182,12 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
         rq = sorted({t.config.region for t in tables[q]})
         for r1 in rp:
             for r2 in rq:
-                price = transfer_price(inst, r1, r2)
+                price = transfer_usd_per_gb(inst, r1, r2)
                 if price > 0:
-                    transfers.append(Transfer(p, q, r1, r2, wts["transfer"] * gb * price))
+                    transfers.append(Transfer(p, q, r1, r2, wts.transfer * gb * price))
     used_fams = {inst.gpu(t.config.gpu).family for ts in tables.values() for t in ts}
     porting = {
-        f: wts["porting"] * s.porting_usd
+        f: wts.porting * s.porting_usd
         for f, s in inst.spec.families.items()
         if s.porting_usd > 0 and f in used_fams
     }
@@ -233,7 +205,7 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
                     else int(inst.capacity[t.pool].max())
                 )
                 reserved[t.pool] = ReservedPool(
-                    offer.min_gpus, hi, wts["rental"] * offer.usd_per_gpu_hour * inst.hours
+                    offer.min_gpus, hi, wts.rental * offer.usd_per_gpu_hour * inst.hours
                 )
     return StartData(
         inst,
@@ -256,7 +228,7 @@ def estimate_nonzeros(inst: Instance, space: ConfigSpace) -> tuple[int, int]:
     """(start variables, capacity nonzeros) of the start-time MILP without building it:
     sum over (p, c) of the starts in p's window, and of starts x n_c (each start covers n_c
     capacity rows)."""
-    win = time_windows(inst, space)
+    win = time_windows(inst, space.fewest_hours())
     nvar = nnz = 0
     for name, configs in space.by_phase.items():
         width = win.end[name] - win.start[name]
@@ -373,22 +345,30 @@ def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
     return greedy(data.inst, data.space), "greedy"
 
 
-def schedule_of(data: StartData, choice: Mapping[str, tuple[int, int]]) -> Schedule:
-    sched: Schedule = {}
+def schedule_of(
+    data: StartData, choice: Mapping[str, tuple[int, int]], reserved: Mapping[Pool, int]
+) -> Schedule:
+    """The schedule of a choice ``{phase: (table position, start)}``."""
+    out: dict[str, Assignment] = {}
     for name, (k, tau) in choice.items():
         c = data.tables[name][k].config
-        sched[name] = (c, tuple(range(tau, tau + c.hours)))
-    return sched
+        out[name] = Assignment(c, tuple(range(tau, tau + c.hours)))
+    return Schedule(out, reserved)
 
 
-def as_schedule(
-    data: StartData, hint: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
-) -> Schedule | None:
-    """A hint source as a schedule over this data's configurations: a schedule is returned as
-    is; a :class:`Plan` (e.g. from the hourly MILP) is matched to configurations by label."""
+#: What a solver may start from: a schedule (or ``{phase: (config, hours)}``) or a plan.
+Hint = Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
+
+
+def as_schedule(data: StartData, hint: Hint) -> Schedule | None:
+    """A hint source as a schedule over this data's configurations: a schedule (or mapping of
+    assignments) is taken as is; a :class:`Plan` (e.g. from the hourly MILP) is matched to
+    configurations by label. The reservations are the plan's, or none."""
+    if isinstance(hint, Schedule):
+        return hint
     if not isinstance(hint, Plan):
-        return dict(hint)
-    out: Schedule = {}
+        return Schedule({n: Assignment(c, tuple(h)) for n, (c, h) in hint.items()})
+    out: dict[str, Assignment] = {}
     for ph in hint.phases:
         if ph.name not in data.space.by_phase:
             continue
@@ -396,15 +376,15 @@ def as_schedule(
         match = [c for c in data.space.by_phase[ph.name] if c.label == label]
         if not match:
             return None
-        out[ph.name] = (match[0], tuple(ph.hours))
-    return out
+        out[ph.name] = Assignment(match[0], tuple(ph.hours))
+    return Schedule(out, {(r, g): n for r, g, n in hint.reserved})
 
 
 def finish(
     data: StartData,
     solver: str,
     term: Termination,
-    status: SolutionStatus,
+    optimal: bool,
     choice: Mapping[str, tuple[int, int]] | None,
     reserved: Mapping[Pool, int],
     bound: float | None,
@@ -413,33 +393,37 @@ def finish(
     notes: tuple[str, ...],
     stats: dict[str, float],
     model_objective: float | None = None,
+    threads: int | None = None,
 ) -> Result:
-    """Cost the chosen schedule with :func:`planner.costing.make_plan` and wrap it up.
-    ``model_objective`` is the formulation's own value of the choice; the difference to the
-    costed plan is stored as ``stats["objective_mismatch_usd"]``."""
+    """Cost the chosen schedule (:func:`planner.costs.cost_plan`) and wrap it up. ``optimal``:
+    the solver proved the plan optimal. ``model_objective`` is the formulation's own value of
+    the choice; the difference to the costed plan is ``stats["objective_mismatch_usd"]``."""
     runtime = time.perf_counter() - t0
     if choice is None:
-        return Result(
+        return Result.no_plan(
             solver,
             term,
-            SolutionStatus.NONE,
-            None,
-            bound,
-            None,
-            runtime,
-            None,
             message,
+            runtime_s=runtime,
+            bound=bound,
+            notes=notes,
             stats=stats,
+            threads=threads,
         )
-    sched = schedule_of(data, choice)
-    res = {pool: n for pool, n in reserved.items() if n > 0}
-    plan = make_plan(
-        data.inst, data.space, sched, res, solver, status.value, term.value, bound, runtime, notes
-    )
-    if model_objective is not None and plan.objective is not None:
+    plan = cost_plan(data.inst, schedule_of(data, choice, reserved))
+    if model_objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
-    return Result(
-        solver, term, status, plan.objective, bound, plan.gap, runtime, plan, message, stats=stats
+    return Result.solved(
+        solver,
+        plan,
+        term,
+        bound=bound,
+        runtime_s=runtime,
+        optimal=optimal,
+        message=message,
+        notes=notes,
+        stats=stats,
+        threads=threads,
     )
 
 
@@ -464,22 +448,56 @@ def prepare(
     model to solve: a phase without configurations, or one whose every configuration misses
     its precedence-tightened window. Shared by CP-SAT and the start-time MILP."""
     if space.infeasible:
-        from formulations.milp.solve import no_configuration
-
-        return no_configuration(inst, space, solver, t0)
+        return Result.no_configuration(
+            solver, [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
+        )
     data = data or build_data(inst, space)
     empty = [p for p, ts in data.tables.items() if not ts]
     if empty:
-        return Result(
+        return Result.no_plan(
             solver,
             Termination.INFEASIBLE,
-            SolutionStatus.NONE,
-            None,
-            None,
-            None,
-            time.perf_counter() - t0,
-            None,
             f"infeasible: no configuration of {', '.join(empty)} fits its window after "
             "precedence tightening (release, deadline, predecessors and successors)",
+            runtime_s=time.perf_counter() - t0,
         )
     return data
+
+
+@dataclass(frozen=True)
+class Start:
+    """The schedule a non-preemptive solver starts from: ``source`` ("given", "look-ahead",
+    "greedy"); its ``choice`` ``{phase: (table, start)}`` (None: not a contiguous schedule
+    inside the modelled windows) with the least ``reserved`` pools, the first constraint it
+    breaks (``violation``, None when feasible) and its model objective."""
+
+    source: str
+    choice: dict[str, tuple[int, int]] | None
+    reserved: dict[Pool, int]
+    violation: str | None
+    objective: float | None
+
+
+def start_of(data: StartData, given: Hint | None, heuristic: bool) -> Start | None:
+    """The start of a solve: ``given`` (a schedule or a plan) when there is one, else the
+    look-ahead (or greedy) schedule when ``heuristic``; None when there is neither."""
+    if given is not None:
+        sched, source = as_schedule(data, given), "given"
+    elif heuristic:
+        sched, source = heuristic_schedule(data)
+        if sched is None:
+            return None
+    else:
+        return None
+    choice = choice_of(data, sched) if sched is not None else None
+    if choice is None:
+        return Start(source, None, {}, None, None)
+    reserved = least_reserved(data, choice)
+    broken = violations_of(data, choice, reserved)
+    return Start(
+        source,
+        choice,
+        reserved,
+        broken[0] if broken else None,
+        objective_of(data, choice, reserved),
+    )

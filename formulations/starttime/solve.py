@@ -4,28 +4,22 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
 from formulations.starttime.data import (
-    Schedule,
+    Hint,
     StartData,
-    as_schedule,
-    choice_of,
     finish,
-    heuristic_schedule,
-    least_reserved,
     no_plan_message,
     objective_of,
     prepare,
-    violations_of,
+    start_of,
 )
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
-from planner.configs import Config, ConfigSpace, build_config_space
+from planner.configs import ConfigSpace, build_config_space
 from planner.instance.model import Instance
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination
+from planner.result import Result, Termination
 
 SOLVER = "starttime-highs"
 
@@ -38,15 +32,6 @@ HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
 
 def highs_takes_options() -> bool:
     return "options" in inspect.signature(solve_highs).parameters
-
-
-_TERM = {
-    "optimal": Termination.OPTIMAL,
-    "time_limit": Termination.TIME_LIMIT,
-    "infeasible": Termination.INFEASIBLE,
-    "interrupted": Termination.INTERRUPTED,
-    "error": Termination.ERROR,
-}
 
 
 def model_stats(sm: StartModel) -> dict[str, float]:
@@ -65,7 +50,7 @@ def solve_starttime(
     time_limit: float = 60.0,
     gap: float = 1e-4,
     threads: int | None = None,
-    start: Mapping[str, tuple[Config, tuple[int, ...]]] | Plan | None = None,
+    start: Hint | None = None,
     backend: str = "highs",
     verbose: bool = False,
     data: StartData | None = None,
@@ -88,33 +73,24 @@ def solve_starttime(
     stats["build_s"] = time.perf_counter() - t0
     note_list = list(notes)
     x0 = None
-    sched: Schedule | None = None
-    source = "given"
-    if start is not None:
-        sched = as_schedule(data, start)
-    elif heuristic_start:
-        sched, source = heuristic_schedule(data)
-    if sched is not None or start is not None:
-        ch = choice_of(data, sched) if sched is not None else None
-        if ch is None:
-            note_list.append(
-                "MIP start dropped: it is not a contiguous schedule inside the modelled windows"
-            )
-        elif violations_of(data, ch, least_reserved(data, ch)):
-            note_list.append(
-                "MIP start dropped: " + violations_of(data, ch, least_reserved(data, ch))[0]
-            )
+    st = start_of(data, start, heuristic_start)
+    if st is not None and st.choice is None:
+        note_list.append(
+            "MIP start dropped: it is not a contiguous schedule inside the modelled windows"
+        )
+    elif st is not None and st.violation is not None:
+        note_list.append("MIP start dropped: " + st.violation)
+    elif st is not None and st.choice is not None:
+        x0 = point_of(sm, st.choice, st.reserved)
+        bad = sm.lp.violations(x0)
+        if bad:
+            note_list.append("MIP start dropped: " + bad[0])
+            x0 = None
         else:
-            x0 = point_of(sm, ch, least_reserved(data, ch))
-            bad = sm.lp.violations(x0)
-            if bad:
-                note_list.append("MIP start dropped: " + bad[0])
-                x0 = None
-            else:
-                stats["start_objective"] = sm.lp.objective_of(x0)
-                note_list.append(
-                    f"MIP start: the {source} schedule ({stats['start_objective']:,.2f})"
-                )
+            stats["start_objective"] = sm.lp.objective_of(x0)
+            note_list.append(
+                f"MIP start: the {st.source} schedule ({stats['start_objective']:,.2f})"
+            )
     remaining = max(0.05, time_limit - (time.perf_counter() - t0))
     if backend == "pyomo":
         raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
@@ -128,14 +104,14 @@ def solve_starttime(
 def result_of(
     sm: StartModel, raw: RawSolution, t0: float, notes: tuple[str, ...], stats: dict[str, float]
 ) -> Result:
-    term = _TERM.get(raw.status, Termination.UNKNOWN)
+    term = raw.termination
     stats["solve_s"] = raw.runtime_s
     if raw.x is None:
         return finish(
             sm.data,
             SOLVER,
             term,
-            SolutionStatus.NONE,
+            False,
             None,
             {},
             raw.bound,
@@ -143,16 +119,16 @@ def result_of(
             f"{no_plan_message(term)} ({raw.message})",
             notes,
             stats,
+            threads=raw.threads,
         )
     choice, reserved = choice_of_point(sm, raw.x)
-    status = SolutionStatus.OPTIMAL if term == Termination.OPTIMAL else SolutionStatus.FEASIBLE
     if raw.objective is not None:
         stats["solver_objective"] = raw.objective
     return finish(
         sm.data,
         SOLVER,
         term,
-        status,
+        term == Termination.OPTIMAL,
         choice,
         reserved,
         raw.bound,
@@ -161,4 +137,5 @@ def result_of(
         notes,
         stats,
         objective_of(sm.data, choice, reserved),
+        threads=raw.threads,
     )

@@ -6,7 +6,7 @@ formulations, so a bug there shows up as a disagreement rather than being repeat
 """
 
 from planner.checker.check import verify
-from planner.checker.planfile import PlanFileError, plan_from_dict, read_plan
+from planner.checker.planfile import PlanFileError, plan_from_dict, read_plan, read_solved
 from planner.checker.recompute import PhaseFacts
 from planner.checker.violation import KINDS, Kind, Verification, Violation
 
@@ -19,5 +19,6 @@ __all__ = [
     "Violation",
     "plan_from_dict",
     "read_plan",
+    "read_solved",
     "verify",
 ]

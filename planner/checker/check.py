@@ -5,12 +5,12 @@ from __future__ import annotations
 from planner.checker import constraints as c
 from planner.checker.costs import (
     ALL_KEYS,
-    PhaseCost,
+    PhaseCosts,
     compare,
-    phase_cost,
+    objective_of,
+    phase_costs,
     pool_rental,
-    porting,
-    weighted,
+    porting_usd,
 )
 from planner.checker.recompute import PhaseFacts, derive
 from planner.checker.violation import Verification, Violation
@@ -61,26 +61,26 @@ def verify(
     violations.extend(c.check_reserved(inst, pools, entries))
 
     region_of = {name: ent.plan.region for name, ent in entries.items()}
-    phase_costs: dict[str, PhaseCost] = {}
+    by_phase: dict[str, PhaseCosts] = {}
     for name, f in facts.items():
         ent = entries[name]
         if c.in_horizon(inst, ent):
-            phase_costs[name] = phase_cost(inst, ent, f, region_of)
+            by_phase[name] = phase_costs(inst, ent, f, region_of)
     totals = dict.fromkeys(COST_KEYS, 0.0)
     kwh = emissions = 0.0
-    for pc in phase_costs.values():
+    for pc in by_phase.values():
         for k in COST_KEYS:
             totals[k] += pc.costs[k]
         kwh += pc.kwh
         emissions += pc.emissions_t
     totals["rental"] += pool_rental(inst, pools)
-    totals["porting"] = porting(inst, {entries[n].plan.gpu for n in facts})
+    totals["porting"] = porting_usd(inst, {entries[n].plan.gpu for n in facts})
     totals["total"] = sum(totals[k] for k in COST_KEYS)
-    objective = weighted(inst, totals)
+    objective = objective_of(inst, totals)
     violations.extend(c.check_carbon_cap(inst, emissions, rel_tol))
     if costable_all:
         violations.extend(
-            compare(plan, totals, objective, kwh, emissions, phase_costs, rel_tol, abs_tol)
+            compare(plan, totals, objective, kwh, emissions, by_phase, rel_tol, abs_tol)
         )
     costs = {k: totals[k] for k in ALL_KEYS}
     return Verification(
@@ -89,7 +89,7 @@ def verify(
         objective=objective,
         energy_kwh=kwh,
         emissions_t=emissions,
-        phase_costs={k: dict(v.costs) for k, v in phase_costs.items()},
+        phase_costs={k: dict(v.costs) for k, v in by_phase.items()},
         facts=facts,
         costed=costable_all,
     )

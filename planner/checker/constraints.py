@@ -17,9 +17,9 @@ from planner.checker.recompute import (
     RECOMPUTE_FACTOR,
     PhaseFacts,
     data_parallel,
-    model_of,
     offer_terms,
-    peak,
+    peak_tflops,
+    phase_model,
     work_flops,
 )
 from planner.checker.violation import Violation
@@ -166,7 +166,7 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
             costable = False
     if e.precision not in o.precision:
         problems.append(f"precision {e.precision!r} is not among the allowed {list(o.precision)}")
-    if gpu_ok and peak(inst, e.gpu, e.precision) is None:
+    if gpu_ok and peak_tflops(inst, e.gpu, e.precision) is None:
         problems.append(f"{e.gpu} has no peak throughput at precision {e.precision!r}")
         costable = False
     if region_ok:
@@ -209,7 +209,7 @@ def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bo
     """ZeRO, recomputation, tensor and pipeline degrees. A phase without a model has no layout:
     it must state ZeRO 0, recompute none, tp 1, pp 1."""
     problems: list[str] = []
-    m = model_of(inst, p)
+    m = phase_model(inst, p)
     o = p.options
     if m is None:
         if (e.zero, e.recompute, e.tp, e.pp) != (0, "none", 1, 1):

@@ -24,7 +24,7 @@ ALL_KEYS: tuple[str, ...] = (*COST_KEYS, "total")
 
 
 @dataclass(frozen=True)
-class PhaseCost:
+class PhaseCosts:
     """Recomputed costs of one phase (USD, by component), its energy and emissions."""
 
     costs: dict[str, float]
@@ -32,15 +32,15 @@ class PhaseCost:
     emissions_t: float
 
 
-def segments(hours: Iterable[int]) -> int:
+def count_runs(hours: Iterable[int]) -> int:
     """Maximal runs of consecutive hours."""
     hs = sorted(set(hours))
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
-def phase_cost(
+def phase_costs(
     inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str, str]
-) -> PhaseCost:
+) -> PhaseCosts:
     """One phase's costs:
 
     - rental: on-demand/spot ``max(|B| g, min_rental_hours) x ρ`` with billed blocks
@@ -79,7 +79,7 @@ def phase_cost(
     )
     storage = n * f.storage_per_h + (inst.hours - end) * f.archive_per_h
     if p.preemptible:
-        failure += (segments(ent.hours) - 1) * f.resume_usd
+        failure += (count_runs(ent.hours) - 1) * f.resume_usd
         storage += (end - start - n) * f.pause_per_h
     region = inst.region(e.region)
     tier = region.storage[e.tier]
@@ -103,7 +103,7 @@ def phase_cost(
         "porting": 0.0,
         "carbon": inst.spec.objective.carbon_usd_per_tonne * emissions,
     }
-    return PhaseCost(costs, f.facility_kw * n, emissions)
+    return PhaseCosts(costs, f.facility_kw * n, emissions)
 
 
 def pool_rental(inst: Instance, pools: Mapping[tuple[str, str], int]) -> float:
@@ -116,7 +116,7 @@ def pool_rental(inst: Instance, pools: Mapping[tuple[str, str], int]) -> float:
     return total
 
 
-def porting(inst: Instance, gpus: Iterable[str]) -> float:
+def porting_usd(inst: Instance, gpus: Iterable[str]) -> float:
     """``families[f].porting_usd`` once per family of a GPU type the plan's phases use."""
     families = {inst.gpu(g).family for g in gpus}
     return float(
@@ -124,7 +124,7 @@ def porting(inst: Instance, gpus: Iterable[str]) -> float:
     )
 
 
-def weighted(inst: Instance, costs: Mapping[str, float]) -> float:
+def objective_of(inst: Instance, costs: Mapping[str, float]) -> float:
     """The objective ``Σ weights[k] x cost[k]``, weights defaulting to 1."""
     w = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
     return float(sum(w.get(k, 1.0) * costs[k] for k in COST_KEYS))
@@ -150,7 +150,7 @@ def compare(
     objective: float,
     energy_kwh: float,
     emissions_t: float,
-    phase_costs: Mapping[str, PhaseCost],
+    phase_costs: Mapping[str, PhaseCosts],
     rel_tol: float,
     abs_tol: float,
 ) -> list[Violation]:
@@ -167,7 +167,7 @@ def compare(
             )
         elif not within(plan.costs[k], costs[k], rel_tol, abs_tol):
             out.append(_mismatch(f"{k} cost", None, plan.costs[k], costs[k]))
-    if plan.objective is None:
+    if plan.objective is None or math.isnan(plan.objective):
         out.append(
             Violation("cost", None, f"the plan states no objective (recomputed {objective:,.6f})")
         )

@@ -1,11 +1,13 @@
 """Read a plan file for checking: every missing or mistyped field is named with its path.
 
-The layout is :mod:`planner.plan`'s (``trainplan-plan/1``). Required: ``horizon_start`` (ISO
+The layout is :mod:`planner.plan`'s (``trainplan-plan/2``, and ``/1`` with the solver fields
+at the top level). Required: ``horizon_start`` (ISO
 time with a UTC offset), ``objective`` (a number or null), ``costs`` (every component and
 ``total``), ``energy_kwh``, ``emissions_t`` and ``phases``, each phase with ``name``, ``gpu``,
 ``region``, ``contract``, ``gpus``, ``spare_gpus``, ``precision``, ``zero``, ``recompute``,
 ``tp``, ``pp``, ``tier`` and ``hours``. Optional: ``reserved``, phase ``costs`` and ``info``,
-and the descriptive fields (``instance``, ``solver``, ``status``, ...).
+and the descriptive fields (``instance``, the ``solve`` header; in ``/1`` ``solver``,
+``status``, ...).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 from planner.checker.costs import ALL_KEYS
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.read import load_document
-from planner.plan import PLAN_FORMAT, Plan
+from planner.plan import PLAN_FORMAT, READABLE_FORMATS, Plan
+from planner.result import SolveHeader
 
 
 class PlanFileError(InstanceError):
@@ -125,8 +128,10 @@ def _check(data: Any) -> list[FieldError]:
         ]
     errors: list[FieldError] = []
     fmt = data.get("format", PLAN_FORMAT)
-    if fmt != PLAN_FORMAT:
-        errors.append(FieldError("format", f"expected {PLAN_FORMAT!r}, got {_shown(fmt)}"))
+    if fmt not in READABLE_FORMATS:
+        errors.append(
+            FieldError("format", f"expected one of {list(READABLE_FORMATS)}, got {_shown(fmt)}")
+        )
     if "horizon_start" not in data:
         errors.append(
             FieldError(
@@ -171,9 +176,14 @@ def _check(data: Any) -> list[FieldError]:
                 )
     _field(data, "energy_kwh", "number", "energy_kwh", errors)
     _field(data, "emissions_t", "number", "emissions_t", errors)
+    header = data.get("solve", data)
+    where = "solve." if "solve" in data else ""
+    if not isinstance(header, dict):
+        errors.append(FieldError("solve", f"expected an object, got {_shown(header)}"))
+        header = {}
     for key in ("bound", "gap", "runtime_s"):
-        if data.get(key) is not None:
-            _field(data, key, "number", key, errors)
+        if header.get(key) is not None:
+            _field(header, key, "number", where + key, errors)
     phases = data.get("phases")
     if "phases" not in data:
         errors.append(
@@ -197,9 +207,9 @@ def _check(data: Any) -> list[FieldError]:
             _field(r, "region", "str", f"reserved[{i}].region", errors)
             _field(r, "gpu", "str", f"reserved[{i}].gpu", errors)
             _field(r, "gpus", "int", f"reserved[{i}].gpus", errors)
-    notes = data.get("notes", [])
+    notes = header.get("notes", [])
     if not isinstance(notes, list):
-        errors.append(FieldError("notes", "expected a list of strings"))
+        errors.append(FieldError(where + "notes", "expected a list of strings"))
     return errors
 
 
@@ -221,3 +231,14 @@ def read_plan(path: str | Path) -> Plan:
     except InstanceError as e:
         raise PlanFileError(e.file, e.errors) from None
     return plan_from_dict(data, str(p))
+
+
+def read_solved(path: str | Path) -> tuple[Plan, SolveHeader]:
+    """Read a plan file and its solver header (``"solve"``; the top-level fields of format
+    ``/1``), for reports: the plan is validated as :func:`read_plan` does."""
+    p = Path(path)
+    try:
+        data = load_document(p)
+    except InstanceError as e:
+        raise PlanFileError(e.file, e.errors) from None
+    return plan_from_dict(data, str(p)), SolveHeader.from_file_dict(data)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.instance.model import Instance
-from planner.instance.schema import Phase, Region, StorageTier
+from planner.instance.schema import DEFAULT_MFU, Phase, Region, StorageTier
 from planner.physics.memory import MemoryBreakdown, memory_per_gpu
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
 from planner.physics.transformer import ModelDims
@@ -28,9 +28,6 @@ RECOMPUTE_FACTOR: dict[str, float] = {"none": 1.0, "selective": 1.0 / 1.04, "ful
 #: Micro-batches per step in the pipeline-bubble term (pp - 1) / (16 + pp - 1) of eff_layout.
 BUBBLE_MICROBATCHES = 16
 
-#: MFU of a GPU type missing from a per-GPU ``mfu`` mapping: the schema's default MFU.
-DEFAULT_MFU = 0.40
-
 #: Hours per month for prices per GB-month (8760 / 12).
 HOURS_PER_MONTH = 730.0
 
@@ -40,18 +37,19 @@ def is_training(p: Phase) -> bool:
     return p.model is not None and p.work.passes == "train"
 
 
-def model_of(inst: Instance, p: Phase) -> ModelDims | None:
+def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
     return inst.models[p.model] if p.model is not None else None
 
 
-def mfu(p: Phase, gpu: str) -> float:
-    """The phase's model FLOPs utilisation on a GPU type."""
+def mfu_of(p: Phase, gpu: str) -> float:
+    """The phase's model FLOPs utilisation on a GPU type; a GPU type a per-GPU mapping leaves
+    out runs at the schema's ``DEFAULT_MFU`` (no key is a fallback)."""
     if isinstance(p.mfu, dict):
         return float(p.mfu.get(gpu, DEFAULT_MFU))
     return float(p.mfu)
 
 
-def peak(inst: Instance, gpu: str, precision: str) -> float | None:
+def peak_tflops(inst: Instance, gpu: str, precision: str) -> float | None:
     """Dense peak TFLOP/s of a GPU type at a precision, None when it has none."""
     value = inst.gpu(gpu).peak_tflops.get(precision)  # type: ignore[call-overload]
     return float(value) if value else None
@@ -67,23 +65,23 @@ def work_flops(inst: Instance, p: Phase) -> float | None:
         return float(w.flops)
     if w.gpu_hours is not None:
         assert w.gpu is not None
-        ref = peak(inst, w.gpu, w.precision)
+        ref = peak_tflops(inst, w.gpu, w.precision)
         if ref is None:
             return None
-        return w.gpu_hours * 3600.0 * ref * 1e12 * mfu(p, w.gpu)
-    m = model_of(inst, p)
+        return w.gpu_hours * 3600.0 * ref * 1e12 * mfu_of(p, w.gpu)
+    m = phase_model(inst, p)
     assert m is not None and w.tokens is not None
     per_token = 6.0 if w.passes == "train" else 2.0
     return per_token * m.params * w.tokens + per_token * m.layers * m.seq_len * m.hidden * w.tokens
 
 
-def checkpoint_gb(inst: Instance, p: Phase, precision: str) -> float:
+def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
     """ck: ``phase.checkpoint_gb``, else ``(w + K) P / 1e9`` for a training phase, else 0;
     divided by ``storage.compression_ratio``."""
     if p.checkpoint_gb is not None:
         raw = float(p.checkpoint_gb)
     else:
-        m = model_of(inst, p)
+        m = phase_model(inst, p)
         raw = (
             0.0
             if m is None or not is_training(p)
@@ -92,12 +90,12 @@ def checkpoint_gb(inst: Instance, p: Phase, precision: str) -> float:
     return raw / inst.spec.storage.compression_ratio
 
 
-def output_gb(inst: Instance, p: Phase) -> float:
+def output_gb_of(inst: Instance, p: Phase) -> float:
     """Output GB: ``phase.output_gb``, else the trained weights ``2 P / 1e9 / compression``
     for a training phase with a model, else 0 for other model phases, else ``data.size_gb``."""
     if p.output_gb is not None:
         return float(p.output_gb)
-    m = model_of(inst, p)
+    m = phase_model(inst, p)
     if m is not None and is_training(p):
         return 2.0 * m.params / 1e9 / inst.spec.storage.compression_ratio
     return 0.0 if m is not None else float(p.data.size_gb)
@@ -126,7 +124,7 @@ def pause_usd_per_h(inst: Instance, p: Phase) -> float:
     min over the allowed regions' tiers of usd_per_gb_month / 730``."""
     regions = p.regions or tuple(inst.spec.regions)
     price = min(t.usd_per_gb_month for r in regions for t in inst.region(r).storage.values())
-    ck = max(checkpoint_gb(inst, p, pr) for pr in p.options.precision)
+    ck = max(checkpoint_gb_of(inst, p, pr) for pr in p.options.precision)
     return (inst.spec.storage.retention * ck + p.data.size_gb) * price / HOURS_PER_MONTH
 
 
@@ -220,12 +218,12 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     r = inst.region(e.region)
     tier = r.storage[e.tier]
     terms = offer_terms(inst, e.region, e.gpu, e.contract)
-    pk = peak(inst, e.gpu, e.precision)
+    pk = peak_tflops(inst, e.gpu, e.precision)
     flops = work_flops(inst, p)
     if terms is None or pk is None or flops is None or e.gpus <= 0:
         raise ValueError(f"phase {p.name}: configuration cannot be priced")
     price, bill_h, min_h, preempt = terms
-    m = model_of(inst, p)
+    m = phase_model(inst, p)
     train = is_training(p)
     gpus, spare = float(e.gpus), float(e.spare_gpus)
     gpn = g.gpus_per_node
@@ -243,7 +241,7 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         r_factor = RECOMPUTE_FACTOR[e.recompute]
     else:
         eff_layout, r_factor = 1.0, 1.0
-    fps = gpus * pk * 1e12 * mfu(p, e.gpu) * r_factor * eff_scale * eff_layout
+    fps = gpus * pk * 1e12 * mfu_of(p, e.gpu) * r_factor * eff_scale * eff_layout
 
     pol = inst.spec.memory
     mem = memory_per_gpu(
@@ -266,7 +264,7 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
 
     # reliability: λ, Daly's interval τ, overhead δ/(τ+δ), downtime D, loss per failure L
     fail = inst.spec.failure
-    ck = checkpoint_gb(inst, p, e.precision)
+    ck = checkpoint_gb_of(inst, p, e.precision)
     write_s = (
         float(fail.checkpoint_write_s)
         if fail.checkpoint_write_s is not None
@@ -302,7 +300,7 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         * tier.usd_per_gb_month
         / HOURS_PER_MONTH
     )
-    out = output_gb(inst, p)
+    out = output_gb_of(inst, p)
     arch_name, arch = archive_tier(r, inst.spec.storage.archive)
     sla = r.sla
     share = sla.provider_fault_share if (sla is not None and e.contract != "spot") else 0.0

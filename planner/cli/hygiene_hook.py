@@ -1,22 +1,23 @@
-"""One call for the commands that read an instance: print its numerical-hygiene warnings.
+"""One call for the commands that read an instance: print its numeric findings.
 
 ``trainplan solve`` (and any command that plans) calls :func:`print_numeric_warnings` right
-after :func:`planner.cli.app.load_instance`; each warning goes to stderr as
+after :func:`planner.cli.app.load_instance`; each finding goes to stderr as
 ``warning: <field path>: <what looks wrong and the likely unit mistake>``, so that stdout
-stays clean for ``--json`` output. See :mod:`planner.hygiene` for the rules.
+stays clean for ``--json`` output. The checks are :mod:`planner.consistency`'s (rules in
+:mod:`planner.hygiene`); library users get the same findings as Python warnings from
+:func:`planner.solve`.
 """
 
 from __future__ import annotations
 
 from planner.cli.app import err_console
-from planner.hygiene import check_numerics
+from planner.consistency import numeric_findings
 from planner.instance.model import Instance
 
 
 def print_numeric_warnings(inst: Instance) -> list[str]:
-    """Print every :func:`planner.hygiene.check_numerics` warning of ``inst`` on stderr and
-    return them."""
-    found = check_numerics(inst)
+    """Print every numeric finding of ``inst`` on stderr and return the messages."""
+    found = [f.message for f in numeric_findings(inst)]
     for w in found:
         err_console.print(f"warning: {w}", soft_wrap=True, markup=False, highlight=False)
     return found

@@ -100,10 +100,10 @@ def levers_cmd(
     except LeverError as e:
         fail(str(e), EXIT_INFEASIBLE)
     if png is not None:
-        from planner.levers import waterfall_png
+        from planner.report.analysis import save_png, waterfall
 
         try:
-            waterfall_png(report, png)
+            save_png(waterfall(report), png)
         except OSError as e:
             fail(f"--png: cannot write {png}: {e.strerror or e}")
     if as_json:

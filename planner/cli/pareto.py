@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 
 from planner.cli.app import EXIT_INFEASIBLE, EXIT_INPUT, app, console, fail, guarded, load_instance
-from planner.pareto import VS, ParetoError, ParetoPoint, frontier, frontier_png
+from planner.pareto import VS, ParetoError, ParetoPoint, frontier
 
 
 def _money(x: float | None) -> str:
@@ -81,8 +81,11 @@ def pareto_cmd(
         msg = str(e)
         fail(msg, EXIT_INPUT if "carbon_intensity" in msg else EXIT_INFEASIBLE)
     if png is not None:
+        from planner.report.analysis import frontier as frontier_chart
+        from planner.report.analysis import save_png
+
         try:
-            frontier_png(pts, png, f"{inst.name}: cost vs {vs}")
+            save_png(frontier_chart(pts, f"{inst.name}: cost vs {vs}"), png)
         except OSError as e:
             fail(f"--png: cannot write {png}: {e.strerror or e}")
     if as_json:

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from planner.checker import read_plan
+from planner.checker import read_solved
 from planner.cli.app import app, console, fail, guarded, load_instance
 from planner.instance import Instance
 from planner.plan import Plan
@@ -69,7 +69,7 @@ def report(
     # matplotlib loads only when a report is made, not with every command.
     from planner.report import ReportError, check_hours, check_match, render, write_pngs
 
-    plan = read_plan(plan_file)
+    plan, header = read_solved(plan_file)
     try:
         check_hours(plan, str(plan_file))
     except ReportError as e:
@@ -94,7 +94,7 @@ def report(
         fail(escape(f"-o {out}: the folder {out.parent} does not exist"))
     if png is not None and png.exists() and not png.is_dir():
         fail(escape(f"--png {png}: is a file; expected a folder"))
-    page = render(plan, inst, instance_note=note or None, plan_file=str(plan_file))
+    page = render(plan, inst, header=header, instance_note=note or None, plan_file=str(plan_file))
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:

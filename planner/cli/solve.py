@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from datetime import timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -21,6 +22,7 @@ from planner.cli.app import (
     load_instance,
 )
 from planner.cli.hygiene_hook import print_numeric_warnings
+from planner.consistency import NumericWarning
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 from planner.result import Result, Termination
@@ -92,7 +94,7 @@ def print_costs(plan: Plan, baseline: Plan | None) -> None:
 
 def print_status(res: Result) -> None:
     console.print(f"solver: {res.summary()}")
-    for note in res.plan.notes if res.plan else ():
+    for note in res.notes:
         console.print(f"note: {note}")
 
 
@@ -123,6 +125,7 @@ def solve_cmd(
     for w in inst.warnings:
         err_console.print(f"warning: {w}", soft_wrap=True)
     print_numeric_warnings(inst)
+    warnings.simplefilter("ignore", NumericWarning)  # printed above, once
     base = solve(inst, solver="baseline")
     if baseline:
         res = base
@@ -147,9 +150,9 @@ def solve_cmd(
         raise typer.Exit(EXIT_SOLVER)
     plan = res.plan
     if output is not None:
-        plan.write(output)
+        res.write(output)
     if as_json:
-        print(json.dumps(plan.to_dict(), indent=2))
+        print(json.dumps(res.to_dict(), indent=2))
         return
     print_plan(inst, plan, f"plan for {inst.name} ({res.solver})")
     print_costs(plan, base.plan if (base.plan is not None and not baseline) else None)

@@ -233,7 +233,7 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
             out[f"cost_{k}"] = float(plan.costs.get(k, 0.0))
         out["energy_kwh"] = plan.energy_kwh
         out["emissions_t"] = plan.emissions_t
-        out["plan"] = plan.to_json(indent=None)
+        out["plan"] = res.to_json(indent=None)
         if plan.phases:
             out["makespan_h"] = max(p.end_hour for p in plan.phases)
     out["finished_at"] = now()

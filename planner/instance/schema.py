@@ -45,6 +45,10 @@ Name = Annotated[str, Field(min_length=1)]
 #: Immersion: 1.05 (two-phase immersion vendors quote 1.02-1.07).
 PUE_BY_COOLING: dict[str, float] = {"air": 1.58, "liquid": 1.15, "immersion": 1.05}
 
+#: Model FLOPs utilisation of a phase that gives none, and of a GPU type a per-GPU ``mfu``
+#: mapping leaves out (the planner and the checker both read this one constant).
+DEFAULT_MFU = 0.40
+
 
 class Strict(BaseModel):
     """Base: unknown fields are errors, objects are immutable, ints are not silently floats."""
@@ -409,7 +413,7 @@ class Phase(Strict):
     options: Options = Field(default_factory=Options)
     preemptible: bool = False
     resume_overhead_hours: NonNegFloat = 0.25
-    mfu: PosFloat | dict[str, PosFloat] = 0.40
+    mfu: PosFloat | dict[str, PosFloat] = DEFAULT_MFU
     power_load: Fraction = 0.90
     scaling: Scaling = Field(default_factory=Scaling)
     redundancy: Redundancy = Field(default_factory=Redundancy)

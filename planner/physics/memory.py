@@ -169,6 +169,16 @@ class MemoryBreakdown:
     def headroom_gb(self) -> float:
         return self.capacity_gb - self.total_gb
 
+    def to_dict(self) -> dict[str, float | bool]:
+        return {
+            "model_states_gb": self.model_states_gb,
+            "activations_gb": self.activations_gb,
+            "buffers_gb": self.buffers_gb,
+            "total_gb": self.total_gb,
+            "capacity_gb": self.capacity_gb,
+            "fits": self.fits,
+        }
+
 
 def memory_per_gpu(
     m: ModelDims | None,

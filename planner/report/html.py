@@ -30,6 +30,7 @@ from planner.report.facts import (
     phase_facts,
     pool_usage,
 )
+from planner.result import SolveHeader
 
 #: Section ids, in page order.
 SECTIONS = ("solver", "monitoring", "schedule", "costs", "memory", "prices", "capacity", "failures")
@@ -102,17 +103,18 @@ def _figure(markup: str, caption: str) -> str:
     return f"<figure>{markup}<figcaption>{caption}</figcaption></figure>"
 
 
-def _solver(plan: Plan) -> str:
-    gap = "n/a" if plan.gap is None else f"{plan.gap:.4%}"
+def _solver(plan: Plan, head: SolveHeader) -> str:
+    gap = "n/a" if head.gap is None else f"{head.gap:.4%}"
+    runtime = "n/a" if head.runtime_s is None else f"{head.runtime_s:,.1f} s"
     rows = [
         ("instance", esc(plan.instance)),
-        ("solver", esc(plan.solver)),
-        ("termination", esc(plan.termination)),
-        ("solution status", esc(plan.status)),
+        ("solver", esc(head.solver)),
+        ("termination", esc(head.termination)),
+        ("solution status", esc(head.status)),
         ("objective (weighted), USD", usd(plan.objective)),
-        ("bound, USD", usd(plan.bound)),
+        ("bound, USD", usd(head.bound)),
         ("gap", gap),
-        ("runtime", f"{plan.runtime_s:,.1f} s"),
+        ("runtime", runtime),
         ("total cost, USD", usd(plan.costs.get("total"))),
         ("energy", f"{plan.energy_kwh:,.1f} kWh"),
         ("emissions", f"{plan.emissions_t:,.3f} t CO2"),
@@ -125,8 +127,8 @@ def _solver(plan: Plan) -> str:
             + ", ".join(f"{n} x {esc(g)} in {esc(r)}" for r, g, n in plan.reserved)
             + "</p>"
         )
-    if plan.notes:
-        out += "<p>Notes:</p><ul>" + "".join(f"<li>{esc(n)}</li>" for n in plan.notes) + "</ul>"
+    if head.notes:
+        out += "<p>Notes:</p><ul>" + "".join(f"<li>{esc(n)}</li>" for n in head.notes) + "</ul>"
     return out
 
 
@@ -322,12 +324,16 @@ def render(
     plan: Plan,
     inst: Instance | None,
     *,
+    header: SolveHeader | None = None,
     instance_note: str | None = None,
     plan_file: str = "<plan>",
 ) -> str:
-    """The report as one HTML document. Without an instance the page says so (with
-    ``instance_note``, e.g. where it looked) and skips the price and capacity charts.
-    Raises :class:`~planner.report.facts.ReportError` if the instance does not fit the plan."""
+    """The report as one HTML document; ``header`` is how the plan was found (the plan file's
+    ``"solve"`` object, :func:`planner.checker.read_solved`). Without an instance the page
+    says so (with ``instance_note``, e.g. where it looked) and skips the price and capacity
+    charts. Raises :class:`~planner.report.facts.ReportError` if the instance does not fit the
+    plan."""
+    head = header or SolveHeader()
     check_hours(plan, plan_file)
     if inst is not None:
         check_match(plan, inst, plan_file, inst.source)
@@ -338,7 +344,7 @@ def render(
         for i, (name, fig) in enumerate(figs.items())
     }
     body: dict[str, str] = {}
-    body["solver"] = _solver(plan)
+    body["solver"] = _solver(plan, head)
     body["monitoring"] = _monitoring(facts)
     body["schedule"] = _figure(
         charts["gantt"],
@@ -402,8 +408,8 @@ def render(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>"
-        f'<header><h1>{esc(title)}</h1><p class="muted">Solver {esc(plan.solver)}, '
-        f"{esc(plan.status)}; total cost USD {total}; {len(plan.phases)} phases from "
+        f'<header><h1>{esc(title)}</h1><p class="muted">Solver {esc(head.solver or "n/a")}, '
+        f"{esc(head.status or 'n/a')}; total cost USD {total}; {len(plan.phases)} phases from "
         f"{esc(_when(hour_time(plan, 0)))}.</p><nav>{nav}</nav></header>\n"
         f'{sections}\n<footer class="muted"><p>Made by trainplan. Costs are the plan\'s own; '
         "run <code>trainplan verify</code> to recompute them from the instance.</p></footer>"

@@ -1,0 +1,234 @@
+"""The shape of the house: data flows one way, and no module imports itself in a circle.
+
+Read from the source with ``ast`` (every import statement, those inside functions included;
+those under ``if TYPE_CHECKING:`` are for annotations only and never run):
+
+- no import cycle among the modules of ``planner`` and ``formulations``;
+- the lower layers of ``planner`` never import ``formulations`` or the upper layers;
+- ``formulations`` never imports the upper layers;
+- the checker imports nothing of the planner but the instance, the physics formulas and the
+  plan/result data types.
+
+And one regression of a drift the consolidation removed: the planner's and the checker's MFU
+of a GPU type a per-GPU mapping leaves out, with a GPU type named ``default``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import assert_valid, instance_from, tiny_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("planner", "formulations")
+
+#: Modules (and packages) below formulations; everything else in planner is an upper layer.
+LOWER = (
+    "planner.instance",
+    "planner.physics",
+    "planner.catalog",
+    "planner.workload",
+    "planner.configs",
+    "planner.costs",
+    "planner.schedule",
+    "planner.windows",
+    "planner.consistency",
+    "planner.hygiene",
+    "planner.jsonable",
+    "planner.plan",
+    "planner.result",
+    "planner.checker",
+)
+UPPER = (
+    "planner.solve",
+    "planner.explain",
+    "planner.levers",
+    "planner.pareto",
+    "planner.grid",
+    "planner.report",
+    "planner.cli",
+    "planner.estimate",
+    "planner.summary",
+)
+#: What the independent checker may import of the project.
+CHECKER_MAY = ("planner.instance", "planner.physics", "planner.plan", "planner.result")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            out[_module_name(path)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
+        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(name: str) -> set[str]:
+    """The project modules ``name`` imports at run time (a ``from X import Y`` of a submodule
+    Y counts as an import of ``X.Y``)."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                found.add(sub if sub in MODULES else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return {m for m in found if m in MODULES}
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def test_no_import_cycles() -> None:
+    """Tarjan's strongly connected components of the import graph are all single modules
+    without a self-edge."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in GRAPH[v]:
+                cycles.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            strong(v)
+    assert cycles == []
+
+
+def test_the_graph_is_read() -> None:
+    # the reader sees real edges (a reader that saw none would pass every test above)
+    assert "planner.costs" in GRAPH["planner.configs"]
+    assert "planner.configs" in GRAPH["formulations.milp.model"]
+    assert "planner.instance.model" in GRAPH["planner.checker.check"]
+
+
+def test_lower_layers_never_import_upper_ones() -> None:
+    bad = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        if _under(m, LOWER)
+        for t in targets
+        if _under(t, UPPER) or t.startswith("formulations")
+    }
+    assert bad == set()
+
+
+def test_formulations_never_import_upper_layers() -> None:
+    bad = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        if m.startswith("formulations")
+        for t in targets
+        if _under(t, UPPER)
+    }
+    assert bad == set()
+
+
+def test_checker_imports_only_instance_physics_and_plan_data() -> None:
+    bad = {
+        (m, t)
+        for m, targets in GRAPH.items()
+        if _under(m, ("planner.checker",))
+        for t in targets
+        if not _under(t, (*CHECKER_MAY, "planner.checker"))
+    }
+    assert bad == set()
+
+
+def test_every_planner_module_is_in_a_layer() -> None:
+    loose = [
+        m
+        for m in MODULES
+        if m.startswith("planner.") and not _under(m, LOWER) and not _under(m, UPPER)
+    ]
+    assert loose == []
+
+
+# ----------------------------------------------------------------------------- MFU drift
+
+
+def test_mfu_of_an_unlisted_gpu_is_the_schema_default_on_both_sides() -> None:
+    """A GPU type called ``default`` is a GPU type, not a fallback: with ``mfu: {default:
+    0.6}`` the fine-tune on A100 runs at the schema's 0.40 for the planner and the checker
+    alike (before, the planner took 0.6 and the checker 0.40, and ``verify`` rejected the
+    plan ``solve`` wrote)."""
+    from planner.checker.recompute import mfu_of as checker_mfu
+    from planner.instance.schema import DEFAULT_MFU
+    from planner.solve import solve
+    from planner.workload import mfu_of
+
+    d = tiny_dict()
+    d["gpu_types"]["default"] = d["gpu_types"].pop("L4")
+    east = d["regions"]["east"]
+    east["capacity"]["default"] = east["capacity"].pop("L4")
+    east["offers"]["default"] = east["offers"].pop("L4")
+    ft = d["phases"][1]
+    ft["mfu"] = {"default": 0.6}
+    ft["gpu_types"] = ["A100"]
+    inst = instance_from(d)
+    p = inst.phase("finetune")
+    assert mfu_of(p, "A100") == checker_mfu(p, "A100") == DEFAULT_MFU == 0.40
+    assert mfu_of(p, "default") == checker_mfu(p, "default") == 0.6
+    res = solve(inst, time_limit=30)
+    assert res.plan is not None and res.plan.phase("finetune").gpu == "A100"
+    assert_valid(inst, res.plan)
