@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.instance.paths import set_path
 from planner.instance.schema import GpuType, InstanceSpec, Phase, Region
 from planner.physics.transformer import ModelDims
 
@@ -43,6 +44,10 @@ class Instance:
     #: Phase names in a topological order of the precedence graph.
     order: tuple[str, ...]
     failures_per_gpu_hour: Mapping[str, float]
+    #: The function that built this instance from its raw document (``from_dict``): what
+    #: :meth:`replace` calls, so that this module needs no import of the reader. A
+    #: module-level function, so the instance pickles.
+    rebuild: Callable[[Any, str, Path], Instance] = field(compare=False, repr=False)
     warnings: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -107,12 +112,10 @@ class Instance:
         """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,
         ``phases.pretrain.deadline`` — phases by name) to new values; the result is validated
         afresh, so a bad value raises the same :class:`InstanceError` a file would."""
-        from planner.instance.read import from_dict, set_path
-
         data: Any = _deepcopy(self.raw)
         for path, value in updates.items():
             set_path(data, path, value, self.source)
-        return from_dict(data, self.source, self.base_dir)
+        return self.rebuild(data, self.source, self.base_dir)
 
 
 #: The fields held as read-only views.

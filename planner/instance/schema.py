@@ -2,9 +2,9 @@
 
 Every model forbids unknown fields and is frozen. Units are in the field names
 (``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour).
-Cross-references (a phase naming a GPU type) are checked in :mod:`planner.instance.read`,
-which turns a validated :class:`InstanceSpec` into the resolved
-:class:`~planner.instance.model.Instance`.
+Cross-references (a phase naming a GPU type) are checked in
+:mod:`planner.instance.references`; :mod:`planner.instance.resolve` turns a validated
+:class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
 """
 
 from __future__ import annotations

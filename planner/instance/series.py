@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from planner.instance.files import not_a_file
 from planner.instance.schema import Series, TimeOfUse
 
 MAX_CSV_BYTES = 64 * 1024 * 1024
@@ -79,9 +80,7 @@ def _csv(
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
     of their ``time_column`` (times without an offset are read in ``tz_name``)."""
     if not path.is_file():
-        from planner.instance.read import _not_a_file
-
-        raise SeriesError(f"file {str(path)!r} {_not_a_file(path)}")
+        raise SeriesError(f"file {str(path)!r} {not_a_file(path)}")
     if path.stat().st_size > MAX_CSV_BYTES:
         raise SeriesError(f"file {str(path)!r} is larger than {MAX_CSV_BYTES // 2**20} MiB")
     utc_start = start.astimezone(ZoneInfo("UTC"))

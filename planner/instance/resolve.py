@@ -1,0 +1,111 @@
+"""Resolution: a validated, cross-checked spec becomes the :class:`Instance` the planner uses,
+every series one value per horizon hour."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from planner.instance.errors import FieldError, InstanceError
+from planner.instance.model import Instance
+from planner.instance.references import topological, window
+from planner.instance.schema import InstanceSpec
+from planner.instance.series import SeriesError, resolve_series
+from planner.physics.reliability import per_gpu_hour_from_node_days
+from planner.physics.transformer import ModelDims, dims
+
+
+def resolve(
+    spec: InstanceSpec,
+    data: Any,
+    file: str,
+    base_dir: Path,
+    rebuild: Callable[[Any, str, Path], Instance],
+) -> Instance:
+    """Resolve every series to one value per horizon hour (price = series x scale + adder,
+    USD/MWh), capacities to hourly arrays, release/deadline to hour slots (:func:`_window`)
+    and failure rates per GPU type; arrays are read-only and mappings are read-only views."""
+    errors: list[FieldError] = []
+    T, start = spec.horizon.hours, spec.horizon.start
+    price: dict[str, np.ndarray] = {}
+    carbon: dict[str, np.ndarray | None] = {}
+    capacity: dict[tuple[str, str], np.ndarray] = {}
+    for rname, r in spec.regions.items():
+        try:
+            prices = (
+                resolve_series(r.electricity, start, T, r.timezone, base_dir)
+                + r.price_adder_usd_per_mwh
+            )
+            prices.setflags(write=False)
+            price[rname] = prices
+        except SeriesError as e:
+            errors.append(FieldError(f"regions.{rname}.electricity", str(e)))
+        carbon[rname] = None
+        if r.carbon_intensity is not None:
+            try:
+                ci = resolve_series(r.carbon_intensity, start, T, r.timezone, base_dir)
+                if np.any(ci < 0):
+                    errors.append(
+                        FieldError(
+                            f"regions.{rname}.carbon_intensity", "expected non-negative gCO2/kWh"
+                        )
+                    )
+                carbon[rname] = ci
+            except SeriesError as e:
+                errors.append(FieldError(f"regions.{rname}.carbon_intensity", str(e)))
+        for g, cap in r.capacity.items():
+            arr = np.asarray(cap[:T] if isinstance(cap, tuple) else [cap] * T, dtype=float)
+            arr.setflags(write=False)
+            capacity[(rname, g)] = arr
+    if errors:
+        raise InstanceError(file, errors)
+    models: dict[str, ModelDims] = {}
+    warnings: list[str] = []
+    for mname, m in spec.models.items():
+        models[mname] = dims(
+            m.params,
+            m.layers,
+            m.hidden,
+            m.heads,
+            m.seq_len,
+            m.vocab,
+            m.optimizer,
+            m.flash_attention,
+        )
+        if models[mname].inferred:
+            md = models[mname]
+            warnings.append(
+                f"models.{mname}: architecture inferred from params (L={md.layers},"
+                f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy"
+            )
+    windows = {p.name: window(spec, p) for p in spec.phases}
+    fr: dict[str, float] = {}
+    for gname, gpu in spec.gpu_types.items():
+        if gpu.failures_per_gpu_hour is not None:
+            fr[gname] = gpu.failures_per_gpu_hour
+        elif gpu.failures_per_1000_node_days is not None:
+            fr[gname] = per_gpu_hour_from_node_days(
+                gpu.failures_per_1000_node_days, gpu.gpus_per_node
+            )
+        else:
+            fr[gname] = spec.failure.failures_per_gpu_hour
+    return Instance(
+        spec=spec,
+        source=file,
+        raw=data,
+        base_dir=base_dir,
+        price=MappingProxyType(price),
+        carbon=MappingProxyType(carbon),
+        capacity=MappingProxyType(capacity),
+        release=MappingProxyType({n: w[0] for n, w in windows.items()}),
+        deadline=MappingProxyType({n: w[1] for n, w in windows.items()}),
+        models=MappingProxyType(models),
+        order=topological(spec.phases),
+        failures_per_gpu_hour=MappingProxyType(fr),
+        warnings=tuple(warnings),
+        rebuild=rebuild,
+    )
