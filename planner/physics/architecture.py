@@ -300,7 +300,9 @@ def training_flops_per_token(
     """Model FLOPs of one training token (forward + backward, no recomputation).
 
     N is the *active* parameter count (MoE: top-k plus shared experts) without the input
-    embedding lookup, which performs no multiply-adds. Conventions:
+    embedding lookup, which performs no multiply-adds, but with the output projection V h
+    whether or not it is tied to the input table (so for tied models such as GPT-3 and PaLM N
+    is the published total). Conventions:
 
     - ``"6nd"`` (default): 6 N. Kaplan et al. 2020 §2.1 and Hoffmann et al. 2022 use it; it
       is what published MFU figures are most often computed against (e.g. Llama 2's
@@ -319,7 +321,9 @@ def training_flops_per_token(
     ``seq_len`` defaults to the architecture's."""
     s = a.seq_len if seq_len is None else seq_len
     pc = param_counts(a)
-    n = pc.active - pc.embedding
+    head = a.vocab * a.hidden  # the output projection, tied or not
+    blocks = pc.active - pc.embedding - pc.output - pc.final_norm
+    n = blocks + head + pc.final_norm
     attn = a.layers * s * attention_width(a)
     if convention == "6nd":
         return 6.0 * n
@@ -328,8 +332,7 @@ def training_flops_per_token(
     if convention == "palm":
         return 6.0 * n + 12.0 * attn
     if convention == "megatron":
-        head = a.vocab * a.hidden
-        return 6.0 * (n - pc.output - pc.final_norm) + 12.0 * attn + 6.0 * head
+        return 6.0 * blocks + 12.0 * attn + 6.0 * head
     raise ValueError(f"FLOPs convention must be one of {', '.join(FLOPS_CONVENTIONS)}")
 
 
