@@ -588,12 +588,40 @@ class Horizon(Strict):
 
 class FailureModel(Strict):
     """Failures (Young 1974, Daly 2006 for checkpointing). The default rate is Llama 3's:
-    419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour."""
+    419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour.
 
+    ``preset`` names a published fleet instead (planner.physics.reliability.FAILURE_PRESETS:
+    ``llama3``, ``rsc1``, ``rsc2``; Kokolis et al. 2024 for the RSC clusters); an explicit
+    ``failures_per_gpu_hour`` wins over it. The remaining fields describe restarts and
+    checkpoints at scale (planner.physics.reliability.RestartModel, planner.physics.storage):
+    ``detect_hours`` until a failure is noticed; ``checkpoint`` the scheme (``sync``: the
+    sharded write blocks training; ``async``: only a snapshot to host memory blocks;
+    ``in_memory``: Gemini-style copies in peer host memory); per-node and aggregate storage
+    bandwidth for the sharded write and reload (None: the storage tier's own figure); the
+    device-to-host bandwidth of the snapshot. Defaults keep today's behaviour for the fields
+    that existed."""
+
+    preset: Literal["llama3", "rsc1", "rsc2"] | None = None
     failures_per_gpu_hour: NonNegFloat = 419 / (16384 * 54 * 24)
     restart_hours: NonNegFloat = 0.5
     spare_swap_hours: NonNegFloat = 0.1
     checkpoint_write_s: PosFloat | None = None
+    detect_hours: NonNegFloat = 0.0
+    checkpoint: Literal["sync", "async", "in_memory"] = "sync"
+    per_node_checkpoint_gb_per_s: PosFloat | None = None
+    storage_aggregate_gb_per_s: PosFloat | None = None
+    d2h_gb_per_s: PosFloat = 25.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_rate(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("preset") and "failures_per_gpu_hour" not in data:
+            from planner.physics.reliability import FAILURE_PRESETS
+
+            p = FAILURE_PRESETS.get(str(data["preset"]))
+            if p is not None:
+                return {**data, "failures_per_gpu_hour": p.per_gpu_hour}
+        return data
 
 
 class StoragePolicy(Strict):
