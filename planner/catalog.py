@@ -139,8 +139,7 @@ def resolve_name(name: str) -> str:
             [
                 FieldError(
                     "",
-                    f"ambiguous GPU {name!r}: it could be {', '.join(matches)}; "
-                    "give the full name",
+                    f"ambiguous GPU {name!r}: it could be {', '.join(matches)}; give the full name",
                 )
             ],
         )

@@ -14,9 +14,10 @@ import math
 def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
     """Layers per pipeline stage when ``pp`` does not divide ``layers``: the first
     ``layers mod pp`` stages take ceil(L/p) layers, the others floor(L/p). Llama 3 405B ran
-    126 layers on PP16 (Llama Team 2024, §3.3.2: "we reduce one Transformer layer each from
-    the first and the last stages" of 128 would-be layers): 14 stages of 8 and 2 of 7 here;
-    either way the most loaded stage holds ceil(126/16) = 8 layers."""
+    126 layers on PP16 (Llama Team 2024, §3.3.2: one layer fewer on the first and the last
+    stage, which also hold the embedding and the output layer; quoted from memory of the
+    paper); here 14 stages of 8 and 2 of 7. Either way the most loaded stage holds
+    ceil(126/16) = 8 layers, which is what memory and time depend on."""
     if pp < 1 or layers < 1:
         raise ValueError("layers and pp must be positive")
     if pp > layers:
