@@ -99,14 +99,50 @@ def catalog_names() -> list[str]:
     return list(_catalog())
 
 
+#: Natural names for catalog entries. ``H100`` alone means the SXM part (the one large
+#: training clusters use, e.g. Llama 3's 16,384 "H100"); ``GB200`` the NVL72 rack.
+ALIASES: dict[str, str] = {
+    "h100": "H100-SXM",
+    "h100-80gb": "H100-SXM",
+    "h200": "H200-SXM",
+    "h800": "H800-SXM",
+    "gb200": "GB200-NVL72",
+    "ascend": "Ascend-910B",
+    "910b": "Ascend-910B",
+}
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in name.strip().lower().replace("_", "-").replace(" ", "-").split("-") if t}
+
+
 def resolve_name(name: str) -> str:
-    """The catalog's spelling of ``name`` (matched case-insensitively), or a
-    :class:`CatalogError` listing the known names (and the closest ones)."""
+    """The catalog's spelling of ``name``: matched case-insensitively, then through
+    :data:`ALIASES`, then as the only entry whose name contains all of ``name``'s parts
+    (``A100-80GB`` -> A100-SXM-80GB, ``V100`` -> V100-SXM-32GB). An ambiguous name
+    (``A100``) raises :class:`CatalogError` listing its variants; an unknown one the known
+    names and the closest."""
     names = catalog_names()
     by_lower = {n.lower(): n for n in names}
     key = name.strip().lower()
     if key in by_lower:
         return by_lower[key]
+    if key in ALIASES and ALIASES[key] in names:
+        return ALIASES[key]
+    want = _tokens(name)
+    matches = [n for n in names if want and want <= _tokens(n)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise CatalogError(
+            "GPU catalog",
+            [
+                FieldError(
+                    "",
+                    f"ambiguous GPU {name!r}: it could be {', '.join(matches)}; give the full name",
+                )
+            ],
+        )
     close = difflib.get_close_matches(key, list(by_lower), n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(by_lower[c] for c in close)}?)" if close else ""
     raise CatalogError(
@@ -124,3 +160,21 @@ def catalog_price(name: str) -> float | None:
     GPU_SOURCES.md), or None when the entry gives none. Unknown names raise CatalogError."""
     price = _raw()[resolve_name(name)].get(PRICE_KEY)
     return None if price is None else float(price)
+
+
+#: Catalog key naming the unit of ``memory_gb`` ("GiB" or "GB").
+MEMORY_UNIT_KEY = "memory_unit"
+
+
+def catalog_memory_unit(name: str) -> str:
+    """The unit the vendor's memory figure is in ("GiB" for every HBM/GDDR part listed;
+    GPU_SOURCES.md gives the evidence per GPU). Entries without the key are taken as GiB."""
+    return str(_raw()[resolve_name(name)].get(MEMORY_UNIT_KEY, "GiB"))
+
+
+def catalog_memory_bytes(name: str) -> float:
+    """Memory capacity in bytes: memory_gb x 2^30 for GiB (an "80 GB" A100: 85,899,345,920
+    bytes = 81,920 MiB), x 10^9 for GB."""
+    from planner.physics.memory import capacity_bytes
+
+    return capacity_bytes(gpu_by_name(name).memory_gb, catalog_memory_unit(name))

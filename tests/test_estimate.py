@@ -284,7 +284,8 @@ def test_tables_print() -> None:
         (("--params", "7X", "--tokens", "1e9", "--gpu", "H100-SXM"), "--params"),
         (("--params", "-7B", "--tokens", "1e9", "--gpu", "H100-SXM"), "--params"),
         (("--params", "7B", "--tokens", "0", "--gpu", "H100-SXM"), "--tokens"),
-        (("--params", "7B", "--tokens", "1e9", "--gpu", "H100"), "unknown GPU 'H100'"),
+        # H100 now means H100-SXM (issue 12); an ambiguous A100 lists its variants
+        (("--params", "7B", "--tokens", "1e9", "--gpu", "A100"), "A100-SXM-80GB, A100-SXM-40GB"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "nope"), "H100-SXM"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "0"), "--gpus"),
         (("--params", "7B", "--tokens", "1e9", "--gpu", "H100-SXM", "--gpus", "-8"), "--gpus"),

@@ -730,8 +730,9 @@ def test_check_memory_never_fits_exits_1(tmp_path: Path) -> None:
     assert res.exit_code == 1, res.output
     assert "finetune [fine_tuning]" in res.stdout and "configurations: 0  fastest: -" in res.stdout
     # the inferred architecture is a warning: P = 7e10 -> L = round((7e10 / 196608)^(1/3))
-    # = round(70.9) = 71, h = round(sqrt(7e10 / 852) / 128) x 128 = 71 x 128 = 9088
-    assert "models.m70b: architecture inferred from params (L=71, h=9088, heads=71)" in res.stdout
+    # = round(70.9) = 71, h = sqrt(7e10 / 852) = 9064 rounded to a multiple of 1024 (heads of
+    # 128, a multiple of 8 so that tp 1-8 divide them) = 9 x 1024 = 9216, heads 9216 / 128 = 72
+    assert "models.m70b: architecture inferred from params (L=71, h=9216, heads=72)" in res.stdout
 
 
 def test_check_says_memory_when_memory_never_fits(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ Cross-references (a phase naming a GPU type) are checked in
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -43,6 +43,9 @@ Name = Annotated[str, Field(min_length=1)]
 #: Survey 2023 industry average PUE 1.58. Liquid (direct-to-chip): 1.15, vendor figures for
 #: liquid-cooled GPU halls (e.g. Supermicro/NVIDIA DLC reference designs quote 1.1-1.2).
 #: Immersion: 1.05 (two-phase immersion vendors quote 1.02-1.07).
+if TYPE_CHECKING:
+    from planner.physics.architecture import Architecture, ParamCounts
+
 PUE_BY_COOLING: dict[str, float] = {"air": 1.58, "liquid": 1.15, "immersion": 1.05}
 
 #: Model FLOPs utilisation of a phase that gives none, and of a GPU type a per-GPU ``mfu``
@@ -247,10 +250,66 @@ class Region(Strict):
 # ----------------------------------------------------------------------------- model
 
 
-class ModelSpec(Strict):
-    """A transformer. Either ``params``, or the architecture (layers, hidden, vocab) from which
-    params = 12 L h^2 (1 + 13/(12 h) + (V + s)/(12 L h)) (Narayanan et al. 2021, eq. 2)."""
+class MoESpec(Strict):
+    """Mixture of experts: ``experts`` routed experts of FFN size ``expert_ffn``, ``top_k``
+    active per token, ``shared_experts`` always active, the first ``first_dense_layers`` dense
+    (DeepSeek-V3: 3), then every ``every``-th layer MoE (planner.physics.architecture.MoE)."""
 
+    experts: PositiveInt
+    top_k: PositiveInt
+    expert_ffn: PositiveInt
+    shared_experts: NonNegativeInt = 0
+    shared_ffn: PositiveInt | None = None
+    first_dense_layers: NonNegativeInt = 0
+    every: PositiveInt = 1
+    router_bias: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> MoESpec:
+        if self.top_k > self.experts:
+            raise ValueError("top_k must not exceed experts")
+        return self
+
+
+class MLASpec(Strict):
+    """Multi-head latent attention (DeepSeek-V2/V3): compressed query and key/value ranks and
+    the per-head dimensions (planner.physics.architecture.MLA). ``q_lora_rank: 0`` means
+    uncompressed queries."""
+
+    q_lora_rank: NonNegativeInt
+    kv_lora_rank: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    qk_rope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+
+
+#: ModelSpec fields that only the full architecture model knows (not Narayanan's eq. 2).
+ARCHITECTURE_FIELDS = (
+    "ffn_hidden",
+    "kv_heads",
+    "head_dim",
+    "gated_mlp",
+    "tied_embeddings",
+    "position",
+    "norm",
+    "linear_bias",
+    "qkv_bias",
+    "moe",
+    "mla",
+)
+
+
+class ModelSpec(Strict):
+    """A transformer: ``params`` alone, a ``preset`` by name (planner/data/models.yaml, any
+    field overridable), or the architecture.
+
+    With layers, hidden and vocab only, params = 12 L h^2 (1 + 13/(12 h)) + (V + s) h
+    (Narayanan et al. 2021, eq. 2, a GPT block). With any of the architecture fields (FFN size,
+    gated MLP, kv heads, tied embeddings, MoE, MLA, ...) or a preset, and no explicit
+    ``params``, params is the exact count from the dimensions
+    (planner.physics.architecture.param_counts; total parameters for MoE)."""
+
+    preset: Name | None = None
     params: PosFloat | None = None
     layers: PositiveInt | None = None
     hidden: PositiveInt | None = None
@@ -259,14 +318,89 @@ class ModelSpec(Strict):
     vocab: PositiveInt = 32000
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
+    ffn_hidden: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    gated_mlp: bool | None = None
+    tied_embeddings: bool | None = None
+    position: Literal["learned", "rope"] | None = None
+    norm: Literal["layernorm", "rmsnorm"] | None = None
+    linear_bias: bool | None = None
+    qkv_bias: bool | None = None
+    moe: MoESpec | None = None
+    mla: MLASpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_preset(cls, data: object) -> object:
+        """``preset: NAME`` expands to the preset's fields; fields given beside it win."""
+        if not isinstance(data, dict) or data.get("preset") is None:
+            return data
+        from planner.physics.presets import PresetError, preset_fields
+
+        name = data["preset"]
+        if not isinstance(name, str):
+            raise ValueError(f"preset: expected a preset name, got {name!r}")
+        try:
+            fields = preset_fields(name)
+        except PresetError as e:
+            raise ValueError(str(e)) from None
+        return {**fields, **data}
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         if self.params is None and (self.layers is None or self.hidden is None):
-            raise ValueError("expected 'params', or 'layers' and 'hidden'")
-        if self.hidden is not None and self.heads is not None and self.hidden % self.heads:
-            raise ValueError("hidden must be divisible by heads")
+            raise ValueError("expected 'params', a 'preset', or 'layers' and 'hidden'")
+        explicit_heads = self.head_dim is not None or self.mla is not None
+        if self.hidden and self.heads and self.hidden % self.heads and not explicit_heads:
+            raise ValueError("hidden must be divisible by heads (or give head_dim)")
+        if self.kv_heads is not None and self.heads is not None and self.heads % self.kv_heads:
+            raise ValueError("heads must be a multiple of kv_heads")
+        if (
+            self.moe is not None
+            and self.layers is not None
+            and self.moe.first_dense_layers > self.layers
+        ):
+            raise ValueError("moe.first_dense_layers exceeds layers")
+        if self.params is None and self.has_architecture and self.uses_full_architecture:
+            counts = self.param_counts()
+            assert counts is not None
+            # frozen model: set the derived count once, during validation
+            object.__setattr__(self, "params", float(counts.total))
         return self
+
+    @property
+    def has_architecture(self) -> bool:
+        """Layers and hidden are known (given or from the preset)."""
+        return self.layers is not None and self.hidden is not None
+
+    @property
+    def uses_full_architecture(self) -> bool:
+        """A preset or any field beyond Narayanan's GPT block was given."""
+        return self.preset is not None or any(
+            getattr(self, k) is not None for k in ARCHITECTURE_FIELDS
+        )
+
+    def architecture(self) -> Architecture | None:
+        """The :class:`planner.physics.architecture.Architecture`, or None for a
+        params-only model."""
+        if not self.has_architecture:
+            return None
+        from planner.physics.presets import architecture_from_fields
+
+        f = self.model_dump(exclude={"moe", "mla"})
+        f["moe"] = self.moe.model_dump() if self.moe is not None else None
+        f["mla"] = self.mla.model_dump() if self.mla is not None else None
+        return architecture_from_fields(f)
+
+    def param_counts(self) -> ParamCounts | None:
+        """Exact parameter counts from the dimensions, or None for a params-only model."""
+        arch = self.architecture()
+        if arch is None:
+            return None
+        from planner.physics.architecture import param_counts
+
+        return param_counts(arch)
 
 
 # ----------------------------------------------------------------------------- phases
@@ -458,12 +592,40 @@ class Horizon(Strict):
 
 class FailureModel(Strict):
     """Failures (Young 1974, Daly 2006 for checkpointing). The default rate is Llama 3's:
-    419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour."""
+    419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour.
 
+    ``preset`` names a published fleet instead (planner.physics.reliability.FAILURE_PRESETS:
+    ``llama3``, ``rsc1``, ``rsc2``; Kokolis et al. 2024 for the RSC clusters); an explicit
+    ``failures_per_gpu_hour`` wins over it. The remaining fields describe restarts and
+    checkpoints at scale (planner.physics.reliability.RestartModel, planner.physics.storage):
+    ``detect_hours`` until a failure is noticed; ``checkpoint`` the scheme (``sync``: the
+    sharded write blocks training; ``async``: only a snapshot to host memory blocks;
+    ``in_memory``: Gemini-style copies in peer host memory); per-node and aggregate storage
+    bandwidth for the sharded write and reload (None: the storage tier's own figure); the
+    device-to-host bandwidth of the snapshot. Defaults keep today's behaviour for the fields
+    that existed."""
+
+    preset: Literal["llama3", "rsc1", "rsc2"] | None = None
     failures_per_gpu_hour: NonNegFloat = 419 / (16384 * 54 * 24)
     restart_hours: NonNegFloat = 0.5
     spare_swap_hours: NonNegFloat = 0.1
     checkpoint_write_s: PosFloat | None = None
+    detect_hours: NonNegFloat = 0.0
+    checkpoint: Literal["sync", "async", "in_memory"] = "sync"
+    per_node_checkpoint_gb_per_s: PosFloat | None = None
+    storage_aggregate_gb_per_s: PosFloat | None = None
+    d2h_gb_per_s: PosFloat = 25.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_rate(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("preset") and "failures_per_gpu_hour" not in data:
+            from planner.physics.reliability import FAILURE_PRESETS
+
+            p = FAILURE_PRESETS.get(str(data["preset"]))
+            if p is not None:
+                return {**data, "failures_per_gpu_hour": p.per_gpu_hour}
+        return data
 
 
 class StoragePolicy(Strict):

@@ -64,6 +64,14 @@ def model_state_bytes(
     tp: int = 1,
     pp: int = 1,
     train: bool = True,
+    *,
+    convention: str = "zero",
+    layers: int = 0,
+    expert_params: float = 0.0,
+    ep: int = 1,
+    largest_layer_params: float = 0.0,
+    offload_optimizer: bool = False,
+    offload_params: bool = False,
 ) -> float:
     """Model-state bytes per GPU: weights, gradients and optimizer states.
 
@@ -78,7 +86,40 @@ def model_state_bytes(
 
     Check: Psi = 7.5e9, N_d = 64, K = 12, w = g = 2 gives 120, 31.4, 16.6 and 1.9 GB, the
     figures of the paper's Figure 1. Forward-only phases hold the weights alone (sharded by
-    stage 3 only)."""
+    stage 3 only).
+
+    Keyword options (defaults reproduce the above; see :func:`state_bytes_per_param`):
+    ``convention`` "zero" | "megatron" | "deepspeed"; ``layers`` for uneven pipeline stages
+    and ``expert_params`` / ``ep`` for expert parallelism (:func:`layout.params_per_rank`);
+    ``largest_layer_params`` adds ZeRO-3's gathered layer (always under "deepspeed");
+    ``offload_optimizer`` / ``offload_params`` move states to CPU memory
+    (:func:`offloaded_state_bytes` tells how much)."""
+    if (
+        convention != "zero"
+        or layers
+        or expert_params
+        or ep != 1
+        or largest_layer_params
+        or offload_optimizer
+        or offload_params
+    ):
+        return model_state_breakdown(
+            params,
+            precision,
+            optimizer,
+            zero,
+            dp,
+            tp,
+            pp,
+            train,
+            convention=convention,
+            layers=layers,
+            expert_params=expert_params,
+            ep=ep,
+            largest_layer_params=largest_layer_params,
+            offload_optimizer=offload_optimizer,
+            offload_params=offload_params,
+        ).gpu_bytes
     psi = params / (tp * pp)
     if not train:
         w = INFERENCE_WEIGHT_BYTES[precision] * psi
@@ -98,7 +139,17 @@ def model_state_bytes(
 
 
 def activation_bytes_per_layer(
-    s: int, b: int, h: int, a: int, tp: int, recompute: str, flash: bool, elem_bytes: float = 2.0
+    s: int,
+    b: int,
+    h: int,
+    a: int,
+    tp: int,
+    recompute: str,
+    flash: bool,
+    elem_bytes: float = 2.0,
+    *,
+    sequence_parallel: bool | None = None,
+    cp: int = 1,
 ) -> float:
     """Activation bytes stored per transformer layer per micro-batch on one GPU.
 
@@ -112,12 +163,28 @@ def activation_bytes_per_layer(
 
     FlashAttention (Dao et al. 2022) never materialises the a s^2 attention scores, so the
     5 a s / h term vanishes with it: selective recomputation then saves nothing more.
-    ``elem_bytes`` scales the paper's 2-byte accounting for 32-bit activations."""
+    ``elem_bytes`` scales the paper's 2-byte accounting for 32-bit activations.
+
+    ``sequence_parallel`` (default None: on whenever t > 1, as above) set to False gives plain
+    tensor parallelism, Korthikanti Table 2: the 10 sbh of layer-norm inputs, dropout masks and
+    sub-layer inputs stay whole on every rank:
+
+    - no recompute:         s b h (10 + 24 / t + 5 a s / (h t))
+    - selective recompute:  s b h (10 + 24 / t)
+    - full recompute:       2 s b h                                    (input not split)
+
+    Context parallelism ``cp`` splits the sequence: s -> s / cp in every term (Megatron-Core
+    context parallelism; the attention-score term, quadratic in s, shrinks by cp^2 per rank
+    only for the local block and is counted here as (s / cp)^2)."""
     scale = elem_bytes / 2.0
+    s_loc = s / cp
+    sp = (tp > 1) if sequence_parallel is None else (sequence_parallel or tp == 1)
+    attn = 0.0 if (flash or recompute == "selective") else 5.0 * a * s_loc / h
     if recompute == "full":
-        return scale * 2.0 * s * b * h / tp
-    attn = 0.0 if (flash or recompute == "selective") else 5.0 * a * s / h
-    return scale * s * b * h * (34.0 / tp + attn / tp)
+        return scale * 2.0 * s_loc * b * h / (tp if sp else 1)
+    if sp:
+        return scale * s_loc * b * h * (34.0 / tp + attn / tp)
+    return scale * s_loc * b * h * (10.0 + 24.0 / tp + attn / tp)
 
 
 def activation_bytes(
@@ -128,12 +195,23 @@ def activation_bytes(
     recompute: str,
     precision: str,
     train: bool = True,
+    *,
+    sequence_parallel: bool | None = None,
+    cp: int = 1,
+    virtual: int = 1,
+    uneven_stages: bool = False,
 ) -> float:
     """Activation bytes on the most loaded GPU: the first pipeline stage under 1F1B holds p
     micro-batches of L/p layers each, i.e. L layers' worth (Korthikanti et al. 2022, §4.2.3),
     plus the embedding/output terms 4 s b h / t (1 + V / h) (their eq. 6, last stage).
 
-    Forward-only phases keep one layer's activations at a time (working set)."""
+    Forward-only phases keep one layer's activations at a time (working set).
+
+    Options (defaults reproduce the above): ``sequence_parallel`` and ``cp`` as in
+    :func:`activation_bytes_per_layer`; ``virtual`` interleaved chunks multiply the first
+    stage's activations by 1 + (p - 1)/(p v) (:func:`layout.interleaved_activation_factor`);
+    ``uneven_stages`` counts p micro-batches of ceil(L/p) layers (p x ceil(L/p) >= L layers'
+    worth) when p does not divide L."""
     per_layer = activation_bytes_per_layer(
         m.seq_len,
         micro_batch,
@@ -143,12 +221,28 @@ def activation_bytes(
         recompute,
         m.flash_attention,
         ACTIVATION_BYTES[precision],
+        sequence_parallel=sequence_parallel,
+        cp=cp,
     )
     if not train:
         return per_layer
     scale = ACTIVATION_BYTES[precision] / 2.0
-    extra = scale * 4.0 * m.seq_len * micro_batch * m.hidden / tp * (1 + m.vocab / m.hidden)
-    return per_layer * m.layers + (extra if pp == 1 else 0.0)
+    sp = (tp > 1) if sequence_parallel is None else (sequence_parallel or tp == 1)
+    out_div = tp if sp else 1
+    s_loc = m.seq_len / cp
+    extra = scale * 4.0 * s_loc * micro_batch * m.hidden / out_div * (1 + m.vocab / m.hidden)
+    held = m.layers
+    if uneven_stages and pp > 1:
+        from planner.physics.layout import max_stage_layers
+
+        held = pp * max_stage_layers(m.layers, pp)
+    if virtual > 1:
+        from planner.physics.layout import interleaved_activation_factor
+
+        return per_layer * held * interleaved_activation_factor(pp, virtual) + (
+            extra if pp == 1 else 0.0
+        )
+    return per_layer * held + (extra if pp == 1 else 0.0)
 
 
 @dataclass(frozen=True)
@@ -210,3 +304,316 @@ def memory_per_gpu(
     return MemoryBreakdown(
         states, acts, buffer_gb, total, gpu_memory_gb * fraction * (1 - headroom)
     )
+
+
+# ----------------------------------------------------------------------------- conventions
+
+#: Memory accounting conventions for mixed-precision training (see state_bytes_per_param).
+MEMORY_CONVENTIONS: tuple[str, ...] = ("zero", "megatron", "deepspeed")
+#: GiB: HBM capacities are binary (an "80 GB" A100 has 81,920 MiB = 80 x 2^30 bytes).
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class StateBytes:
+    """Bytes per parameter of the model states, split by how ZeRO shards them.
+
+    ``weights``: working weights; ``grads``: gradients as accumulated; ``optimizer``: optimizer
+    states with the fp32 master copy (K); ``fp32_grads``: an extra fp32 gradient copy made for
+    the optimizer step (DeepSpeed)."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    fp32_grads: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.fp32_grads
+
+
+def state_bytes_per_param(optimizer: str, precision: str, convention: str = "zero") -> StateBytes:
+    """Bytes per parameter under an accounting convention (mixed-precision Adam in brackets).
+
+    - ``"zero"``: Rajbhandari et al. 2020 §3.1: 16-bit weights and gradients, K = 12
+      [2 + 2 + 12 = 16].
+    - ``"megatron"``: Megatron-LM keeps gradients in an fp32 ``main_grad`` buffer for
+      accumulation [2 + 4 + 12 = 18]; ``theoretical_memory_usage.py``:
+      ``num_bytes_per_parameter = 18`` without the distributed optimizer, 6 + 12 / dp with it
+      (maintainer's reply in Megatron-LM issue #654: "2 bytes for model parameters ..., 4 bytes
+      for main parameters, 4 bytes for gradients, 8 bytes for Adam states").
+    - ``"deepspeed"``: DeepSpeed's estimators (``estimate_zero2_model_states_mem_needs``,
+      ``estimate_zero3_model_states_mem_needs``; docs "Memory Requirements"): 16-bit weights
+      and gradients plus fp32 master, momentum, variance *and an fp32 gradient copy* for the
+      step [2 + 2 + 12 + 4 = 20; ZeRO-2 per GPU 4 + 16 / N; ZeRO-3 18 / N: the 16-bit
+      gradients live in the gathered-layer buffer].
+
+    In fp32/tf32 training every convention is the ZeRO one (no master copy, no extra grads)."""
+    if convention not in MEMORY_CONVENTIONS:
+        raise ValueError(f"memory convention must be one of {', '.join(MEMORY_CONVENTIONS)}")
+    w = WEIGHT_BYTES[precision]
+    k = optimizer_k(optimizer, precision)
+    mixed = precision not in ("fp32", "tf32")
+    if not mixed or convention == "zero":
+        return StateBytes(w, w, k)
+    if convention == "megatron":
+        return StateBytes(w, 4.0, k)
+    return StateBytes(w, w, k, 4.0)
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    """Model-state bytes of one GPU, and what was offloaded to its host's CPU memory."""
+
+    gpu_bytes: float
+    cpu_bytes: float
+    gather_bytes: float
+
+
+def model_state_breakdown(
+    params: float,
+    precision: str,
+    optimizer: str,
+    zero: int,
+    dp: int,
+    tp: int = 1,
+    pp: int = 1,
+    train: bool = True,
+    *,
+    convention: str = "zero",
+    layers: int = 0,
+    expert_params: float = 0.0,
+    ep: int = 1,
+    largest_layer_params: float = 0.0,
+    offload_optimizer: bool = False,
+    offload_params: bool = False,
+) -> ModelStates:
+    """Model states per GPU under a convention, with uneven stages, expert parallelism,
+    ZeRO-3's gathered layer and CPU offload.
+
+    Psi = parameters on the most loaded model-parallel rank (:func:`layout.params_per_rank`).
+    With per-parameter bytes w, g, K, f (:func:`state_bytes_per_param`) and N = dp:
+
+    - stage 0:  (w + g + K + f) Psi
+    - stage 1:  (w + g) Psi + (K + f) Psi / N
+    - stage 2:  w Psi + (g + K + f) Psi / N      ("deepspeed": (w + g) Psi + (K + f) Psi / N,
+      as DeepSpeed's ZeRO-2 estimator keeps the 16-bit gradients whole: 4 + 16 / N)
+    - stage 3:  (w + g + K + f) Psi / N + gather ("deepspeed": (w + K + f) Psi / N = 18 / N)
+
+    gather = 2 w x largest layer (16-bit parameters gathered and 16-bit gradients computed for
+    the largest module, DeepSpeed docs: ``largest_layer_memory = 4 * largest_layer_params``),
+    counted for stage 3 when ``largest_layer_params`` is given ("deepspeed" requires it).
+
+    Offload (ZeRO-Offload, Ren et al. 2021; ZeRO-Infinity, Rajbhandari et al. 2021): the
+    optimizer states (K + f) move to CPU memory; with ``offload_params`` (stage 3 only) the
+    sharded 16-bit weights too, so the GPU keeps the gathered layer (DeepSpeed estimator:
+    GPU = largest_layer_memory with both offloaded, largest_layer_memory + 2 Psi / N with the
+    optimizer only)."""
+    from planner.physics.layout import params_per_rank
+
+    if zero not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage must be 0-3, got {zero}")
+    psi = params_per_rank(params, tp, pp, layers, expert_params, ep)
+    gather = 0.0
+    if zero == 3 and largest_layer_params:
+        gather = 2.0 * WEIGHT_BYTES[precision] * largest_layer_params
+    if not train:
+        w = INFERENCE_WEIGHT_BYTES[precision] * psi
+        return ModelStates(w / dp if zero == 3 else w, 0.0, 0.0)
+    b = state_bytes_per_param(optimizer, precision, convention)
+    opt = b.optimizer + b.fp32_grads
+    if zero == 0:
+        resident = (b.weights + b.grads) * psi
+        sharded_opt = opt * psi
+    elif zero == 1 or (zero == 2 and convention == "deepspeed"):
+        resident = (b.weights + b.grads) * psi
+        sharded_opt = opt * psi / dp
+    elif zero == 2:
+        resident = b.weights * psi + b.grads * psi / dp
+        sharded_opt = opt * psi / dp
+    else:
+        grads3 = 0.0 if convention == "deepspeed" else b.grads
+        resident = (b.weights + grads3) * psi / dp
+        sharded_opt = opt * psi / dp
+    cpu = 0.0
+    if offload_optimizer:
+        # ZeRO-Offload streams the (partitioned) gradients to the CPU with the optimizer
+        # states: the GPU keeps its 16-bit weights (DeepSpeed ZeRO-2 offload: 2P).
+        grads_on_gpu = resident - b.weights * (psi / dp if zero == 3 else psi)
+        cpu += sharded_opt + grads_on_gpu
+        resident -= grads_on_gpu
+        sharded_opt = 0.0
+    if offload_params:
+        if zero != 3:
+            raise ValueError("parameter offload needs ZeRO stage 3")
+        cpu += resident
+        resident = 0.0
+    return ModelStates(resident + sharded_opt + gather, cpu, gather)
+
+
+def offload_seconds_per_step(
+    params_per_gpu: float,
+    pcie_gb_per_s: float,
+    precision: str = "bf16",
+    offload_params: bool = False,
+    cpu_adam_params_per_s: float = 0.0,
+) -> float:
+    """PCIe time per optimizer step added by CPU offload, for the parameters this GPU owns
+    (Psi / N under ZeRO-2/3).
+
+    ZeRO-Offload (Ren et al. 2021, §4.1) moves the 16-bit gradients to the CPU and the
+    updated 16-bit parameters back each step: (g + w) Psi bytes, "4M" for 16-bit M. With
+    parameter offload (ZeRO-Infinity) the owned 16-bit shard is also fetched for the forward
+    and the backward pass: + 2 w Psi. Time = bytes / one-way PCIe bandwidth (x16 Gen4 ~32,
+    Gen5 ~64 GB/s; the catalog's PCIe figures are both directions summed), not overlapped
+    with compute (a stated, conservative assumption; DeepSpeed overlaps part of it). The CPU
+    Adam update adds Psi / ``cpu_adam_params_per_s`` when given (0: not counted)."""
+    w = WEIGHT_BYTES[precision]
+    nbytes = 2.0 * w * params_per_gpu
+    if offload_params:
+        nbytes += 2.0 * w * params_per_gpu
+    t = nbytes / (pcie_gb_per_s * 1e9)
+    if cpu_adam_params_per_s > 0:
+        t += params_per_gpu / cpu_adam_params_per_s
+    return t
+
+
+def deepspeed_zero2_estimate(
+    total_params: float,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    cpu_offload: bool = True,
+    buffer_factor: float = 1.5,
+) -> tuple[int, int]:
+    """(CPU bytes, GPU bytes) as DeepSpeed's ``estimate_zero2_model_states_mem_needs``
+    (deepspeed/runtime/zero/stage_1_and_2.py) computes them: GPU 2P with the optimizer
+    offloaded, else 4P + 16P / N; CPU P max(4N, 16) x buffer offloaded, else 4 P x GPUs per
+    node x buffer (initialisation). N = all GPUs. A reimplementation of the documented formulas,
+    reproduced against the documentation's printed outputs in tests."""
+    n = gpus_per_node * nodes
+    if cpu_offload:
+        gpu = 2 * total_params
+        cpu = total_params * max(4 * n, 16) * buffer_factor
+    else:
+        gpu = 4 * total_params + int(16 * total_params / n)
+        cpu = total_params * 4 * gpus_per_node * buffer_factor
+    return int(cpu), int(gpu)
+
+
+def deepspeed_zero3_estimate(
+    total_params: float,
+    largest_layer_params: float,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    offload_optimizer: bool = True,
+    offload_params: bool = True,
+    zero_init: bool = True,
+    buffer_factor: float = 1.5,
+) -> tuple[int, int]:
+    """(CPU bytes, GPU bytes) as DeepSpeed's ``estimate_zero3_model_states_mem_needs``
+    (deepspeed/runtime/zero/stage3.py): gathered layer 4 x largest layer; GPU = that + 18P/N
+    without offload, + 2P/N with the optimizer offloaded, alone with both offloaded; CPU with
+    both offloaded 18P / nodes x buffer (zero.Init) or P max(4 x GPUs per node, 18 / nodes)
+    x buffer; optimizer only 16 instead of 18; no offload: 4 x largest layer x GPUs per node x
+    buffer (zero.Init) or 4P x GPUs per node x buffer."""
+    n = gpus_per_node * nodes
+    per_node = 1 / nodes
+    gather = 4 * largest_layer_params
+    if offload_optimizer:
+        k = 18 if offload_params else 16
+        gpu = gather if offload_params else gather + int(2 * total_params / n)
+        if zero_init:
+            cpu = total_params * k * per_node * buffer_factor
+        else:
+            cpu = total_params * max(4 * gpus_per_node, k * per_node) * buffer_factor
+    else:
+        gpu = gather + int(18 * total_params / n)
+        if zero_init:
+            cpu = largest_layer_params * 4 * gpus_per_node * buffer_factor
+        else:
+            cpu = total_params * 4 * gpus_per_node * buffer_factor
+    return int(cpu), int(gpu)
+
+
+def megatron_weight_and_optimizer_bytes(
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int,
+    vocab: int,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    distributed_optimizer: bool = False,
+    untied: bool = False,
+) -> float:
+    """Megatron-LM's ``compute_weight_and_optimizer_memory``
+    (megatron/training/theoretical_memory_usage.py), reimplemented: transformer parameters
+    10 L h^2 ((1 + ffn/h) / 5 + kv/(5 heads) + 2/(5h) + 1/(5 L h)) (a non-gated MLP), the most
+    loaded shard (L/p layers + the embedding) / t, times 18 bytes, or 6 + 12 / dp with the
+    distributed optimizer. Bytes."""
+    L, h = layers, hidden
+    transformer = (
+        10
+        * L
+        * h
+        * h
+        * ((1 + ffn_hidden / h) / 5 + kv_heads / (5 * heads) + 2 / (5 * h) + 1 / (5 * L * h))
+    )
+    emb = h * vocab
+    shard = (transformer / pp + emb) / tp
+    if untied and pp == 1:
+        shard += emb / tp
+    per_param = 6 + 12 / dp if distributed_optimizer else 18
+    return shard * per_param
+
+
+def capacity_bytes(memory_gb: float, unit: str = "GiB") -> float:
+    """GPU memory capacity in bytes in the vendor's unit. HBM is built in binary sizes: an
+    "80 GB" A100/H100 has 80 GiB = 81,920 MiB (nvidia-smi), so bytes = memory_gb x 2^30;
+    ``unit="GB"`` keeps 10^9 (the old convention)."""
+    if unit == "GiB":
+        return memory_gb * GIB
+    if unit == "GB":
+        return memory_gb * 1e9
+    raise ValueError("memory unit must be 'GiB' or 'GB'")
+
+
+@dataclass(frozen=True)
+class MemoryBytes:
+    """Memory of one GPU in bytes (the corrected counterpart of :class:`MemoryBreakdown`):
+    capacity in the vendor's unit, CPU memory used by offload alongside."""
+
+    model_states: float
+    activations: float
+    buffers: float
+    total: float
+    capacity: float
+    cpu_offload: float = 0.0
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity * (1 + 1e-12)
+
+    @property
+    def headroom(self) -> float:
+        return self.capacity - self.total
+
+
+def memory_bytes_per_gpu(
+    states: ModelStates,
+    activations: float,
+    gpu_memory_gb: float,
+    buffer_bytes: float = 1.5 * GIB,
+    fragmentation: float = 0.05,
+    headroom: float = 0.05,
+    fraction: float = 1.0,
+    memory_unit: str = "GiB",
+) -> MemoryBytes:
+    """Total = (states + activations) (1 + fragmentation) + buffers, against the usable
+    capacity = capacity_bytes(memory_gb, unit) x fraction x (1 - headroom): the formula of
+    :func:`memory_per_gpu` in bytes, with the capacity in the vendor's (binary) unit."""
+    total = (states.gpu_bytes + activations) * (1 + fragmentation) + buffer_bytes
+    cap = capacity_bytes(gpu_memory_gb, memory_unit) * fraction * (1 - headroom)
+    return MemoryBytes(states.gpu_bytes, activations, buffer_bytes, total, cap, states.cpu_bytes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 
 def job_failure_rate(gpus: float, per_gpu_hour: float, preemptions_per_hour: float = 0.0) -> float:
@@ -73,4 +74,160 @@ def expected_failure_cost_per_hour(
     failures that are the provider's fault)."""
     return rate_per_h * (
         loss_h * hourly_cost - sla_share * credit_multiplier * downtime_h * rental_per_h
+    )
+
+
+# ----------------------------------------------------------------------------- fleets at scale
+
+
+@dataclass(frozen=True)
+class FailurePreset:
+    """A failure rate measured on a published fleet, with its source."""
+
+    name: str
+    per_gpu_hour: float
+    gpus_per_node: int
+    source: str
+
+    @property
+    def per_1000_node_days(self) -> float:
+        return self.per_gpu_hour * 1000.0 * 24.0 * self.gpus_per_node
+
+
+#: Failure rates of published fleets. Llama 3 (Dubey et al. 2024, §3.3.4): 419 unexpected
+#: interruptions in a 54-day snapshot of 405B pre-training on 16,384 H100 (Table 5; 78%
+#: hardware), i.e. 419 / (16,384 x 54 x 24) per GPU-hour = 3.79 per 1,000 node-days.
+#: Meta's research clusters (Kokolis et al. 2024, "Revisiting Reliability in Large-Scale
+#: Machine Learning Research Clusters", arXiv:2410.21680, HPCA 2025): 6.50 (RSC-1, 16K A100)
+#: and 2.34 (RSC-2, 8K A100) failures per 1,000 node-days over 11 months; their fit projects a
+#: mean time to failure of 1.8 h for a 16,384-GPU job on RSC-1.
+FAILURE_PRESETS: dict[str, FailurePreset] = {
+    "llama3": FailurePreset(
+        "llama3",
+        419 / (16384 * 54 * 24),
+        8,
+        "Dubey et al. 2024 (Llama 3) §3.3.4, Table 5: 419 unexpected interruptions, 54 days, "
+        "16,384 H100",
+    ),
+    "rsc1": FailurePreset(
+        "rsc1",
+        per_gpu_hour_from_node_days(6.50, 8),
+        8,
+        "Kokolis et al. 2024 (arXiv:2410.21680): RSC-1, 6.50 failures per 1,000 node-days",
+    ),
+    "rsc2": FailurePreset(
+        "rsc2",
+        per_gpu_hour_from_node_days(2.34, 8),
+        8,
+        "Kokolis et al. 2024 (arXiv:2410.21680): RSC-2, 2.34 failures per 1,000 node-days",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RestartModel:
+    """What a failure costs before work resumes, by component (hours).
+
+    ``detect_h``: until the failure is noticed (NCCL/collective timeouts, health checks;
+    Kokolis et al. run health checks every 5 minutes); ``restart_h``: reschedule and relaunch
+    the job on healthy nodes (or ``swap_h`` with a hot spare node in the allocation); reload
+    time comes from the checkpoint tier (:func:`planner.physics.storage.sharded_read_seconds`)
+    or from peer memory (:func:`planner.physics.storage.in_memory_checkpoint`). Defaults are
+    stated assumptions for an automated stack (Llama 3 §3.3.4: "the majority of interruptions
+    were handled automatically"; only three needed significant manual intervention):
+    3 minutes to detect, 6 to restart, 3 to swap in a spare."""
+
+    detect_h: float = 0.05
+    restart_h: float = 0.10
+    swap_h: float = 0.05
+
+    def downtime_h(self, reload_h: float, spare_nodes: int = 0) -> float:
+        """detection + (swap with a spare, else restart) + reload."""
+        return self.detect_h + (self.swap_h if spare_nodes > 0 else self.restart_h) + reload_h
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    """What failures and checkpoints cost a run, in every unit the planner reports.
+
+    ``compute_hours``: wall hours of useful work; ``wall_hours``: with checkpoint stalls,
+    recomputed work and downtime; ``effective_training_time``: compute / wall (Llama 3's
+    "effective training time", Kokolis et al.'s ETTR)."""
+
+    failures: float
+    compute_hours: float
+    wall_hours: float
+    lost_hours: float
+    checkpoint_hours: float
+    lost_gpu_hours: float
+    lost_kwh: float
+    lost_usd: float
+    interval_s: float
+    loss_per_failure_h: float
+
+    @property
+    def effective_training_time(self) -> float:
+        return self.compute_hours / self.wall_hours if self.wall_hours > 0 else 1.0
+
+
+def effective_training_time(
+    rate_per_h: float, interval_s: float, stall_s: float, downtime_h: float
+) -> float:
+    """Share of wall time spent on useful work under periodic checkpoints and failures:
+
+    u = tau / (tau + delta) x (1 - lambda ((tau + delta) / 2 + D))
+
+    with tau the compute between checkpoints, delta the stall per checkpoint (the whole write
+    when synchronous, the snapshot to host memory when asynchronous), lambda failures per wall
+    hour and D the downtime per failure: first-order renewal model of Young 1974 / Daly 2006
+    (half a segment lost per failure on average), the form of Kokolis et al.'s ETTR estimate.
+    Clamped at 0 when failures come faster than work can be saved."""
+    if math.isinf(interval_s):
+        return max(0.0, 1.0 - rate_per_h * downtime_h)
+    seg_h = (interval_s + stall_s) / 3600.0
+    return (
+        interval_s / (interval_s + stall_s) * max(0.0, 1.0 - rate_per_h * (seg_h / 2 + downtime_h))
+    )
+
+
+def failure_outcome(
+    compute_hours: float,
+    gpus: float,
+    per_gpu_hour: float,
+    stall_s: float,
+    downtime_h: float,
+    *,
+    interval_s: float | None = None,
+    kw_per_gpu: float = 0.0,
+    usd_per_gpu_hour: float = 0.0,
+    preemptions_per_hour: float = 0.0,
+) -> FailureOutcome:
+    """Failures, lost time and their cost for a run of ``compute_hours`` of useful work.
+
+    lambda = gpus x per-GPU rate (+ preemptions); the checkpoint interval is Daly's optimum
+    for the stall (``interval_s`` to fix it); wall = compute / u
+    (:func:`effective_training_time`); failures = lambda x wall; lost = wall - compute, split
+    into checkpoint stalls and failure losses; lost GPU-hours = lost x gpus; kWh and dollars at
+    ``kw_per_gpu`` (all-in facility kW per GPU) and ``usd_per_gpu_hour``."""
+    lam = job_failure_rate(gpus, per_gpu_hour, preemptions_per_hour)
+    if interval_s is None:
+        interval_s = daly_interval_s(stall_s, 3600.0 / lam) if lam > 0 else math.inf
+    u = effective_training_time(lam, interval_s, stall_s, downtime_h)
+    wall = compute_hours / u if u > 0 else math.inf
+    lost = wall - compute_hours
+    ck_h = 0.0 if math.isinf(interval_s) else compute_hours * stall_s / interval_s
+    per_failure = downtime_h + (
+        0.0 if math.isinf(interval_s) else (interval_s + stall_s) / 2 / 3600.0
+    )
+    return FailureOutcome(
+        failures=lam * wall,
+        compute_hours=compute_hours,
+        wall_hours=wall,
+        lost_hours=lost,
+        checkpoint_hours=ck_h,
+        lost_gpu_hours=lost * gpus,
+        lost_kwh=lost * gpus * kw_per_gpu,
+        lost_usd=lost * gpus * usd_per_gpu_hour,
+        interval_s=interval_s,
+        loss_per_failure_h=per_failure,
     )

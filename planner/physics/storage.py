@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from planner.physics.memory import OPTIMIZER_K_MIXED, WEIGHT_BYTES
 
 #: Hours in an average month (8760 / 12), for prices quoted per GB-month.
@@ -37,3 +39,104 @@ def write_seconds(gb: float, write_gb_per_s: float) -> float:
 
 def transfer_usd(gb: float, usd_per_gb: float) -> float:
     return gb * usd_per_gb
+
+
+# ----------------------------------------------------------------------------- at scale
+
+
+def checkpoint_bytes(params: float, precision: str, optimizer: str) -> float:
+    """Bytes of a resumable checkpoint, (w + K) P: :func:`checkpoint_gb` in bytes."""
+    return checkpoint_gb(params, precision, optimizer) * 1e9
+
+
+def sharded_bandwidth_gb_per_s(
+    nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None = None
+) -> float:
+    """Bandwidth of a sharded checkpoint: every data-parallel rank writes (reads) its own shard
+    (PyTorch Distributed Checkpoint, Megatron's distributed checkpointing), so the job moves
+    data through every node's link at once, up to the storage tier's aggregate limit:
+    min(per-node x nodes, aggregate). Llama 3's storage (§3.3.1, Tectonic) sustains 2 TB/s
+    (peak 7 TB/s) for 16K GPUs."""
+    bw = per_node_gb_per_s * max(1, nodes)
+    return min(bw, aggregate_gb_per_s) if aggregate_gb_per_s else bw
+
+
+def sharded_write_seconds(
+    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
+) -> float:
+    """Time to write a sharded checkpoint: bytes / :func:`sharded_bandwidth_gb_per_s`."""
+    return ckpt_bytes / (
+        sharded_bandwidth_gb_per_s(nodes, per_node_gb_per_s, aggregate_gb_per_s) * 1e9
+    )
+
+
+def sharded_read_seconds(
+    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
+) -> float:
+    """Time to reload a sharded checkpoint after a restart (same model as the write)."""
+    return sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+
+
+@dataclass(frozen=True)
+class CheckpointCost:
+    """What one checkpointing scheme costs: ``stall_s`` of training blocked per checkpoint,
+    ``persist_s`` until the checkpoint is durable, ``reload_s`` to resume from it, and
+    ``host_bytes`` of host (CPU) memory it holds per GPU."""
+
+    scheme: str
+    stall_s: float
+    persist_s: float
+    reload_s: float
+    host_bytes: float = 0.0
+
+
+def synchronous_checkpoint(
+    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
+) -> CheckpointCost:
+    """Training waits for the whole sharded write: stall = persist = write time."""
+    w = sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    r = sharded_read_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    return CheckpointCost("sync", w, w, r)
+
+
+def asynchronous_checkpoint(
+    ckpt_bytes: float,
+    gpus: int,
+    nodes: int,
+    per_node_gb_per_s: float,
+    aggregate_gb_per_s: float | None,
+    d2h_gb_per_s: float = 25.0,
+) -> CheckpointCost:
+    """Asynchronous checkpointing (PyTorch DCP ``async_save``, Megatron async save, Nebula):
+    training stalls only for the snapshot of each GPU's shard to pinned host memory,
+    (bytes / gpus) / D2H bandwidth; the write to storage proceeds in the background and is
+    hidden as long as it is shorter than the interval (the caller should keep
+    interval >= persist_s). D2H 25 GB/s is a stated assumption for PCIe Gen4/5 x16 with
+    pinned buffers."""
+    shard = ckpt_bytes / max(1, gpus)
+    stall = shard / (d2h_gb_per_s * 1e9)
+    w = sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    r = sharded_read_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    return CheckpointCost("async", stall, stall + w, r, host_bytes=shard)
+
+
+def in_memory_checkpoint(
+    ckpt_bytes: float,
+    gpus: int,
+    peer_gb_per_s: float,
+    d2h_gb_per_s: float = 25.0,
+    replicas: int = 2,
+) -> CheckpointCost:
+    """In-memory checkpointing to host and peer CPU memory (Wang et al. 2023, "Gemini: Fast
+    Failure Recovery in Distributed Training with In-Memory Checkpoints", SOSP '23): each GPU
+    snapshots its shard to host memory and sends ``replicas - 1`` copies to peers over the
+    training network, interleaved with training traffic; recovery reads the shard back from a
+    peer. Stall = the host snapshot; persist = + the peer copies at ``peer_gb_per_s`` (the
+    GPU's inter-node bandwidth); reload = one shard over the network. Host memory per GPU =
+    replicas x shard. Failures that take out every replica fall back to the persistent
+    checkpoint (Gemini's placement makes that rare; not modelled here)."""
+    shard = ckpt_bytes / max(1, gpus)
+    stall = shard / (d2h_gb_per_s * 1e9)
+    peer = (replicas - 1) * shard / (peer_gb_per_s * 1e9)
+    reload = shard / (peer_gb_per_s * 1e9)
+    return CheckpointCost("in_memory", stall, stall + peer, reload, host_bytes=replicas * shard)
