@@ -33,10 +33,10 @@ def solve(
     if not 0 <= gap <= 1:
         raise ValueError(f"gap must be in [0, 1], got {gap}")
     t0 = time.perf_counter()
-    try:
-        from planner.consistency import warn_numerics
+    from planner.consistency import warn_numerics
 
-        warn_numerics(instance)
+    warn_numerics(instance)
+    try:
         return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
     except MemoryError:
         return Result.failed(

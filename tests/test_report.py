@@ -35,9 +35,10 @@ from planner.report import (
     render,
     write_pngs,
 )
-from planner.report.facts import PLAN_WIDE, cost_rows, segments
+from planner.report.facts import PLAN_WIDE, cost_rows
 from planner.result import Result as SolveResult
 from planner.result import SolveHeader
+from planner.schedule import hour_runs
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -247,7 +248,7 @@ def test_flags_and_missing_figures_reach_the_page() -> None:
 
 
 def test_segments_and_plan_wide_costs() -> None:
-    assert segments((9, 3, 4, 10, 5)) == [(3, 6), (9, 11)]
+    assert hour_runs((9, 3, 4, 10, 5)) == [(3, 6), (9, 11)]
     # Phases carry rental 30 + 30; the plan's rental 100 includes a reserved commitment of 40
     # (not any phase's) and porting 25.
     a = _phase(name="a", costs={**{k: 0.0 for k in COST_KEYS}, "rental": 30.0})

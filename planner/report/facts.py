@@ -37,6 +37,7 @@ import numpy as np
 
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, PhasePlan, Plan
+from planner.schedule import hour_runs
 
 #: Alert when the predicted GPU utilisation of a phase is below this share (seed lever 4.3).
 UTILISATION_ALERT = 0.70
@@ -65,17 +66,6 @@ def number(info: dict[str, Any], key: str) -> float | None:
         return None
     f = float(v)
     return f if math.isfinite(f) else None
-
-
-def segments(hours: tuple[int, ...]) -> list[tuple[int, int]]:
-    """Maximal runs of consecutive hours as ``(start, end)`` with ``end`` exclusive."""
-    runs: list[tuple[int, int]] = []
-    for h in sorted(set(hours)):
-        if runs and runs[-1][1] == h:
-            runs[-1] = (runs[-1][0], h + 1)
-        else:
-            runs.append((h, h + 1))
-    return runs
 
 
 def utc(t: datetime) -> datetime:
@@ -149,7 +139,7 @@ def phase_facts(p: PhasePlan) -> PhaseFacts:
         gpus=p.gpus,
         spare_gpus=p.spare_gpus,
         hours=len(p.hours),
-        segments=segments(p.hours),
+        segments=hour_runs(p.hours),
         model_states_gb=number(p.info, "model_states_gb"),
         activations_gb=number(p.info, "activations_gb"),
         memory_gb=mem,
