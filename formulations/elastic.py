@@ -32,7 +32,7 @@ from formulations.highs_runner import solve_highs
 from formulations.milp.model import MilpModel, build, carbon_columns, pool_columns
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import ConfigSpace
-from planner.costs import hourly_cost, weights
+from planner.costs import emissions_t, hourly_cost, weights
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Schedule
 
@@ -169,9 +169,7 @@ def start_from_schedule(em: ElasticModel, schedule: Schedule) -> np.ndarray | No
     for c, hours in schedule.values():
         u = usage.setdefault((c.region, c.gpu), np.zeros(inst.hours))
         u[list(hours)] += c.total_gpus
-        ci = inst.carbon[c.region]
-        if ci is not None:
-            emis += float(np.sum(c.facility_kw * ci[list(hours)] / 1e6))
+        emis += emissions_t(inst, c, hours)
     for (r, g, t), j in em.over.items():
         used = usage.get((r, g))
         x[j] = 0.0 if used is None else max(0.0, float(used[t] - inst.capacity[(r, g)][t]))

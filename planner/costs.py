@@ -145,6 +145,12 @@ def carbon_t(c: Config, intensity: np.ndarray | None) -> np.ndarray | float:
     return 0.0 if intensity is None else c.facility_kw * intensity / 1e6
 
 
+def emissions_t(inst: Instance, c: Config, hours: Iterable[int]) -> float:
+    """Tonnes of CO2 of running c in ``hours``: ``sum_t C_t`` (0 without carbon data)."""
+    ci = inst.carbon[c.region]
+    return 0.0 if ci is None else float(np.sum(carbon_t(c, ci[list(hours)])))
+
+
 @dataclass(frozen=True)
 class HourlyTerms:
     """The weighted cost of one running hour t of a configuration is
@@ -306,8 +312,7 @@ def phase_costs(
         for q in inst.successors(p.name)
         if q in region_of
     )
-    ci = inst.carbon[c.region]
-    emissions = float(np.sum(carbon_t(c, ci[H]))) if ci is not None else 0.0
+    emissions = emissions_t(inst, c, H.tolist())
     costs = {
         "rental": float(rental),
         "energy": float(np.sum(energy_usd(c, price))),

@@ -60,7 +60,7 @@ from planner.consistency import (
     span,
     when,
 )
-from planner.costs import cost_plan
+from planner.costs import cost_plan, emissions_t
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 from planner.plan import Plan
@@ -270,11 +270,7 @@ def relaxation_findings(inst: Instance, schedule: Schedule) -> list[Finding]:
             )
     cap_t = inst.spec.objective.carbon_cap_tonnes
     if cap_t is not None:
-        emis = 0.0
-        for c, hours in schedule.values():
-            ci = inst.carbon[c.region]
-            if ci is not None:
-                emis += float(np.sum(c.facility_kw * ci[list(hours)] / 1e6))
+        emis = sum(emissions_t(inst, c, hours) for c, hours in schedule.values())
         if emis > cap_t * (1 + 1e-9) + 1e-12:
             out.append(
                 Finding(

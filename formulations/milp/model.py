@@ -31,7 +31,15 @@ import numpy as np
 
 from formulations.linear import LinearProgram
 from planner.configs import Config, ConfigSpace
-from planner.costs import Weights, hourly_cost, pause_usd_per_h, transfer_usd_per_gb, weights
+from planner.costs import (
+    Weights,
+    carbon_t,
+    fixed_cost,
+    hourly_cost,
+    pause_usd_per_h,
+    transfer_usd_per_gb,
+    weights,
+)
 from planner.instance.model import Instance
 from planner.windows import Windows, time_windows
 from planner.workload import output_gb_of
@@ -70,15 +78,12 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
     the archive of its output after the deadline, (T - l_p) x archive_c (storage), and the
     minimum-rental surcharge (max(n_c, min_c) - n_c) x rho_c when billed hourly (rental)."""
     inst, lp = mm.inst, mm.lp
-    T = inst.hours
     for name, configs in mm.space.by_phase.items():
         keys = [(name, c.index) for c in configs]
         l_ = mm.windows.end[name]
         cost = []
         for c in configs:
-            k = wts.transfer * c.one_time_usd + wts.storage * (T - l_) * c.archive_per_h
-            if c.contract != "reserved" and c.billing_hours == 1:
-                k += wts.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+            k = fixed_cost(inst, c, l_, wts)
             if inst.phase(name).preemptible:
                 k -= wts.failure * c.resume_usd  # the first segment is not a resume
             cost.append(k)
@@ -443,7 +448,7 @@ def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
                 continue
             hours, xi = mm.x[(name, c.index)]
             idx.extend(xi.tolist())
-            val.extend((c.facility_kw * ci[hours] / 1e6).tolist())
+            val.extend(np.asarray(carbon_t(c, ci[hours])).tolist())
     return idx, val
 
 
