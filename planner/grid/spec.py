@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.instance.errors import FieldError, InstanceError
-from planner.instance.model import Instance
+from planner.instance.model import Instance, copy_document
 from planner.instance.read import load_document, read, set_path
 
 #: Refuse grids that expand to more scenarios than this (a typo in an axis can explode).
@@ -203,14 +203,6 @@ def get_path(data: Any, path: str) -> Any:
     return node
 
 
-def _deepcopy(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _deepcopy(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_deepcopy(v) for v in x]
-    return x
-
-
 def updates_for(base: Instance, sc: Scenario) -> dict[str, Any]:
     """The ``Instance.replace`` updates of a scenario: its sets, then ``<series>.scale`` for
     each multiplier (the series' scale after the sets, times the factor). Raises
@@ -228,9 +220,9 @@ def _updates(
     errors: list[FieldError] = []
     if not multiply:
         return updates, errors
-    data = _deepcopy(base.raw)
+    data = copy_document(base.raw)
     for path, value in sets.items():
-        set_path(data, path, _deepcopy(value), base.source)
+        set_path(data, path, copy_document(value), base.source)
     for path, factor in multiply.items():
         try:
             series = get_path(data, path)
@@ -686,12 +678,12 @@ def scenario_errors(base: Instance, sc: Scenario) -> list[FieldError]:
 
 
 def _check(base: Instance, sc: Scenario) -> tuple[list[FieldError], dict[str, Any]]:
-    data = _deepcopy(base.raw)
+    data = copy_document(base.raw)
     errors: list[FieldError] = []
     good: dict[str, Any] = {}
     for path, value in sc.sets.items():
         try:
-            set_path(data, path, _deepcopy(value), base.source)
+            set_path(data, path, copy_document(value), base.source)
         except InstanceError as e:
             errors.extend(e.errors)
         else:

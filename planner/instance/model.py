@@ -112,7 +112,7 @@ class Instance:
         """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,
         ``phases.pretrain.deadline`` — phases by name) to new values; the result is validated
         afresh, so a bad value raises the same :class:`InstanceError` a file would."""
-        data: Any = _deepcopy(self.raw)
+        data: Any = copy_document(self.raw)
         for path, value in updates.items():
             set_path(data, path, value, self.source)
         return self.rebuild(data, self.source, self.base_dir)
@@ -138,9 +138,10 @@ def _read_only(mapping: Mapping[Any, Any]) -> MappingProxyType[Any, Any]:
     return MappingProxyType(dict(mapping))
 
 
-def _deepcopy(x: Any) -> Any:
+def copy_document(x: Any) -> Any:
+    """A copy of a parsed document's dicts and lists (the leaves, immutable, are shared)."""
     if isinstance(x, dict):
-        return {k: _deepcopy(v) for k, v in x.items()}
+        return {k: copy_document(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_deepcopy(v) for v in x]
+        return [copy_document(v) for v in x]
     return x
