@@ -7,17 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from planner.instance.model import Instance
-from planner.instance.read import from_dict
+from planner.instance.read import from_dict, load_document
 from planner.plan import Plan
 
 DATA = Path(__file__).parent / "data"
 
 
 def tiny_dict() -> dict[str, Any]:
-    return copy.deepcopy(yaml.safe_load((DATA / "tiny.yaml").read_text()))
+    return copy.deepcopy(load_document(DATA / "tiny.yaml"))
 
 
 def instance_from(d: dict[str, Any], name: str = "<test>") -> Instance:

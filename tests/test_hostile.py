@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -44,7 +45,8 @@ from typer.testing import CliRunner, Result
 import planner.cli.check  # noqa: F401  (registers the command)
 from planner.cli.app import app
 from planner.instance import Instance, InstanceError, read
-from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, from_dict
+from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, from_dict, load_document
+from planner.instance.schema import MAX_PHASES
 from planner.instance.series import MAX_CSV_BYTES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -239,7 +241,9 @@ def tiny_text() -> str:
 
 
 def tiny_doc() -> dict[str, Any]:
-    return copy.deepcopy(yaml.safe_load(tiny_text()))
+    # the reader's loader: yaml.safe_load would read tokens: 2.0e9 as text (YAML 1.1)
+    doc: dict[str, Any] = load_document(TINY)
+    return copy.deepcopy(doc)
 
 
 # ----------------------------------------------------------------------------- alias bombs
@@ -461,7 +465,7 @@ def _instance_with_csv(tmp_path: Path, csv_name: str, field: str = "electricity"
     argvalues=[
         (bytes(range(256)) * 100, "is not UTF-8 text (invalid start byte)"),
         # Python 3.11's csv module reads NUL bytes: the value is not a number
-        (b"time,price\n2023-06-05T00:00,\0\0\n", "line 2: 'price' is not a number: '\\x00\\x00'"),
+        (b"time,price\n2023-06-05T00:00,\0\0\n", "line 2: 'price' is not a number"),
         # one field longer than the csv module's 131,072-character limit (an unclosed quote)
         (
             b'time,price\n"' + b"x" * 5_000_000 + b"\n",
@@ -670,7 +674,8 @@ def _phase_chain(n: int) -> dict[str, Any]:
 
 @pytest.mark.timeout(60)
 def test_long_phase_chain_reads(tmp_path: Path) -> None:
-    doc = _phase_chain(1000)
+    # the longest chain allowed (MAX_PHASES), listed successors first
+    doc = _phase_chain(MAX_PHASES)
     with deadline(QUICK_S):
         inst = from_dict(doc, "<test>", DATA)
     assert inst.order[:3] == ("p0", "p1", "p2")
@@ -678,6 +683,12 @@ def test_long_phase_chain_reads(tmp_path: Path) -> None:
     f.write_text(json.dumps(doc, default=str))
     res = CliRunner().invoke(_cli(), ["check", str(f)])
     assert "internal error" not in res.output and res.exit_code in (0, 1), res.output
+    # 1000 phases: refused at once, naming the field
+    with deadline(QUICK_S), pytest.raises(InstanceError) as e:
+        from_dict(_phase_chain(1000), "<test>", DATA)
+    assert [str(fe) for fe in e.value.errors] == [
+        f"phases: expected at most {MAX_PHASES} items (got a list of 1000 items)"
+    ]
 
 
 @pytest.mark.timeout(60)
@@ -727,7 +738,7 @@ def test_shared_sub_objects_in_a_python_document_are_bounded() -> None:
 
     from planner.instance.read import from_dict
 
-    doc = yaml.safe_load((DATA / "tiny.yaml").read_text())
+    doc = load_document(DATA / "tiny.yaml")
     phase = doc["phases"][1]
     phase["options"] = {"gpu_counts": list(range(1, 25_201))}
     doc["phases"] = [phase] * 25_200
@@ -735,3 +746,640 @@ def test_shared_sub_objects_in_a_python_document_are_bounded() -> None:
     with pytest.raises(InstanceError, match="more than 2000000 values"):
         from_dict(doc, "<python>", DATA)
     assert _time.perf_counter() - t0 < 5
+
+
+# ----------------------------------------------------------------------------- file access
+
+#: Put in the environment of the tests below: it must never appear in any message.
+SECRET = "sk-live-4f1c2e9a-NOT-A-REAL-SECRET"
+
+
+@pytest.fixture(autouse=True)
+def _no_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages about files outside the instance's folder assume no data root is set."""
+    monkeypatch.delenv("TRAINPLAN_DATA_ROOT", raising=False)
+
+
+def _csv_instance(folder: Path, csv: str, name: str = "inst.yaml") -> Path:
+    """tiny with east's prices from ``csv`` (as written in the file), in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    f = folder / name
+    f.write_text(
+        tiny_text().replace(
+            "    electricity: {constant: 60}\n",
+            f"    electricity: {{csv: {json.dumps(csv)}, column: price, time_column: time,"
+            " timezone: America/New_York}\n",
+        )
+    )
+    return f
+
+
+def _only_error(path: Path, **kw: Any) -> str:
+    with pytest.raises(InstanceError) as e:
+        read(path, **kw)
+    (fe,) = e.value.errors
+    assert fe.path == "regions.east.electricity", str(e.value)
+    return fe.message
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+@pytest.mark.parametrize("how", ["absolute", "symlink", "data root /", "dotdot"])
+def test_proc_environ_is_never_read_or_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # Before: 'has no column 'price'; columns are ['...PATH=/usr/bin...TRAINPLAN_...']':
+    # the process environment on stderr. /proc/self/environ is a "regular" file to stat().
+    monkeypatch.setenv("TRAINPLAN_TEST_SECRET", SECRET)
+    folder = tmp_path / "inst"
+    if how == "symlink":
+        folder.mkdir()
+        (folder / "env.csv").symlink_to("/proc/self/environ")
+        f = _csv_instance(folder, "env.csv")
+    elif how == "dotdot":
+        depth = len(folder.resolve().parts)
+        f = _csv_instance(folder, "../" * depth + "proc/self/environ")
+    else:
+        f = _csv_instance(folder, "/proc/self/environ")
+    if how == "data root /":
+        monkeypatch.setenv("TRAINPLAN_DATA_ROOT", "/")
+    msg = _only_error(f)
+    assert SECRET not in msg and "PATH=" not in msg
+    if how == "absolute":
+        assert msg.endswith(
+            "is an absolute path; give a path relative to the instance's "
+            f"folder {str(folder)!r}, or allow a folder with read(..., "
+            "data_root=...) or TRAINPLAN_DATA_ROOT=<folder>"
+        ), msg
+    else:
+        # links and '..' are followed: /proc is refused wherever the data root is
+        assert msg.endswith("is not a regular file (it is under /proc, a special file system)"), msg
+    res, _ = run_check(f)
+    assert res.exit_code == 2, res.output
+    assert SECRET not in res.output and "PATH=" not in res.output
+    assert "Traceback" not in res.output and "internal error" not in res.output
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+def test_instance_path_under_proc_is_refused_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINPLAN_TEST_SECRET", SECRET)
+    f = Path("/proc/self/environ")
+    refused(f, "is not a regular file (it is under /proc, a special file system)")
+
+
+def test_files_outside_the_folder_need_a_data_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "p.csv").write_text(PRICES.read_text())
+    folder = tmp_path / "inst"
+    outside = {
+        "dotdot": _csv_instance(folder, "../shared/p.csv", "a.yaml"),
+        "absolute": _csv_instance(folder, str(shared / "p.csv"), "b.yaml"),
+    }
+    folder.joinpath("link.csv").symlink_to(shared / "p.csv")
+    outside["symlink"] = _csv_instance(folder, "link.csv", "c.yaml")
+    # a file that does not exist out there gets the same answer as one that does: an
+    # instance cannot probe which files exist outside its folder
+    outside["missing"] = _csv_instance(folder, "../shared/nothing.csv", "d.yaml")
+    for how, f in outside.items():
+        msg = _only_error(f)
+        assert ("is an absolute path" if how == "absolute" else "leads outside") in msg, msg
+        assert "does not exist" not in msg
+        assert "TRAINPLAN_DATA_ROOT" in msg
+    inside = read(_csv_instance(folder, "link.csv", "e.yaml"), data_root=shared)
+    for how in ("dotdot", "absolute", "symlink"):
+        # allowed through read(data_root=...), and through the environment variable
+        assert list(read(outside[how], data_root=shared).price["east"]) == list(
+            inside.price["east"]
+        )
+        monkeypatch.setenv("TRAINPLAN_DATA_ROOT", str(shared))
+        assert list(read(outside[how]).price["east"]) == list(inside.price["east"])
+        monkeypatch.delenv("TRAINPLAN_DATA_ROOT")
+    assert "does not exist" in _only_error(outside["missing"], data_root=shared)
+    # a variant keeps the data root it was read with
+    v = read(outside["dotdot"], data_root=shared).replace({"regions.east.pue": 1.3})
+    assert v.data_root == shared and list(v.price["east"]) == list(inside.price["east"])
+    # a data root elsewhere does not open the rest of the disk
+    msg = _only_error(outside["dotdot"], data_root=tmp_path / "elsewhere")
+    assert "leads outside the instance's folder" in msg and "or the data root" in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("first_line", "name"),
+    [
+        ("AWS_SECRET_ACCESS_KEY=" + SECRET, "creds.csv"),
+        ("-----BEGIN OPENSSH PRIVATE KEY----- " + SECRET, "id_ed25519"),
+        ("token: " + SECRET + ", scope: all", ".env"),
+    ],
+)
+def test_a_secret_on_the_first_line_is_never_shown(
+    tmp_path: Path, first_line: str, name: str
+) -> None:
+    (tmp_path / name).write_text(first_line + "\nmore secrets " + SECRET + "\n")
+    f = _csv_instance(tmp_path, name)
+    msg = _only_error(f)
+    assert "has no column" in msg and SECRET not in msg, msg
+    res, _ = run_check(f)
+    assert res.exit_code == 2 and SECRET not in res.output, res.output
+
+
+def test_a_header_is_shown_quoted_and_cut(tmp_path: Path) -> None:
+    # a real CSV header: its column names are shown, each as repr() of at most 40 characters
+    long = "x" * 100
+    (tmp_path / "p.csv").write_text(f"time,{long},\x1b[31mred\nrow," + SECRET + ",1\n")
+    msg = _only_error(_csv_instance(tmp_path, "p.csv"))
+    assert msg.endswith(
+        f"has no column 'price'; columns are ['time', '{'x' * 40}'..., '\\x1b[31mred']"
+    ), msg
+    assert SECRET not in msg and "\x1b" not in msg
+
+
+def test_no_data_row_is_shown(tmp_path: Path) -> None:
+    rows = ["time,price", f"2023-06-04T18:00,{SECRET}", f"{SECRET},3"]
+    for bad, what in ((1, "'price' is not a number"), (2, "'time' is not an ISO time")):
+        (tmp_path / "p.csv").write_text(f"{rows[0]}\n{rows[bad]}\n")
+        msg = _only_error(_csv_instance(tmp_path, "p.csv"))
+        assert msg.endswith(f"line 2: {what}") or f"line 2: {what} " in msg, msg
+        assert SECRET not in msg
+
+
+def test_csv_values_follow_the_instances_magnitude_rule(tmp_path: Path) -> None:
+    # 1e308 (and 5e-324) would overflow (or vanish in) the costs: refused like the same
+    # number in the instance, with the line and the column, even outside the horizon
+    for value, line in (("1e308", 3), ("-5e-324", 3), ("2e15", 5)):
+        rows = PRICES.read_text().splitlines()
+        rows[line - 1] = rows[line - 1].split(",")[0] + "," + value
+        (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
+        msg = _only_error(_csv_instance(tmp_path, "p.csv"))
+        assert msg == (
+            f"file '{tmp_path / 'p.csv'}' line {line}: 'price' is outside the magnitudes "
+            "allowed; expected 0 or a magnitude between 1e-12 and 1e+15 (is the unit right?)"
+        ), msg
+    # 0 and ordinary prices are fine
+    rows = PRICES.read_text().splitlines()
+    rows[2] = rows[2].split(",")[0] + ",0"
+    (tmp_path / "p.csv").write_text("\n".join(rows) + "\n")
+    read(_csv_instance(tmp_path, "p.csv"))
+
+
+def test_csv_time_past_year_1_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    # 0001-01-01T00:00+05:00 is 0000-12-31T19:00Z: no such date
+    (tmp_path / "p.csv").write_text("time,price\n0001-01-01T00:00:00+05:00,1\n")
+    msg = _only_error(_csv_instance(tmp_path, "p.csv"))
+    assert msg.endswith("line 2: 'time' is not an ISO time with a date in years 1-9999"), msg
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def _doc_with(path: str, value: Any) -> dict[str, Any]:
+    doc = tiny_doc()
+    node = doc
+    *parents, last = path.split(".")
+    for k in parents:
+        node = node[k]
+    node[last] = value
+    return doc
+
+
+@pytest.mark.parametrize("digits", [309, 400, 4300])
+def test_integers_beyond_float_range_are_field_errors(tmp_path: Path, digits: int) -> None:
+    # in a YAML file, a JSON file and a Python document; in a float field and an int field
+    big = "9" * digits
+    for field in ("gpu_types.A100.memory_gb", "gpu_types.A100.gpus_per_node"):
+        key = field.rsplit(".", 1)[1]
+        y = tmp_path / "big.yaml"
+        y.write_text(re.sub(rf"(\n    {key}): \d+", rf"\1: {big}", tiny_text(), count=1))
+        j = tmp_path / "big.json"
+        j.write_text(
+            json.dumps(tiny_doc(), default=str).replace(
+                f'"{key}": {80 if key == "memory_gb" else 8},', f'"{key}": {big},', 1
+            )
+        )
+        expected = (
+            f"{field}: expected a number of at most 308 digits, got an integer of {digits} digits"
+        )
+        for f in (y, j):
+            with pytest.raises(InstanceError) as e:
+                read(f)
+            assert [str(x) for x in e.value.errors] == [expected], str(e.value)
+        with pytest.raises(InstanceError) as e:
+            from_dict(_doc_with(field, int(big)), "<test>", DATA)
+        assert [str(x) for x in e.value.errors] == [expected]
+
+
+def test_integers_longer_than_python_reads_are_refused(tmp_path: Path) -> None:
+    y = tmp_path / "big.yaml"
+    y.write_text(
+        tiny_text().replace("    memory_gb: 80\n", "    memory_gb: " + "9" * 5000 + "\n", 1)
+    )
+    refused(y, "an integer of 5000 digits at line 6; numbers may have at most 308 digits")
+    j = tmp_path / "big.json"
+    j.write_text('{"x": ' + "9" * 5000 + "}")
+    refused(j, "cannot parse: an integer of 5000 digits; numbers may have at most 308 digits")
+
+
+def test_floats_beyond_float_range_are_field_errors(tmp_path: Path) -> None:
+    y = tmp_path / "inf.yaml"
+    y.write_text(tiny_text().replace("    memory_gb: 80\n", "    memory_gb: 1e400\n", 1))
+    refused(y, "expected a finite number (got inf)", "gpu_types.A100.memory_gb")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("gpu_types.A100.memory_gb", "1e308"),
+        ("horizon.hours", "12"),
+        ("phases.1.deadline", "12"),  # hour | time: a quoted number is not tried as a time
+        ("phases.1.mfu", "0.5"),  # number | mapping
+        ("regions.east.capacity.A100", "16"),  # whole number | list
+    ],
+)
+def test_quoted_numbers_are_refused_one_rule(tmp_path: Path, field: str, value: str) -> None:
+    # the same error whether the number was quoted in YAML, a string in JSON or text in a
+    # Python document: "1e308" passed check before and then failed in the solver
+    doc = tiny_doc()
+    node: Any = doc
+    *parents, last = field.split(".")
+    for k in parents:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    node[last] = value
+    shown = "phases[1] (finetune)." + last if field.startswith("phases") else field
+    expected = f"{shown}: expected a number, not text (got {value!r})"
+    j = tmp_path / "q.json"
+    j.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    y = tmp_path / "q.yaml"
+    y.write_text(j.read_text())  # JSON is YAML: "1e308" is a double-quoted YAML scalar
+    assert f'"{value}"' in y.read_text()
+    for f in (j, y):
+        with pytest.raises(InstanceError) as e:
+            read(f)
+        assert [str(x) for x in e.value.errors] == [expected], str(e.value)
+    with pytest.raises(InstanceError) as e:
+        from_dict(doc, "<test>", DATA)
+    # a document built in Python gets a hint about YAML 1.1 readers
+    assert [str(x) for x in e.value.errors] == [
+        f"{expected}; yaml.safe_load reads an unquoted number such as 2.0e9 as text "
+        "(YAML 1.1): parse YAML with planner.instance.read.load_document"
+    ]
+
+
+def test_unquoted_exponent_numbers_are_numbers(tmp_path: Path) -> None:
+    # YAML 1.2 (and JSON) numbers that YAML 1.1 would leave as text: 2e9, 2.0e9, 2.0E+9
+    for text in ("2e9", "2.0e9", "2.0E+9", "20.0e8"):
+        f = tmp_path / "t.yaml"
+        f.write_text(tiny_text().replace("work: {tokens: 2.0e9}", f"work: {{tokens: {text}}}"))
+        assert read(f).phase("finetune").work.tokens == 2e9
+    # and 1e308 unquoted meets the magnitude rule, as in JSON
+    f.write_text(tiny_text().replace("    memory_gb: 80\n", "    memory_gb: 1e308\n", 1))
+    refused(
+        f,
+        "expected 0 or a magnitude between 1e-12 and 1e+15 (got 1e+308); is the unit right?",
+        "gpu_types.A100.memory_gb",
+    )
+
+
+def test_json_with_a_byte_order_mark_reads(tmp_path: Path) -> None:
+    text = json.dumps(tiny_doc(), default=lambda o: o.isoformat())
+    (tmp_path / "bom.json").write_text("\ufeff" + text, encoding="utf-8")
+    (tmp_path / "plain.json").write_text(text, encoding="utf-8")
+    assert read(tmp_path / "bom.json").spec == read(tmp_path / "plain.json").spec
+    assert read(tmp_path / "bom.json").spec == read(TINY).spec
+
+
+@pytest.mark.parametrize("start", ["9999-12-31T23:00:00Z", "9999-12-31T00:00:00-05:00"])
+def test_horizon_past_year_9999_through_check(tmp_path: Path, start: str) -> None:
+    f = tmp_path / "late.yaml"
+    f.write_text(tiny_text().replace("start: 2023-06-05T00:00:00Z", f"start: {start}"))
+    err = refused(
+        f, re.compile(r"expected a start between 0001-01-02 and 9999-12-30 .*"), "horizon.start"
+    )
+    assert "internal error" not in str(err)
+
+
+# ----------------------------------------------------------------------------- caps
+
+
+def _with_gpu_counts(n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    doc["phases"][1]["options"] = {"gpu_counts": list(range(1, n + 1)), "max_gpus": 1024}
+    return doc
+
+
+def _with_fractions(n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    doc["phases"][0]["options"]["fractions"] = [(i + 1) / (n + 1) for i in range(n)]
+    return doc
+
+
+def _with_choices(key: str, n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    doc["phases"][1]["options"][key] = [2**i for i in range(n)]
+    return doc
+
+
+def _with_regions(n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    east = doc["regions"]["east"]
+    doc["regions"] = {f"r{i}": copy.deepcopy(east) for i in range(n)}
+    return doc
+
+
+def _with_gpu_types(n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    a100 = doc["gpu_types"]["A100"]
+    east = doc["regions"]["east"]
+    for i in range(n - 2):
+        doc["gpu_types"][f"G{i}"] = copy.deepcopy(a100)
+        east["capacity"][f"G{i}"] = 8
+        east["offers"][f"G{i}"] = {"on_demand": {"usd_per_gpu_hour": 1 + i / 100}}
+    return doc
+
+
+def _with_tiers(n: int) -> dict[str, Any]:
+    doc = tiny_doc()
+    doc["regions"]["east"]["storage"] = {
+        f"t{i}": {"usd_per_gb_month": 0.01 * (i + 1)} for i in range(n)
+    }
+    return doc
+
+
+def _with_pairs(n: int) -> dict[str, Any]:
+    # 64 regions, each with capacity and offers of n // 64 GPU types, over three years
+    doc = _with_gpu_types(n // 64)
+    east = doc["regions"]["east"]
+    for g in ("A100", "L4"):
+        if g not in doc["gpu_types"]:
+            del east["capacity"][g], east["offers"][g]
+    doc["regions"] = {f"r{i}": copy.deepcopy(east) for i in range(64)}
+    doc["horizon"]["hours"] = 24 * 366 * 3
+    doc["phases"][1]["deadline"] = 24 * 366 * 3
+    return doc
+
+
+#: (what, builder, cap, the field of the error over the cap, the error)
+CAPS: list[tuple[str, Callable[[int], dict[str, Any]], int, str, str]] = [
+    (
+        "gpu_counts",
+        _with_gpu_counts,
+        64,
+        "phases[1] (finetune).options.gpu_counts",
+        "expected at most 64 items (got a list of 65 items)",
+    ),
+    (
+        "fractions",
+        _with_fractions,
+        32,
+        "phases[0] (prep).options.fractions",
+        "expected at most 32 items (got a list of 33 items)",
+    ),
+    (
+        "tensor_parallel",
+        lambda n: _with_choices("tensor_parallel", n),
+        16,
+        "phases[1] (finetune).options.tensor_parallel",
+        "expected at most 16 items (got a list of 17 items)",
+    ),
+    (
+        "pipeline_parallel",
+        lambda n: _with_choices("pipeline_parallel", n),
+        16,
+        "phases[1] (finetune).options.pipeline_parallel",
+        "expected at most 16 items (got a list of 17 items)",
+    ),
+    (
+        "extra_spare_nodes",
+        lambda n: _with_choices("extra_spare_nodes", n),
+        16,
+        "phases[1] (finetune).options.extra_spare_nodes",
+        "expected at most 16 items (got a list of 17 items)",
+    ),
+    (
+        "phases",
+        _phase_chain,
+        MAX_PHASES,
+        "phases",
+        f"expected at most {MAX_PHASES} items (got a list of {MAX_PHASES + 1} items)",
+    ),
+    ("regions", _with_regions, 64, "regions", "expected at most 64 entries (got 65)"),
+    ("gpu_types", _with_gpu_types, 64, "gpu_types", "expected at most 64 entries (got 65)"),
+    ("storage", _with_tiers, 16, "regions.east.storage", "expected at most 16 entries (got 17)"),
+    (
+        "pairs",
+        _with_pairs,
+        256,
+        "regions",
+        "expected at most 256 (region, GPU type) pairs with capacity or offers, over all "
+        "regions (got 320)",
+    ),
+]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("what", "build", "cap", "field", "message"), CAPS, ids=[c[0] for c in CAPS]
+)
+def test_a_file_at_each_cap_checks_quickly(
+    tmp_path: Path,
+    what: str,
+    build: Callable[[int], dict[str, Any]],
+    cap: int,
+    field: str,
+    message: str,
+) -> None:
+    # at the cap: valid, read in well under a second and checked by `trainplan check` (every
+    # configuration enumerated) in a few seconds. Before the caps: 100,000 gpu_counts took
+    # check 289 s, 2,000 regions 23 s.
+    f = tmp_path / f"{what}.json"
+    f.write_text(json.dumps(build(cap), default=lambda o: o.isoformat()))
+    m = measured(lambda: read(f))
+    assert isinstance(m.value, Instance), repr(m.value)
+    assert m.seconds < QUICK_S, f"read took {m.seconds:.2f} s"
+    res, mc = run_check(f)
+    assert res.exit_code in (0, 1), res.output
+    assert "internal error" not in res.output
+    # pairs: three years of hours, and `check` (planner/configs.py, hygiene.py) takes the
+    # max and mean of hourly arrays per configuration: about 3.5 s alone on 2 cores
+    bound = 2 * BIG_S if what == "pairs" else BIG_S
+    assert mc.seconds < bound, f"check took {mc.seconds:.2f} s"
+    # one over the cap (pairs: 64 regions of 9 GPU types): refused at once, naming the field
+    over = cap + 64 if what == "pairs" else cap + 1
+    g = tmp_path / f"{what}-over.json"
+    g.write_text(json.dumps(build(over), default=lambda o: o.isoformat()))
+    refused(g, message, field)
+
+
+def test_many_unknown_names_give_short_messages() -> None:
+    # each message lists at most 10 names, each cut to 40 characters
+    doc = _with_regions(64)
+    doc["phases"][1]["regions"] = ["nowhere-" + "x" * 100]
+    with pytest.raises(InstanceError) as e:
+        from_dict(doc, "<test>", DATA)
+    (fe,) = e.value.errors
+    assert fe.message == (
+        f"unknown region '{'nowhere-' + 'x' * 32}'...; known: ['r0', 'r1', 'r10', 'r11', "
+        "'r12', 'r13', 'r14', 'r15', 'r16', 'r17', ... (54 more)]"
+    )
+
+
+def test_phase_lookups_are_indexed() -> None:
+    # Instance.phase and .successors were linear scans (quadratic over all phases)
+    inst = from_dict(_phase_chain(MAX_PHASES), "<test>", DATA)
+    assert inst.phase("p42").name == "p42"
+    assert inst.successors("p42") == ("p43",)
+    assert inst.successors(f"p{MAX_PHASES - 1}") == ()
+    with pytest.raises(KeyError):
+        inst.phase("nope")
+    back = pickle.loads(pickle.dumps(inst))
+    assert back.successors("p42") == ("p43",) and back.phase("p7") == inst.phase("p7")
+    # a done successor needs nothing handed on
+    v = inst.replace({"phases.p43.done": True})
+    assert v.successors("p42") == ()
+
+
+def test_time_of_use_at_scale_matches_hour_by_hour_conversion() -> None:
+    # The tariff is resolved with the zone's offset sampled once a day (every hour on days
+    # with a change); it must equal converting every hour, across DST changes, half-hour
+    # zones (Lord Howe changes by 30 minutes) and three years.
+    from zoneinfo import ZoneInfo
+
+    from planner.instance.series import local_clock
+
+    start = datetime.fromisoformat("2023-01-01T00:30:00+00:00")
+    hours = 24 * 366 * 3
+    for tz in ("America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "Africa/Casablanca"):
+        zone = ZoneInfo(tz)
+        day, weekday, hour = local_clock(start, hours, zone)
+        for t in range(0, hours, 7):
+            local = (start + timedelta(hours=t)).astimezone(zone)
+            assert (int(weekday[t]), int(hour[t])) == (local.weekday(), local.hour), (tz, t)
+            assert int(day[t]) == local.date().toordinal() - 719163, (tz, t)
+
+
+@pytest.mark.timeout(60)
+def test_time_of_use_in_every_region_is_quick() -> None:
+    # 64 regions x 168 bands x 3 years of hours: before, 37 ms per region per 26,352 hours
+    doc = _with_regions(64)
+    doc["horizon"]["hours"] = 24 * 366 * 3
+    doc["phases"][1]["deadline"] = 24 * 366 * 3
+    zones = ["Europe/Berlin", "America/New_York", "Asia/Tokyo", "Australia/Sydney"]
+    for i, r in enumerate(doc["regions"].values()):
+        r["timezone"] = zones[i % 4]
+        r["electricity"] = {
+            "tou": {
+                "default": 100,
+                "bands": [
+                    {
+                        "start_hour": h % 24,
+                        "end_hour": h % 24 + 1,
+                        "price": 40 + h % 7,
+                        "weekdays": [h // 24],
+                    }
+                    for h in range(168)
+                ],
+                "weekend": 20,
+                "holidays": ["2024-12-25"],
+                "holiday": 10,
+            }
+        }
+    m = measured(lambda: from_dict(doc, "<test>", DATA))
+    inst = m.value
+    assert isinstance(inst, Instance), repr(inst)
+    assert m.seconds < QUICK_S, f"{m.seconds:.2f} s"
+    # spot checks by hand: 2023-06-05T00:00Z is Monday 02:00 in Berlin (CEST): band h = 2,
+    # price 40 + 2 % 7 = 42; 2023-06-10T12:00Z is Saturday: the weekend price 20;
+    # 2024-12-25T12:00Z is 13:00 in Berlin on Christmas: the holiday price 10
+    p = inst.price["r0"]
+    assert p[0] == 42 and p[5 * 24 + 12] == 20
+    xmas = int(
+        (datetime.fromisoformat("2024-12-25T12:00:00+00:00") - inst.start).total_seconds() // 3600
+    )
+    assert p[xmas] == 10
+
+
+# ----------------------------------------------------------------------------- escaping
+
+#: Names that a terminal or rich would interpret: markup, an emoji code, ANSI escapes.
+TRICKY = ["[/]", "[bold red]x[/]", ":x:", ":warning: done"]
+ESC_NAME = "\x1b[31mred\x1b[0m"
+
+
+def test_field_errors_render_control_characters_escaped() -> None:
+    from planner.instance.errors import FieldError
+
+    fe = FieldError(f"phases[0] ({ESC_NAME})", "unknown phase '\x07\u202e'")
+    assert str(fe) == "phases[0] (\\x1b[31mred\\x1b[0m): unknown phase '\\x07\\u202e'"
+    err = InstanceError("dir/\x1b]0;title\x07.yaml", [fe])
+    assert "\x1b" not in str(err) and "\x07" not in str(err)
+    assert str(err).startswith("dir/\\x1b]0;title\\x07.yaml: phases[0]")
+    # the attributes keep the text as given (for --json and programs)
+    assert fe.path == f"phases[0] ({ESC_NAME})" and err.file.startswith("dir/\x1b")
+
+
+def _no_terminal_codes(text: str) -> None:
+    assert "\x1b" not in text, repr(text)
+    assert not any(0x1F300 <= ord(c) <= 0x1FAFF or 0x2600 <= ord(c) <= 0x27BF for c in text), repr(
+        text
+    )
+
+
+def test_tricky_names_print_as_text_through_check(tmp_path: Path) -> None:
+    # valid names: the summary shows them literally, neither markup nor emoji
+    doc = tiny_doc()
+    doc["phases"][0]["name"] = TRICKY[0]
+    doc["phases"][1]["name"] = TRICKY[2]
+    doc["phases"][1]["predecessors"] = [TRICKY[0]]
+    f = tmp_path / "ok.json"
+    f.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    res, _ = run_check(f)
+    assert res.exit_code == 0, res.output
+    assert f"  {TRICKY[0]} [data_preparation]" in res.stdout
+    assert f"  {TRICKY[2]} [fine_tuning]" in res.stdout
+    _no_terminal_codes(res.output)
+
+
+@pytest.mark.parametrize("name", [*TRICKY, ESC_NAME])
+def test_tricky_names_in_errors_print_as_text(tmp_path: Path, name: str) -> None:
+    # an unknown predecessor named with markup, an emoji code or ANSI escapes: the error
+    # names it, escaped, and nothing is interpreted
+    doc = tiny_doc()
+    doc["phases"][1]["predecessors"] = [name]
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    res, _ = run_check(f)
+    assert res.exit_code == 2, res.output
+    shown = repr(name)
+    assert f"unknown phase {shown}; phases are ['prep', 'finetune']" in res.stderr, res.stderr
+    _no_terminal_codes(res.output)
+    assert "internal error" not in res.output
+
+
+def test_a_phase_name_with_escapes_is_refused_and_shown_escaped(tmp_path: Path) -> None:
+    doc = tiny_doc()
+    doc["phases"][0]["name"] = ESC_NAME
+    doc["phases"][1]["predecessors"] = [ESC_NAME]
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    res, _ = run_check(f)
+    assert res.exit_code == 2, res.output
+    assert "phases[0] (\\x1b[31mred\\x1b[0m).name: expected printable text" in res.stderr
+    _no_terminal_codes(res.output)
+
+
+@pytest.mark.skipif(not POSIX, reason="file names with brackets and ESC need POSIX")
+def test_a_file_name_with_markup_is_printed_as_text(tmp_path: Path) -> None:
+    # the file name is user text too: 'a[/]b.yaml' (a folder 'a[' holding ']b.yaml') was
+    # parsed as rich markup, a closing tag with nothing open: an internal error
+    from planner.instance.errors import printable
+
+    (tmp_path / "a[").mkdir()
+    for name in ("a[/]b.yaml", "[red]x.yaml", ":x:.yaml", "\x1b[31mred.yaml"):
+        f = tmp_path / name
+        f.write_text("phases: [")
+        res, _ = run_check(f)
+        assert res.exit_code == 2, res.output
+        assert "internal error" not in res.output
+        _no_terminal_codes(res.output)
+        assert f"invalid instance {printable(str(f))}" in res.stderr, res.stderr
+        assert f"{printable(str(f))}: cannot parse: " in res.stderr, res.stderr

@@ -28,7 +28,7 @@ Doc = dict[str, Any]
 
 
 def tiny_doc() -> Doc:
-    return copy.deepcopy(yaml.safe_load(TINY.read_text()))
+    return copy.deepcopy(load_document(TINY))
 
 
 def warnings_of(change: Callable[[Doc], None]) -> list[str]:

@@ -47,6 +47,14 @@ def _csv(name: str) -> str:
 
 P1 = "phases[1] (finetune)"
 KNOWN_GPUS = "known: ['A100', 'L4']"
+ALLOW = "allow a folder with read(..., data_root=...) or TRAINPLAN_DATA_ROOT=<folder>"
+
+
+@pytest.fixture(autouse=True)
+def _no_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The messages about files outside the instance's folder assume no data root is set."""
+    monkeypatch.delenv("TRAINPLAN_DATA_ROOT", raising=False)
+
 
 CASES: list[Case] = [
     # --- unknown fields at several depths
@@ -263,12 +271,12 @@ CASES: list[Case] = [
         f"regions.east.electricity: file '{_csv('fixture_prices_newyork.csv')}' has no column "
         "'usd_per_mwh'; columns are ['time', 'price']",
     ),
-    # the 5th line of bad_prices_text.csv is '2023-06-04T21:00,n/a'
+    # the 5th line of bad_prices_text.csv is '2023-06-04T21:00,n/a': named, not shown
     Case(
         "bad_csv_not_number.yaml",
         "regions.east.electricity",
         f"regions.east.electricity: file '{_csv('bad_prices_text.csv')}' line 5: 'price' is "
-        "not a number: 'n/a'",
+        "not a number",
     ),
     # --- phases
     Case("bad_cycle.yaml", "phases", "phases: precedence cycle: prep -> finetune -> prep"),
@@ -342,6 +350,98 @@ CASES: list[Case] = [
         "bad_duplicate_key.yaml",
         "regions.east.pue",
         "regions.east.pue: key 'pue' is given twice (lines 22 and 23); keep one",
+    ),
+    # --- files an instance names: inside its folder, never a special file, never echoed
+    # (the process environment is never opened: the absolute path is refused first)
+    Case(
+        "bad_csv_absolute.yaml",
+        "regions.east.electricity",
+        "regions.east.electricity: file '/proc/self/environ' is an absolute path; give a path "
+        f"relative to the instance's folder '{DATA}', or {ALLOW}",
+    ),
+    Case(
+        "bad_csv_outside.yaml",
+        "regions.east.electricity",
+        "regions.east.electricity: file "
+        "'../../instances/data/prices/price_DE-LU_2023-06-01_2023-09-01.csv' leads outside "
+        f"the instance's folder '{DATA}' (links are followed); keep data files there, or "
+        f"{ALLOW}",
+    ),
+    # the first line of bad_secret_token.txt is a token: not named .csv, so never shown
+    Case(
+        "bad_csv_secret.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('bad_secret_token.txt')}' has no column "
+        "'price' (its first line is not shown: the file's name does not end in .csv)",
+    ),
+    # a .csv whose first line is one field (a token) is not a header: not shown either
+    Case(
+        "bad_csv_secret_header.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('bad_secret_header.csv')}' has no column "
+        "'price'; its first line is not a header of named columns (a CSV series needs a "
+        "time column and a value column)",
+    ),
+    Case(
+        "bad_csv_timezone.yaml",
+        "regions.east.electricity.timezone",
+        "regions.east.electricity.timezone: expected an IANA time zone such as "
+        "'Europe/Berlin', got 'Mars/Olympus_Mons'",
+    ),
+    # line 4 of bad_prices_huge.csv is '2023-06-04T20:00,1e308': the line and the column are
+    # named, the value is not shown; the rule is the one for the instance's own numbers
+    Case(
+        "bad_csv_huge_value.yaml",
+        "regions.east.electricity",
+        f"regions.east.electricity: file '{_csv('bad_prices_huge.csv')}' line 4: 'price' is "
+        "outside the magnitudes allowed; expected 0 or a magnitude between 1e-12 and 1e+15 "
+        "(is the unit right?)",
+    ),
+    # --- numbers: one rule for text, integers beyond float range, dates beyond year 9999
+    Case(
+        "bad_quoted_number.yaml",
+        "gpu_types.A100.memory_gb",
+        "gpu_types.A100.memory_gb: expected a number, not text (got '1e308')",
+    ),
+    Case(
+        "bad_quoted_number.json",
+        "horizon.hours",
+        "horizon.hours: expected a number, not text (got '48')",
+    ),
+    # 1 followed by 400 zeros
+    Case(
+        "bad_huge_integer.yaml",
+        "gpu_types.A100.memory_gb",
+        "gpu_types.A100.memory_gb: expected a number of at most 308 digits, got an integer "
+        "of 401 digits",
+    ),
+    Case(
+        "bad_horizon_past_9999.yaml",
+        "horizon.start",
+        "horizon.start: expected a start between 0001-01-02 and 9999-12-30 (UTC), so that "
+        "every hour of the horizon is a date in years 1-9999 in any time zone; got "
+        "9999-12-31T23:00:00+00:00",
+    ),
+    # 9999-12-01 + 720 h = 9999-12-31T00:00Z, less than a day before the last date there is
+    Case(
+        "bad_horizon_hours_past_9999.yaml",
+        "horizon.hours",
+        "horizon.hours: expected a horizon that ends by 9999-12-30 (UTC), so that every hour "
+        "of it is a date in years 1-9999 in any time zone; got 720 hours from "
+        "9999-12-01T00:00:00+00:00",
+    ),
+    # --- caps on what an instance lists
+    Case(
+        "bad_too_many_gpu_counts.yaml",
+        f"{P1}.options.gpu_counts",
+        f"{P1}.options.gpu_counts: expected at most 64 items (got a list of 65 items)",
+    ),
+    # --- names are printable; messages show a control character escaped (ESC as \x1b)
+    Case(
+        "bad_control_in_name.yaml",
+        "phases[0] (\x1b[31mprep).name",
+        "phases[0] (\\x1b[31mprep).name: expected printable text (no control characters "
+        "such as ESC, tab or newline) (got '\\x1b[31mprep')",
     ),
 ]
 
@@ -591,7 +691,7 @@ def test_csv_values_must_cover_every_hour_even_at_the_end(tmp_path: Path) -> Non
     rows = (DATA / "fixture_prices_newyork.csv").read_text().splitlines()
     cut = [rows[0]] + [r for r in rows[1:] if r < "2023-06-06T19:00"]
     (tmp_path / "p.csv").write_text("\n".join(cut) + "\n")
-    inst = read(TINY)
+    inst = read(TINY, data_root=tmp_path)
     with pytest.raises(InstanceError) as e:
         inst.replace(
             {
@@ -610,7 +710,7 @@ def test_csv_error_line_counts_comment_lines(tmp_path: Path) -> None:
     text = (DATA / "bad_prices_text.csv").read_text()
     (tmp_path / "p.csv").write_text("# prices in USD/MWh\n# local time\n" + text)
     with pytest.raises(InstanceError) as e:
-        read(TINY).replace(
+        read(TINY, data_root=tmp_path).replace(
             {
                 "regions.east.electricity": {
                     "csv": str(tmp_path / "p.csv"),
@@ -620,7 +720,7 @@ def test_csv_error_line_counts_comment_lines(tmp_path: Path) -> None:
             }
         )
     # two comment lines push '2023-06-04T21:00,n/a' from line 5 to line 7
-    assert "line 7: 'price' is not a number: 'n/a'" in str(e.value)
+    assert "line 7: 'price' is not a number" in str(e.value)
 
 
 # ----------------------------------------------------------------------------- the CLI

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from planner.instance import Instance, InstanceError, read
+from planner.instance.errors import printable
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -27,8 +28,11 @@ def _root() -> None:
     """trainplan: plan where, when and on what hardware to train a large model, at least cost."""
 
 
-console = Console(highlight=False, width=_WIDTH)
-err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+# emoji codes off everywhere: ':x:' in a name or a message stays ':x:'
+console = Console(highlight=False, width=_WIDTH, emoji=False)
+err_console = Console(
+    stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,9 +44,34 @@ EXIT_INFEASIBLE = 1
 EXIT_SOLVER = 3
 
 
+def say_plain(text: str, *, end: str = "\n") -> None:
+    """Print ``text`` on stderr exactly as text: no rich markup (``[/]`` in a name is not a
+    tag), no emoji codes (``:x:`` stays ``:x:``) and no control characters (an ESC in a
+    name is shown as ``\\x1b``, never sent to the terminal)."""
+    err_console.print(
+        "\n".join(printable(line) for line in text.split("\n")),
+        soft_wrap=True,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        end=end,
+    )
+
+
 def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    """Print ``error: <message>`` (the message as plain text, see :func:`say_plain`) and exit."""
+    err_console.print("[bold red]error:[/]", end=" ")
+    say_plain(message)
     raise typer.Exit(code)
+
+
+def print_instance_error(e: InstanceError, title: str = "invalid instance") -> None:
+    """The title and file, then one line per problem (``<file>: <field>: <message>``), all
+    user text printed plain (:func:`say_plain`)."""
+    err_console.print(f"[bold red]{title}[/]", end=" ")
+    say_plain(e.file)
+    for line in e.lines():
+        say_plain(f"  {line}")
 
 
 def load_instance(path: Path) -> Instance:
@@ -50,9 +79,7 @@ def load_instance(path: Path) -> Instance:
     try:
         return read(path)
     except InstanceError as e:
-        err_console.print(f"[bold red]invalid instance[/] {e.file}", soft_wrap=True)
-        for fe in e.errors:
-            err_console.print(f"  {e.file}: {fe}", soft_wrap=True, markup=False)
+        print_instance_error(e)
         raise typer.Exit(EXIT_INPUT) from None
 
 
@@ -69,9 +96,7 @@ def guarded(fn: F) -> F:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except InstanceError as e:
-            err_console.print(f"[bold red]invalid input[/] {e.file}", soft_wrap=True)
-            for fe in e.errors:
-                err_console.print(f"  {e.file}: {fe}", soft_wrap=True, markup=False)
+            print_instance_error(e, "invalid input")
             raise typer.Exit(EXIT_INPUT) from None
         except KeyboardInterrupt:
             err_console.print("interrupted")
@@ -85,7 +110,7 @@ def guarded(fn: F) -> F:
             if os.environ.get("TRAINPLAN_DEBUG"):
                 raise
             err_console.print("[bold red]internal error:[/]", end=" ")
-            err_console.print(f"{type(e).__name__}: {e}", soft_wrap=True, markup=False)
+            say_plain(f"{type(e).__name__}: {e}")
             err_console.print(
                 "set TRAINPLAN_DEBUG=1 for the traceback; please report it", soft_wrap=True
             )

@@ -18,9 +18,9 @@ from planner.cli.app import (
     EXIT_INPUT,
     app,
     console,
-    err_console,
     guarded,
     load_instance,
+    print_instance_error,
 )
 from planner.instance import InstanceError, read
 from planner.summary import summarize
@@ -121,9 +121,7 @@ def check(
                     indent=2,
                 )
             )
-            err_console.print(f"[bold red]invalid instance[/] {e.file}", soft_wrap=True)
-            for fe in e.errors:
-                err_console.print(f"  {e.file}: {fe}", soft_wrap=True, markup=False)
+            print_instance_error(e)
             raise typer.Exit(EXIT_INPUT) from None
     else:
         inst = load_instance(file)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from planner.checker import read_solved
 from planner.cli.app import app, console, fail, guarded, load_instance
@@ -73,32 +72,30 @@ def report(
     try:
         check_hours(plan, str(plan_file))
     except ReportError as e:
-        fail(escape(f"invalid plan {plan_file}:\n  " + "\n  ".join(e.errors)))
+        fail(f"invalid plan {plan_file}:\n  " + "\n  ".join(e.errors))
     inst, note = _instance(plan, plan_file, instance)
     if inst is not None:
         try:
             check_match(plan, inst, str(plan_file), inst.source)
         except ReportError as e:
             fail(
-                escape(
-                    f"the plan {plan_file} does not fit the instance {inst.source}:\n  "
-                    + "\n  ".join(e.errors)
-                )
+                f"the plan {plan_file} does not fit the instance {inst.source}:\n  "
+                + "\n  ".join(e.errors)
             )
     out = output if output is not None else plan_file.with_suffix(".html")
     if out.is_dir():
-        fail(escape(f"-o {out}: is a directory; expected an HTML file name"))
+        fail(f"-o {out}: is a directory; expected an HTML file name")
     if out.resolve() == plan_file.resolve():
-        fail(escape(f"-o {out}: is the plan file itself; give another name with -o"))
+        fail(f"-o {out}: is the plan file itself; give another name with -o")
     if not out.parent.is_dir():
-        fail(escape(f"-o {out}: the folder {out.parent} does not exist"))
+        fail(f"-o {out}: the folder {out.parent} does not exist")
     if png is not None and png.exists() and not png.is_dir():
-        fail(escape(f"--png {png}: is a file; expected a folder"))
+        fail(f"--png {png}: is a file; expected a folder")
     page = render(plan, inst, header=header, instance_note=note or None, plan_file=str(plan_file))
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
-        fail(escape(f"-o {out}: cannot write ({e.strerror})"))
+        fail(f"-o {out}: cannot write ({e.strerror})")
     console.print(f"wrote {out}", markup=False)
     if note:
         console.print(
@@ -110,7 +107,7 @@ def report(
         try:
             paths = write_pngs(plan, inst, png)
         except OSError as e:
-            fail(escape(f"--png {png}: cannot write ({e.strerror})"))
+            fail(f"--png {png}: cannot write ({e.strerror})")
         console.print(
             f"wrote {len(paths)} PNG files to {png}: " + ", ".join(p.name for p in paths),
             markup=False,

@@ -61,11 +61,19 @@ class BasePayload:
     source: str
     base_dir: str
     key: str
+    #: The folder besides ``base_dir`` that the instance's files may come from (its
+    #: ``data_root``), so that workers read the same files the driver did.
+    data_root: str | None = None
 
     @classmethod
     def of(cls, inst: Instance) -> BasePayload:
-        key = hashlib.sha256(pickle.dumps((inst.raw, inst.source, str(inst.base_dir)))).hexdigest()
-        return cls(raw=inst.raw, source=inst.source, base_dir=str(inst.base_dir), key=key)
+        root = None if inst.data_root is None else str(inst.data_root)
+        key = hashlib.sha256(
+            pickle.dumps((inst.raw, inst.source, str(inst.base_dir), root))
+        ).hexdigest()
+        return cls(
+            raw=inst.raw, source=inst.source, base_dir=str(inst.base_dir), key=key, data_root=root
+        )
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,7 @@ def base_instance(base: BasePayload) -> Instance:
     if inst is None:
         from planner.instance.read import from_dict
 
-        inst = from_dict(base.raw, base.source, Path(base.base_dir))
+        inst = from_dict(base.raw, base.source, Path(base.base_dir), data_root=base.data_root)
         _BASES.clear()
         _BASES[base.key] = inst
     return inst

@@ -1,13 +1,63 @@
-"""What a path names on disk: the one check, shared by the instance reader and the CSV series
-reader, of whether a path is a regular file and, if not, what it is instead."""
+"""File access: which files an instance may name, and what a path names on disk.
+
+An instance names files (a ``csv:`` series) relative to its own folder. :func:`data_file`
+enforces the policy for every such name, before anything is opened:
+
+- the name is resolved against the instance's folder, symbolic links followed, and the file
+  must lie inside that folder (no absolute path, no ``..`` that climbs out, no link leading
+  out) unless the caller allows a *data root*, a second folder files may come from:
+  ``read(path, data_root=...)``, ``from_dict(..., data_root=...)`` or the environment
+  variable ``TRAINPLAN_DATA_ROOT`` (:func:`data_root_of`);
+- special files are refused wherever they are: anything under ``/proc``, ``/sys`` or
+  ``/dev`` (``/proc/self/environ`` is a "regular" file holding the process environment),
+  devices, FIFOs, sockets (:func:`not_a_file`).
+
+The order matters: a name that leaves the allowed folders is refused before its target is
+looked at, so an instance cannot probe which files exist elsewhere.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+#: Environment variable naming a folder that files named by an instance may also come from.
+DATA_ROOT_ENV = "TRAINPLAN_DATA_ROOT"
+
+#: Virtual file systems whose "files" are process state or devices, never data.
+SPECIAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+#: How to allow files outside the instance's folder, for the error messages.
+HOW_TO_ALLOW = f"allow a folder with read(..., data_root=...) or {DATA_ROOT_ENV}=<folder>"
+
+
+class FileRefused(ValueError):
+    """A file named by an instance may not be read; the message says why (the caller adds the
+    file and the field)."""
+
+
+def data_root_of(data_root: str | Path | None) -> Path | None:
+    """The data root in force: ``data_root`` when given, else ``$TRAINPLAN_DATA_ROOT`` when
+    set and not empty, else None."""
+    if data_root is not None and str(data_root) != "":
+        return Path(data_root)
+    env = os.environ.get(DATA_ROOT_ENV, "")
+    return Path(env) if env else None
+
+
+def _special_root(real: Path) -> Path | None:
+    for root in SPECIAL_ROOTS:
+        if real == root or real.is_relative_to(root):
+            return root
+    return None
 
 
 def not_a_file(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a file, or None when it is a regular file."""
+    """Why ``path`` cannot be read as a data file, or None when it is a regular file outside
+    ``/proc``, ``/sys`` and ``/dev``."""
+    special = _special_root(Path(os.path.realpath(path)))
+    if special is not None:
+        return f"is not a regular file (it is under {special}, a special file system)"
     if path.is_file():
         return None
     if path.is_symlink() and not path.exists():
@@ -17,3 +67,36 @@ def not_a_file(path: Path) -> str | None:
     if path.exists():
         return "is not a regular file (a FIFO, socket or device); expected a file"
     return "does not exist"
+
+
+def data_file(name: str, base_dir: Path, data_root: Path | None) -> Path:
+    """The file an instance in ``base_dir`` names as ``name``, once the policy allows it
+    (see the module docstring); raises :class:`FileRefused` saying why not. The path returned
+    is ``base_dir / name`` (as the user would write it); its type is checked by the caller
+    with :func:`not_a_file` when it opens it."""
+    given = Path(name)
+    roots = [Path(os.path.realpath(base_dir))]
+    if data_root is not None:
+        roots.append(Path(os.path.realpath(data_root)))
+    where = f"the instance's folder {str(base_dir)!r}" + (
+        f" or the data root {str(data_root)!r}" if data_root is not None else ""
+    )
+    if given.is_absolute() and data_root is None:
+        raise FileRefused(
+            f"file {name!r} is an absolute path; give a path relative to {where}, or "
+            + HOW_TO_ALLOW
+        )
+    path = given if given.is_absolute() else base_dir / given
+    real = Path(os.path.realpath(path))
+    special = _special_root(real)
+    if special is not None:
+        raise FileRefused(
+            f"file {str(path)!r} is not a regular file (it is under {special}, a special "
+            "file system)"
+        )
+    if not any(real == r or real.is_relative_to(r) for r in roots):
+        how = "" if data_root is not None else ", or " + HOW_TO_ALLOW
+        raise FileRefused(
+            f"file {name!r} leads outside {where} (links are followed); keep data files there{how}"
+        )
+    return path

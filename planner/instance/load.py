@@ -5,6 +5,7 @@ alias bomb, a syntax error or a key given twice, before any of it reaches the sc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import yaml
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import not_a_file
 from planner.instance.messages import field_path
+from planner.instance.schema import MAX_DIGITS
 
 MAX_FILE_BYTES = 32 * 1024 * 1024
 #: YAML is scanned and composed in Python (about 2 MB/s for comments and long strings,
@@ -33,6 +35,14 @@ MAX_NODES = 2_000_000
 MAX_WRITTEN = 200_000
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+#: Python refuses to turn text of more digits into an integer (sys.get_int_max_str_digits).
+_INT_TEXT_DIGITS = 4300
+
+#: Numbers in exponent form that YAML 1.1 (PyYAML's resolver) leaves as text but YAML 1.2,
+#: JSON and every user read as numbers: ``2.0e9``, ``1e308``, ``5e-3``, ``.5E+2``. Read as
+#: floats, so that a number written without quotes is a number (and a quoted one is text,
+#: which number fields refuse).
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)[eE][-+]?[0-9]+$")
 
 
 class _Refused(yaml.YAMLError):
@@ -137,8 +147,34 @@ class _GuardedLoader(yaml.SafeLoader):
         data.update(self.construct_mapping(node))
         self.duplicates.extend((data, key, lines) for key, lines in dups)
 
+    def _construct_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, unless it has more digits than Python will read: that is refused with
+        its line (one of up to 4,300 digits is read, and the schema names its field)."""
+        digits = sum(c.isdigit() for c in str(node.value))
+        if digits > _INT_TEXT_DIGITS:
+            raise _Refused(
+                f"an integer of {digits} digits at line {node.start_mark.line + 1}; numbers may "
+                f"have at most {MAX_DIGITS} digits"
+            )
+        value: int = self.construct_yaml_int(node)
+        return value
+
 
 _GuardedLoader.add_constructor("tag:yaml.org,2002:map", _GuardedLoader._construct_map)
+_GuardedLoader.add_constructor("tag:yaml.org,2002:int", _GuardedLoader._construct_int)
+_GuardedLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789.")
+)
+
+
+def _parse_int(text: str) -> int:
+    """A JSON integer, unless it has more digits than Python will read."""
+    digits = len(text.lstrip("-"))
+    if digits > _INT_TEXT_DIGITS:
+        raise ValueError(
+            f"an integer of {digits} digits; numbers may have at most {MAX_DIGITS} digits"
+        )
+    return int(text)
 
 
 def check_shape(data: Any, file: str) -> None:
@@ -241,6 +277,8 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise InstanceError(file, [FieldError("", f"not UTF-8 text ({e.reason})")]) from None
+    # a UTF-8 byte-order mark (Windows editors write one) is not part of the document
+    text = text.removeprefix("\ufeff")
     if not text.strip():
         raise InstanceError(
             file, [FieldError("", "the file is empty; expected a mapping of fields")]
@@ -268,6 +306,7 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
             data = json.loads(
                 text,
                 object_pairs_hook=pairs_hook,
+                parse_int=_parse_int,
                 parse_constant=float if nan_as_float else _reject_constant,
             )
         else:

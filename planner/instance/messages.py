@@ -5,16 +5,37 @@ what was expected and what the file gave (``expected a number > 0 (got -80)``)."
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from planner.instance.errors import FieldError
+from planner.instance.schema import MAX_DIGITS
 
 #: Problems listed in one InstanceError; the rest are counted.
 MAX_ERRORS = 50
+#: Names listed in one message ("known: [...]"); the rest are counted.
+MAX_LISTED = 10
+#: Characters of one name shown in a message.
+MAX_NAME_SHOWN = 40
+
+
+def quoted(name: str) -> str:
+    """A user's name for a message: ``repr()``, at most MAX_NAME_SHOWN characters of it."""
+    return repr(name[:MAX_NAME_SHOWN]) + ("..." if len(name) > MAX_NAME_SHOWN else "")
+
+
+def listing(names: Iterable[object]) -> str:
+    """Names for a message, as a list: ``['A100', 'L4']``; at most MAX_LISTED of them, each
+    cut to MAX_NAME_SHOWN characters, then ``... (N more)``. Messages stay short however many
+    names an instance defines."""
+    items = [str(n) for n in names]
+    shown = [quoted(n) for n in items[:MAX_LISTED]]
+    if len(items) > MAX_LISTED:
+        shown.append(f"... ({len(items) - MAX_LISTED} more)")
+    return "[" + ", ".join(shown) + "]"
 
 
 _TAGS = {
@@ -192,6 +213,8 @@ def _explain(err: Mapping[str, Any]) -> str:
             return "true" if x else "false"
         if isinstance(x, datetime | date):
             return x.isoformat()
+        if isinstance(x, int) and abs(x) >= 10**MAX_DIGITS:
+            return f"an integer of more than {MAX_DIGITS} digits"
         text = repr(x)
         return text if len(text) <= 60 else text[:57] + "..."
 
@@ -245,6 +268,8 @@ def _explain(err: Mapping[str, Any]) -> str:
             if kind.startswith("string")
             else f"expected at least {n} item{'s' * (n != 1)}"
         )
+    elif kind == "too_long" and "max_length" in ctx and isinstance(inp, dict):
+        return f"expected at most {ctx['max_length']} entries (got {len(inp)})"
     elif kind in ("string_too_long", "too_long") and "max_length" in ctx:
         n = ctx["max_length"]
         text = (

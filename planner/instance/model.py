@@ -46,18 +46,40 @@ class Instance:
     failures_per_gpu_hour: Mapping[str, float]
     #: The function that built this instance from its raw document (``from_dict``): what
     #: :meth:`replace` calls, so that this module needs no import of the reader. A
-    #: module-level function, so the instance pickles.
-    rebuild: Callable[[Any, str, Path], Instance] = field(compare=False, repr=False)
+    #: module-level function, so the instance pickles. Called as
+    #: ``rebuild(raw, source, base_dir, data_root=data_root)``.
+    rebuild: Callable[..., Instance] = field(compare=False, repr=False)
+    #: The folder besides ``base_dir`` that files named by the instance may come from
+    #: (:func:`planner.instance.files.data_file`), or None; variants keep it.
+    data_root: Path | None = None
     warnings: tuple[str, ...] = field(default=())
+    #: Derived from ``spec`` in ``__post_init__`` (see :meth:`_index`); not pickled.
+    _by_name: Mapping[str, Phase] = field(init=False, repr=False, compare=False)
+    _successors: Mapping[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in _MAPPINGS:
             value = getattr(self, name)
             if not isinstance(value, MappingProxyType):
                 object.__setattr__(self, name, _read_only(value))
+        self._index()
+
+    def _index(self) -> None:
+        """Lookups by phase name, built once (O(phases + edges)) so that :meth:`phase` and
+        :meth:`successors` are O(1) and callers looping over phases stay linear."""
+        by_name: dict[str, Phase] = {}
+        succ: dict[str, list[str]] = {p.name: [] for p in self.spec.phases}
+        for p in self.spec.phases:
+            by_name.setdefault(p.name, p)
+            if not p.done:
+                for q in p.predecessors:
+                    if q in succ:
+                        succ[q].append(p.name)
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_successors", {k: tuple(v) for k, v in succ.items()})
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
+        state = {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
         for name in _MAPPINGS:
             state[name] = dict(state[name])
         return state
@@ -66,6 +88,7 @@ class Instance:
         # unpickled arrays come back writable: freeze them again
         for name, value in state.items():
             object.__setattr__(self, name, _read_only(value) if name in _MAPPINGS else value)
+        self._index()
 
     @property
     def name(self) -> str:
@@ -83,10 +106,7 @@ class Instance:
         return self.start + timedelta(hours=hour)
 
     def phase(self, name: str) -> Phase:
-        for p in self.spec.phases:
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return self._by_name[name]
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -106,7 +126,7 @@ class Instance:
     def successors(self, name: str) -> tuple[str, ...]:
         """Phases still to run that name ``name`` as a predecessor (a done successor needs
         nothing handed on)."""
-        return tuple(p.name for p in self.spec.phases if name in p.predecessors and not p.done)
+        return self._successors.get(name, ())
 
     def replace(self, updates: Mapping[str, Any]) -> Instance:
         """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,
@@ -115,8 +135,11 @@ class Instance:
         data: Any = copy_document(self.raw)
         for path, value in updates.items():
             set_path(data, path, value, self.source)
-        return self.rebuild(data, self.source, self.base_dir)
+        return self.rebuild(data, self.source, self.base_dir, data_root=self.data_root)
 
+
+#: Fields derived from ``spec`` in ``__post_init__`` (not pickled; rebuilt on load).
+_DERIVED = ("_by_name", "_successors")
 
 #: The fields held as read-only views.
 _MAPPINGS = (

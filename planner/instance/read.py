@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.instance.errors import FieldError, InstanceError
+from planner.instance.files import DATA_ROOT_ENV, data_root_of
 from planner.instance.load import (
     MAX_ALIAS_VALUES,
     MAX_ALIASES,
@@ -40,6 +41,7 @@ from planner.instance.resolve import resolve
 from planner.instance.schema import InstanceSpec
 
 __all__ = [
+    "DATA_ROOT_ENV",
     "LARGEST_SIZE",
     "MAGNITUDE",
     "MAX_ALIASES",
@@ -57,15 +59,42 @@ __all__ = [
 ]
 
 
-def read(path: str | Path) -> Instance:
-    """Read, validate and resolve an instance file (``.yaml``, ``.yml`` or ``.json``)."""
+def read(path: str | Path, *, data_root: str | Path | None = None) -> Instance:
+    """Read, validate and resolve an instance file (``.yaml``, ``.yml`` or ``.json``).
+
+    Files the instance names (``csv:`` series) are read from the instance's folder, or from
+    ``data_root`` (default: the environment variable ``TRAINPLAN_DATA_ROOT``) when given;
+    see :mod:`planner.instance.files`."""
     p = Path(path)
     data = load_document(p, nan_as_float=True)
-    return from_dict(data, str(p), p.parent)
+    return _build(data, str(p), p.parent, data_root, parsed=True)
 
 
-def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
-    """Validate a parsed document and resolve it; every problem found is reported at once."""
+def from_dict(
+    data: Any, file: str, base_dir: Path, *, data_root: str | Path | None = None
+) -> Instance:
+    """Validate a parsed document and resolve it; every problem found is reported at once.
+
+    ``file`` names the document in messages; files it names are looked up relative to
+    ``base_dir``, inside it or inside ``data_root`` (default ``$TRAINPLAN_DATA_ROOT``).
+    Numbers must be numbers: parse YAML with :func:`load_document`, not ``yaml.safe_load``,
+    which reads ``2.0e9`` as the text ``'2.0e9'`` (YAML 1.1), refused here as a quoted
+    number would be."""
+    return _build(data, file, base_dir, data_root, parsed=False)
+
+
+#: Added to the first "not text" error of a document built in Python.
+YAML11_HINT = (
+    "yaml.safe_load reads an unquoted number such as 2.0e9 as text (YAML 1.1): parse YAML "
+    "with planner.instance.read.load_document"
+)
+
+
+def _build(
+    data: Any, file: str, base_dir: Path, data_root: str | Path | None, *, parsed: bool
+) -> Instance:
+    """:func:`from_dict`; ``parsed`` when ``data`` comes from :func:`load_document` (so a
+    number as text was quoted in the file, and the YAML 1.1 hint would mislead)."""
     if not isinstance(data, dict):
         raise InstanceError(
             file,
@@ -76,10 +105,16 @@ def from_dict(data: Any, file: str, base_dir: Path) -> Instance:
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
-        raise InstanceError(file, schema_errors(e, data)) from None
-    errors: list[FieldError] = []
+        errors = schema_errors(e, data)
+        if not parsed:
+            for i, fe in enumerate(errors):
+                if "expected a number, not text" in fe.message:
+                    errors[i] = FieldError(fe.path, f"{fe.message}; {YAML11_HINT}")
+                    break
+        raise InstanceError(file, errors) from None
+    errors = []
     check_magnitudes(data, errors)
     check_references(spec, errors)
     if errors:
         raise InstanceError(file, capped(errors))
-    return resolve(spec, data, file, base_dir, from_dict)
+    return resolve(spec, data, file, base_dir, from_dict, data_root_of(data_root))

@@ -10,8 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from planner.instance.errors import FieldError
-from planner.instance.messages import field_path
-from planner.instance.schema import InstanceSpec, Phase
+from planner.instance.messages import field_path, listing, quoted
+from planner.instance.schema import MAX_OFFERED_PAIRS, InstanceSpec, Phase
 
 #: Nonzero magnitudes a number may take; work sizes and parameter counts up to LARGEST_SIZE.
 #: Beyond them costs overflow (1e308 USD/MWh x kW = inf), divide by zero (5e-324 GB/s) or
@@ -37,15 +37,23 @@ def check_magnitudes(data: Any, errors: list[FieldError]) -> None:
             isinstance(node, int | float)
             and not isinstance(node, bool)
             and node != 0
-            and math.isfinite(node)
+            and (isinstance(node, int) or math.isfinite(node))
         ):
+            # no float() of an integer here: one beyond float range would overflow (the
+            # schema refuses integers of more than MAX_DIGITS digits; Python documents need
+            # not have passed it), and int-to-float comparisons are exact
             top = LARGEST_SIZE if key in _SIZE_KEYS else high
             if not low <= abs(node) <= top:
+                got = (
+                    f"{node:g}"
+                    if isinstance(node, float) or abs(node) < 1e300
+                    else "a huge integer"
+                )
                 errors.append(
                     FieldError(
                         field_path(loc, data),
                         f"expected 0 or a magnitude between {low:g} and "
-                        f"{top:g} (got {node:g}); is the unit right?",
+                        f"{top:g} (got {got}); is the unit right?",
                     )
                 )
 
@@ -76,16 +84,24 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
     gpus, regions = spec.gpu_types, spec.regions
     names = [p.name for p in spec.phases]
     known_names = set(names)
+    # built once: every check below is a set or dict lookup, so the work is linear in the
+    # size of the document
+    phases_are, known_gpus = listing(names), listing(sorted(gpus))
+    known_regions, known_models = listing(sorted(regions)), listing(sorted(spec.models))
+    tiers = {t for r in regions.values() for t in r.storage}
     seen: set[str] = set()
     for i, p in enumerate(spec.phases):
         where = f"phases[{i}] ({p.name})"
         if p.name in seen:
-            errors.append(FieldError(f"{where}.name", f"duplicate phase name {p.name!r}"))
+            errors.append(FieldError(f"{where}.name", f"duplicate phase name {quoted(p.name)}"))
         seen.add(p.name)
         for q in p.predecessors:
             if q not in known_names:
                 errors.append(
-                    FieldError(f"{where}.predecessors", f"unknown phase {q!r}; phases are {names}")
+                    FieldError(
+                        f"{where}.predecessors",
+                        f"unknown phase {quoted(q)}; phases are {phases_are}",
+                    )
                 )
             if q == p.name:
                 errors.append(FieldError(f"{where}.predecessors", "a phase cannot precede itself"))
@@ -93,26 +109,27 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
             if g not in gpus:
                 errors.append(
                     FieldError(
-                        f"{where}.gpu_types", f"unknown GPU type {g!r}; known: {sorted(gpus)}"
+                        f"{where}.gpu_types", f"unknown GPU type {quoted(g)}; known: {known_gpus}"
                     )
                 )
         for r in p.regions or ():
             if r not in regions:
                 errors.append(
                     FieldError(
-                        f"{where}.regions", f"unknown region {r!r}; known: {sorted(regions)}"
+                        f"{where}.regions", f"unknown region {quoted(r)}; known: {known_regions}"
                     )
                 )
         if p.model is not None and p.model not in spec.models:
             errors.append(
                 FieldError(
-                    f"{where}.model", f"unknown model {p.model!r}; known: {sorted(spec.models)}"
+                    f"{where}.model", f"unknown model {quoted(p.model)}; known: {known_models}"
                 )
             )
         if p.work.gpu is not None and p.work.gpu not in gpus:
             errors.append(
                 FieldError(
-                    f"{where}.work.gpu", f"unknown GPU type {p.work.gpu!r}; known: {sorted(gpus)}"
+                    f"{where}.work.gpu",
+                    f"unknown GPU type {quoted(p.work.gpu)}; known: {known_gpus}",
                 )
             )
         if (
@@ -135,10 +152,12 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
         if isinstance(p.mfu, dict):
             for g in p.mfu:
                 if g not in gpus:
-                    errors.append(FieldError(f"{where}.mfu", f"unknown GPU type {g!r}"))
+                    errors.append(FieldError(f"{where}.mfu", f"unknown GPU type {quoted(g)}"))
         if p.data.home_region is not None and p.data.home_region not in regions:
             errors.append(
-                FieldError(f"{where}.data.home_region", f"unknown region {p.data.home_region!r}")
+                FieldError(
+                    f"{where}.data.home_region", f"unknown region {quoted(p.data.home_region)}"
+                )
             )
         rel = _hour_of(spec, p.release)
         dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
@@ -187,10 +206,11 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
                 )
             )
         for t in p.options.storage_tiers or ():
-            if not any(t in r.storage for r in regions.values()):
+            if t not in tiers:
                 errors.append(
                     FieldError(
-                        f"{where}.options.storage_tiers", f"no region has a storage tier {t!r}"
+                        f"{where}.options.storage_tiers",
+                        f"no region has a storage tier {quoted(t)}",
                     )
                 )
     for rname, region in regions.items():
@@ -200,7 +220,7 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
                     errors.append(
                         FieldError(
                             f"regions.{rname}.{part}.{g}",
-                            f"unknown GPU type {g!r}; known: {sorted(gpus)}",
+                            f"unknown GPU type {quoted(g)}; known: {known_gpus}",
                         )
                     )
         for g, cap in region.capacity.items():
@@ -215,10 +235,22 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
         for other in region.transfer_usd_per_gb:
             if other not in regions:
                 errors.append(
-                    FieldError(f"regions.{rname}.transfer_usd_per_gb", f"unknown region {other!r}")
+                    FieldError(
+                        f"regions.{rname}.transfer_usd_per_gb", f"unknown region {quoted(other)}"
+                    )
                 )
+    pairs = sum(len(set(r.capacity) | set(r.offers)) for r in regions.values())
+    if pairs > MAX_OFFERED_PAIRS:
+        errors.append(
+            FieldError(
+                "regions",
+                f"expected at most {MAX_OFFERED_PAIRS} (region, GPU type) pairs with capacity "
+                f"or offers, over all regions (got {pairs})",
+            )
+        )
+    families = {g.family for g in gpus.values()}
     for fam in spec.families:
-        if not any(g.family == fam for g in gpus.values()):
+        if fam not in families:
             errors.append(FieldError(f"families.{fam}", "no GPU type belongs to this family"))
     if not errors:
         cycle = find_cycle(spec.phases)

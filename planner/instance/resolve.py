@@ -24,7 +24,8 @@ def resolve(
     data: Any,
     file: str,
     base_dir: Path,
-    rebuild: Callable[[Any, str, Path], Instance],
+    rebuild: Callable[..., Instance],
+    data_root: Path | None = None,
 ) -> Instance:
     """Resolve every series to one value per horizon hour (price = series x scale + adder,
     USD/MWh), capacities to hourly arrays, release/deadline to hour slots (:func:`_window`)
@@ -37,7 +38,7 @@ def resolve(
     for rname, r in spec.regions.items():
         try:
             prices = (
-                resolve_series(r.electricity, start, T, r.timezone, base_dir)
+                resolve_series(r.electricity, start, T, r.timezone, base_dir, data_root=data_root)
                 + r.price_adder_usd_per_mwh
             )
             prices.setflags(write=False)
@@ -47,7 +48,9 @@ def resolve(
         carbon[rname] = None
         if r.carbon_intensity is not None:
             try:
-                ci = resolve_series(r.carbon_intensity, start, T, r.timezone, base_dir)
+                ci = resolve_series(
+                    r.carbon_intensity, start, T, r.timezone, base_dir, data_root=data_root
+                )
                 if np.any(ci < 0):
                     errors.append(
                         FieldError(
@@ -58,7 +61,13 @@ def resolve(
             except SeriesError as e:
                 errors.append(FieldError(f"regions.{rname}.carbon_intensity", str(e)))
         for g, cap in r.capacity.items():
-            arr = np.asarray(cap[:T] if isinstance(cap, tuple) else [cap] * T, dtype=float)
+            # a constant capacity is one value seen T times (a read-only broadcast view): 64
+            # regions x 64 GPU types x 3 years of hours would otherwise take 860 MB
+            arr = (
+                np.asarray(cap[:T], dtype=float)
+                if isinstance(cap, tuple)
+                else np.broadcast_to(np.float64(cap), (T,))
+            )
             arr.setflags(write=False)
             capacity[(rname, g)] = arr
     if errors:
@@ -108,4 +117,5 @@ def resolve(
         failures_per_gpu_hour=MappingProxyType(fr),
         warnings=tuple(warnings),
         rebuild=rebuild,
+        data_root=data_root,
     )

@@ -9,18 +9,17 @@ Cross-references (a phase naming a GPU type) are checked in
 
 from __future__ import annotations
 
-from datetime import date, datetime
+import math
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    NonNegativeFloat,
-    NonNegativeInt,
-    PositiveFloat,
-    PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -32,12 +31,112 @@ Cooling = Literal["air", "liquid", "immersion"]
 Optimizer = Literal["adam", "adamw", "sgd", "sgd_momentum", "adafactor", "lion"]
 Pass = Literal["train", "forward"]
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-PosFloat = Annotated[PositiveFloat, Field(allow_inf_nan=False)]
-NonNegFloat = Annotated[NonNegativeFloat, Field(allow_inf_nan=False)]
+#: The most digits an integer may have: a larger one is beyond the range of a float, in
+#: which all the planner's arithmetic is done (10^308 is the largest power of ten a float
+#: holds).
+MAX_DIGITS = 308
+_TOO_LARGE = 10**MAX_DIGITS
+
+# Caps on how many of a thing an instance may list. Configurations multiply over a phase's
+# option lists, and checks, configuration spaces and models grow with phases x regions x GPU
+# types, so each cap bounds the work of `trainplan check` and of building a model. Each is
+# far above what a real instance lists.
+#: GPU counts per phase: every whole count from 1 to 64, or powers of two up to 2^63.
+MAX_GPU_COUNTS = 64
+#: Fractional GPU slices per phase: MIG-style partitions (sevenths, eighths) several times.
+MAX_FRACTIONS = 32
+#: Choices in each of tensor_parallel, pipeline_parallel, extra_spare_nodes: degrees are
+#: powers of two, and 16 of them reach 2^15.
+MAX_CHOICES = 16
+#: Phases: a campaign is a handful (data preparation, pre-training, annealing, fine-tunes,
+#: evaluations); 100 leaves room for sweeps of them.
+MAX_PHASES = 100
+#: Regions: the largest clouds have about 35 regions each; 64 covers a choice among several.
+MAX_REGIONS = 64
+#: GPU types: a vendor generation adds a handful; 64 covers every data-centre GPU since 2017.
+MAX_GPU_TYPES = 64
+#: Storage tiers per region: providers offer 3-6 (hot, cool, cold, archive, ...).
+MAX_STORAGE_TIERS = 16
+#: (region, GPU type) pairs with capacity or offers, over all regions: 64 regions with 4 GPU
+#: types each, or 16 with 16. Configurations are enumerated per pair and hour (64 x 64 pairs
+#: over a 3-year horizon took `check` 20 s; 256 pairs take about 3 s).
+MAX_OFFERED_PAIRS = 256
+
+
+def _digits(n: int) -> int:
+    """Decimal digits of a nonzero integer, without converting it to text (Python refuses
+    to print integers of more than 4,300 digits)."""
+    d = math.floor(math.log10(abs(n))) + 1
+    return d + 1 if abs(n) >= 10**d else d - 1 if abs(n) < 10 ** (d - 1) else d
+
+
+def _number(v: object) -> object:
+    """One rule for every number field, whatever wrote the document (YAML, JSON, Python):
+    a number is written as a number. Text is refused even when it reads as one (``"12"``,
+    ``"1e308"``): it would otherwise pass the magnitude check as text and become a number
+    only later. ``true``/``false`` are refused too. Integers of more than MAX_DIGITS digits
+    are refused before any float arithmetic overflows on them. Other values go on to the
+    field's own check (text that is no number at all: "expected a number (got 'eighty')")."""
+    if isinstance(v, bool):
+        raise ValueError("expected a number, not true/false")
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            return v
+        raise ValueError("expected a number, not text")
+    if isinstance(v, int) and abs(v) >= _TOO_LARGE:
+        raise ValueError(
+            f"expected a number of at most {MAX_DIGITS} digits, got an integer of "
+            f"{_digits(v)} digits"
+        )
+    return v
+
+
+#: Applied to every number field (and to unions of a number and something else, so that a
+#: quoted number is named as such rather than tried as the other branch).
+Number = BeforeValidator(_number)
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False), Number]
+Fraction = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False), Number]
+PosFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False), Number]
+NonNegFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False), Number]
+PosInt = Annotated[int, Field(gt=0), Number]
+NonNegInt = Annotated[int, Field(ge=0), Number]
 #: A file or column name: at least one character.
 Name = Annotated[str, Field(min_length=1)]
+
+
+def _printable(v: str) -> str:
+    """Names are shown in summaries, tables and messages: no control characters in them (an
+    ESC would start a terminal escape sequence, a newline would forge an output line)."""
+    if not v.isprintable():
+        raise ValueError(
+            "expected printable text (no control characters such as ESC, tab or newline)"
+        )
+    return v
+
+
+#: A name or label shown in output: printable characters only.
+Label = Annotated[str, AfterValidator(_printable)]
+
+
+def _shown(v: str) -> str:
+    """A user's text for a message: quoted, at most 40 characters of it."""
+    return repr(v[:40]) + ("..." if len(v) > 40 else "")
+
+
+def _iana(v: str) -> str:
+    """``v`` if it names an IANA time zone, else a ValueError saying what was expected."""
+    from zoneinfo import ZoneInfo
+
+    try:
+        ZoneInfo(v)
+    except Exception:
+        raise ValueError(
+            f"expected an IANA time zone such as 'Europe/Berlin', got {_shown(v)}"
+        ) from None
+    return v
+
 
 #: Typical power usage effectiveness by cooling type. Air: Uptime Institute Global Data Center
 #: Survey 2023 industry average PUE 1.58. Liquid (direct-to-chip): 1.15, vendor figures for
@@ -66,10 +165,10 @@ class TouBand(Strict):
     """A time-of-use band in local time: ``start_hour`` inclusive to ``end_hour`` exclusive
     (wrapping past midnight when end < start), on the given weekdays (0 = Monday)."""
 
-    start_hour: Annotated[int, Field(ge=0, le=23)]
-    end_hour: Annotated[int, Field(ge=0, le=24)]
+    start_hour: Annotated[int, Field(ge=0, le=23), Number]
+    end_hour: Annotated[int, Field(ge=0, le=24), Number]
     price: FiniteFloat
-    weekdays: tuple[Annotated[int, Field(ge=0, le=6)], ...] = (0, 1, 2, 3, 4, 5, 6)
+    weekdays: tuple[Annotated[int, Field(ge=0, le=6), Number], ...] = (0, 1, 2, 3, 4, 5, 6)
 
 
 class TimeOfUse(Strict):
@@ -102,6 +201,11 @@ class Series(Strict):
     constant: FiniteFloat | None = None
     scale: FiniteFloat = 1.0
 
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        return _iana(v)
+
     @model_validator(mode="after")
     def _exactly_one(self) -> Series:
         given = [k for k in ("values", "csv", "tou", "constant") if getattr(self, k) is not None]
@@ -127,11 +231,11 @@ class GpuType(Strict):
     peak_tflops: dict[Precision, PosFloat | None]
     board_power_w: PosFloat
     idle_power_w: NonNegFloat
-    gpus_per_node: PositiveInt = 8
+    gpus_per_node: PosInt = 8
     node_overhead_w: NonNegFloat = 0.0
     intra_node_gb_per_s: PosFloat = 300.0
     inter_node_gb_per_s: PosFloat = 25.0
-    family: str = "nvidia"
+    family: Label = "nvidia"
     failures_per_gpu_hour: NonNegFloat | None = None
     failures_per_1000_node_days: NonNegFloat | None = None
     source: str | None = None
@@ -149,15 +253,15 @@ class GpuType(Strict):
 
 class OnDemand(Strict):
     usd_per_gpu_hour: NonNegFloat
-    billing_granularity_hours: PositiveInt = 1
-    min_rental_hours: NonNegativeInt = 0
+    billing_granularity_hours: PosInt = 1
+    min_rental_hours: NonNegInt = 0
 
 
 class Spot(Strict):
     usd_per_gpu_hour: NonNegFloat
     preemptions_per_hour: NonNegFloat = 0.01
-    billing_granularity_hours: PositiveInt = 1
-    min_rental_hours: NonNegativeInt = 0
+    billing_granularity_hours: PosInt = 1
+    min_rental_hours: NonNegInt = 0
 
 
 class Reserved(Strict):
@@ -165,8 +269,8 @@ class Reserved(Strict):
     every hour of the horizon whether used or not."""
 
     usd_per_gpu_hour: NonNegFloat
-    min_gpus: NonNegativeInt = 0
-    max_gpus: NonNegativeInt | None = None
+    min_gpus: NonNegInt = 0
+    max_gpus: NonNegInt | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Reserved:
@@ -204,16 +308,17 @@ class Sla(Strict):
 
 class Region(Strict):
     timezone: str
-    pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False)] | None = None
+    pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False), Number] | None = None
     cooling: Cooling | None = None
     electricity: Series
     price_adder_usd_per_mwh: FiniteFloat = 0.0
     carbon_intensity: Series | None = None
-    zones: PositiveInt = 1
-    capacity: dict[str, NonNegativeInt | tuple[NonNegativeInt, ...]]
+    zones: PosInt = 1
+    capacity: dict[str, Annotated[NonNegInt | tuple[NonNegInt, ...], Number]]
     offers: dict[str, Offers]
-    storage: dict[str, StorageTier] = Field(
-        default_factory=lambda: {"hot": StorageTier(usd_per_gb_month=0.10, write_gb_per_s=5.0)}
+    storage: dict[Label, StorageTier] = Field(
+        default_factory=lambda: {"hot": StorageTier(usd_per_gb_month=0.10, write_gb_per_s=5.0)},
+        max_length=MAX_STORAGE_TIERS,
     )
     transfer_usd_per_gb: dict[str, NonNegFloat] = Field(default_factory=dict)
     default_transfer_usd_per_gb: NonNegFloat = 0.02
@@ -222,15 +327,7 @@ class Region(Strict):
     @field_validator("timezone")
     @classmethod
     def _tz(cls, v: str) -> str:
-        from zoneinfo import ZoneInfo
-
-        try:
-            ZoneInfo(v)
-        except Exception:
-            raise ValueError(
-                f"expected an IANA time zone such as 'Europe/Berlin', got {v!r}"
-            ) from None
-        return v
+        return _iana(v)
 
     @model_validator(mode="after")
     def _check(self) -> Region:
@@ -255,13 +352,13 @@ class MoESpec(Strict):
     active per token, ``shared_experts`` always active, the first ``first_dense_layers`` dense
     (DeepSeek-V3: 3), then every ``every``-th layer MoE (planner.physics.architecture.MoE)."""
 
-    experts: PositiveInt
-    top_k: PositiveInt
-    expert_ffn: PositiveInt
-    shared_experts: NonNegativeInt = 0
-    shared_ffn: PositiveInt | None = None
-    first_dense_layers: NonNegativeInt = 0
-    every: PositiveInt = 1
+    experts: PosInt
+    top_k: PosInt
+    expert_ffn: PosInt
+    shared_experts: NonNegInt = 0
+    shared_ffn: PosInt | None = None
+    first_dense_layers: NonNegInt = 0
+    every: PosInt = 1
     router_bias: bool = False
 
     @model_validator(mode="after")
@@ -276,11 +373,11 @@ class MLASpec(Strict):
     the per-head dimensions (planner.physics.architecture.MLA). ``q_lora_rank: 0`` means
     uncompressed queries."""
 
-    q_lora_rank: NonNegativeInt
-    kv_lora_rank: PositiveInt
-    qk_nope_head_dim: PositiveInt
-    qk_rope_head_dim: PositiveInt
-    v_head_dim: PositiveInt
+    q_lora_rank: NonNegInt
+    kv_lora_rank: PosInt
+    qk_nope_head_dim: PosInt
+    qk_rope_head_dim: PosInt
+    v_head_dim: PosInt
 
 
 #: ModelSpec fields that only the full architecture model knows (not Narayanan's eq. 2).
@@ -311,16 +408,16 @@ class ModelSpec(Strict):
 
     preset: Name | None = None
     params: PosFloat | None = None
-    layers: PositiveInt | None = None
-    hidden: PositiveInt | None = None
-    heads: PositiveInt | None = None
-    seq_len: PositiveInt = 2048
-    vocab: PositiveInt = 32000
+    layers: PosInt | None = None
+    hidden: PosInt | None = None
+    heads: PosInt | None = None
+    seq_len: PosInt = 2048
+    vocab: PosInt = 32000
     optimizer: Optimizer = "adamw"
     flash_attention: bool = True
-    ffn_hidden: PositiveInt | None = None
-    kv_heads: PositiveInt | None = None
-    head_dim: PositiveInt | None = None
+    ffn_hidden: PosInt | None = None
+    kv_heads: PosInt | None = None
+    head_dim: PosInt | None = None
     gated_mlp: bool | None = None
     tied_embeddings: bool | None = None
     position: Literal["learned", "rope"] | None = None
@@ -448,18 +545,21 @@ class Options(Strict):
     """What the planner may choose among for a phase."""
 
     precision: tuple[Precision, ...] = ("bf16",)
-    zero: tuple[Annotated[int, Field(ge=0, le=3)], ...] = (0, 1, 2, 3)
+    zero: tuple[Annotated[int, Field(ge=0, le=3), Number], ...] = (0, 1, 2, 3)
     recompute: tuple[Recompute, ...] = ("none", "selective", "full")
-    tensor_parallel: tuple[PositiveInt, ...] = (1, 2, 4, 8)
-    pipeline_parallel: tuple[PositiveInt, ...] = (1,)
-    gpu_counts: tuple[PositiveInt, ...] | None = None
-    min_gpus: PositiveInt = 1
-    max_gpus: PositiveInt = 1024
-    fractions: tuple[Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)], ...] = ()
-    micro_batch: PositiveInt = 1
+    tensor_parallel: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (1, 2, 4, 8)
+    pipeline_parallel: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (1,)
+    gpu_counts: Annotated[tuple[PosInt, ...], Field(max_length=MAX_GPU_COUNTS)] | None = None
+    min_gpus: PosInt = 1
+    max_gpus: PosInt = 1024
+    fractions: Annotated[
+        tuple[Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False), Number], ...],
+        Field(max_length=MAX_FRACTIONS),
+    ] = ()
+    micro_batch: PosInt = 1
     contracts: tuple[Contract, ...] = ("on_demand", "spot", "reserved")
-    storage_tiers: tuple[str, ...] | None = None
-    extra_spare_nodes: tuple[NonNegativeInt, ...] = (0, 1)
+    storage_tiers: Annotated[tuple[str, ...], Field(max_length=MAX_STORAGE_TIERS)] | None = None
+    extra_spare_nodes: Annotated[tuple[NonNegInt, ...], Field(max_length=MAX_CHOICES)] = (0, 1)
 
     @model_validator(mode="after")
     def _check(self) -> Options:
@@ -502,12 +602,12 @@ class Options(Strict):
 class Scaling(Strict):
     """Scaling efficiency over nodes: eff(n) = per_doubling ** log2(n_nodes) (1 within a node)."""
 
-    per_doubling: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.98
+    per_doubling: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False), Number] = 0.98
 
 
 class Redundancy(Strict):
-    spare_nodes: NonNegativeInt = 0
-    zones: PositiveInt = 1
+    spare_nodes: NonNegInt = 0
+    zones: PosInt = 1
 
 
 class DataSpec(Strict):
@@ -535,19 +635,19 @@ class Phase(Strict):
     """A unit of work with its window: it may run in hours ``release <= t < deadline``, given
     as horizon hours (whole numbers) or as ISO date-times with a UTC offset."""
 
-    name: Annotated[str, Field(min_length=1, max_length=100)]
-    kind: str = "training"
+    name: Annotated[Label, Field(min_length=1, max_length=100)]
+    kind: Label = "training"
     model: str | None = None
     work: Work
     predecessors: tuple[str, ...] = ()
-    release: NonNegativeInt | Time = 0
-    deadline: PositiveInt | Time | None = None
+    release: Annotated[NonNegInt | Time, Number] = 0
+    deadline: Annotated[PosInt | Time, Number] | None = None
     gpu_types: tuple[str, ...] | None = None
     regions: tuple[str, ...] | None = None
     options: Options = Field(default_factory=Options)
     preemptible: bool = False
     resume_overhead_hours: NonNegFloat = 0.25
-    mfu: PosFloat | dict[str, PosFloat] = DEFAULT_MFU
+    mfu: Annotated[PosFloat | dict[str, PosFloat], Number] = DEFAULT_MFU
     power_load: Fraction = 0.90
     scaling: Scaling = Field(default_factory=Scaling)
     redundancy: Redundancy = Field(default_factory=Redundancy)
@@ -578,15 +678,42 @@ class Phase(Strict):
 # ----------------------------------------------------------------------------- global
 
 
+#: Room kept at both ends of the representable years for local times of the horizon's hours.
+_MARGIN = timedelta(days=1)
+
+
 class Horizon(Strict):
     start: datetime
-    hours: Annotated[int, Field(ge=1, le=24 * 366 * 3)]
+    hours: Annotated[int, Field(ge=1, le=24 * 366 * 3), Number]
 
     @field_validator("start")
     @classmethod
     def _aware(cls, v: datetime) -> datetime:
         if v.tzinfo is None:
             raise ValueError("expected an ISO time with a UTC offset, e.g. 2023-06-05T00:00:00Z")
+        try:
+            _ = (v.astimezone(UTC) - _MARGIN, v.astimezone(UTC) + _MARGIN)
+        except OverflowError:
+            raise ValueError(
+                "expected a start between 0001-01-02 and 9999-12-30 (UTC), so that every "
+                "hour of the horizon is a date in years 1-9999 in any time zone; got "
+                f"{v.isoformat()}"
+            ) from None
+        return v
+
+    @field_validator("hours")
+    @classmethod
+    def _ends_in_range(cls, v: int, info: ValidationInfo) -> int:
+        start = info.data.get("start")
+        if isinstance(start, datetime):
+            try:
+                start.astimezone(UTC) + timedelta(hours=v) + _MARGIN
+            except OverflowError:
+                raise ValueError(
+                    "expected a horizon that ends by 9999-12-30 (UTC), so that every hour of "
+                    f"it is a date in years 1-9999 in any time zone; got {v} hours from "
+                    f"{start.isoformat()}"
+                ) from None
         return v
 
 
@@ -629,8 +756,8 @@ class FailureModel(Strict):
 
 
 class StoragePolicy(Strict):
-    retention: PositiveInt = 2
-    compression_ratio: Annotated[float, Field(ge=1.0, le=100.0, allow_inf_nan=False)] = 1.0
+    retention: PosInt = 2
+    compression_ratio: Annotated[float, Field(ge=1.0, le=100.0, allow_inf_nan=False), Number] = 1.0
     archive: Literal["cheapest", "hottest"] = "cheapest"
 
 
@@ -640,7 +767,7 @@ class MemoryPolicy(Strict):
 
     buffer_gb: NonNegFloat = 1.5
     fragmentation: Fraction = 0.05
-    headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)] = 0.05
+    headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False), Number] = 0.05
 
 
 class Family(Strict):
@@ -657,14 +784,14 @@ class Objective(Strict):
 
 
 class InstanceSpec(Strict):
-    name: str = "instance"
+    name: Label = "instance"
     description: str = ""
     horizon: Horizon
-    gpu_types: dict[str, GpuType]
-    regions: dict[str, Region]
-    models: dict[str, ModelSpec] = Field(default_factory=dict)
-    phases: tuple[Phase, ...]
-    families: dict[str, Family] = Field(default_factory=dict)
+    gpu_types: Annotated[dict[Label, GpuType], Field(max_length=MAX_GPU_TYPES)]
+    regions: Annotated[dict[Label, Region], Field(max_length=MAX_REGIONS)]
+    models: dict[Label, ModelSpec] = Field(default_factory=dict)
+    phases: Annotated[tuple[Phase, ...], Field(max_length=MAX_PHASES)]
+    families: dict[Label, Family] = Field(default_factory=dict)
     failure: FailureModel = Field(default_factory=FailureModel)
     storage: StoragePolicy = Field(default_factory=StoragePolicy)
     memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
