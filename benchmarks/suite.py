@@ -281,10 +281,18 @@ def _result_record(res: Any, wall: float) -> dict[str, Any]:
 
 
 def run_one(
-    name: str, mode: str, time_limit: float, gap: float, threads: int, seed: int
+    name: str,
+    mode: str,
+    time_limit: float,
+    gap: float,
+    threads: int,
+    seed: int,
+    partial: Path | None = None,
 ) -> dict[str, Any]:
     """One solve in this process (called in the child). Modes: main, to1, first (with the
-    given time limit), reference, free."""
+    given time limit), reference, free. What is known before the solve (the instance's size,
+    its load time) is written to ``partial`` first, so that a run stopped for memory still
+    reports it."""
     from generate import load
 
     import planner
@@ -305,6 +313,8 @@ def run_one(
         "hours": inst.hours,
         "regions": len(inst.spec.regions),
     }
+    if partial is not None:
+        partial.write_text(dumps(rec))
     events: list[tuple[float, float | None, float | None]] = []
     kwargs: dict[str, Any] = {"time_limit": time_limit, "gap": gap, "threads": threads}
     target = inst
@@ -416,7 +426,9 @@ def spawn(
                     else f"exit status {proc.returncode}"
                 )
             )
-            rec = {
+            before = out.with_suffix(".partial")
+            rec = json.loads(before.read_text()) if before.exists() else {}
+            rec |= {
                 "instance": name,
                 "mode": mode,
                 "time_limit": time_limit,
@@ -467,8 +479,11 @@ def measure(name: str, args: argparse.Namespace, progress: bool) -> list[dict[st
             # a solve that returned a plan after r seconds bounds the time to the first plan
             known = [r["runtime_s"] for r in (main, to1) if r.get("has_plan")]
             cap = min(known, default=math.inf)
-            # no plan at the full time limit, twice: shorter limits will not find one
-            for limit in ladder(args.time_limit, args.ladder) if known else []:
+            # no plan at the full time limit, twice, and not stopped for memory: shorter
+            # limits will not find one either (a run stopped for memory may have lost a plan
+            # that a shorter limit returns)
+            stopped = any(r.get("killed_memory") for r in (main, to1))
+            for limit in ladder(args.time_limit, args.ladder) if known or stopped else []:
                 if limit >= cap:
                     main["first_plan_s"], main["first_plan_limit"] = cap, None
                     break
@@ -704,7 +719,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.gap is None:
         args.gap = _default_gap()
     if args.one:
-        rec = run_one(args.one, args.mode, args.time_limit, args.gap, args.threads, args.seed)
+        partial = None if args.result_file is None else args.result_file.with_suffix(".partial")
+        rec = run_one(
+            args.one, args.mode, args.time_limit, args.gap, args.threads, args.seed, partial
+        )
         text = dumps(rec)
         if args.result_file:
             args.result_file.write_text(text)

@@ -390,7 +390,7 @@ def test_free_instance_multiplies_every_capacity() -> None:
 
 
 def test_binding_labels() -> None:
-    main = {"objective": 110.0, "bound": 105.0, "termination": "time_limit"}
+    main = {"objective": 110.0, "bound": 105.0, "termination": "time_limit", "has_plan": True}
     fits = {"has_plan": True, "objective": 110.0, "fits_real_capacity": True}
     assert suite.binding_label(main, fits)["capacity"].startswith("NOT BINDING")
     breaks = {"has_plan": True, "objective": 100.0, "fits_real_capacity": False}
@@ -401,6 +401,9 @@ def test_binding_labels() -> None:
     proved = suite.binding_label(main, breaks)
     assert proved["capacity"].startswith("binds (proved")
     assert suite.binding_label({"termination": "infeasible"}, None)["capacity"] == "infeasible"
+    lost = {"termination": "killed_memory", "has_plan": False}
+    assert suite.binding_label(lost, breaks)["capacity"] == "no plan with capacity"
+    assert suite.binding_label(main, None)["capacity"].startswith("unknown")
 
 
 def test_ladder_and_medians() -> None:
@@ -479,3 +482,23 @@ def test_suite_end_to_end_on_small(tmp_path: Path) -> None:
     assert summary["capacity"].startswith("NOT BINDING") == fits
     saving = (main["objective"] - free["objective"]) / main["objective"]
     assert summary["saving_without_capacity"] == pytest.approx(saving)
+
+
+def test_run_one_uses_on_progress_when_solve_takes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once planner.solve takes on_progress, the main run reads the first plan and the time
+    to 1% from its events (here a wrapper around today's solve that reports three events)."""
+    real = planner.solve
+
+    def solve_with_progress(inst: Any, on_progress: Any = None, **kw: Any) -> Any:
+        res = real(inst, **kw)
+        on_progress((0.25, None, 0.9 * res.objective))
+        on_progress({"elapsed_s": 0.5, "incumbent": res.objective, "bound": 0.95 * res.objective})
+        on_progress(SimpleNamespace(elapsed_s=0.75, incumbent=res.objective, bound=res.bound))
+        return res
+
+    monkeypatch.setattr(planner, "solve", solve_with_progress)
+    assert suite._progress_supported()
+    rec = suite.run_one("small", "main", 5.0, 1e-4, 1, 0)
+    assert rec["progress_events"] == 3
+    assert rec["first_plan_s"] == 0.5 and rec["to_1pct_s"] == 0.75
+    assert rec["verified"] is True
