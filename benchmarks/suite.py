@@ -9,7 +9,8 @@ names). Every solve runs in a fresh process (``--one``), so its peak memory is i
 parent samples the resident memory of that process and all its descendants (the HiGHS child
 included) from /proc every 50 ms, and stops the process tree if it passes ``--mem-limit-gb``
 (the machine is shared; the issue's target is 8 GB). The child also reports
-``getrusage(RUSAGE_SELF)`` and ``getrusage(RUSAGE_CHILDREN)`` ``ru_maxrss``.
+``getrusage(RUSAGE_SELF)`` and ``getrusage(RUSAGE_CHILDREN)`` ``ru_maxrss``, the latter after
+reaping multiprocessing's fork server so that it covers the HiGHS child.
 
 Per instance (medians over ``--repeat``):
 
