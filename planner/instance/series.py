@@ -227,7 +227,10 @@ def _csv_rows(
 ) -> dict[datetime, float]:
     """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
     rows outside it are checked but not kept, so memory follows the horizon, not the file.
-    Every value must be 0 or within MAGNITUDE (the rule for the instance's own numbers).
+    Every value must be 0 or within MAGNITUDE (the rule for the instance's own numbers), except
+    that a value below MAGNITUDE's floor in size is read as 0: measured series carry rounding
+    residue of 0 (the 2023 DE-LU prices hold -5.7e-14 USD/MWh where a smoothed 0 was), which is
+    no unit mistake, while the ceiling still refuses 1e308.
     Lines starting with ``#`` are comments. Errors name the line of the file, comments and
     blank lines counted, and the column, never what the row holds."""
     low, high = MAGNITUDE
@@ -260,7 +263,9 @@ def _csv_rows(
             v = float(raw_v) if raw_v not in (None, "") else math.nan
         except ValueError:
             raise SeriesError(f"file {file!r} line {lineno}: {column!r} is not a number") from None
-        if v != 0 and math.isfinite(v) and not low <= abs(v) <= high:
+        if math.isfinite(v) and abs(v) < low:
+            v = 0.0
+        if math.isfinite(v) and abs(v) > high:
             raise SeriesError(
                 f"file {file!r} line {lineno}: {column!r} is outside the magnitudes "
                 f"allowed; expected 0 or a magnitude between {low:g} and {high:g} "
