@@ -50,9 +50,22 @@ KNOWN_GPUS = "known: ['A100', 'L4']"
 
 CASES: list[Case] = [
     # --- unknown fields at several depths
-    Case("bad_unknown_field.yaml", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
-    Case("bad_unknown_field.json", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
-    Case("bad_unknown_top_field.yaml", "solver", "solver: unknown field"),
+    Case(
+        "bad_unknown_field.yaml",
+        f"{P1}.optionz",
+        f"{P1}.optionz: unknown field (did you mean 'options'?)",
+    ),
+    Case(
+        "bad_unknown_field.json",
+        f"{P1}.optionz",
+        f"{P1}.optionz: unknown field (did you mean 'options'?)",
+    ),
+    Case(
+        "bad_unknown_top_field.yaml",
+        "solver",
+        "solver: unknown field (expected one of: name, description, horizon, gpu_types, "
+        "regions, models, phases, families, failure, storage, memory, objective)",
+    ),
     Case(
         "bad_unknown_gpu_field.yaml", "gpu_types.A100.tdp_w", "gpu_types.A100.tdp_w: unknown field"
     ),

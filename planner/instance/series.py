@@ -37,8 +37,19 @@ def resolve_series(
         out = _tou(series.tou, start, hours, local_tz)
     else:
         assert series.csv is not None and series.column and series.time_column
+        times = None
+        if series.reference_year is not None:
+            from planner.instance.profiles import reference_times
+
+            times = reference_times(start, hours, local_tz, series.reference_year)
         out = _csv(
-            base_dir / series.csv, series.column, series.time_column, series.timezone, start, hours
+            base_dir / series.csv,
+            series.column,
+            series.time_column,
+            series.timezone,
+            start,
+            hours,
+            times,
         )
     out = out * series.scale
     if not np.all(np.isfinite(out)):
@@ -75,16 +86,25 @@ def _parse_time(text: str, tz: ZoneInfo) -> datetime:
 
 
 def _csv(
-    path: Path, column: str, time_column: str, tz_name: str, start: datetime, hours: int
+    path: Path,
+    column: str,
+    time_column: str,
+    tz_name: str,
+    start: datetime,
+    hours: int,
+    times: list[datetime] | None = None,
 ) -> np.ndarray:
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
-    of their ``time_column`` (times without an offset are read in ``tz_name``)."""
+    of their ``time_column`` (times without an offset are read in ``tz_name``). ``times``
+    (a price profile, :mod:`planner.instance.profiles`) gives the UTC hour each horizon hour
+    reads; by default hour ``k`` reads ``start + k`` hours."""
     if not path.is_file():
         raise SeriesError(f"file {str(path)!r} {not_a_file(path)}")
     if path.stat().st_size > MAX_CSV_BYTES:
         raise SeriesError(f"file {str(path)!r} is larger than {MAX_CSV_BYTES // 2**20} MiB")
     utc_start = start.astimezone(ZoneInfo("UTC"))
-    wanted = {utc_start + timedelta(hours=k) for k in range(hours)}
+    at = times if times is not None else [utc_start + timedelta(hours=k) for k in range(hours)]
+    wanted = set(at)
     try:
         values = _csv_rows(path, column, time_column, ZoneInfo(tz_name), wanted)
     except UnicodeDecodeError as e:
@@ -93,11 +113,19 @@ def _csv(
         raise SeriesError(f"file {str(path)!r} is not readable CSV ({e})") from None
     out = np.empty(hours)
     for k in range(hours):
-        t = utc_start + timedelta(hours=k)
+        t = at[k]
         if t not in values:
+            if times is not None:
+                when = (utc_start + timedelta(hours=k)).isoformat()
+                raise SeriesError(
+                    f"file {str(path)!r} has no value for {t.isoformat()}, the reference time "
+                    f"of hour {k} of the horizon ({when}); expected hourly rows covering the "
+                    f"reference year {t.year} (a full-year extract)"
+                )
             raise SeriesError(
                 f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
-                f"expected hourly rows covering the horizon"
+                f"expected hourly rows covering the horizon, or a price profile of a year the "
+                f"file covers ('reference_year')"
             )
         v = values[t]
         if not math.isfinite(v):
