@@ -183,13 +183,14 @@ def _counts(gpn: int, max_gpus: int) -> list[int]:
 
 
 def number(x: float) -> str:
-    """A number YAML reads as a float: ``2.0e9``, ``0.8``, ``64``."""
+    """A number every YAML reader takes for one: ``2.0e+9`` (YAML 1.1, PyYAML's, wants the
+    dot and the exponent's sign), ``0.8``, ``64``."""
     if x == int(x) and abs(x) < 1e6:
         return str(int(x))
     mant, _, exp = f"{x:.4e}".partition("e")
     mant = mant.rstrip("0")
     mant = mant + "0" if mant.endswith(".") else mant
-    return f"{mant}e{int(exp)}"
+    return f"{mant}e{int(exp):+d}"
 
 
 def _price_lines(gpu: str, spot: bool) -> tuple[str, str]:

@@ -129,6 +129,18 @@ class _Console(Console):
     def size(self, new_size: tuple[int, int]) -> None:
         self._width, self._height = new_size
 
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print; a table's cells that do not fit fold onto more lines instead of ending in
+        an ellipsis, so no figure is ever cut (``$15,174.…``)."""
+        from rich.table import Table
+
+        for obj in objects:
+            if isinstance(obj, Table):
+                for col in obj.columns:
+                    if col.overflow == "ellipsis":
+                        col.overflow = "fold"
+        super().print(*objects, **kwargs)
+
     @property
     def quiet(self) -> bool:
         return settings.quiet and not self._stderr_stream
@@ -193,8 +205,9 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 
 
 def note(message: str) -> None:
-    """An informational line on stdout (silenced by ``--quiet``)."""
-    console.print(message, markup=False, soft_wrap=True)
+    """An informational line on stdout (silenced by ``--quiet``), wrapped at the output
+    width."""
+    console.print(message, markup=False)
 
 
 def load_instance(path: Path) -> Instance:

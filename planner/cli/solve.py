@@ -145,7 +145,9 @@ def solve_cmd(
     if output is not None and output.is_dir():
         fail(f"-o {output}: is a directory; expected a file name")
     inst = load_instance(instance)
-    for w in inst.warnings:
+    from planner.summary import kind_notes
+
+    for w in (*inst.warnings, *kind_notes(inst)):
         err_console.print(f"warning: {w}", soft_wrap=True)
     print_numeric_warnings(inst)
     warnings.simplefilter("ignore", NumericWarning)  # printed above, once

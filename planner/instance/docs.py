@@ -141,8 +141,14 @@ def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
 
 
 def _bounds(meta: list[Any]) -> str:
-    out = []
+    """``> 0``, ``>= 1900, <= 2200``: the numeric constraints of annotated-types objects
+    and of the FieldInfo objects that hold them (``Field(ge=...)`` inside ``Annotated``)."""
+    flat: list[Any] = []
     for m in meta:
+        inner = getattr(m, "metadata", None)
+        flat.extend(inner if isinstance(inner, list) else [m])
+    out = []
+    for m in flat:
         for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
             v = getattr(m, attr, None)
             if v is not None and not callable(v):
