@@ -30,6 +30,7 @@ LOWER = (
     "planner.catalog",
     "planner.usercatalog",
     "planner.skypilot_catalog",
+    "planner.starter",
     "planner.workload",
     "planner.configs",
     "planner.costs",
