@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -366,6 +366,25 @@ def plan_schedule(space: ConfigSpace, plan: Plan) -> Schedule | None:
             return None
         out[p.name] = Assignment(match, tuple(p.hours))
     return Schedule(out, {(r, g): n for r, g, n in plan.reserved})
+
+
+def asap_plans(inst: Instance, variant: Instance, full: ConfigSpace) -> list[tuple[Plan, Schedule]]:
+    """The as-soon-as-possible greedy plans of ``variant`` (a restriction of ``inst``), as
+    plans of ``inst`` (``full`` its unpruned space): without reserved capacity, and with it
+    when the variant offers any; [] when the variant has no configuration or no greedy plan."""
+    space = build_config_space(variant, prune=False)
+    if space.infeasible:
+        return []
+    allows: list[Callable[[Config], bool]] = [lambda c: c.contract != "reserved"]
+    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        allows.append(lambda c: True)
+    out: list[tuple[Plan, Schedule]] = []
+    for allow in allows:
+        found = greedy(variant, space, allow=allow, first_start_only=True)
+        sched = None if found is None else rematch(inst, full, found)
+        if sched is not None:
+            out.append((cost_plan(inst, sched), sched))
+    return out
 
 
 def _index(space: ConfigSpace, phase: str) -> dict[tuple[object, ...], Config]:

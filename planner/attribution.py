@@ -35,12 +35,10 @@ from formulations.baseline import (
     BaselineError,
     Lever,
     LeverFree,
+    asap_plans,
     lever_free,
-    rematch,
 )
-from formulations.greedy import greedy
-from planner.configs import Config, build_config_space
-from planner.costs import cost_plan
+from planner.configs import build_config_space
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 from planner.schedule import Schedule
@@ -257,17 +255,7 @@ def attribute(
             continue
         on.append(key)
         variant = lf.variant(inst, on)
-        space = build_config_space(variant, prune=False)
-        cands: list[tuple[Plan, Schedule]] = [(prev_plan, prev)]
-        if not space.infeasible:
-            allows: list[Callable[[Config], bool]] = [lambda c: c.contract != "reserved"]
-            if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
-                allows.append(lambda c: True)
-            for allow in allows:
-                found = greedy(variant, space, allow=allow, first_start_only=True)
-                sched = None if found is None else rematch(inst, full, found)
-                if sched is not None:
-                    cands.append((cost_plan(inst, sched), sched))
+        cands = [(prev_plan, prev), *asap_plans(inst, variant, full)]
         best_plan, best = min(cands, key=lambda x: _objective(x[0]))
         note = "" if best is not prev else "no cheaper plan as soon as possible"
         steps.append(

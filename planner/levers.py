@@ -32,13 +32,12 @@ from formulations.baseline import (
     LEVERS,
     BaselineError,
     LeverFree,
+    asap_plans,
     lever_free,
     plan_schedule,
-    rematch,
 )
-from formulations.greedy import greedy
 from planner.attribution import Attribution, attribute
-from planner.configs import Config, build_config_space
+from planner.configs import build_config_space
 from planner.costs import cost_plan, weights
 from planner.instance.model import Instance
 from planner.jsonable import record
@@ -182,16 +181,7 @@ def _alone(
             note = f"MILP found no plan ({res.termination.value})"
     else:
         method = "greedy-asap"
-        space = build_config_space(variant, prune=False)
-        if not space.infeasible:
-            allows: list[Callable[[Config], bool]] = [lambda c: c.contract != "reserved"]
-            if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
-                allows.append(lambda c: True)
-            for allow in allows:
-                found = greedy(variant, space, allow=allow, first_start_only=True)
-                sched = None if found is None else rematch(inst, full, found)
-                if sched is not None:
-                    cands.append(cost_plan(inst, sched))
+        cands += [plan for plan, _ in asap_plans(inst, variant, full)]
     best = _cheapest(cands)
     if best is None or (best.objective or 0.0) > (base.plan.objective or 0.0) + 1e-9:
         note = (note + "; " if note else "") + "kept the baseline plan (cheaper here)"
