@@ -134,6 +134,11 @@ def solve_cmd(
         False, "--baseline", help="output the lever-free baseline plan instead"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the plan JSON only"),
+    no_attribution: bool = typer.Option(
+        False,
+        "--no-attribution",
+        help="skip the baseline and the saving per lever (the report computes them later)",
+    ),
 ) -> None:
     """Solve INSTANCE and print the answer first (total cost against the lever-free
     baseline, the saving per cost component and per lever), then the plan and the solver's
@@ -184,7 +189,7 @@ def solve_cmd(
         plan = res.plan
         a: Attribution | None = None
         why_none = ""
-        if not baseline:
+        if not baseline and not no_attribution:
             step("attributing the saving to the levers")
             try:
                 a = attribute(inst, plan, on_step=step)
