@@ -1,4 +1,5 @@
-"""Greedy list scheduling: the hand-made baseline plan and a warm start for the solvers.
+"""Greedy list scheduling: the lever-free baseline's schedule (formulations.baseline) and a
+warm start for the solvers.
 
 Phases are placed one by one in topological order, each as one contiguous run that respects
 release, deadline, predecessors and the capacity left by phases placed before it.
@@ -74,25 +75,3 @@ def hottest_tier(inst: Instance, region: str, allowed: tuple[str, ...] | None = 
     tiers = inst.region(region).storage
     names = [t for t in tiers if allowed is None or t in allowed] or list(tiers)
     return max(names, key=lambda t: tiers[t].usd_per_gb_month)
-
-
-def baseline_schedule(inst: Instance, full_space: ConfigSpace) -> Schedule | None:
-    """The plan a team would make by hand: every phase as soon as possible, on the cheapest
-    on-demand configuration that fits (spot when the phase allows no on-demand), no time
-    shifting, the hottest allowed storage tier, only the spare nodes the redundancy
-    requirement demands. ``full_space`` should be unpruned."""
-
-    def allow(c: Config) -> bool:
-        p = inst.phase(c.phase)
-        contract_ok = (
-            c.contract == "on_demand"
-            if "on_demand" in p.options.contracts
-            else c.contract != "reserved"
-        )
-        return (
-            contract_ok
-            and c.tier == hottest_tier(inst, c.region, p.options.storage_tiers)
-            and c.spare_gpus == p.redundancy.spare_nodes * inst.gpu(c.gpu).gpus_per_node
-        )
-
-    return greedy(inst, full_space, allow=allow, first_start_only=True)

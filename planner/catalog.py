@@ -178,3 +178,9 @@ def catalog_memory_bytes(name: str) -> float:
     from planner.physics.memory import capacity_bytes
 
     return capacity_bytes(gpu_by_name(name).memory_gb, catalog_memory_unit(name))
+
+
+def raw_entry(name: str) -> dict[str, Any]:
+    """Every key the catalog file gives for ``name`` (a copy): GpuType's figures, the
+    example price and the memory unit."""
+    return dict(_raw()[resolve_name(name)])

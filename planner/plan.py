@@ -17,6 +17,17 @@ JSON layout (all money in USD, hours are horizon slots counted from the horizon 
      "solve": {"solver", "termination", "status", "objective", "bound", "gap", "runtime_s",
                "threads", "message", "notes", "stats"}}
 
+Optional, written by ``trainplan solve`` and read by ``report`` and ``export``:
+
+- ``"instance_file": {"path", "sha256"}``: the instance file the plan was made for, its
+  path relative to the plan file's folder (POSIX separators) and the SHA-256 of its bytes
+  (:class:`InstanceRef`), so that a report finds it and refuses another;
+- ``"attribution"``: the saving against the lever-free baseline, per cost component and per
+  lever (:mod:`planner.attribution`, format ``trainplan-attribution/1``).
+
+Readers ignore keys they do not know, so these are compatible additions to
+``trainplan-plan/2``.
+
 ``objective`` is the weighted total ``sum_k weights[k] x costs[k]``. ``end_hour`` is
 exclusive (the hour after the last running hour). ``info`` carries derived figures for people
 (memory, checkpoint interval, expected failures); the checker recomputes what it needs and
@@ -26,8 +37,11 @@ are read too.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -169,3 +183,51 @@ class Plan:
 
 def _num(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else x
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, as hex."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class InstanceRef:
+    """The instance file a plan was made for: ``path`` relative to the plan file's folder
+    (POSIX separators; absolute when no relative path exists, e.g. another drive) and the
+    SHA-256 of the file's bytes."""
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, instance_file: str | Path, plan_file: str | Path) -> InstanceRef:
+        inst = Path(instance_file).resolve()
+        folder = Path(plan_file).resolve().parent
+        try:
+            rel = Path(os.path.relpath(inst, folder)).as_posix()
+        except ValueError:
+            rel = inst.as_posix()
+        return cls(rel, file_sha256(inst))
+
+    def locate(self, plan_file: str | Path) -> Path:
+        """Where the instance file is, seen from the plan file."""
+        p = Path(self.path)
+        return p if p.is_absolute() else Path(plan_file).parent / p
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "sha256": self.sha256}
+
+    @classmethod
+    def from_file_dict(cls, d: Mapping[str, Any]) -> InstanceRef | None:
+        """The plan file's ``instance_file``, or None when absent or malformed."""
+        ref = d.get("instance_file")
+        if not isinstance(ref, Mapping):
+            return None
+        path, digest = ref.get("path"), ref.get("sha256")
+        if not isinstance(path, str) or not isinstance(digest, str) or not path:
+            return None
+        return cls(path, digest)

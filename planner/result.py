@@ -201,17 +201,18 @@ class Result:
             "stats": {k: _num(float(v)) for k, v in self.stats.items()},
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The plan file: the plan's fields and the header under ``"solve"``."""
+    def to_dict(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The plan file: the plan's fields, the header under ``"solve"`` and ``extra`` (the
+        optional ``instance_file`` and ``attribution``, planner.plan)."""
         if self.plan is None:
             raise ValueError(f"no plan to write: {self.message}")
-        return {**self.plan.to_dict(), "solve": self.header()}
+        return {**self.plan.to_dict(), "solve": self.header(), **(extra or {})}
 
-    def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+    def to_json(self, indent: int | None = 2, extra: Mapping[str, Any] | None = None) -> str:
+        return json.dumps(self.to_dict(extra), indent=indent, allow_nan=False)
 
-    def write(self, path: str | Path) -> None:
-        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+    def write(self, path: str | Path, extra: Mapping[str, Any] | None = None) -> None:
+        Path(path).write_text(self.to_json(extra=extra) + "\n", encoding="utf-8")
 
 
 @dataclass(frozen=True)

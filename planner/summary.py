@@ -183,8 +183,26 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
         ],
         "warnings": [
             *inst.warnings,
+            *kind_notes(inst),
             *_offer_notes(inst),
             *(f.message for f in numeric_findings(inst)),
         ],
         "feasible": not any(n in infeasible for n in active_names),
     }
+
+
+#: Phase kinds that usually mean forward passes only (a label: the physics follows ``work``).
+FORWARD_KINDS = ("evaluation", "eval", "validation", "inference", "scoring", "benchmark")
+
+
+def kind_notes(inst: Instance) -> list[str]:
+    """Phases labelled as forward-only work whose tokens are priced as training: ``kind`` is
+    a label, ``work.passes`` decides (6ND FLOPs for train, 2ND for forward)."""
+    return [
+        f"phases.{p.name}: kind {p.kind!r} is a label; its tokens are priced as training "
+        "(6ND FLOPs): add work.passes: forward for a forward pass only"
+        for p in inst.active_phases
+        if p.work.tokens is not None
+        and p.work.passes == "train"
+        and any(p.kind.lower().startswith(k) for k in FORWARD_KINDS)
+    ]

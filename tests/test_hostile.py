@@ -519,7 +519,8 @@ def test_carbon_series_shorter_than_the_horizon(tmp_path: Path) -> None:
     refused(
         f,
         f"file '{tmp_path / 'ci.csv'}' has no value for 2023-06-06T00:00:00+00:00 "
-        "(hour 24 of the horizon); expected hourly rows covering the horizon",
+        "(hour 24 of the horizon); expected hourly rows covering the horizon, or a price profile "
+        "of a year the file covers ('reference_year')",
         "regions.east.carbon_intensity",
     )
 

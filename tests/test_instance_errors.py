@@ -58,21 +58,40 @@ def _no_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 CASES: list[Case] = [
     # --- unknown fields at several depths
-    Case("bad_unknown_field.yaml", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
-    Case("bad_unknown_field.json", f"{P1}.optionz", f"{P1}.optionz: unknown field"),
-    Case("bad_unknown_top_field.yaml", "solver", "solver: unknown field"),
     Case(
-        "bad_unknown_gpu_field.yaml", "gpu_types.A100.tdp_w", "gpu_types.A100.tdp_w: unknown field"
+        "bad_unknown_field.yaml",
+        f"{P1}.optionz",
+        f"{P1}.optionz: unknown field (did you mean 'options'?)",
+    ),
+    Case(
+        "bad_unknown_field.json",
+        f"{P1}.optionz",
+        f"{P1}.optionz: unknown field (did you mean 'options'?)",
+    ),
+    Case(
+        "bad_unknown_top_field.yaml",
+        "solver",
+        "solver: unknown field (expected one of: name, description, horizon, gpu_catalog, "
+        "gpu_types, regions, models, phases, families, failure, storage, memory, ...)",
+    ),
+    Case(
+        "bad_unknown_gpu_field.yaml",
+        "gpu_types.A100.tdp_w",
+        "gpu_types.A100.tdp_w: unknown field (expected one of: catalog, accelerator, memory_gb, "
+        "peak_tflops, board_power_w, idle_power_w, gpus_per_node, node_overhead_w, "
+        "intra_node_gb_per_s, inter_node_gb_per_s, family, failures_per_gpu_hour, ...)",
     ),
     Case(
         "bad_unknown_offer_field.yaml",
         "regions.west.offers.A100.spot.interruptions_per_hour",
-        "regions.west.offers.A100.spot.interruptions_per_hour: unknown field",
+        "regions.west.offers.A100.spot.interruptions_per_hour: unknown field "
+        "(did you mean 'preemptions_per_hour'?)",
     ),
     Case(
         "bad_unknown_band_field.yaml",
         "regions.west.electricity.tou.bands[0].month",
-        "regions.west.electricity.tou.bands[0].month: unknown field",
+        "regions.west.electricity.tou.bands[0].month: unknown field "
+        "(expected one of: start_hour, end_hour, price, weekdays)",
     ),
     # --- wrong types
     Case(
@@ -258,7 +277,7 @@ CASES: list[Case] = [
         "regions.east.electricity",
         f"regions.east.electricity: file '{_csv('bad_prices_gap.csv')}' has no value for "
         "2023-06-05T10:00:00+00:00 (hour 10 of the horizon); expected hourly rows covering "
-        "the horizon",
+        "the horizon, or a price profile of a year the file covers ('reference_year')",
     ),
     Case(
         "bad_csv_missing_file.yaml",

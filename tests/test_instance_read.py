@@ -343,7 +343,9 @@ def test_bad_variant_names_the_path(tiny: Instance) -> None:
     assert str(e.value) == f"{TINY}: regions.east.pue: expected a number >= 1 (got 0.5)"
     with pytest.raises(InstanceError) as e:
         tiny.replace({"phases.finetune.optionz": {}})
-    assert str(e.value) == f"{TINY}: phases[1] (finetune).optionz: unknown field"
+    assert str(e.value) == (
+        f"{TINY}: phases[1] (finetune).optionz: unknown field (did you mean 'options'?)"
+    )
     with pytest.raises(InstanceError) as e:
         tiny.replace({"phases.pretrain.deadline": 5})
     assert str(e.value) == f"{TINY}: phases.pretrain.deadline: no item named 'pretrain'"

@@ -167,10 +167,24 @@ class Browser:
         self._log.close()
 
 
-def load(page: Path, tmp: Path) -> tuple[list[str], dict[str, Any]]:
-    """Open ``page`` at 1400 x 3000 CSS pixels; return the problems seen (script errors,
-    console messages, browser log warnings and errors, requests for anything but the file
-    itself and data: URIs) and facts read from the DOM."""
+#: What the first screen shows: where the answer's figures are, as the browser lays them out.
+FIRST_SCREEN = (
+    "JSON.stringify(Object.fromEntries(['headline', 'baseline-total', 'saving', 'plan-total']"
+    ".map(id => { const e = document.getElementById(id); if (!e) return [id, null];"
+    " const r = e.getBoundingClientRect(); return [id, {top: r.top, bottom: r.bottom,"
+    " width: r.width, text: e.textContent, visible: getComputedStyle(e).visibility}]; })"
+    ".concat([['viewport', window.innerHeight],"
+    " ['schedule', document.getElementById('schedule').getBoundingClientRect().top]])))"
+)
+
+
+def load(
+    page: Path, tmp: Path, size: tuple[int, int] = (1400, 3000), expression: str | None = None
+) -> tuple[list[str], dict[str, Any]]:
+    """Open ``page`` at ``size`` CSS pixels (default 1400 x 3000); return the problems seen
+    (script errors, console messages, browser log warnings and errors, requests for anything
+    but the file itself and data: URIs) and facts read from the DOM (``expression``'s JSON
+    when given)."""
     b = Browser(tmp / "profile", tmp / "chromium.log")
     try:
         target = b.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -179,13 +193,13 @@ def load(page: Path, tmp: Path) -> tuple[list[str], dict[str, Any]]:
             b.send(f"{domain}.enable", session=s)
         b.send(
             "Emulation.setDeviceMetricsOverride",
-            {"width": 1400, "height": 3000, "deviceScaleFactor": 1, "mobile": False},
+            {"width": size[0], "height": size[1], "deviceScaleFactor": 1, "mobile": False},
             session=s,
         )
         b.send("Page.navigate", {"url": page.resolve().as_uri()}, session=s)
         b.wait_for("Page.loadEventFired")
         b.drain(0.5)
-        expr = (
+        expr = expression or (
             "JSON.stringify({svgs: document.querySelectorAll('svg.chart').length,"
             " sections: [...document.querySelectorAll('section')].map(x => x.id),"
             " height: document.documentElement.scrollHeight,"
@@ -291,3 +305,53 @@ def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     # Phase colours of the charts are on screen: tab10 blue (31, 119, 180) of the first phase.
     blue = np.all(np.abs(img * 255 - np.array([31, 119, 180])) < 8, axis=2)
     assert int(blue.sum()) > 200
+
+
+@pytest.fixture(scope="module")
+def answered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The report of tiny's solved plan with its attribution, as ``trainplan report``
+    writes it."""
+    from planner.attribution import attribute
+    from planner.solve import solve
+
+    inst = planner.read(TINY)
+    result = solve(inst, time_limit=30)
+    assert result.plan is not None
+    a = attribute(inst, result.plan)
+    path = tmp_path_factory.mktemp("answer") / "report.html"
+    path.write_text(render(result.plan, inst, attribution=a), encoding="utf-8")
+    return path, a
+
+
+def test_first_screen_shows_the_baseline_and_the_saving(
+    answered: tuple[Path, Any], tmp_path: Path
+) -> None:
+    """At 1400 x 900 CSS pixels (a laptop's first screen, nothing scrolled) the baseline's
+    total and the saving are laid out, visible, inside the viewport and above the schedule,
+    with the attribution's figures."""
+    from planner.report.html import usd
+
+    page, a = answered
+    problems, facts = load(page, tmp_path, size=(1400, 900), expression=FIRST_SCREEN)
+    assert problems == []
+    assert facts["viewport"] == 900
+    for key in ("headline", "baseline-total", "saving", "plan-total"):
+        box = facts[key]
+        assert box is not None, key
+        assert box["visible"] == "visible" and box["width"] > 0, key
+        assert box["top"] >= 0 and box["bottom"] <= 900, (key, box)
+    assert usd(a.baseline_objective) in facts["baseline-total"]["text"]
+    assert usd(abs(a.saving)) in facts["saving"]["text"]
+    assert f"{a.saving_pct:.1%}" in facts["saving"]["text"]
+    assert usd(a.plan_objective) in facts["plan-total"]["text"]
+    # the answer comes before the schedule
+    assert facts["saving"]["bottom"] < facts["schedule"]
+
+
+def test_first_screen_check_fails_on_a_page_without_the_answer(
+    report: Path, tmp_path: Path
+) -> None:
+    """Control: the report rendered without an attribution has no baseline figure to find."""
+    problems, facts = load(report, tmp_path, size=(1400, 900), expression=FIRST_SCREEN)
+    assert problems == []
+    assert facts["baseline-total"] is None and facts["saving"] is None

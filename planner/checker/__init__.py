@@ -6,7 +6,13 @@ formulations, so a bug there shows up as a disagreement rather than being repeat
 """
 
 from planner.checker.check import verify
-from planner.checker.planfile import PlanFileError, plan_from_dict, read_plan, read_solved
+from planner.checker.planfile import (
+    PlanFileError,
+    plan_from_dict,
+    read_plan,
+    read_plan_document,
+    read_solved,
+)
 from planner.checker.recompute import PhaseFacts
 from planner.checker.violation import KINDS, Kind, Verification, Violation
 
@@ -19,6 +25,7 @@ __all__ = [
     "Violation",
     "plan_from_dict",
     "read_plan",
+    "read_plan_document",
     "read_solved",
     "verify",
 ]

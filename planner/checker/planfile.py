@@ -242,3 +242,14 @@ def read_solved(path: str | Path) -> tuple[Plan, SolveHeader]:
     except InstanceError as e:
         raise PlanFileError(e.file, e.errors) from None
     return plan_from_dict(data, str(p)), SolveHeader.from_file_dict(data)
+
+
+def read_plan_document(path: str | Path) -> tuple[Plan, SolveHeader, dict[str, Any]]:
+    """:func:`read_solved` and the parsed document itself (for the optional
+    ``instance_file`` and ``attribution``, which the checker does not need)."""
+    p = Path(path)
+    try:
+        data = load_document(p)
+    except InstanceError as e:
+        raise PlanFileError(e.file, e.errors) from None
+    return plan_from_dict(data, str(p)), SolveHeader.from_file_dict(data), data

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
-from planner.cli.app import app
+from planner.cli.app import app, hoist_global_options
 
 #: Command modules; each registers its commands on ``app`` when imported.
-COMMANDS = ("check", "estimate", "solve", "verify", "grid", "report", "levers", "explain", "pareto")
+COMMANDS = (
+    "check",
+    "estimate",
+    "solve",
+    "verify",
+    "grid",
+    "report",
+    "levers",
+    "explain",
+    "pareto",
+    "gpus",
+    "export",
+    "init",
+)
 
 
 def _register() -> None:
@@ -21,7 +35,7 @@ def _register() -> None:
 
 def main() -> None:
     _register()
-    app()
+    app(args=hoist_global_options(sys.argv[1:]), prog_name="trainplan")
 
 
 __all__ = ["app", "main"]

@@ -1,47 +1,204 @@
-"""The typer application every command module registers on, and the shared error handling."""
+"""The typer application every command module registers on, the shared error handling, and
+the command line's conventions: exit codes, output width, ``--quiet``/``--verbose`` and the
+progress shown on a terminal.
+
+Exit codes (:data:`EXIT_CODES`, the single source: README's table is checked against it):
+
+====  ==================================================================================
+0     success
+1     the instance is infeasible, or a plan is invalid
+2     bad input: a file, a field or a flag (the message names which)
+3     the solver found no plan in time, or failed
+4     internal error: a bug in trainplan (set TRAINPLAN_DEBUG=1 for the traceback)
+130   interrupted (Ctrl-C)
+====  ==================================================================================
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import IO, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from planner.instance import Instance, InstanceError, read
 from planner.instance.errors import printable
+
+#: Exit status on success.
+EXIT_OK = 0
+#: Exit status when the instance is infeasible or a plan is invalid.
+EXIT_INFEASIBLE = 1
+#: Exit status for bad input (files, fields, flags).
+EXIT_INPUT = 2
+#: Exit status when the solver failed or found no plan in time.
+EXIT_SOLVER = 3
+#: Exit status of an internal error (a bug): never the code of a user's mistake.
+EXIT_INTERNAL = 4
+#: Exit status when interrupted (128 + SIGINT, the shell's convention).
+EXIT_INTERRUPTED = 130
+
+#: Every exit status and what it means; README's table is generated from (and tested
+#: against) this mapping.
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_INFEASIBLE: "the instance is infeasible, or a plan is invalid",
+    EXIT_INPUT: "bad input: a file, a field or a flag (the message names which)",
+    EXIT_SOLVER: "the solver found no plan in time, or failed",
+    EXIT_INTERNAL: "internal error: a bug in trainplan (TRAINPLAN_DEBUG=1 shows the traceback)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+#: Width of output that goes to a pipe or file when COLUMNS is not set: wide enough that no
+#: table is cut (rich sizes tables to their content; it does not pad them to this width).
+PIPE_WIDTH = 10_000
+
+
+def output_width(stream: IO[str] | Any, environ: dict[str, str] | None = None) -> int | None:
+    """The width output is laid out in: ``COLUMNS`` when it is set to a positive number, else
+    the terminal's (None: rich asks the terminal), else :data:`PIPE_WIDTH` (a pipe or file:
+    never cut a table to some fixed width)."""
+    env = os.environ if environ is None else environ
+    cols = env.get("COLUMNS", "").strip()
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    try:
+        tty = bool(stream.isatty())
+    except (AttributeError, ValueError):
+        tty = False
+    return None if tty else PIPE_WIDTH
+
+
+@dataclass
+class Settings:
+    """What the global options set: ``quiet`` keeps only results and errors, ``verbose``
+    adds solver logs and detail; ``progress`` is shown on a terminal only."""
+
+    quiet: bool = False
+    verbose: bool = False
+
+
+settings = Settings()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trainplan")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"trainplan {_version()}")
+        raise typer.Exit(EXIT_OK)
+
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="trainplan: plan where, when and on what hardware to train a large model, at least cost.",
 )
-_WIDTH = None if sys.stdout.isatty() else 160
+
+
+class _Console(Console):
+    """A console whose width follows COLUMNS or the terminal at every print (tests and
+    long-lived processes change them), and that ``--quiet`` silences."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        # emoji codes off everywhere: ':x:' in a name or a message stays ':x:'
+        super().__init__(stderr=stderr, highlight=False, emoji=False)
+        self._stderr_stream = stderr
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = super().size
+        w = output_width(sys.stderr if self._stderr_stream else sys.stdout)
+        return dims if w is None else ConsoleDimensions(w, dims.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print; a table's cells that do not fit fold onto more lines instead of ending in
+        an ellipsis, so no figure is ever cut (``$15,174.…``)."""
+        from rich.table import Table
+
+        for obj in objects:
+            if isinstance(obj, Table):
+                for col in obj.columns:
+                    if col.overflow == "ellipsis":
+                        col.overflow = "fold"
+        super().print(*objects, **kwargs)
+
+    @property
+    def quiet(self) -> bool:
+        return settings.quiet and not self._stderr_stream
+
+    @quiet.setter
+    def quiet(self, value: bool) -> None:
+        pass
+
+
+console = _Console()
+err_console = _Console(stderr=True)
 
 
 @app.callback()
-def _root() -> None:
-    """trainplan: plan where, when and on what hardware to train a large model, at least cost."""
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the version and exit.",
+    ),
+    quiet: bool = typer.Option(
+        False, "-q", "--quiet", help="Print only results and errors (no progress, no notes)."
+    ),
+    verbose: bool = typer.Option(
+        False, "-v", "--verbose", help="Print more: solver logs and detail."
+    ),
+) -> None:
+    """trainplan: plan where, when and on what hardware to train a large model, at least cost.
+
+    Exit status: 0 success, 1 infeasible or invalid plan, 2 bad input, 3 no plan from the
+    solver, 4 internal error."""
+    settings.quiet = quiet
+    settings.verbose = verbose and not quiet
 
 
-# emoji codes off everywhere: ':x:' in a name or a message stays ':x:'
-console = Console(highlight=False, width=_WIDTH, emoji=False)
-err_console = Console(
-    stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160
-)
+#: Options that apply to every command; :func:`hoist_global_options` moves them in front of
+#: the command name, so ``trainplan solve x.yaml -q`` works as ``trainplan -q solve x.yaml``.
+GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """``argv`` (without the program name) with the global flags first; ``--`` ends the
+    search (what follows it is left alone)."""
+    head: list[str] = []
+    rest: list[str] = []
+    for i, a in enumerate(argv):
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        (head if a in GLOBAL_FLAGS else rest).append(a)
+    return head + rest
+
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: Exit status for bad input (files, fields, flags).
-EXIT_INPUT = 2
-#: Exit status when the instance is infeasible or a plan is invalid.
-EXIT_INFEASIBLE = 1
-#: Exit status when the solver failed or found no plan in time.
-EXIT_SOLVER = 3
 
 
 def say_plain(text: str, *, end: str = "\n") -> None:
@@ -66,12 +223,21 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 
 
 def print_instance_error(e: InstanceError, title: str = "invalid instance") -> None:
-    """The title and file, then one line per problem (``<file>: <field>: <message>``), all
-    user text printed plain (:func:`say_plain`)."""
+    """The title and file, then one line per problem (``<file>: <field>: <message>``) and the
+    error's hint (did you mean ...), all user text printed plain (:func:`say_plain`)."""
     err_console.print(f"[bold red]{title}[/]", end=" ")
     say_plain(e.file)
     for line in e.lines():
         say_plain(f"  {line}")
+    hint = getattr(e, "hint", None)
+    if hint:
+        say_plain(hint)
+
+
+def note(message: str) -> None:
+    """An informational line on stdout (silenced by ``--quiet``), wrapped at the output
+    width."""
+    console.print(message, markup=False)
 
 
 def load_instance(path: Path) -> Instance:
@@ -83,14 +249,50 @@ def load_instance(path: Path) -> Instance:
         raise typer.Exit(EXIT_INPUT) from None
 
 
+def progress_shown() -> bool:
+    """Progress is drawn on a terminal (stderr) only, and never with ``--quiet``."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty and not settings.quiet and not os.environ.get("TRAINPLAN_NO_PROGRESS")
+
+
+@contextmanager
+def progress(message: str) -> Iterator[Callable[[str], None]]:
+    """Show ``message`` with a spinner and the elapsed time on a terminal while the block
+    runs; yields a function that replaces the message (``step("lever 3 of 9")``). Off a
+    terminal (pipes, CI, files) nothing is drawn, so logs stay clean."""
+    if not progress_shown():
+        yield lambda _text: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    with bar:
+        task = bar.add_task(message, total=None)
+        t0 = time.monotonic()
+
+        def step(text: str) -> None:
+            bar.update(task, description=f"{message}: {text}")
+            if settings.verbose:
+                err_console.print(f"[{time.monotonic() - t0:6.1f} s] {text}", markup=False)
+
+        yield step
+
+
 def guarded(fn: F) -> F:
-    """Commands never show a traceback: input errors exit 2, anything unexpected exits 1 with
-    the message (set TRAINPLAN_DEBUG=1 to see the traceback)."""
+    """Commands never show a traceback: input errors exit 2, anything unexpected exits 4 (an
+    internal error) with the message (set TRAINPLAN_DEBUG=1 to see the traceback)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        import os
-
         try:
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, SystemExit):
@@ -100,7 +302,7 @@ def guarded(fn: F) -> F:
             raise typer.Exit(EXIT_INPUT) from None
         except KeyboardInterrupt:
             err_console.print("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except MemoryError:
             fail(
                 "out of memory; try a coarser --slot, fewer configurations or a smaller instance",
@@ -114,6 +316,6 @@ def guarded(fn: F) -> F:
             err_console.print(
                 "set TRAINPLAN_DEBUG=1 for the traceback; please report it", soft_wrap=True
             )
-            raise typer.Exit(EXIT_INFEASIBLE) from None
+            raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]

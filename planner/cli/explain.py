@@ -24,6 +24,7 @@ from planner.cli.app import (
     fail,
     guarded,
     load_instance,
+    progress,
 )
 from planner.explain import ExplainError, explain
 
@@ -40,7 +41,8 @@ def explain_cmd(
     instance is feasible, 1 if infeasible, 3 if undecided within the time limit."""
     inst = load_instance(instance)
     try:
-        ex = explain(inst, time_limit=time_limit)
+        with progress(f"explaining {inst.name}"):
+            ex = explain(inst, time_limit=time_limit)
     except ExplainError as e:
         fail(str(e))
     if as_json:

@@ -1,8 +1,11 @@
-"""``trainplan levers INSTANCE``: what each cost lever of the seed article is worth here.
+"""``trainplan levers INSTANCE``: what each cost lever is worth on this instance.
 
-Prints how the lever-free baseline was built, a table (lever, cost, saving in USD and %, the
-cost by component), the all-levers saving beside the article's claim, and optionally writes
-a waterfall chart (``--png``) or prints JSON (``--json``).
+Prints how the lever-free baseline (the one ``solve`` and ``report`` compare against) was
+built, a table of each lever alone and all together (cost, saving in USD and %, the cost by
+component), the interaction, and the attribution of the all-levers saving to the levers
+(planner.attribution, the same table ``solve`` prints); optionally writes a waterfall chart
+(``--png``) or prints JSON (``--json``). docs/levers.md describes every lever and quotes the
+claims of the article they come from.
 
 Exit status: 0 on success; 1 when no lever-free baseline exists (the instance is infeasible
 or every lever is needed to meet it); 2 on bad input.
@@ -16,12 +19,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
+from planner.attribution import Attribution
+from planner.cli.app import (
+    EXIT_INFEASIBLE,
+    app,
+    console,
+    fail,
+    guarded,
+    load_instance,
+    progress,
+)
 from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
 from planner.plan import COST_KEYS
 
 
-def _money(x: float | None) -> str:
+def money(x: float | None) -> str:
     if x is None:
         return "-"
     return f"-${-x:,.2f}" if x < -0.005 else f"${abs(x):,.2f}"
@@ -30,25 +42,40 @@ def _money(x: float | None) -> str:
 def _row(r: LeverRun, components: tuple[str, ...]) -> list[str]:
     pct = "-" if r.saving_pct is None else f"{r.saving_pct:.1%}"
     return [
-        r.label if r.key in ("baseline", "all") else f"{r.label} [{r.article}]",
+        r.label,
         r.method,
-        _money(r.cost),
-        _money(r.saving_usd),
+        money(r.cost),
+        money(r.saving_usd),
         pct,
-        *(_money(r.components.get(k)) for k in components),
+        *(money(r.components.get(k)) for k in components),
         "-" if r.cycle_h is None else f"{r.cycle_h}",
         r.note,
     ]
 
 
+def attribution_table(a: Attribution) -> Table:
+    """The saving per lever (one at a time, in the attribution's order); shared with solve."""
+    t = Table(
+        title="saving by lever (switched on one at a time from the baseline; they add up)",
+        title_justify="left",
+    )
+    for col in ("lever", "saving", "share", "cost after", "note"):
+        t.add_column(col, justify="right" if col in ("saving", "share", "cost after") else "left")
+    for s in a.levers:
+        share = f"{s.saving / a.saving:.1%}" if abs(a.saving) > 1e-9 else "-"
+        t.add_row(s.label, money(s.saving), share, money(s.cost), s.note)
+    t.add_row("total", money(a.saving), "100.0%" if abs(a.saving) > 1e-9 else "-", "", "")
+    return t
+
+
 def render(report: LeverReport) -> None:
-    """Print the lever table and headline."""
+    """Print the lever tables and headline."""
     console.print(f"levers for {report.instance}")
     console.print("lever-free baseline:")
     for rule in report.rules:
         console.print(f"  {rule}", markup=False)
-    for note in report.notes:
-        console.print(f"  note: {note}", markup=False)
+    for n in report.notes:
+        console.print(f"  note: {n}", markup=False)
     runs = [report.baseline, *report.levers, report.all_levers]
     components = tuple(
         k for k in COST_KEYS if any(abs(r.components.get(k, 0.0)) > 1e-9 for r in runs)
@@ -65,11 +92,16 @@ def render(report: LeverReport) -> None:
     console.print(t)
     inter = report.interaction_usd
     if inter is not None:
-        console.print(f"interaction (all levers minus the sum of single savings): {_money(inter)}")
+        console.print(f"interaction (all levers minus the sum of single savings): {money(inter)}")
+    if report.attribution is not None:
+        console.print(attribution_table(report.attribution))
     console.print(report.headline(), markup=False)
     cycle = report.cycle_headline()
     if cycle:
         console.print(cycle, markup=False)
+    console.print(
+        "what each lever is and the article's claims for it: docs/levers.md", markup=False
+    )
 
 
 @app.command("levers")
@@ -83,9 +115,10 @@ def levers_cmd(
         None, "--only", help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"
     ),
 ) -> None:
-    """What each cost lever of the article is worth on INSTANCE: a lever-free baseline
-    (as soon as possible, on demand, one GPU type and region, air-cooled PUE, bf16 ZeRO-0,
-    whole nodes, hot storage, no optional spares), each lever alone, and all together."""
+    """What each cost lever is worth on INSTANCE: the lever-free baseline (as soon as
+    possible, on demand, one GPU type and region, bf16 ZeRO-0, whole nodes, the dearest
+    storage tier, no optional spares), each lever alone, all together, and the split of the
+    saving over the levers."""
     keys = None
     if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]
@@ -96,7 +129,8 @@ def levers_cmd(
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
     inst = load_instance(instance)
     try:
-        report = evaluate_levers(inst, time_limit=time_limit, levers=keys)
+        with progress(f"levers of {inst.name}") as step:
+            report = evaluate_levers(inst, time_limit=time_limit, levers=keys, on_step=step)
     except LeverError as e:
         fail(str(e), EXIT_INFEASIBLE)
     if png is not None:

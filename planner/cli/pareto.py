@@ -16,7 +16,16 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from planner.cli.app import EXIT_INFEASIBLE, EXIT_INPUT, app, console, fail, guarded, load_instance
+from planner.cli.app import (
+    EXIT_INFEASIBLE,
+    EXIT_INPUT,
+    app,
+    console,
+    fail,
+    guarded,
+    load_instance,
+    progress,
+)
 from planner.pareto import VS, ParetoError, ParetoPoint, frontier
 
 
@@ -76,7 +85,8 @@ def pareto_cmd(
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
     inst = load_instance(instance)
     try:
-        pts = frontier(inst, vs, points, time_limit)
+        with progress(f"cost frontier of {inst.name} vs {vs} ({points} caps)"):
+            pts = frontier(inst, vs, points, time_limit)
     except ParetoError as e:
         msg = str(e)
         fail(msg, EXIT_INPUT if "carbon_intensity" in msg else EXIT_INFEASIBLE)

@@ -1,36 +1,59 @@
-"""``trainplan report PLAN [-o report.html] [--png DIR] [--instance INSTANCE]``.
+"""``trainplan report PLAN [-o report.html] [--png DIR] [--instance INSTANCE] [--local-time]``.
 
 Writes one self-contained HTML page for a plan (charts inline, nothing fetched when it is
-opened) and, with ``--png``, the same charts as PNG files. Prices and capacity use need the
-instance: ``--instance``, or the plan's ``instance`` name looked up beside the plan file
-(``NAME``, ``NAME.yaml``, ``NAME.yml``, ``NAME.json``); without one the page says so.
+opened) and, with ``--png``, the same charts as PNG files. The page opens with the answer:
+the plan's cost against the lever-free baseline, the saving per component and per lever
+(the plan file's ``attribution``, written by ``solve``; computed here when the file has
+none and the instance is at hand).
+
+The instance (for prices, capacity use, local times and the baseline): ``--instance``, else
+the file the plan records (``instance_file``: a path relative to the plan and the SHA-256 of
+the file's bytes). A file whose content differs from the recorded hash is refused (exit 2):
+the plan was made for another instance. Plans without ``instance_file`` (older files) fall
+back to the plan's instance name beside the plan file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from planner.checker import read_solved
-from planner.cli.app import app, console, fail, guarded, load_instance
+from planner.checker import read_plan_document
+from planner.cli.app import app, console, fail, guarded, load_instance, note, progress
 from planner.instance import Instance
-from planner.plan import Plan
+from planner.plan import InstanceRef, Plan, file_sha256
 
 
-def _instance(plan: Plan, plan_path: Path, given: Path | None) -> tuple[Instance | None, str]:
-    """The instance to draw against and a note for the page when there is none."""
+def find_instance(
+    plan: Plan, data: dict[str, Any], plan_path: Path, given: Path | None
+) -> tuple[Instance | None, str]:
+    """The instance to draw against (refusing one whose bytes differ from the hash the plan
+    records) and a note for the page when there is none."""
     from planner.report import instance_candidates
 
-    if given is not None:
-        return load_instance(given), ""
+    ref = InstanceRef.from_file_dict(data)
+    path = given
+    if path is None and ref is not None:
+        path = ref.locate(plan_path)
+        if not path.is_file():
+            return None, (
+                f"The plan's instance file {ref.path} (relative to the plan) was not found "
+                f"at {path}."
+            )
+    if path is not None:
+        if ref is not None and path.is_file() and file_sha256(path) != ref.sha256:
+            fail(
+                f"{path}: is not the instance {plan_path} was made for (its SHA-256 "
+                f"differs from the plan's instance_file.sha256 {ref.sha256[:12]}...); "
+                "solve it again, or pass the instance the plan was made for"
+            )
+        return load_instance(path), ""
     cands = instance_candidates(plan, plan_path)
     for c in cands:
         if c.is_file():
-            console.print(
-                f"instance: {c} (the plan's instance name, beside the plan)", markup=False
-            )
+            note(f"instance: {c} (the plan's instance name, beside the plan)")
             return load_instance(c), ""
     if not cands:
         return None, "The plan does not name its instance."
@@ -59,21 +82,29 @@ def report(
         typer.Option(
             "--instance",
             metavar="INSTANCE",
-            help="Instance file of the plan (default: the plan's instance name beside the plan).",
+            help="Instance file of the plan (default: the one the plan records).",
         ),
     ] = None,
+    local_time: Annotated[
+        bool,
+        typer.Option(
+            "--local-time", help="Show the schedule in each region's local time (default UTC)."
+        ),
+    ] = False,
 ) -> None:
-    """Write a self-contained HTML report of a plan: schedule, prices, costs, memory,
-    utilisation, failures and the solver's bound and gap."""
+    """Write a self-contained HTML report of a plan: its cost against the lever-free
+    baseline and the saving per component and per lever first, then the schedule, costs,
+    solver, memory, prices, utilisation and failures."""
     # matplotlib loads only when a report is made, not with every command.
+    from planner.attribution import Attribution, BaselineError, attribute
     from planner.report import ReportError, check_hours, check_match, render, write_pngs
 
-    plan, header = read_solved(plan_file)
+    plan, header, data = read_plan_document(plan_file)
     try:
         check_hours(plan, str(plan_file))
     except ReportError as e:
         fail(f"invalid plan {plan_file}:\n  " + "\n  ".join(e.errors))
-    inst, note = _instance(plan, plan_file, instance)
+    inst, inst_note = find_instance(plan, data, plan_file, instance)
     if inst is not None:
         try:
             check_match(plan, inst, str(plan_file), inst.source)
@@ -82,6 +113,22 @@ def report(
                 f"the plan {plan_file} does not fit the instance {inst.source}:\n  "
                 + "\n  ".join(e.errors)
             )
+    attribution: Attribution | None = None
+    why = ""
+    raw = data.get("attribution")
+    if isinstance(raw, dict):
+        try:
+            attribution = Attribution.from_dict(raw)
+        except (KeyError, TypeError, ValueError) as e:
+            why = f"the plan file's attribution cannot be read ({type(e).__name__}: {e})"
+    elif inst is not None:
+        try:
+            with progress("attributing the saving") as step:
+                attribution = attribute(inst, plan, on_step=step)
+        except BaselineError as e:
+            why = str(e)
+    else:
+        why = "the plan file has no attribution and the instance was not found"
     out = output if output is not None else plan_file.with_suffix(".html")
     if out.is_dir():
         fail(f"-o {out}: is a directory; expected an HTML file name")
@@ -91,17 +138,27 @@ def report(
         fail(f"-o {out}: the folder {out.parent} does not exist")
     if png is not None and png.exists() and not png.is_dir():
         fail(f"--png {png}: is a file; expected a folder")
-    page = render(plan, inst, header=header, instance_note=note or None, plan_file=str(plan_file))
+    if local_time and inst is None:
+        note("note: --local-time needs the instance (the regions' time zones); times are UTC")
+    page = render(
+        plan,
+        inst,
+        header=header,
+        instance_note=inst_note or None,
+        plan_file=str(plan_file),
+        attribution=attribution,
+        attribution_note=why,
+        local_times=local_time,
+    )
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as e:
         fail(f"-o {out}: cannot write ({e.strerror})")
     console.print(f"wrote {out}", markup=False)
-    if note:
-        console.print(
-            f"note: {note} Prices and capacity use are left out; pass --instance to include them.",
-            soft_wrap=True,
-            markup=False,
+    if inst_note:
+        note(
+            f"note: {inst_note} Prices and capacity use are left out; pass --instance to "
+            "include them."
         )
     if png is not None:
         try:

@@ -1,4 +1,6 @@
-"""``trainplan solve``: solve an instance, print the plan and its saving, write the plan JSON."""
+"""``trainplan solve``: solve an instance, print the answer (cost against the lever-free
+baseline, the saving per component and per lever), the plan and the solver's status, and
+write the plan JSON with the instance's path and hash and the attribution of the saving."""
 
 from __future__ import annotations
 
@@ -6,11 +8,13 @@ import json
 import warnings
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import typer
 from rich.table import Table
 
+from planner.attribution import Attribution, BaselineError, attribute
 from planner.cli.app import (
     EXIT_INFEASIBLE,
     EXIT_SOLVER,
@@ -20,17 +24,18 @@ from planner.cli.app import (
     fail,
     guarded,
     load_instance,
+    note,
+    progress,
+    settings,
 )
 from planner.cli.hygiene_hook import print_numeric_warnings
+from planner.cli.levers import attribution_table, money
 from planner.consistency import NumericWarning
+from planner.emissions import carbon_coverage
 from planner.instance.model import Instance
-from planner.plan import COST_KEYS, Plan
+from planner.plan import COST_KEYS, InstanceRef, Plan
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
-
-
-def _money(x: float) -> str:
-    return f"${x:,.2f}"
 
 
 def print_plan(inst: Instance, plan: Plan, title: str) -> None:
@@ -67,35 +72,50 @@ def print_plan(inst: Instance, plan: Plan, title: str) -> None:
             e.astimezone(tz).strftime("%a %m-%d %H:%M %Z"),
             f"{s:%m-%d %H:%M}-{e:%m-%d %H:%M}",
             f"{len(p.hours)}" + ("" if p.contiguous else f" in {p.end_hour - p.start_hour}"),
-            _money(cost),
+            money(cost),
         )
     console.print(t)
     if plan.reserved:
         console.print("reserved: " + ", ".join(f"{n} x {g} in {r}" for r, g, n in plan.reserved))
 
 
-def print_costs(plan: Plan, baseline: Plan | None) -> None:
-    t = Table(title="cost breakdown (USD)", title_justify="left")
+def print_costs(plan: Plan, a: Attribution | None) -> None:
+    """The cost breakdown: per component the baseline, the plan and the saving."""
+    t = Table(
+        title="cost against the lever-free baseline (USD)" if a else "cost breakdown (USD)",
+        title_justify="left",
+    )
     t.add_column("component")
-    t.add_column("plan", justify="right")
-    if baseline is not None:
+    if a is not None:
         t.add_column("baseline", justify="right")
+    t.add_column("plan", justify="right")
+    if a is not None:
         t.add_column("saving", justify="right")
+        saving = a.component_savings()
     for k in (*COST_KEYS, "total"):
-        row = [k, _money(plan.costs.get(k, 0.0))]
-        if baseline is not None:
-            b, v = baseline.costs.get(k, 0.0), plan.costs.get(k, 0.0)
-            pct = f" ({(b - v) / b:.1%})" if abs(b) > 1e-9 else ""
-            row += [_money(b), _money(b - v) + pct]
-        t.add_row(*row)
+        v = plan.costs.get(k, 0.0)
+        if a is None:
+            t.add_row(k, money(v))
+            continue
+        b = a.baseline_costs.get(k, 0.0)
+        pct = f" ({(b - v) / b:.1%})" if abs(b) > 1e-9 else ""
+        t.add_row(k, money(b), money(v), money(saving[k]) + pct)
     console.print(t)
-    console.print(f"energy {plan.energy_kwh:,.0f} kWh, emissions {plan.emissions_t:,.2f} tCO2")
 
 
 def print_status(res: Result) -> None:
     console.print(f"solver: {res.summary()}")
-    for note in res.notes:
-        console.print(f"note: {note}")
+    for n in res.notes:
+        console.print(f"note: {n}")
+
+
+def plan_extras(instance: Path, output: Path, a: Attribution | None) -> dict[str, Any]:
+    """What ``solve`` writes into a plan file beside the plan: the instance file (relative
+    to the plan, with its hash) and the attribution."""
+    out: dict[str, Any] = {"instance_file": InstanceRef.of(instance, output).to_dict()}
+    if a is not None:
+        out["attribution"] = a.to_dict()
+    return out
 
 
 @app.command("solve")
@@ -111,55 +131,96 @@ def solve_cmd(
     solver: str = typer.Option("auto", "--solver", help=f"one of {', '.join(SOLVERS)}"),
     backend: str = typer.Option("auto", "--backend", help="MILP backend: auto, highs, pyomo"),
     baseline: bool = typer.Option(
-        False, "--baseline", help="output the hand-made baseline plan instead"
+        False, "--baseline", help="output the lever-free baseline plan instead"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the plan JSON only"),
+    no_attribution: bool = typer.Option(
+        False,
+        "--no-attribution",
+        help="skip the baseline and the saving per lever (the report computes them later)",
+    ),
 ) -> None:
-    """Solve INSTANCE and print the plan, its costs against the baseline, and the solver's
+    """Solve INSTANCE and print the answer first (total cost against the lever-free
+    baseline, the saving per cost component and per lever), then the plan and the solver's
     status, bound and gap."""
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
+    if output is not None and output.is_dir():
+        fail(f"-o {output}: is a directory; expected a file name")
     inst = load_instance(instance)
-    for w in inst.warnings:
+    from planner.summary import kind_notes
+
+    for w in (*inst.warnings, *kind_notes(inst)):
         err_console.print(f"warning: {w}", soft_wrap=True)
     print_numeric_warnings(inst)
     warnings.simplefilter("ignore", NumericWarning)  # printed above, once
-    base = solve(inst, solver="baseline")
-    if baseline:
-        res = base
-    else:
-        if solver == "auto":
-            try:
-                from formulations.dispatch import choose
+    with progress(f"solving {inst.name}") as step:
+        if baseline:
+            step("the lever-free baseline")
+            res = solve(inst, solver="baseline")
+        else:
+            if solver == "auto":
+                try:
+                    from formulations.dispatch import choose
 
-                _, why = choose(inst)
-                if not as_json:
-                    console.print(f"solver auto -> {why}")
-            except ImportError:
-                pass
-        res = solve(
-            inst, solver=solver, time_limit=time_limit, gap=gap, threads=threads, backend=backend
-        )
-    if res.plan is None:
-        err_console.print(f"no plan: {res.message}", soft_wrap=True)
-        if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
-            err_console.print(f"explain the conflict with: trainplan explain {instance}")
-            raise typer.Exit(EXIT_INFEASIBLE)
-        raise typer.Exit(EXIT_SOLVER)
-    plan = res.plan
+                    _, why = choose(inst)
+                    if not as_json:
+                        note(f"solver auto -> {why}")
+                except ImportError:
+                    pass
+            step(f"{solver} (time limit {time_limit:g} s)")
+            res = solve(
+                inst,
+                solver=solver,
+                time_limit=time_limit,
+                gap=gap,
+                threads=threads,
+                backend=backend,
+                verbose=settings.verbose,
+            )
+        if res.plan is None:
+            err_console.print(f"no plan: {res.message}", soft_wrap=True)
+            if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
+                err_console.print(f"explain the conflict with: trainplan explain {instance}")
+                raise typer.Exit(EXIT_INFEASIBLE)
+            raise typer.Exit(EXIT_SOLVER)
+        plan = res.plan
+        a: Attribution | None = None
+        why_none = ""
+        if not baseline and not no_attribution:
+            step("attributing the saving to the levers")
+            try:
+                a = attribute(inst, plan, on_step=step)
+            except BaselineError as e:
+                why_none = str(e)
+    extra = plan_extras(instance, output, a) if output is not None else {}
     if output is not None:
-        res.write(output)
+        res.write(output, extra)
     if as_json:
-        print(json.dumps(res.to_dict(), indent=2))
+        print(json.dumps(res.to_dict(extra), indent=2))
         return
-    print_plan(inst, plan, f"plan for {inst.name} ({res.solver})")
-    print_costs(plan, base.plan if (base.plan is not None and not baseline) else None)
+    console.print(f"plan for {inst.name} ({res.solver})", markup=False)
+    if a is not None:
+        console.print(a.headline(), markup=False)
+    print_costs(plan, a)
+    if a is not None:
+        console.print(attribution_table(a))
+    elif why_none:
+        note(f"no lever-free baseline to compare with: {why_none}")
+    print_plan(inst, plan, "schedule")
+    cov = carbon_coverage(inst, plan)
+    console.print(
+        f"energy {plan.energy_kwh:,.0f} kWh, emissions {cov.describe(plan.emissions_t)}",
+        markup=False,
+    )
     print_status(res)
-    if base.plan is None and not baseline:
-        console.print(f"baseline: {base.message}")
+    if a is not None and not settings.quiet:
+        for n in a.notes:
+            note(f"baseline: {n}")
     if output is not None:
-        console.print(
-            f"plan written to {output}; check it with: trainplan verify {instance} {output}"
+        note(
+            f"plan written to {output}; check it with: trainplan verify {instance} {output}; "
+            f"report: trainplan report {output}"
         )

@@ -198,7 +198,10 @@ def _explain(err: Mapping[str, Any]) -> str:
     ctx: Mapping[str, Any] = err.get("ctx") or {}
     msg = str(err.get("msg", "invalid"))
     if kind == "extra_forbidden":
-        return "unknown field"
+        from planner.instance.schema import InstanceSpec
+        from planner.instance.suggest import did_you_mean
+
+        return "unknown field" + did_you_mean(InstanceSpec, tuple(err.get("loc", ())))
     if kind == "missing":
         return "required field is missing"
 

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import DATA_ROOT_ENV, data_root_of
+from planner.instance.gpus import expand_gpu_types
 from planner.instance.load import (
     MAX_ALIAS_VALUES,
     MAX_ALIASES,
@@ -100,8 +101,21 @@ def _build(
             file,
             [FieldError("", f"expected a mapping at the top level, got {type(data).__name__}")],
         )
+    if "horizon" not in data and "base" in data and ("axes" in data or "scenarios" in data):
+        raise InstanceError(
+            file,
+            [
+                FieldError(
+                    "",
+                    "this is a scenario grid (it has 'base' and 'axes' or 'scenarios'), not an "
+                    f"instance: run `trainplan grid {file}`, or check its base instance "
+                    f"({data['base']!r}) with `trainplan check`",
+                )
+            ],
+        )
     # documents built in Python (not parsed) may share sub-objects: bound them here too
     check_shape(data, file)
+    data = expand_gpu_types(data, base_dir, file)
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:

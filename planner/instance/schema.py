@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -190,6 +190,10 @@ class Series(Strict):
       ``time_column`` of timestamps; timestamps without an offset are read in ``timezone``;
     - ``tou``: time-of-use bands in the region's local time;
     - ``constant``: one value for every hour.
+
+    A ``csv`` series with ``reference_year`` is a price profile: each horizon hour reads the
+    row of the same weekday and local hour of day in that year (planner.instance.profiles),
+    so a 2026 horizon can reuse 2023's prices; ``scale`` multiplies the values.
     """
 
     values: tuple[FiniteFloat, ...] | None = None
@@ -200,6 +204,7 @@ class Series(Strict):
     tou: TimeOfUse | None = None
     constant: FiniteFloat | None = None
     scale: FiniteFloat = 1.0
+    reference_year: Annotated[int, Field(ge=1900, le=2200)] | None = None
 
     @field_validator("timezone")
     @classmethod
@@ -218,15 +223,32 @@ class Series(Strict):
             raise ValueError("a 'csv' series needs 'column' and 'time_column'")
         if self.csv is None and (self.column is not None or self.time_column is not None):
             raise ValueError("'column' and 'time_column' belong to a 'csv' series only")
+        if self.csv is None and self.reference_year is not None:
+            raise ValueError("'reference_year' (a price profile) belongs to a 'csv' series only")
         return self
 
 
 # ----------------------------------------------------------------------------- hardware
 
 
-class GpuType(Strict):
-    """A GPU model and the node it comes in (vendor datasheet figures; dense, no sparsity)."""
+def _figures_from_catalog(schema: dict[str, Any]) -> None:
+    """JSON Schema of a GPU type: no figure is required in the file, because an entry named
+    after a catalog GPU (or with ``catalog: NAME``) takes the figures it leaves out from the
+    catalog (planner.instance.gpus); the reader reports any that are still missing."""
+    schema.pop("required", None)
 
+
+class GpuType(Strict):
+    """A GPU model and the node it comes in (vendor datasheet figures; dense, no sparsity).
+
+    In a file, an entry may name a catalog GPU (``trainplan gpus``): by its key
+    (``H100-SXM: {}``) or by ``catalog: NAME``; the figures it gives override the
+    catalog's."""
+
+    model_config = ConfigDict(json_schema_extra=_figures_from_catalog)
+
+    catalog: Name | None = None
+    accelerator: Name | None = None
     memory_gb: PosFloat
     peak_tflops: dict[Precision, PosFloat | None]
     board_power_w: PosFloat
@@ -323,6 +345,8 @@ class Region(Strict):
     transfer_usd_per_gb: dict[str, NonNegFloat] = Field(default_factory=dict)
     default_transfer_usd_per_gb: NonNegFloat = 0.02
     sla: Sla | None = None
+    cloud: Name | None = None
+    cloud_region: Name | None = None
 
     @field_validator("timezone")
     @classmethod
@@ -787,6 +811,7 @@ class InstanceSpec(Strict):
     name: Label = "instance"
     description: str = ""
     horizon: Horizon
+    gpu_catalog: Name | None = None
     gpu_types: Annotated[dict[Label, GpuType], Field(max_length=MAX_GPU_TYPES)]
     regions: Annotated[dict[Label, Region], Field(max_length=MAX_REGIONS)]
     models: dict[Label, ModelSpec] = Field(default_factory=dict)

@@ -65,7 +65,12 @@ def resolve_series(
             path = data_file(series.csv, base_dir, data_root)
         except FileRefused as e:
             raise SeriesError(str(e)) from None
-        out = _csv(path, series.column, series.time_column, series.timezone, start, hours)
+        times = None
+        if series.reference_year is not None:
+            from planner.instance.profiles import reference_times
+
+            times = reference_times(start, hours, local_tz, series.reference_year)
+        out = _csv(path, series.column, series.time_column, series.timezone, start, hours, times)
     out = out * series.scale
     if not np.all(np.isfinite(out)):
         raise SeriesError("expected finite numbers, found NaN or infinity")
@@ -140,15 +145,24 @@ def _parse_time(text: str, tz: ZoneInfo) -> datetime:
 
 
 def _csv(
-    path: Path, column: str, time_column: str, tz_name: str, start: datetime, hours: int
+    path: Path,
+    column: str,
+    time_column: str,
+    tz_name: str,
+    start: datetime,
+    hours: int,
+    times: list[datetime] | None = None,
 ) -> np.ndarray:
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
-    of their ``time_column`` (times without an offset are read in ``tz_name``)."""
+    of their ``time_column`` (times without an offset are read in ``tz_name``). ``times``
+    (a price profile, :mod:`planner.instance.profiles`) gives the UTC hour each horizon hour
+    reads; by default hour ``k`` reads ``start + k`` hours."""
     why = not_a_file(path)
     if why is not None:
         raise SeriesError(f"file {str(path)!r} {why}")
     utc_start = start.astimezone(UTC)
-    wanted = {utc_start + timedelta(hours=k) for k in range(hours)}
+    at = times if times is not None else [utc_start + timedelta(hours=k) for k in range(hours)]
+    wanted = set(at)
     try:
         with _open_regular(path) as fh:
             values = _csv_rows(fh, str(path), column, time_column, ZoneInfo(tz_name), wanted)
@@ -162,11 +176,19 @@ def _csv(
         ) from None
     out = np.empty(hours)
     for k in range(hours):
-        t = utc_start + timedelta(hours=k)
+        t = at[k]
         if t not in values:
+            if times is not None:
+                when = (utc_start + timedelta(hours=k)).isoformat()
+                raise SeriesError(
+                    f"file {str(path)!r} has no value for {t.isoformat()}, the reference time "
+                    f"of hour {k} of the horizon ({when}); expected hourly rows covering the "
+                    f"reference year {t.year} (a full-year extract)"
+                )
             raise SeriesError(
                 f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
-                f"expected hourly rows covering the horizon"
+                f"expected hourly rows covering the horizon, or a price profile of a year the "
+                f"file covers ('reference_year')"
             )
         v = values[t]
         if not math.isfinite(v):

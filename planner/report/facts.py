@@ -2,7 +2,7 @@
 
 Nothing here re-costs a plan: costs are the plan's own (:mod:`planner.costing`), and
 ``trainplan verify`` is the place to check them. What is derived here is what a person
-monitoring the run would look at (the seed's lever 4.3, "alert when GPU utilisation is below
+monitoring the run would look at (lever 4.3 of docs/levers.md, "alert when GPU utilisation is below
 70% or memory is about to overflow"):
 
 - **predicted GPU utilisation** of a phase, the busy share of the GPU time it holds::
@@ -39,9 +39,11 @@ from planner.instance.model import Instance
 from planner.plan import COST_KEYS, PhasePlan, Plan
 from planner.schedule import hour_runs
 
-#: Alert when the predicted GPU utilisation of a phase is below this share (seed lever 4.3).
+#: Alert when the predicted GPU utilisation of a phase is below this share (docs/levers.md,
+#: lever 4.3).
 UTILISATION_ALERT = 0.70
-#: Alert when less than this share of the usable memory per GPU is left free (seed lever 4.3).
+#: Alert when less than this share of the usable memory per GPU is left free
+#: (docs/levers.md, lever 4.3).
 HEADROOM_ALERT = 0.05
 #: Name of the row holding costs the plan does not attribute to a phase (reserved
 #: commitments, porting).

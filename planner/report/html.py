@@ -1,9 +1,11 @@
 """One self-contained HTML page for a plan: charts as inline SVG, tables with the numbers, no
 scripts, fonts, images or links that leave the file, so it opens offline and can be mailed.
 
-Sections: solver (status, bound, gap), monitoring (the seed's lever 4.3 thresholds, see
-:mod:`planner.report.facts`), schedule (Gantt and table), costs, memory per GPU, electricity
-prices and capacity use (both need the instance), failures and checkpoints.
+The page opens with the answer: the plan's total cost against the lever-free baseline, the
+saving per cost component and per lever (:mod:`planner.attribution`), then the schedule
+(Gantt and table, times in UTC or in each region's local time). Then: costs per phase, the
+solver (status, bound, gap), monitoring thresholds (:mod:`planner.report.facts`), memory per
+GPU, electricity prices and capacity use (both need the instance), failures and checkpoints.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from planner.attribution import Attribution
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 from planner.report.charts import capacity_pools, figures, svg
@@ -32,10 +36,21 @@ from planner.report.facts import (
 )
 from planner.result import SolveHeader
 
-#: Section ids, in page order.
-SECTIONS = ("solver", "monitoring", "schedule", "costs", "memory", "prices", "capacity", "failures")
+#: Section ids, in page order: the answer first.
+SECTIONS = (
+    "answer",
+    "schedule",
+    "costs",
+    "solver",
+    "monitoring",
+    "memory",
+    "prices",
+    "capacity",
+    "failures",
+)
 
 _TITLES = {
+    "answer": "The answer: cost against the baseline",
     "solver": "Solver",
     "monitoring": "Monitoring thresholds",
     "schedule": "Schedule",
@@ -59,6 +74,10 @@ tr.total td{font-weight:700;background:#fafafa}
 svg.chart{width:100%;height:auto;display:block;margin:.4rem 0}
 figure{margin:.6rem 0}figcaption{font-size:.85rem;color:#555}
 .note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .8rem;margin:.6rem 0}
+.answer{font-size:1.25rem;margin:.4rem 0 .6rem}.answer b{font-size:1.5rem}
+.pair{display:flex;flex-wrap:wrap;gap:1.5rem;align-items:flex-start}
+.pair>div{flex:1 1 380px}.pair h3{font-size:1rem;margin:.3rem 0}
+td.neg{color:#c0392b}
 """
 
 
@@ -103,7 +122,7 @@ def _figure(markup: str, caption: str) -> str:
     return f"<figure>{markup}<figcaption>{caption}</figcaption></figure>"
 
 
-def _solver(plan: Plan, head: SolveHeader) -> str:
+def _solver(plan: Plan, head: SolveHeader, emissions: str) -> str:
     gap = "n/a" if head.gap is None else f"{head.gap:.4%}"
     runtime = "n/a" if head.runtime_s is None else f"{head.runtime_s:,.1f} s"
     rows = [
@@ -117,7 +136,7 @@ def _solver(plan: Plan, head: SolveHeader) -> str:
         ("runtime", runtime),
         ("total cost, USD", usd(plan.costs.get("total"))),
         ("energy", f"{plan.energy_kwh:,.1f} kWh"),
-        ("emissions", f"{plan.emissions_t:,.3f} t CO2"),
+        ("emissions", esc(emissions)),
         ("horizon start", esc(_when(hour_time(plan, 0)))),
     ]
     out = _table(("", "value"), rows, (False, False))
@@ -135,7 +154,8 @@ def _solver(plan: Plan, head: SolveHeader) -> str:
 def _monitoring(facts: Sequence[PhaseFacts]) -> str:
     flagged = [f for f in facts if f.flags]
     intro = (
-        f"<p>The seed's lever 4.3 alerts when GPU utilisation falls below "
+        f"<p>Monitoring thresholds (lever 4.3 of the article quoted in trainplan's "
+        f"docs/levers.md): alert when GPU utilisation falls below "
         f"{UTILISATION_ALERT:.0%} or memory is about to overflow; here a phase is flagged "
         f"when its predicted utilisation (work hours x GPUs / (hours x (GPUs + spares))) "
         f"is below {UTILISATION_ALERT:.0%} or less than {HEADROOM_ALERT:.0%} of its usable "
@@ -173,13 +193,23 @@ def _monitoring(facts: Sequence[PhaseFacts]) -> str:
     )
 
 
-def _schedule(plan: Plan) -> str:
+def _schedule(plan: Plan, inst: Instance | None, local_times: bool) -> str:
+    """The schedule table; with ``local_times`` (and an instance) start and end are in the
+    time zone of the phase's region, else in UTC."""
     rows = []
     for p in plan.phases:
         gpus = f"{p.gpus:g}" + (f" + {p.spare_gpus} spare" if p.spare_gpus else "")
         layout = f"{p.precision}, ZeRO-{p.zero}, recompute {p.recompute}, tp {p.tp}, pp {p.pp}"
-        start = _when(hour_time(plan, p.start_hour)) if p.hours else "n/a"
-        end = _when(hour_time(plan, p.end_hour)) if p.hours else "n/a"
+        zone = None
+        if local_times and inst is not None and p.region in inst.spec.regions:
+            zone = ZoneInfo(inst.region(p.region).timezone)
+
+        def when(h: int, zone: ZoneInfo | None = zone) -> str:
+            t = hour_time(plan, h)
+            return _when(t) if zone is None else t.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+        start = when(p.start_hour) if p.hours else "n/a"
+        end = when(p.end_hour) if p.hours else "n/a"
         pieces = len(phase_facts(p).segments)
         rows.append(
             (
@@ -196,6 +226,7 @@ def _schedule(plan: Plan) -> str:
                 str(pieces),
             )
         )
+    zone_note = "local time of the region" if local_times and inst is not None else "UTC"
     return _table(
         (
             "phase",
@@ -205,13 +236,70 @@ def _schedule(plan: Plan) -> str:
             "GPUs",
             "layout",
             "storage tier",
-            "start",
-            "end",
+            f"start ({zone_note})",
+            f"end ({zone_note})",
             "hours",
             "segments",
         ),
         rows,
         (False,) * 9 + (True, True),
+    )
+
+
+def _signed(x: float) -> str:
+    """A saving: negative ones (the plan pays more of this component) marked."""
+    return f'<span class="neg">{usd(x)}</span>' if x < -0.005 else usd(x)
+
+
+def _answer(plan: Plan, a: Attribution | None, why_none: str) -> str:
+    """The first screen: total against the baseline, per component, per lever."""
+    total = usd(plan.costs.get("total"))
+    if a is None:
+        return (
+            f'<p class="answer">Total cost <b>USD {total}</b>.</p>'
+            f'<p class="note">No lever-free baseline to compare with: {esc(why_none)}</p>'
+        )
+    pct = "" if a.saving_pct is None else f" ({a.saving_pct:.1%})"
+    verb = "less" if a.saving >= 0 else "more"
+    head = (
+        f'<p class="answer" id="headline">Total cost <b id="plan-total">USD '
+        f'{usd(a.plan_objective)}</b>: <b id="saving">USD {usd(abs(a.saving))}{pct} {verb}</b> '
+        f'than the lever-free baseline (<span id="baseline-total">USD '
+        f"{usd(a.baseline_objective)}</span>).</p>"
+    )
+    saving = a.component_savings()
+    comp_rows = []
+    for k in (*COST_KEYS, "total"):
+        b, v = a.baseline_costs.get(k, 0.0), plan.costs.get(k, 0.0)
+        comp_rows.append((esc(k), usd(b), usd(v), _signed(saving[k])))
+    comps = _table(
+        ("USD", "baseline", "plan", "saving"),
+        comp_rows,
+        (False, True, True, True),
+        total_last=True,
+    )
+    lever_rows = []
+    for st in a.levers:
+        share = f"{st.saving / a.saving:.1%}" if abs(a.saving) > 1e-9 else "-"
+        lever_rows.append((esc(st.label), _signed(st.saving), share, esc(st.note)))
+    lever_rows.append(("total", _signed(a.saving), "100.0%" if abs(a.saving) > 1e-9 else "-", ""))
+    levers = _table(
+        ("lever", "saving, USD", "share", "note"),
+        lever_rows,
+        (False, True, True, False),
+        total_last=True,
+    )
+    notes = "".join(f"<li>{esc(n)}</li>" for n in a.notes)
+    return (
+        head
+        + f'<div class="pair"><div><h3>Saving per cost component</h3>{comps}</div>'
+        + f"<div><h3>Saving per lever</h3>{levers}</div></div>"
+        + '<p class="muted">The baseline is the plan a team makes without the levers: every '
+        "phase as soon as possible, on demand, one GPU type and region, bf16 without ZeRO, "
+        "whole nodes, the dearest storage tier, no optional spares "
+        f"({'; '.join(esc(r) for r in a.rules[1:3])}). "
+        f"Per lever: {esc(a.method)}. trainplan's docs/levers.md explains both.</p>"
+        + (f"<ul>{notes}</ul>" if notes else "")
     )
 
 
@@ -327,12 +415,17 @@ def render(
     header: SolveHeader | None = None,
     instance_note: str | None = None,
     plan_file: str = "<plan>",
+    attribution: Attribution | None = None,
+    attribution_note: str = "",
+    local_times: bool = False,
 ) -> str:
     """The report as one HTML document; ``header`` is how the plan was found (the plan file's
-    ``"solve"`` object, :func:`planner.checker.read_solved`). Without an instance the page
-    says so (with ``instance_note``, e.g. where it looked) and skips the price and capacity
-    charts. Raises :class:`~planner.report.facts.ReportError` if the instance does not fit the
-    plan."""
+    ``"solve"`` object, :func:`planner.checker.read_solved`) and ``attribution`` its saving
+    against the lever-free baseline (the plan file's ``"attribution"``; ``attribution_note``
+    says why there is none). Without an instance the page says so (with ``instance_note``,
+    e.g. where it looked) and skips the price and capacity charts; ``local_times`` shows the
+    schedule in each region's local time (needs the instance). Raises
+    :class:`~planner.report.facts.ReportError` if the instance does not fit the plan."""
     head = header or SolveHeader()
     check_hours(plan, plan_file)
     if inst is not None:
@@ -343,15 +436,21 @@ def render(
         name: svg(fig, f"c{i}-{name}", f"{_TITLES.get(name, name)} chart")
         for i, (name, fig) in enumerate(figs.items())
     }
+    emissions = f"{plan.emissions_t:,.3f} t CO2"
+    if inst is not None:
+        from planner.emissions import carbon_coverage
+
+        emissions = carbon_coverage(inst, plan).describe(plan.emissions_t).replace("tCO2", "t CO2")
     body: dict[str, str] = {}
-    body["solver"] = _solver(plan, head)
+    body["answer"] = _answer(plan, attribution, attribution_note)
+    body["solver"] = _solver(plan, head, emissions)
     body["monitoring"] = _monitoring(facts)
     body["schedule"] = _figure(
         charts["gantt"],
         "Each bar is a phase on the (region, GPU) pool "
         "it runs on; gaps in a bar are hours a preemptible phase is "
         "paused.",
-    ) + _schedule(plan)
+    ) + _schedule(plan, inst, local_times)
     body["costs"] = _figure(
         charts["costs"],
         "Cost components per phase; the plan-wide row "
@@ -403,14 +502,13 @@ def render(
     sections = "\n".join(
         f'<section id="{s}"><h2>{_TITLES[s]}</h2>{body[s]}</section>' for s in SECTIONS
     )
-    total = usd(plan.costs.get("total"))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head>\n<body>"
-        f'<header><h1>{esc(title)}</h1><p class="muted">Solver {esc(head.solver or "n/a")}, '
-        f"{esc(head.status or 'n/a')}; total cost USD {total}; {len(plan.phases)} phases from "
-        f"{esc(_when(hour_time(plan, 0)))}.</p><nav>{nav}</nav></header>\n"
+        f'<header><h1>{esc(title)}</h1><p class="muted">{len(plan.phases)} phases from '
+        f"{esc(_when(hour_time(plan, 0)))}; solver {esc(head.solver or 'n/a')}, "
+        f"{esc(head.status or 'n/a')}.</p><nav>{nav}</nav></header>\n"
         f'{sections}\n<footer class="muted"><p>Made by trainplan. Costs are the plan\'s own; '
         "run <code>trainplan verify</code> to recompute them from the instance.</p></footer>"
         "</body></html>\n"

@@ -1,0 +1,178 @@
+"""``trainplan gpus``: the GPU catalog (specs, sources, example prices), a user catalog, and
+the import of SkyPilot price catalogs into a user catalog.
+
+- ``trainplan gpus [--catalog FILE] [--json]``: every GPU an instance may name by catalog
+  name, with memory, dense peak TFLOPS, power, node size, an example on-demand price and the
+  source of the figures; with ``--catalog``, the user catalog's GPUs first and its prices.
+- ``trainplan gpus import-skypilot VMS_CSV --cloud CLOUD -o FILE``: a user catalog with a
+  price row per accelerator and region of a SkyPilot ``vms.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from planner.cli.app import app, console, fail, guarded, note
+from planner.usercatalog import (
+    CatalogEntry,
+    UserCatalog,
+    builtin_entries,
+    catalog_document,
+    read_user_catalog,
+)
+
+gpus_app = typer.Typer(
+    help="The GPU catalog: list it, or import a SkyPilot price catalog.",
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(gpus_app, name="gpus")
+
+
+def _peak(fields: dict[str, Any]) -> str:
+    peak = fields.get("peak_tflops") or {}
+    return ", ".join(f"{k} {v:g}" for k, v in peak.items() if v)
+
+
+def _entry_dict(e: CatalogEntry) -> dict[str, Any]:
+    return {
+        "name": e.name,
+        **dict(e.fields),
+        "memory_unit": e.memory_unit,
+        "example_on_demand_usd_per_gpu_hour": e.price,
+        "from": e.origin,
+    }
+
+
+def _table(entries: list[CatalogEntry], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("name", "memory", "dense peak TFLOPS", "board W (idle)", "per node", "USD/GPU-h"):
+        t.add_column(col, justify="left" if col in ("name", "dense peak TFLOPS") else "right")
+    t.add_column("source", overflow="fold")
+    for e in entries:
+        f = dict(e.fields)
+        t.add_row(
+            e.name,
+            f"{f['memory_gb']:g} {e.memory_unit}",
+            _peak(f),
+            f"{f['board_power_w']:g} ({f['idle_power_w']:g})",
+            str(f.get("gpus_per_node", 8)),
+            "-" if e.price is None else f"{e.price:.2f}",
+            str(f.get("source") or e.origin),
+        )
+    return t
+
+
+def _prices_table(user: UserCatalog) -> Table:
+    t = Table(title=f"prices in {user.file} (USD per GPU-hour)", title_justify="left")
+    for col in ("gpu", "cloud", "region", "instance type", "GPUs", "on demand", "spot"):
+        t.add_column(col, justify="right" if col in ("GPUs", "on demand", "spot") else "left")
+    for r in user.prices:
+        t.add_row(
+            r.gpu,
+            r.cloud or "-",
+            r.region,
+            r.instance_type or "-",
+            "-" if r.gpus_per_instance is None else f"{r.gpus_per_instance:g}",
+            "-" if r.on_demand_usd_per_gpu_hour is None else f"{r.on_demand_usd_per_gpu_hour:.4f}",
+            "-" if r.spot_usd_per_gpu_hour is None else f"{r.spot_usd_per_gpu_hour:.4f}",
+        )
+    return t
+
+
+@gpus_app.callback(invoke_without_command=True)
+@guarded
+def gpus_cmd(
+    ctx: typer.Context,
+    catalog: Path | None = typer.Option(
+        None, "--catalog", metavar="FILE", help="A user catalog (YAML or JSON) to list as well."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON."),
+) -> None:
+    """List the GPU catalog: the GPUs an instance may name in gpu_types (H100-SXM: {}),
+    their figures, an example on-demand price and their sources."""
+    if ctx.invoked_subcommand is not None:
+        return
+    user = read_user_catalog(catalog) if catalog is not None else None
+    builtin = builtin_entries()
+    if as_json:
+        doc = {
+            "builtin": [_entry_dict(e) for e in builtin],
+            "user": None
+            if user is None
+            else {
+                "file": user.file,
+                "gpus": [_entry_dict(e) for e in user.entries.values()],
+                "prices": [r.model_dump() for r in user.prices],
+            },
+        }
+        typer.echo(json.dumps(doc, indent=2, allow_nan=False))
+        return
+    if user is not None:
+        if user.entries:
+            console.print(_table(list(user.entries.values()), f"GPUs in {user.file}"))
+        if user.prices:
+            console.print(_prices_table(user))
+    console.print(
+        _table(builtin, "built-in GPU catalog (planner/data/gpus.yaml; dense peak, no sparsity)")
+    )
+    note(
+        "name one in an instance as `gpu_types: {H100-SXM: {}}` (any figure may be given to "
+        "override the catalog's); example prices are list prices with their date in the source"
+    )
+
+
+@gpus_app.command("import-skypilot")
+@guarded
+def import_skypilot(
+    vms_csv: Path = typer.Argument(..., metavar="VMS_CSV", help="A SkyPilot catalog vms.csv."),
+    output: Path = typer.Option(..., "-o", "--output", help="The user catalog to write (YAML)."),
+    cloud: str | None = typer.Option(
+        None, "--cloud", help="The cloud of the catalog (default: the CSV's folder name)."
+    ),
+    gpu: list[str] = typer.Option([], "--gpu", help="Keep only these GPUs (repeatable)."),
+    region: list[str] = typer.Option([], "--region", help="Keep only these regions."),
+) -> None:
+    """Import a SkyPilot price catalog (vms.csv) into a user catalog: one price row per
+    accelerator and region, USD per GPU-hour on demand and spot."""
+    from planner.catalog import CatalogError, resolve_name
+    from planner.skypilot_catalog import import_vms_csv
+
+    name = cloud or vms_csv.resolve().parent.name
+    if not name:
+        fail("--cloud: give the cloud the catalog belongs to (aws, gcp, azure, ...)")
+    keep: set[str] | None = None
+    if gpu:
+        keep = set()
+        for g in gpu:
+            try:
+                keep.add(resolve_name(g))
+            except CatalogError:
+                keep.add(g)
+    rows, unknown = import_vms_csv(vms_csv, name, keep, set(region) or None)
+    if not rows:
+        fail(f"{vms_csv}: no priced accelerator rows matched", 2)
+    doc = catalog_document(rows, note=f"imported from SkyPilot's {vms_csv.name} ({name})")
+    if output.is_dir():
+        fail(f"-o {output}: is a directory; expected a file name")
+    output.write_text(
+        "# A trainplan user catalog; list it with: trainplan gpus --catalog "
+        f"{output.name}\n" + yaml.safe_dump(doc, sort_keys=False),
+        encoding="utf-8",
+    )
+    console.print(
+        f"wrote {output}: {len(rows)} price rows, "
+        f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions",
+        markup=False,
+    )
+    if unknown:
+        note(
+            "not in the built-in catalog (add their figures under 'gpus:' to use them): "
+            + ", ".join(unknown)
+        )

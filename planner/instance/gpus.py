@@ -1,0 +1,64 @@
+"""GPU types by catalog name: an instance's ``gpu_types`` entries completed from the catalog
+before validation, so that ``gpu_types: {H100-SXM: {}}`` is a GPU type.
+
+An entry takes its figures from a catalog when it names one: ``catalog: NAME``, or, when it
+does not give every required figure (memory, peak TFLOPS, board and idle power), its own
+key. Names are looked up first in the user catalog the instance names (``gpu_catalog``, a
+path relative to the instance file; :mod:`planner.usercatalog`), then in the built-in one
+(``trainplan gpus``; aliases such as ``H100`` and partial names such as ``A100-80GB``
+resolve). Figures the entry gives override the catalog's. The completed entry records the
+catalog name it came from in ``catalog``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from planner.instance.errors import FieldError, InstanceError
+from planner.instance.files import not_a_file
+
+
+def expand_gpu_types(data: dict[str, Any], base_dir: Path, file: str) -> dict[str, Any]:
+    """``data`` with every catalog-named GPU entry completed (a new top-level mapping; the
+    input is not changed). Raises :class:`InstanceError` naming the entry when a name is in
+    no catalog, or the user catalog cannot be read."""
+    gpus = data.get("gpu_types")
+    if not isinstance(gpus, dict):
+        return data
+    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete, read_user_catalog
+
+    wanted = [
+        k
+        for k, v in gpus.items()
+        if isinstance(v, dict) and ("catalog" in v or any(f not in v for f in REQUIRED_FIGURES))
+    ]
+    if not wanted:
+        return data
+    user = None
+    ref = data.get("gpu_catalog")
+    if isinstance(ref, str) and ref:
+        path = base_dir / ref
+        why = not_a_file(path)
+        if why is not None:
+            raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])
+        try:
+            user = read_user_catalog(path)
+        except InstanceError as e:
+            raise InstanceError(
+                file,
+                [FieldError("gpu_catalog", f"{e.file}: {fe}") for fe in e.errors],
+            ) from None
+    errors: list[FieldError] = []
+    out = dict(gpus)
+    for key in wanted:
+        entry = gpus[key]
+        if "catalog" in entry and not isinstance(entry["catalog"], str):
+            continue  # the schema names the wrong type
+        try:
+            out[key], _ = complete(str(key), entry, user)
+        except UnknownGpu as e:
+            errors.append(FieldError(f"gpu_types.{key}", str(e)))
+    if errors:
+        raise InstanceError(file, errors)
+    return {**data, "gpu_types": out}

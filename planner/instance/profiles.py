@@ -1,0 +1,48 @@
+"""Price profiles: a horizon reuses a reference year's hourly series, aligned by weekday and
+hour of day in the region's local time.
+
+For horizon hour ``t`` with local time ``L`` (date ``d``, wall-clock time ``h``), the
+reference time is the same wall-clock time ``h`` on the day of the reference year ``Y`` that
+has ``d``'s weekday and lies nearest to ``d``'s calendar date in ``Y``::
+
+    c     = date(Y, d.month, d.day)          (28 February for 29 February)
+    shift = ((weekday(d) - weekday(c) + 3) mod 7) - 3        in -3 .. 3 days
+    r     = c + shift                       (moved by a week if that leaves year Y)
+
+So Monday 7 December 2026 18:00 in Berlin reads Monday 4 December 2023 18:00 in Berlin:
+the season, the weekday and the local hour (the daily peak, the weekend dip) carry over;
+holidays, which move between years, do not. Wall-clock times that do not exist in the
+reference year (the hour skipped when clocks go forward) read the hour after it; the
+series' ``scale`` then applies as for any series (``scale: 1.1`` for prices 10% higher).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+
+def aligned_date(d: date, year: int) -> date:
+    """The day of ``year`` with ``d``'s weekday nearest to ``d``'s calendar date."""
+    day = 28 if (d.month, d.day) == (2, 29) else d.day
+    c = date(year, d.month, day)
+    shift = ((d.weekday() - c.weekday() + 3) % 7) - 3
+    r = c + timedelta(days=shift)
+    if r.year < year:
+        r += timedelta(days=7)
+    elif r.year > year:
+        r -= timedelta(days=7)
+    return r
+
+
+def reference_times(start: datetime, hours: int, local_tz: str, year: int) -> list[datetime]:
+    """For each of ``hours`` horizon hours from ``start``, the UTC time in ``year`` whose
+    values it reuses (see the module docstring)."""
+    zone = ZoneInfo(local_tz)
+    out: list[datetime] = []
+    for t in range(hours):
+        local = (start + timedelta(hours=t)).astimezone(zone)
+        ref_day = aligned_date(local.date(), year)
+        wall = datetime.combine(ref_day, local.time().replace(tzinfo=None))
+        out.append(wall.replace(tzinfo=zone, fold=local.fold).astimezone(UTC))
+    return out

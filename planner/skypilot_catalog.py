@@ -1,0 +1,202 @@
+"""SkyPilot's names for accelerators and its price catalogs (``vms.csv``) read into a user
+catalog (:mod:`planner.usercatalog`).
+
+SkyPilot keeps one catalog per cloud (``<cloud>/vms.csv``, schema v5 onwards) with the
+columns ``InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, GpuInfo, Region,
+AvailabilityZone, Price, SpotPrice``: one row per instance type and zone, ``Price`` and
+``SpotPrice`` in USD per instance-hour (SpotPrice empty where there is none). The import
+keeps, per accelerator and region, the instance type with the most accelerators (the node a
+training job rents; ties: the cheapest), and divides its prices by the accelerator count:
+
+    on-demand USD per GPU-hour = Price / AcceleratorCount
+    spot USD per GPU-hour      = min over the region's zones of SpotPrice / AcceleratorCount
+
+(the least over zones is what SkyPilot itself quotes for spot). Accelerator names become
+catalog names through :data:`FROM_SKYPILOT`; names it does not know are kept as they are, so
+that the user can add their figures under ``gpus:``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.catalog import CatalogError, resolve_name
+from planner.instance.errors import FieldError
+from planner.usercatalog import PriceRow
+
+#: The columns an import needs (SkyPilot catalog schema v5+).
+COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice")
+
+#: SkyPilot accelerator name -> trainplan catalog name. SkyPilot's ``H100`` is the SXM part
+#: (AWS p5, GCP a3, Azure ND H100 v5), ``A100`` the 40 GB SXM part and ``A100-80GB`` the
+#: 80 GB one, ``H100-MEGA`` GCP's a3-mega (the same GPU with more network).
+FROM_SKYPILOT: dict[str, str] = {
+    "H100": "H100-SXM",
+    "H100-MEGA": "H100-SXM",
+    "H200": "H200-SXM",
+    "A100": "A100-SXM-40GB",
+    "A100-80GB": "A100-SXM-80GB",
+    "L4": "L4",
+    "L40S": "L40S",
+    "T4": "T4",
+    "V100-32GB": "V100-SXM-32GB",
+    "MI300X": "MI300X",
+    "MI325X": "MI325X",
+    "B200": "B200",
+    "GB200": "GB200-NVL72",
+    "H20": "H20",
+}
+#: trainplan catalog name -> the name SkyPilot's ``accelerators`` field takes (export). A GPU
+#: type's ``accelerator`` field overrides it.
+TO_SKYPILOT: dict[str, str] = {
+    "H100-SXM": "H100",
+    "H100-PCIe": "H100",
+    "H200-SXM": "H200",
+    "H800-SXM": "H800",
+    "A100-SXM-40GB": "A100",
+    "A100-SXM-80GB": "A100-80GB",
+    "L4": "L4",
+    "L40S": "L40S",
+    "T4": "T4",
+    "V100-SXM-32GB": "V100-32GB",
+    "MI300X": "MI300X",
+    "MI325X": "MI325X",
+    "B200": "B200",
+    "GB200-NVL72": "GB200",
+    "H20": "H20",
+}
+
+
+class SkyPilotCatalogError(CatalogError):
+    """A vms.csv that cannot be imported; names the file, the line and the column."""
+
+
+def catalog_name(accelerator: str) -> str:
+    """The trainplan catalog name of a SkyPilot accelerator, or the name itself."""
+    if accelerator in FROM_SKYPILOT:
+        return FROM_SKYPILOT[accelerator]
+    try:
+        return resolve_name(accelerator)
+    except CatalogError:
+        return accelerator
+
+
+@dataclass(frozen=True)
+class _Row:
+    instance_type: str
+    accelerator: str
+    count: float
+    region: str
+    price: float | None
+    spot: float | None
+
+
+def _number(text: str | None, file: str, line: int, column: str) -> float | None:
+    if text is None or text.strip() == "":
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise SkyPilotCatalogError(
+            file, [FieldError(f"line {line}", f"{column!r} is not a number: {text!r}")]
+        ) from None
+    if not math.isfinite(v) or v < 0:
+        raise SkyPilotCatalogError(
+            file, [FieldError(f"line {line}", f"{column!r} must be a non-negative number")]
+        )
+    return v
+
+
+def _rows(path: Path) -> list[_Row]:
+    file = str(path)
+    if not path.is_file():
+        raise SkyPilotCatalogError(file, [FieldError("", "file does not exist")])
+    out: list[_Row] = []
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise SkyPilotCatalogError(
+                file,
+                [
+                    FieldError(
+                        "",
+                        f"not a SkyPilot vms.csv: no column {', '.join(map(repr, missing))}; "
+                        f"expected {', '.join(COLUMNS)}",
+                    )
+                ],
+            )
+        for line, row in enumerate(reader, start=2):
+            acc = (row.get("AcceleratorName") or "").strip()
+            count = _number(row.get("AcceleratorCount"), file, line, "AcceleratorCount")
+            if not acc or not count:
+                continue  # a CPU-only instance type
+            region = (row.get("Region") or "").strip()
+            if not region:
+                raise SkyPilotCatalogError(file, [FieldError(f"line {line}", "'Region' is empty")])
+            out.append(
+                _Row(
+                    (row.get("InstanceType") or "").strip(),
+                    acc,
+                    count,
+                    region,
+                    _number(row.get("Price"), file, line, "Price"),
+                    _number(row.get("SpotPrice"), file, line, "SpotPrice"),
+                )
+            )
+    return out
+
+
+def import_vms_csv(
+    path: str | Path, cloud: str, gpus: set[str] | None = None, regions: set[str] | None = None
+) -> tuple[list[PriceRow], list[str]]:
+    """Price rows (one per accelerator and region) from a SkyPilot ``vms.csv`` of ``cloud``,
+    optionally only for the given catalog GPU names and regions; and the accelerator names
+    that have no trainplan catalog entry (kept under their SkyPilot name)."""
+    p = Path(path)
+    rows = _rows(p)
+    by_key: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+    for r in rows:
+        name = catalog_name(r.accelerator)
+        if gpus is not None and name not in gpus:
+            continue
+        if regions is not None and r.region not in regions:
+            continue
+        by_key[(name, r.region)].append(r)
+    out: list[PriceRow] = []
+    unknown: set[str] = set()
+    for (name, region), group in sorted(by_key.items()):
+        priced = [r for r in group if r.price is not None or r.spot is not None]
+        if not priced:
+            continue
+        most = max(r.count for r in priced)
+        node = [r for r in priced if r.count == most]
+        best = min(
+            node, key=lambda r: (r.price if r.price is not None else math.inf, r.instance_type)
+        )
+        spots = [
+            r.spot for r in node if r.instance_type == best.instance_type and r.spot is not None
+        ]
+        out.append(
+            PriceRow(
+                gpu=name,
+                cloud=cloud,
+                region=region,
+                instance_type=best.instance_type,
+                gpus_per_instance=most,
+                on_demand_usd_per_gpu_hour=(
+                    None if best.price is None else round(best.price / most, 6)
+                ),
+                spot_usd_per_gpu_hour=None if not spots else round(min(spots) / most, 6),
+                source=f"SkyPilot catalog {p.name} ({cloud}), {best.instance_type}",
+            )
+        )
+        try:
+            resolve_name(name)
+        except CatalogError:
+            unknown.add(name)
+    return out, sorted(unknown)

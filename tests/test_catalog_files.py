@@ -1,0 +1,191 @@
+"""GPU types by catalog name, user catalogs, and SkyPilot price catalogs imported into one.
+
+Every catalog file here is written by the test itself; the SkyPilot rows follow the columns
+of SkyPilot's catalog schema (InstanceType, AcceleratorName, AcceleratorCount, vCPUs,
+MemoryGiB, GpuInfo, Region, AvailabilityZone, Price, SpotPrice; Price and SpotPrice in USD
+per instance-hour).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import instance_from, tiny_dict
+from typer.testing import CliRunner
+
+from planner.catalog import gpu_by_name
+from planner.cli import _register, app
+from planner.instance import InstanceError
+from planner.instance.read import from_dict
+from planner.skypilot_catalog import import_vms_csv
+from planner.usercatalog import read_user_catalog
+
+_register()
+
+
+def test_a_catalog_name_alone_is_a_gpu_type() -> None:
+    d = tiny_dict()
+    d["gpu_types"]["L4"] = {}
+    inst = instance_from(d)
+    cat = gpu_by_name("L4")
+    g = inst.gpu("L4")
+    for f in ("memory_gb", "peak_tflops", "board_power_w", "idle_power_w", "gpus_per_node"):
+        assert getattr(g, f) == getattr(cat, f), f
+    assert g.catalog == "L4"
+
+
+def test_figures_given_override_the_catalog_and_aliases_resolve() -> None:
+    d = tiny_dict()
+    d["gpu_types"]["L4"] = {"board_power_w": 70}
+    d["gpu_types"]["A100"] = {"catalog": "a100-80gb"}  # a partial, lower-case name
+    inst = instance_from(d)
+    assert inst.gpu("L4").board_power_w == 70
+    assert inst.gpu("L4").idle_power_w == gpu_by_name("L4").idle_power_w
+    assert inst.gpu("A100").catalog == "A100-SXM-80GB"
+    assert inst.gpu("A100").memory_gb == 80 and inst.gpu("A100").peak_tflops["bf16"] == 312.0
+
+
+def test_a_complete_entry_is_left_alone() -> None:
+    # tiny's A100 gives every figure: it is not looked up (the catalog's A100 is ambiguous)
+    inst = instance_from(tiny_dict())
+    assert inst.gpu("A100").catalog is None
+    assert inst.gpu("A100").node_overhead_w == 1600
+
+
+def test_an_unknown_name_says_what_is_close_and_what_is_missing() -> None:
+    d = tiny_dict()
+    d["gpu_types"]["H100-SXMM"] = {}
+    with pytest.raises(InstanceError) as e:
+        instance_from(d, "x.yaml")
+    msg = str(e.value)
+    assert "x.yaml: gpu_types.H100-SXMM: unknown GPU 'H100-SXMM'" in msg
+    assert "did you mean H100-SXM" in msg
+    assert "memory_gb, peak_tflops, board_power_w, idle_power_w are missing" in msg
+
+
+def test_user_catalog_gpus_by_name(tmp_path: Path) -> None:
+    cat = {
+        "format": "trainplan-catalog/1",
+        "gpus": {
+            "Lab-X1": {
+                "memory_gb": 64,
+                "peak_tflops": {"bf16": 400},
+                "board_power_w": 500,
+                "idle_power_w": 60,
+                "on_demand_usd_per_gpu_hour": 1.25,
+            },
+            "H100-lowpower": {"catalog": "H100", "board_power_w": 500},
+        },
+    }
+    (tmp_path / "cat.yaml").write_text(yaml.safe_dump(cat))
+    d = tiny_dict()
+    d["gpu_catalog"] = "cat.yaml"
+    d["gpu_types"]["Lab-X1"] = {}
+    d["gpu_types"]["slow"] = {"catalog": "H100-lowpower"}
+    inst = from_dict(d, str(tmp_path / "i.yaml"), tmp_path)
+    assert inst.gpu("Lab-X1").memory_gb == 64 and inst.gpu("Lab-X1").catalog == "Lab-X1"
+    slow = inst.gpu("slow")
+    assert slow.board_power_w == 500 and slow.peak_tflops == gpu_by_name("H100-SXM").peak_tflops
+    user = read_user_catalog(tmp_path / "cat.yaml")
+    assert user.entries["Lab-X1"].price == 1.25
+    # an entry based on a built-in one keeps the built-in's example price
+    assert user.entries["H100-lowpower"].price == 3.78
+
+
+def test_user_catalog_errors_name_the_file_and_entry(tmp_path: Path) -> None:
+    (tmp_path / "cat.yaml").write_text(
+        yaml.safe_dump({"gpus": {"X": {"memory_gb": 8}, "Y": {"catalog": "H100", "tdp": 1}}})
+    )
+    with pytest.raises(InstanceError) as e:
+        read_user_catalog(tmp_path / "cat.yaml")
+    text = str(e.value)
+    assert "gpus.X: unknown GPU 'X'" in text
+    assert "gpus.Y.tdp: unknown field" in text
+    d = tiny_dict()
+    d["gpu_catalog"] = "missing.yaml"
+    d["gpu_types"]["L4"] = {}
+    with pytest.raises(InstanceError) as e:
+        from_dict(d, "i.yaml", tmp_path)
+    assert "gpu_catalog: file" in str(e.value) and "does not exist" in str(e.value)
+
+
+HEADER = (
+    "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Region,"
+    "AvailabilityZone,Price,SpotPrice\n"
+)
+VMS = (
+    HEADER
+    + """m5.large,,,2,8,,us-east-1,us-east-1a,0.096,0.04
+p5.48xlarge,H100,8,192,2048,"{'Gpus': []}",us-east-1,us-east-1a,98.32,40.0
+p5.48xlarge,H100,8,192,2048,"{'Gpus': []}",us-east-1,us-east-1b,98.32,36.0
+g6.xlarge,L4,1,4,16,,us-east-1,us-east-1a,0.805,0.3
+g6.48xlarge,L4,8,192,768,,us-east-1,us-east-1a,13.35,5.0
+p5.48xlarge,H100,8,192,2048,,eu-central-1,eu-central-1a,110.0,
+trn1.32xlarge,Trainium,16,128,512,,us-east-1,us-east-1a,21.5,
+"""
+)
+
+
+def test_skypilot_import_prices_per_gpu_hour(tmp_path: Path) -> None:
+    csv = tmp_path / "aws" / "vms.csv"
+    csv.parent.mkdir()
+    csv.write_text(VMS)
+    rows, unknown = import_vms_csv(csv, "aws")
+    by = {(r.gpu, r.region): r for r in rows}
+    h = by[("H100-SXM", "us-east-1")]
+    # 98.32 USD per p5.48xlarge-hour / 8 H100 = 12.29; spot: the least zone, 36.0 / 8 = 4.5
+    assert h.on_demand_usd_per_gpu_hour == pytest.approx(12.29)
+    assert h.spot_usd_per_gpu_hour == pytest.approx(4.5)
+    assert h.instance_type == "p5.48xlarge" and h.gpus_per_instance == 8
+    # the node with the most GPUs, not the cheapest single card: g6.48xlarge 13.35 / 8
+    l4 = by[("L4", "us-east-1")]
+    assert l4.instance_type == "g6.48xlarge"
+    assert l4.on_demand_usd_per_gpu_hour == pytest.approx(13.35 / 8)
+    assert l4.spot_usd_per_gpu_hour == pytest.approx(5.0 / 8)
+    # no spot price in the row: none in the catalog
+    assert by[("H100-SXM", "eu-central-1")].spot_usd_per_gpu_hour is None
+    # the CPU-only instance is skipped; an accelerator the catalog lacks is kept and listed
+    assert ("Trainium", "us-east-1") in by and unknown == ["Trainium"]
+    assert len(rows) == 4
+
+
+def test_skypilot_import_refuses_a_file_that_is_not_a_catalog(tmp_path: Path) -> None:
+    bad = tmp_path / "vms.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(InstanceError, match=r"not a SkyPilot vms\.csv"):
+        import_vms_csv(bad, "aws")
+    bad.write_text(VMS.replace("98.32,40.0", "lots,40.0"))
+    with pytest.raises(InstanceError, match="line 3: 'Price' is not a number"):
+        import_vms_csv(bad, "aws")
+
+
+def test_cli_import_then_list_the_user_catalog(tmp_path: Path) -> None:
+    csv = tmp_path / "gcp" / "vms.csv"
+    csv.parent.mkdir()
+    csv.write_text(VMS)
+    out = tmp_path / "mine.yaml"
+    runner = CliRunner()
+    res = runner.invoke(app, ["gpus", "import-skypilot", str(csv), "-o", str(out), "--gpu", "H100"])
+    assert res.exit_code == 0, res.output
+    doc = yaml.safe_load(out.read_text())
+    assert doc["format"] == "trainplan-catalog/1"
+    assert {r["gpu"] for r in doc["prices"]} == {"H100-SXM"}
+    assert {r["cloud"] for r in doc["prices"]} == {"gcp"}  # from the folder name
+    res = runner.invoke(app, ["gpus", "--catalog", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    listed = json.loads(res.output)
+    assert len(listed["user"]["prices"]) == 2
+    names = [e["name"] for e in listed["builtin"]]
+    assert "H100-SXM" in names and "L4" in names
+    h100 = next(e for e in listed["builtin"] if e["name"] == "H100-SXM")
+    assert h100["example_on_demand_usd_per_gpu_hour"] == 3.78 and h100["source"]
+
+
+def test_gpus_lists_the_catalog_with_prices_and_sources() -> None:
+    res = CliRunner().invoke(app, ["gpus"])
+    assert res.exit_code == 0, res.output
+    assert "H100-SXM" in res.output and "3.78" in res.output
+    assert "NVIDIA H100 datasheet" in res.output
