@@ -1392,3 +1392,17 @@ def test_a_file_name_with_markup_is_printed_as_text(tmp_path: Path) -> None:
         _no_terminal_codes(res.output)
         assert f"invalid instance {printable(str(f))}" in res.stderr, res.stderr
         assert f"{printable(str(f))}: cannot parse: " in res.stderr, res.stderr
+
+
+def test_a_user_gpu_catalog_obeys_the_file_policy(tmp_path: Path) -> None:
+    # gpu_catalog names a file like a csv series does: /proc and paths out of the folder are
+    # refused before anything is read, with the field named
+    for ref in ("/proc/self/environ", "../secret.yaml"):
+        doc = load_document(TINY)
+        doc["gpu_catalog"] = ref
+        doc["gpu_types"]["H100"] = {"catalog": "H100-SXM"}
+        with pytest.raises(InstanceError) as e:
+            from_dict(doc, "<test>", tmp_path)
+        (err,) = e.value.errors
+        assert err.path == "gpu_catalog", err
+        assert SECRET not in str(e.value)

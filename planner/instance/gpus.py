@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from planner.instance.errors import FieldError, InstanceError
-from planner.instance.files import not_a_file
+from planner.instance.files import FileRefused, data_file, not_a_file
 
 
-def expand_gpu_types(data: dict[str, Any], base_dir: Path, file: str) -> dict[str, Any]:
+def expand_gpu_types(
+    data: dict[str, Any], base_dir: Path, file: str, data_root: Path | None = None
+) -> dict[str, Any]:
     """``data`` with every catalog-named GPU entry completed (a new top-level mapping; the
     input is not changed). Raises :class:`InstanceError` naming the entry when a name is in
-    no catalog, or the user catalog cannot be read."""
+    no catalog, or the user catalog cannot be read. The user catalog file obeys the same
+    file-access policy as series files (:func:`planner.instance.files.data_file`)."""
     gpus = data.get("gpu_types")
     if not isinstance(gpus, dict):
         return data
@@ -38,7 +41,10 @@ def expand_gpu_types(data: dict[str, Any], base_dir: Path, file: str) -> dict[st
     user = None
     ref = data.get("gpu_catalog")
     if isinstance(ref, str) and ref:
-        path = base_dir / ref
+        try:
+            path = data_file(ref, base_dir, data_root)
+        except FileRefused as e:
+            raise InstanceError(file, [FieldError("gpu_catalog", str(e))]) from None
         why = not_a_file(path)
         if why is not None:
             raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])

@@ -115,7 +115,7 @@ def _build(
         )
     # documents built in Python (not parsed) may share sub-objects: bound them here too
     check_shape(data, file)
-    data = expand_gpu_types(data, base_dir, file)
+    data = expand_gpu_types(data, base_dir, file, data_root_of(data_root))
     try:
         spec = InstanceSpec.model_validate(data)
     except ValidationError as e:
