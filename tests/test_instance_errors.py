@@ -747,7 +747,7 @@ def test_check_says_memory_when_memory_never_fits(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert re.search(
         r"finetune: needs [\d.]+ GB per GPU at best .*; the largest allowed GPU "
-        r"has 24 GB",
+        r"has 24 GiB \(25.8 GB\)",
         res.stdout,
     ), res.stdout
 
