@@ -594,14 +594,14 @@ def _rules(
 
 
 def _key(c: Config) -> tuple[object, ...]:
-    return (c.gpu, c.region, c.contract, c.gpus, c.spare_gpus, c.layout, c.tier)
+    return (c.gpu, c.region, c.contract, c.gpus, c.spare_gpus, c.layout, c.tier, c.checkpoint)
 
 
 def recost(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule | None:
     """The baseline schedule on a variant: the same configurations (matched by GPU, region,
-    contract, counts, layout and tier) from the same start hours, for the hours the variant
-    needs (never more: levers only lower checkpoint size and cost), with the same
-    reservations. None if some configuration has no match or no longer fits its window."""
+    contract, counts, layout, tier and checkpointing scheme) from the same start hours, for
+    the hours the variant needs (never more: levers only lower checkpoint size and cost), with
+    the same reservations. None if some configuration has no match or no longer fits its window."""
     out: dict[str, Assignment] = {}
     for name, (c, hours) in schedule.items():
         match = {_key(x): x for x in space.by_phase.get(name, ())}.get(_key(c))

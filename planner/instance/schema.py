@@ -1,7 +1,8 @@
 """The instance file schema: what a user may write, checked field by field.
 
 Every model forbids unknown fields and is frozen. Units are in the field names
-(``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour).
+(``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour), except
+a GPU type's ``memory_gb``, the vendor's figure in its ``memory_unit`` (GiB for HBM).
 Cross-references (a phase naming a GPU type) are checked in
 :mod:`planner.instance.references`; :mod:`planner.instance.resolve` turns a validated
 :class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
