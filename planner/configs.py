@@ -1,13 +1,17 @@
 """The configuration space: for each phase, every feasible way to run it and its hourly rates.
 
 A configuration fixes GPU type, region, contract, GPU count, spare nodes, precision, ZeRO stage,
-recomputation, tensor/pipeline degrees and the storage tier of the phase's working set. Per
-configuration this module computes, from :mod:`planner.physics`:
+recomputation, the parallel layout (tensor, context, pipeline, expert degrees, sequence
+parallelism, micro-batches and interleaving, CPU offload), the checkpointing scheme and the
+storage tier of the phase's working set. Per configuration this module computes, from
+:mod:`planner.physics`:
 
+- its throughput: the MFU at its reference scale, the scaling model relative to it and the
+  layout's factors (:func:`throughput`);
 - ``hours``: whole hours the phase runs, n = ceil(max(compute hours / (1 - checkpoint
   overhead), I/O hours)); every running hour is billed and powered in full;
-- its rates per running hour: rental, running storage, facility power, failure rate, loss
-  and downtime per failure, SLA terms; and its one-time, archive and resume costs.
+- its rates per running hour: rental, running storage, facility power, expected failures,
+  loss and downtime per failure, SLA terms; and its one-time, archive and resume costs.
 
 What those rates cost in an hour is the cost model's (:mod:`planner.costs`). Configurations
 that are dominated (another uses no more GPUs of the same pool, no more hours and costs no
@@ -18,6 +22,7 @@ more in every hour) are dropped. Phases without any feasible configuration get a
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections.abc import Iterator
@@ -26,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.costs import (
+    HourlyTerms,
     Weights,
     archive_tier,
     hourly_terms,
@@ -34,9 +40,17 @@ from planner.costs import (
 )
 from planner.instance.model import Instance
 from planner.instance.schema import GpuType, Phase, Region
-from planner.physics import compute, energy, reliability, storage
-from planner.physics.memory import MemoryBreakdown, memory_per_gpu
-from planner.physics.transformer import ModelDims
+from planner.physics import compute, energy, layout, reliability, storage
+from planner.physics.layout import moe_all_to_all_bytes_per_token, params_per_rank
+from planner.physics.memory import (
+    ACTIVATION_BYTES,
+    WEIGHT_BYTES,
+    MemoryBreakdown,
+    capacity_bytes,
+    memory_per_gpu,
+    offload_seconds_per_step,
+)
+from planner.physics.transformer import ModelDims, expert_params, flops_per_token
 from planner.workload import (
     checkpoint_gb_of,
     is_training,
@@ -50,12 +64,45 @@ from planner.workload import (
 
 @dataclass(frozen=True)
 class Layout:
+    """How a phase's model is split over its GPUs: GPUs = tp x cp x pp x dp, with ``ep``
+    expert-parallel ranks inside them; ``sp`` sequence parallelism (with tp > 1),
+    ``microbatches`` per step and ``virtual`` interleaved chunks per device in the pipeline,
+    ``offload`` of states to CPU memory."""
+
     precision: str
     zero: int
     recompute: str
     tp: int
     pp: int
     dp: int
+    sp: bool = True
+    cp: int = 1
+    ep: int = 1
+    microbatches: int = compute.PIPELINE_MICROBATCHES
+    virtual: int = 1
+    offload: str = "none"
+
+    def extras(self) -> str:
+        """The choices beyond the basic layout that differ from their defaults, for labels."""
+        bits = [f"cp{self.cp}" if self.cp > 1 else "", f"ep{self.ep}" if self.ep > 1 else ""]
+        if self.pp > 1:
+            bits.append(f"m{self.microbatches}")
+        bits += [f"v{self.virtual}" if self.virtual > 1 else "", "" if self.sp else "no-sp"]
+        bits.append(f"offload={self.offload}" if self.offload != "none" else "")
+        return " ".join(b for b in bits if b)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Sustained model FLOP/s of a configuration and its factors: ``eff_scale`` relative to
+    the MFU's reference scale (``scaling`` says how), ``eff_layout`` the layout's own factor
+    and ``recompute`` the recomputation factor (both 1 when the MFU is ``in_mfu``)."""
+
+    flops_per_s: float
+    eff_scale: float
+    eff_layout: float
+    recompute: float
+    scaling: compute.ScalingReport
 
 
 @dataclass(frozen=True)
@@ -72,17 +119,22 @@ class Config:
     layout: Layout
     tier: str
     memory: MemoryBreakdown
-    flops_per_s: float
+    throughput: Throughput
+    compute_hours: float
     work_hours: float
     hours: int
     rental_per_h: float
     storage_per_h: float
     facility_kw: float
+    job_failure_rate: float
     failure_rate: float
     loss_h: float
     downtime_h: float
+    checkpoint: str
     checkpoint_interval_s: float
     checkpoint_write_s: float
+    checkpoint_persist_s: float
+    checkpoint_reload_s: float
     sla_share: float
     sla_multiplier: float
     billing_hours: int
@@ -94,6 +146,21 @@ class Config:
     @property
     def total_gpus(self) -> float:
         return self.gpus + self.spare_gpus
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.throughput.flops_per_s
+
+    @property
+    def checkpoint_overhead(self) -> float:
+        """Share of the work hours spent stalled on checkpoints, delta / (tau + delta)."""
+        return reliability.checkpoint_overhead(self.checkpoint_write_s, self.checkpoint_interval_s)
+
+    @property
+    def effective_training_time(self) -> float:
+        """Useful compute over expected wall time: (1 - overhead) (1 - lambda L)
+        (:func:`planner.physics.reliability.effective_training_time`)."""
+        return (1.0 - self.checkpoint_overhead) * (1.0 - self.job_failure_rate * self.loss_h)
 
     def plan_fields(self) -> dict[str, object]:
         """The fields a plan entry states for this configuration (planner.plan.PhasePlan)."""
@@ -110,6 +177,13 @@ class Config:
             "tp": lay.tp,
             "pp": lay.pp,
             "tier": self.tier,
+            "sp": lay.sp,
+            "cp": lay.cp,
+            "ep": lay.ep,
+            "microbatches": lay.microbatches,
+            "virtual": lay.virtual,
+            "offload": lay.offload,
+            "checkpoint": self.checkpoint,
         }
 
     @property
@@ -117,9 +191,15 @@ class Config:
         lay = self.layout
         g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
         spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
+        extras = " ".join(
+            x
+            for x in (lay.extras(), "" if self.checkpoint == "async" else f"ckpt={self.checkpoint}")
+            if x
+        )
         return (
             f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
             f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
+            + (f" {extras}" if extras else "")
         )
 
 
@@ -197,29 +277,63 @@ def gpu_counts(p: Phase, g: GpuType) -> list[float]:
 def layouts(
     p: Phase, m: ModelDims | None, g: GpuType, gpus: float, every: bool = False
 ) -> Iterator[Layout]:
-    """The parallel layouts of a phase on ``gpus`` GPUs of type g: tp within a node dividing
-    the heads, pp dividing the layers, tp x pp dividing the GPUs, every allowed ZeRO stage,
-    precision and recomputation. With one data-parallel rank ZeRO shards nothing, so stages
-    above 0 are left out when 0 is allowed (unless ``every``)."""
+    """The parallel layouts of a phase on ``gpus`` GPUs of type g (docs/cost-model.md,
+    "Constraints"): tp within a node dividing the heads (and the kv heads of grouped-query
+    attention), cp splitting the sequence into 2 cp chunks, pp up to the layers (uneven stages
+    allowed), tp x cp x pp dividing the GPUs, ep dividing the experts of an MoE model and the
+    GPUs of a stage, interleaving only with a pipeline, pp x v <= layers and micro-batches a
+    multiple of pp, parameter offload only with ZeRO-3; every allowed ZeRO stage, precision
+    and recomputation. With one data-parallel rank ZeRO shards nothing, so stages above 0 are
+    left out when 0 is allowed (unless ``every``); sequence parallelism means nothing at
+    tp = 1, so one value of it is kept there."""
     o = p.options
     if m is None or gpus < 1:
         for prec in o.precision:
             yield Layout(prec, 0, "none", 1, 1, 1 if gpus < 1 else int(gpus))
         return
     n = int(gpus)
+    train = is_training(p)
     for tp in o.tensor_parallel:
-        if tp > g.gpus_per_node or m.heads % tp or n % tp:
+        if tp > g.gpus_per_node or m.heads % tp or n % tp or kv_heads(m) % tp:
             continue
-        for pp in o.pipeline_parallel:
-            if m.layers % pp or n % (tp * pp):
+        for cp in o.context_parallel:
+            if cp > 1 and m.seq_len % (2 * cp):
                 continue
-            dp = n // (tp * pp)
-            for zero in o.zero:
-                if dp == 1 and zero > 0 and 0 in o.zero and not every:
+            for pp in o.pipeline_parallel:
+                if pp > m.layers or n % (tp * cp * pp):
                     continue
-                for prec in o.precision:
-                    for rc in o.recompute:
-                        yield Layout(prec, zero, rc, tp, pp, dp)
+                dp = n // (tp * cp * pp)
+                for ep in o.expert_parallel:
+                    if ep > 1 and (m.arch is None or m.arch.moe is None):
+                        continue
+                    if ep > 1 and (m.arch.moe.experts % ep or (n // pp) % ep):  # type: ignore[union-attr]
+                        continue
+                    for v, mb in itertools.product(o.interleave, o.microbatches):
+                        if v > 1 and (pp == 1 or pp * v > m.layers or mb % pp):
+                            continue
+                        for zero in o.zero:
+                            if dp * cp == 1 and zero > 0 and 0 in o.zero and not every:
+                                continue
+                            for off in o.offload:
+                                if off != "none" and not train:
+                                    continue
+                                if off == "params" and zero != 3:
+                                    continue
+                                for sp in (
+                                    o.sequence_parallel if tp > 1 else o.sequence_parallel[:1]
+                                ):
+                                    for prec, rc in itertools.product(o.precision, o.recompute):
+                                        yield Layout(
+                                            prec, zero, rc, tp, pp, dp, sp, cp, ep, mb, v, off
+                                        )
+
+
+def kv_heads(m: ModelDims) -> int:
+    """Key/value heads tensor parallelism must divide: the architecture's kv heads (grouped-
+    query attention), else the heads; 1 under multi-head latent attention (no such limit)."""
+    if m.arch is None:
+        return m.heads
+    return 1 if m.arch.mla is not None else m.arch.kv
 
 
 # ----------------------------------------------------------------------------- enumeration
@@ -261,7 +375,8 @@ def layout_memory(
     inst: Instance, p: Phase, m: ModelDims | None, g: GpuType, count: float, lay: Layout
 ) -> MemoryBreakdown:
     """Memory per GPU of phase p on ``count`` GPUs of type g in layout ``lay``, under the
-    instance's memory policy (buffers, fragmentation, headroom)."""
+    instance's memory policy (convention, buffers, fragmentation, headroom), against the GPU's
+    capacity in its vendor's unit."""
     pol = inst.spec.memory
     return memory_per_gpu(
         m,
@@ -279,7 +394,94 @@ def layout_memory(
         pol.headroom,
         p.memory_gb,
         min(count, 1.0),
+        convention=pol.convention,
+        sequence_parallel=lay.sp,
+        cp=lay.cp,
+        ep=lay.ep,
+        virtual=lay.virtual,
+        offload=lay.offload,
+        memory_unit=g.memory_unit,
     )
+
+
+def throughput(
+    inst: Instance,
+    p: Phase,
+    m: ModelDims | None,
+    g: GpuType,
+    gname: str,
+    count: float,
+    lay: Layout,
+    peak: float,
+) -> Throughput:
+    """Sustained model FLOP/s = GPUs x peak x MFU x R x eff_scale x eff_layout
+    (docs/cost-model.md, "Per configuration").
+
+    ``eff_scale``: the phase's scaling model relative to the MFU's reference scale
+    (:func:`planner.physics.compute.relative_scaling`; 1 without a reference); for
+    ``interconnect`` a step is ``microbatches`` x ``micro_batch`` sequences per model replica
+    and the gradients of the rank's parameters are all-reduced over dp x cp ranks at the GPU
+    type's ``inter_node_gb_per_s``. With ``scaling.layout: modeled`` (a model phase):
+    R(recompute) and eff_layout = the tensor-parallel, pipeline (bubble, uneven stages) and
+    ZeRO-3 factors (:func:`planner.physics.compute.layout_efficiency`) x the expert
+    all-to-all (:func:`planner.physics.compute.all_to_all_efficiency`, over NVLink one way
+    when ep fits in a node) x CPU offload's PCIe time per step
+    (:func:`planner.physics.memory.offload_seconds_per_step`); with ``in_mfu`` both are 1."""
+    sc = p.scaling
+    mfu = mfu_of(p, gname)
+    modeled = m is not None and sc.layout == "modeled"
+    r = compute.RECOMPUTE_THROUGHPUT[lay.recompute] if modeled else 1.0
+    per_gpu = peak * 1e12 * mfu * r
+    eff_layout = 1.0
+    step_s = grad_bytes = 0.0
+    if m is not None:
+        mp = lay.tp * lay.cp * lay.pp
+        tokens = p.options.micro_batch * m.seq_len * lay.microbatches
+        per_token = flops_per_token(m, p.work.flops_convention)
+        step_s = per_token * tokens / mp / per_gpu
+        rank_params = params_per_rank(m.params, lay.tp, lay.pp, m.layers, expert_params(m), lay.ep)
+        grad_bytes = WEIGHT_BYTES[lay.precision] * rank_params
+    if modeled:
+        assert m is not None
+        multi = count > g.gpus_per_node
+        eff_layout = compute.layout_efficiency(
+            lay.tp,
+            lay.pp,
+            lay.zero,
+            lay.dp * lay.cp,
+            multi,
+            microbatches=lay.microbatches,
+            virtual=lay.virtual,
+            layers=m.layers,
+        )
+        if lay.ep > 1 and m.arch is not None and m.arch.moe is not None:
+            a2a = moe_all_to_all_bytes_per_token(
+                m.hidden,
+                m.arch.moe.top_k,
+                m.arch.moe_layers,
+                lay.ep,
+                ACTIVATION_BYTES[lay.precision],
+            )
+            bw = g.intra_node_gb_per_s / 2 if lay.ep <= g.gpus_per_node else g.inter_node_gb_per_s
+            eff_layout *= compute.all_to_all_efficiency(a2a, per_token, per_gpu, bw)
+        if lay.offload != "none":
+            owned = rank_params / (lay.dp * lay.cp)
+            off_s = offload_seconds_per_step(
+                owned, g.host_gb_per_s, lay.precision, lay.offload == "params"
+            )
+            eff_layout *= compute.serial_efficiency(step_s, off_s)
+    model = compute.ScalingModel(sc.kind, sc.per_doubling, sc.reference_gpus, sc.overlap)
+    report = compute.relative_scaling(
+        model,
+        count,
+        g.gpus_per_node,
+        step_compute_s=step_s,
+        grad_bytes=grad_bytes,
+        dp_of=max(1, lay.dp * lay.cp),
+        gb_per_s=g.inter_node_gb_per_s,
+    )
+    fps = count * per_gpu * report.efficiency * eff_layout
+    return Throughput(fps, report.efficiency, eff_layout, r, report)
 
 
 def enumerate_phase(
@@ -292,12 +494,14 @@ def enumerate_phase(
     flops = work_flops(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
     mem_pol = inst.spec.memory
-    fail = inst.spec.failure
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
     best_need: tuple[float, str] | None = None
     closest: MemoryNeed | None = None
-    largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
+    largest = max(
+        gnames, key=lambda n: capacity_bytes(inst.gpu(n).memory_gb, inst.gpu(n).memory_unit)
+    )
+    largest_gb = capacity_bytes(inst.gpu(largest).memory_gb, inst.gpu(largest).memory_unit) / 1e9
     fastest: float | None = None
     saw_offer = saw_region = saw_precision = saw_fit = False
     out: list[Config] = []
@@ -314,8 +518,8 @@ def enumerate_phase(
                     best_need = (
                         mem.total_gb,
                         f"{lay.precision}, ZeRO-{lay.zero}, "
-                        f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}, "
-                        f"{count:g} GPUs",
+                        f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+                        f"{' ' + lay.extras() if lay.extras() else ''}, {count:g} GPUs",
                     )
                 if closest is None or mem.total_gb - mem.capacity_gb < closest.short_gb:
                     setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
@@ -327,17 +531,7 @@ def enumerate_phase(
                 if not mem.fits and not every:
                     continue
                 saw_fit = True
-                multi = count > g.gpus_per_node
-                scale = compute.scaling_efficiency(count, g.gpus_per_node, p.scaling.per_doubling)
-                lay_eff = (
-                    compute.layout_efficiency(lay.tp, lay.pp, lay.zero, lay.dp, multi)
-                    if m is not None
-                    else 1.0
-                )
-                rc = lay.recompute if m is not None else "none"
-                fps = compute.effective_flops_per_s(
-                    count, peak, mfu_of(p, gname), rc, scale * lay_eff
-                )
+                speed = throughput(inst, p, m, g, gname, count, lay, peak)
                 for rname in rnames:
                     r = inst.region(rname)
                     if (rname, gname) not in inst.capacity:
@@ -357,7 +551,7 @@ def enumerate_phase(
                             count,
                             lay,
                             mem,
-                            fps,
+                            speed,
                             flops,
                             contract,
                             price,
@@ -365,8 +559,6 @@ def enumerate_phase(
                             min_h,
                             preempt,
                             None if every else window,
-                            fail.restart_hours,
-                            fail.spare_swap_hours,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
                             if every or (
@@ -395,8 +587,9 @@ def enumerate_phase(
         return no(
             "memory",
             f"needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
-            f"largest allowed GPU has {largest_gpu:g} GB, "
-            f"{largest_gpu * (1 - mem_pol.headroom):.1f} GB usable after headroom",
+            f"largest allowed GPU has {inst.gpu(largest).memory_gb:g} "
+            f"{inst.gpu(largest).memory_unit} ({largest_gb:.1f} GB), "
+            f"{largest_gb * (1 - mem_pol.headroom):.1f} GB usable after headroom",
         )
     if not saw_region:
         if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
@@ -441,7 +634,7 @@ def _configs_for(
     count: float,
     lay: Layout,
     mem: MemoryBreakdown,
-    fps: float,
+    speed: Throughput,
     flops: float,
     contract: str,
     price: float,
@@ -449,12 +642,18 @@ def _configs_for(
     min_h: int,
     preempt: float,
     window: int | None,
-    restart_h: float,
-    swap_h: float,
 ) -> Iterator[Config]:
-    """The configurations of one (GPU count, layout, region, offer): one per storage tier and
-    spare-node choice. ``window``: runs longer than it plus ten years are not built (None: all
-    are)."""
+    """The configurations of one (GPU count, layout, region, offer): one per storage tier,
+    checkpointing scheme and spare-node choice. ``window``: runs longer than it plus ten years
+    are not built (None: all are).
+
+    Failures (docs/cost-model.md): the checkpoint is sharded over the job's nodes
+    (:func:`planner.physics.storage.checkpoint_cost`: per-node tier bandwidth up to the
+    tier's aggregate; the scheme's stall, persist and reload); the interval is Daly's optimum
+    for the stall, no shorter than the time a snapshot needs to become durable; the downtime
+    is detection + (swap with a spare, else restart) + reload; expected failures per running
+    hour lambda / (1 - lambda L) (:func:`planner.physics.reliability.failures_per_running_hour`);
+    a configuration whose failures come faster than its work can be saved is never built."""
     fail = inst.spec.failure
     tiers = p.options.storage_tiers or tuple(r.storage)
     arch_name = archive_tier(r, inst.spec.storage.archive)
@@ -464,89 +663,116 @@ def _configs_for(
     mean_price = float(np.mean(inst.price[rname]))
     required = p.redundancy.spare_nodes
     spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
+    restart = reliability.RestartModel(fail.detect_hours, fail.restart_hours, fail.spare_swap_hours)
+    ck_gb = checkpoint_gb_of(inst, p, lay.precision)
+    schemes = p.options.checkpoint or (fail.checkpoint,)
+    nodes = layout.nodes_for(count, g.gpus_per_node)
+    compute_h = compute.hours_for(flops, speed.flops_per_s)
     for tier_name in tiers:
         if tier_name not in r.storage:
             continue
         tier = r.storage[tier_name]
-        ck_gb = checkpoint_gb_of(inst, p, lay.precision)
-        write_s = (
-            fail.checkpoint_write_s
-            if fail.checkpoint_write_s is not None
-            else storage.write_seconds(ck_gb, tier.write_gb_per_s)
+        io_bw = storage.sharded_bandwidth_gb_per_s(
+            nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
-        reload_h = ck_gb / tier.read_gb_per_s / 3600.0
-        for spare_nodes in spare_choices:
-            if spare_nodes > 0 and count < g.gpus_per_node:
-                continue
-            spare_gpus = spare_nodes * g.gpus_per_node
-            lam = reliability.job_failure_rate(count, inst.failures_per_gpu_hour[gname], preempt)
-            down = reliability.downtime_hours(spare_nodes, restart_h, swap_h, reload_h)
-            if ck_gb > 0 and lam > 0:
-                tau = reliability.daly_interval_s(write_s, 3600.0 / lam)
-                overhead = reliability.checkpoint_overhead(write_s, tau)
-                loss = reliability.loss_hours_per_failure(tau, write_s, down)
+        io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0
+        for scheme in schemes if ck_gb > 0 else schemes[:1]:
+            if ck_gb > 0:
+                ck = storage.checkpoint_cost(
+                    scheme,
+                    ck_gb * 1e9,
+                    max(1, int(count)),
+                    nodes,
+                    tier.write_gb_per_s,
+                    tier.read_gb_per_s,
+                    tier.aggregate_gb_per_s,
+                    g.host_gb_per_s,
+                    g.inter_node_gb_per_s,
+                    fail.checkpoint_write_s,
+                    fail.in_memory_replicas,
+                )
             else:
-                tau, overhead, loss = math.inf, 0.0, down
-            if not overhead < 1.0:
-                continue  # checkpoints take all the time: the phase never progresses
-            compute_h = compute.hours_for(flops, fps) / (1.0 - overhead)
-            io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
-            work_h = max(compute_h, io_h)
-            if not math.isfinite(work_h):
-                continue
-            hours = max(1, math.ceil(work_h - 1e-9))
-            if window is not None and hours > window + 10 * 24 * 365:
-                continue
-            rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
-            it_kw = energy.it_power_kw(
-                count,
-                spare_gpus,
-                g.board_power_w,
-                g.idle_power_w,
-                p.power_load,
-                g.gpus_per_node,
-                g.node_overhead_w,
-            )
-            kw = energy.facility_kw(it_kw, r.effective_pue)
-            state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
-            stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
-            one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
-            if p.data.home_region is not None:
-                one_time += p.data.size_gb * transfer_usd_per_gb(inst, p.data.home_region, rname)
-            one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
-            sla = r.sla
-            share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
-            mult = sla.credit_multiplier if sla else 0.0
-            yield Config(
-                phase=p.name,
-                index=-1,
-                gpu=gname,
-                region=rname,
-                contract=contract,
-                gpus=count,
-                spare_gpus=spare_gpus,
-                layout=lay,
-                tier=tier_name,
-                memory=mem,
-                flops_per_s=fps,
-                work_hours=work_h,
-                hours=hours,
-                rental_per_h=rental,
-                storage_per_h=stor_h,
-                facility_kw=kw,
-                failure_rate=lam,
-                loss_h=loss,
-                downtime_h=down,
-                checkpoint_interval_s=tau,
-                checkpoint_write_s=write_s if ck_gb > 0 else 0.0,
-                sla_share=share,
-                sla_multiplier=mult,
-                billing_hours=bill_h,
-                min_rental_hours=min_h,
-                one_time_usd=one_time,
-                archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
-                resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
-            )
+                ck = storage.CheckpointCost(scheme, 0.0, 0.0, 0.0)
+            for spare_nodes in spare_choices:
+                if spare_nodes > 0 and count < g.gpus_per_node:
+                    continue
+                spare_gpus = spare_nodes * g.gpus_per_node
+                lam = reliability.job_failure_rate(
+                    count, inst.failures_per_gpu_hour[gname], preempt
+                )
+                down = restart.downtime_h(ck.reload_s / 3600.0, spare_nodes)
+                if ck_gb > 0 and lam > 0:
+                    tau = reliability.checkpoint_interval_s(ck.stall_s, 3600.0 / lam, ck.lag_s)
+                    overhead = reliability.checkpoint_overhead(ck.stall_s, tau)
+                    loss = reliability.loss_hours_per_failure(tau, ck.stall_s, down, ck.lag_s)
+                else:
+                    tau, overhead, loss = math.inf, 0.0, down
+                failures = reliability.failures_per_running_hour(lam, loss)
+                if not overhead < 1.0 or not math.isfinite(failures):
+                    continue  # checkpoints or failures take all the time: no progress
+                work_h = max(compute_h / (1.0 - overhead), io_h)
+                if not math.isfinite(work_h):
+                    continue
+                hours = max(1, math.ceil(work_h - 1e-9))
+                if window is not None and hours > window + 10 * 24 * 365:
+                    continue
+                rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
+                it_kw = energy.it_power_kw(
+                    count,
+                    spare_gpus,
+                    g.board_power_w,
+                    g.idle_power_w,
+                    p.power_load,
+                    g.gpus_per_node,
+                    g.node_overhead_w,
+                )
+                kw = energy.facility_kw(it_kw, r.effective_pue)
+                state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
+                stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
+                one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
+                if p.data.home_region is not None:
+                    one_time += p.data.size_gb * transfer_usd_per_gb(
+                        inst, p.data.home_region, rname
+                    )
+                one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
+                sla = r.sla
+                share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
+                mult = sla.credit_multiplier if sla else 0.0
+                yield Config(
+                    phase=p.name,
+                    index=-1,
+                    gpu=gname,
+                    region=rname,
+                    contract=contract,
+                    gpus=count,
+                    spare_gpus=spare_gpus,
+                    layout=lay,
+                    tier=tier_name,
+                    memory=mem,
+                    throughput=speed,
+                    compute_hours=compute_h,
+                    work_hours=work_h,
+                    hours=hours,
+                    rental_per_h=rental,
+                    storage_per_h=stor_h,
+                    facility_kw=kw,
+                    job_failure_rate=lam,
+                    failure_rate=failures,
+                    loss_h=loss,
+                    downtime_h=down,
+                    checkpoint=ck.scheme,
+                    checkpoint_interval_s=tau,
+                    checkpoint_write_s=ck.stall_s,
+                    checkpoint_persist_s=ck.persist_s,
+                    checkpoint_reload_s=ck.reload_s,
+                    sla_share=share,
+                    sla_multiplier=mult,
+                    billing_hours=bill_h,
+                    min_rental_hours=min_h,
+                    one_time_usd=one_time,
+                    archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
+                    resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
+                )
 
 
 # ----------------------------------------------------------------------------- dominance
@@ -557,23 +783,30 @@ def _signature(c: Config) -> tuple[object, ...]:
     return (c.gpu, c.region, c.contract, c.billing_hours, c.min_rental_hours)
 
 
-def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weights) -> bool:
+def dominates(
+    inst: Instance, a: Config, b: Config, prices: tuple[float, float], w: Weights
+) -> bool:
     """a is never worse than b, whatever hours b would run in: a needs no more GPUs of the
     same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
     no more. With the cost model's split of an hour's cost (:func:`planner.costs.hourly_terms`,
-    full rental) that is: no more fixed cost per hour, no more cost per USD/MWh of price and
-    no more facility power (carbon), and no more one-time, archive and resume cost. When
-    ``a.hours < b.hours`` the hours b runs beyond a must cost >= 0, which holds when prices are
-    never negative and b's fixed cost is >= 0."""
+    full rental), ``fixed + per_mwh x price_t + per_gco2 x ci_t``, linear in the price: a's
+    hour costs no more than b's at every price in ``prices`` = (lowest, highest) price of the
+    region in the phase's window (the hours it may run) when it does at both ends; no more
+    facility power (carbon, ci >= 0); no more one-time, archive and resume cost. When
+    ``a.hours < b.hours`` the hours b runs beyond a must cost >= 0: b's hour cost at both
+    price ends is >= 0."""
     eps = 1e-12
     if a.total_gpus > b.total_gpus or a.hours > b.hours:
         return False
     ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
-    if a.hours < b.hours and not (nonneg_prices and tb.fixed >= 0):
+
+    def at(t: HourlyTerms, price: float) -> float:
+        return t.fixed + t.per_mwh * price
+
+    if a.hours < b.hours and not all(at(tb, pr) >= 0 for pr in prices):
         return False
     return (
-        ta.fixed <= tb.fixed + eps
-        and ta.per_mwh * 1000.0 <= tb.per_mwh * 1000.0 + eps
+        all(at(ta, pr) <= at(tb, pr) + eps * max(1.0, abs(at(tb, pr))) for pr in prices)
         and a.facility_kw <= b.facility_kw + eps
         and a.one_time_usd <= b.one_time_usd + eps
         and a.archive_per_h <= b.archive_per_h + eps
@@ -608,16 +841,18 @@ def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
         groups.setdefault(_signature(c), []).append(c)
     kept: list[Config] = []
     for group in groups.values():
-        nonneg = bool(np.all(inst.price[group[0].region] >= 0))
+        c0 = group[0]
+        window = inst.price[c0.region][inst.release[c0.phase] : inst.deadline[c0.phase]]
+        prices = (float(np.min(window)), float(np.max(window)))
         # identical (hours, gpus) with different layouts: keep the cheapest per hour first
         group.sort(
             key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h, c.facility_kw)
         )
         survivors: list[Config] = []
         for c in group:
-            if any(dominates(inst, s, c, nonneg, w) for s in survivors):
+            if any(dominates(inst, s, c, prices, w) for s in survivors):
                 continue
-            survivors = [s for s in survivors if not dominates(inst, c, s, nonneg, w)]
+            survivors = [s for s in survivors if not dominates(inst, c, s, prices, w)]
             survivors.append(c)
         kept.extend(survivors)
     return kept

@@ -110,7 +110,8 @@ def memory_finding(inst: Instance, inf: Infeasibility) -> Finding | None:
         "GB",
         f"{inf.phase}: needs {need.need_gb:.1f} GB per GPU at best ({need.setting} on "
         f"{need.gpu}) but {need.gpu} has {need.usable_gb:.1f} GB usable "
-        f"({inst.gpu(need.gpu).memory_gb:g} GB less {headroom:.0%} headroom): "
+        f"({inst.gpu(need.gpu).memory_gb:g} {inst.gpu(need.gpu).memory_unit} less "
+        f"{headroom:.0%} headroom): "
         f"{need.short_gb:.1f} GB short",
         gpu=need.gpu,
     )

@@ -8,12 +8,13 @@ under the same names, written from the document and not from this module.
 
 A configuration's rates per running hour come from :mod:`planner.configs`: rental
 ``rho = (gpus + spares) x (offer price + licence)``, facility power ``kW``, running storage,
-job failure rate ``lambda``, loss per failure ``L``, downtime ``D`` and the SLA share and
-multiplier. In hour t of region r with price ``p_t`` (USD/MWh) and carbon intensity ``ci_t``
-(gCO2/kWh):
+expected failures per running hour ``f = lambda / (1 - lambda L)`` (``Config.failure_rate``;
+``lambda`` the job's failure rate per wall hour), loss per failure ``L``, downtime ``D`` and
+the SLA share and multiplier. In hour t of region r with price ``p_t`` (USD/MWh) and carbon
+intensity ``ci_t`` (gCO2/kWh):
 
 - energy      ``E_t = kW p_t / 1000``
-- failure     ``F_t = lambda (L (rho + E_t) - share m D rho)``
+- failure     ``F_t = f (L (rho + E_t) - share m D rho)``
 - carbon      ``C_t = kW ci_t / 1e6`` tonnes, priced at ``carbon_usd_per_tonne``
 
 and the weighted cost of the hour (weights default to 1) splits into a part that does not
@@ -131,7 +132,7 @@ def energy_usd(c: Config, price: np.ndarray) -> np.ndarray:
 
 
 def failure_usd(c: Config, price: np.ndarray) -> np.ndarray:
-    """``F_t = lambda (L (rho + E_t) - share x m x D x rho)``: the work lost per failure is
+    """``F_t = f (L (rho + E_t) - share x m x D x rho)``: the work lost per failure is
     paid at the hour's full rate; the provider's SLA credit returns m times the downtime's
     rental for its share of failures (Young 1974, Daly 2006; docs/cost-model.md)."""
     return c.failure_rate * (
@@ -156,8 +157,8 @@ class HourlyTerms:
     """The weighted cost of one running hour t of a configuration is
     ``fixed + per_mwh x price_t + per_gco2 x ci_t``:
 
-    - ``fixed = rental(mode) + w_s storage + w_f lambda (L - share m D) rho``
-    - ``per_mwh = kW (w_e + w_f lambda L) / 1000``
+    - ``fixed = rental(mode) + w_s storage + w_f f (L - share m D) rho``
+    - ``per_mwh = kW (w_e + w_f f L) / 1000``
     - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``."""
 
     fixed: float
@@ -346,26 +347,63 @@ def porting_usd(inst: Instance, gpus: Iterable[str]) -> float:
 # ----------------------------------------------------------------------------- a plan
 
 
-def _info(inst: Instance, c: Config, n: int) -> dict[str, object]:
-    """Derived figures of a plan entry, for people (the checker does not trust them)."""
+def _finite(x: float, digits: int = 6) -> float | None:
+    return None if math.isinf(x) else round(x, digits)
+
+
+def _info(inst: Instance, c: Config, n: int, failure_usd: float) -> dict[str, object]:
+    """Derived figures of a plan entry, for people; the checker recomputes them and reports
+    those that differ (docs/cost-model.md, "What a plan entry states").
+
+    Failures over the entry's n running hours: ``expected_failures = f n`` with f the expected
+    failures per running hour, ``lost_hours = f n L`` (work redone and downtime, wall hours
+    beyond the n), in GPU-hours (working and spare GPUs held), facility kWh and dollars (the
+    phase's failure cost); ``effective_training_time = (1 - overhead)(1 - lambda L)``."""
     p = inst.phase(c.phase)
     lay = c.layout
+    th = c.throughput
+    mem = c.memory
+    lost_h = c.failure_rate * n * c.loss_h
+    overhead = c.checkpoint_overhead
     return {
         "config": c.label,
         "dp": lay.dp,
-        "memory_gb": round(c.memory.total_gb, 3),
-        "model_states_gb": round(c.memory.model_states_gb, 3),
-        "activations_gb": round(c.memory.activations_gb, 3),
-        "memory_capacity_gb": round(c.memory.capacity_gb, 3),
-        "work_hours": round(c.work_hours, 4),
-        "facility_kw": round(c.facility_kw, 4),
-        "checkpoint_gb": round(checkpoint_gb_of(inst, p, lay.precision), 3),
-        "checkpoint_interval_s": (
-            None if math.isinf(c.checkpoint_interval_s) else round(c.checkpoint_interval_s, 1)
-        ),
-        "expected_failures": round(c.failure_rate * n, 4),
-        "failure_rate_per_h": c.failure_rate,
+        "memory_gb": round(mem.total_gb, 3),
+        "model_states_gb": round(mem.model_states_gb, 3),
+        "activations_gb": round(mem.activations_gb, 3),
+        "gather_gb": round(mem.gather_gb, 3),
+        "cpu_offload_gb": round(mem.cpu_gb, 3),
+        "memory_capacity_gb": round(mem.capacity_gb, 3),
+        "memory_convention": inst.spec.memory.convention,
+        "flops_convention": p.work.flops_convention,
         "tflops_per_gpu": round(c.flops_per_s / max(c.gpus, 1e-9) / 1e12, 2),
+        "scaling": {
+            "kind": th.scaling.kind,
+            "reference_gpus": th.scaling.reference_gpus,
+            "efficiency": round(th.eff_scale, 6),
+            "detail": th.scaling.detail,
+        },
+        "layout_efficiency": round(th.eff_layout, 6),
+        "recompute_factor": round(th.recompute, 6),
+        "compute_hours": round(c.compute_hours, 6),
+        "work_hours": round(c.work_hours, 6),
+        "facility_kw": round(c.facility_kw, 4),
+        "checkpoint": c.checkpoint,
+        "checkpoint_gb": round(checkpoint_gb_of(inst, p, lay.precision), 3),
+        "checkpoint_stall_s": round(c.checkpoint_write_s, 6),
+        "checkpoint_persist_s": round(c.checkpoint_persist_s, 6),
+        "checkpoint_reload_s": round(c.checkpoint_reload_s, 6),
+        "checkpoint_interval_s": _finite(c.checkpoint_interval_s, 1),
+        "checkpoint_hours": round(c.compute_hours * overhead / (1.0 - overhead), 6),
+        "failure_rate_per_h": c.job_failure_rate,
+        "downtime_h": round(c.downtime_h, 6),
+        "loss_per_failure_h": round(c.loss_h, 6),
+        "expected_failures": round(c.failure_rate * n, 6),
+        "lost_hours": round(lost_h, 6),
+        "lost_gpu_hours": round(lost_h * c.total_gpus, 4),
+        "lost_kwh": round(lost_h * c.facility_kw, 4),
+        "lost_usd": round(failure_usd, 6),
+        "effective_training_time": round(c.effective_training_time, 6),
         "kind": p.kind,
         "preemptible": p.preemptible,
     }
@@ -394,7 +432,7 @@ def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
                 **c.plan_fields(),  # type: ignore[arg-type]
                 hours=tuple(sorted(hours)),
                 costs={k: round(v, 6) for k, v in pc.costs.items()},
-                info=_info(inst, c, len(hours)),
+                info=_info(inst, c, len(hours), pc.costs["failure"]),
             )
         )
     totals["rental"] += pool_rental(inst, schedule.reserved)

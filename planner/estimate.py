@@ -2,24 +2,26 @@
 
 Two entry points, both used by ``trainplan estimate``:
 
-- :func:`estimate` takes a model, a token budget, a GPU (catalog name or explicit figures)
-  and any number of GPU counts, precisions, ZeRO stages and recomputation choices, and returns
-  one :class:`EstimateRow` per combination: memory per GPU, time, GPU-hours, energy, checkpoint
-  interval, expected failures and cost. The flags become a one-phase instance
-  (:func:`one_phase_instance`) whose configurations the planner's own configuration space
-  builds and whose costs the cost model computes, so an estimate and a plan cannot disagree
-  (docs/cost-model.md, "Per configuration"):
+- :func:`estimate` takes a model (a preset, a size, or an architecture), a token budget (or
+  none: memory only), a GPU (catalog name or explicit figures) and any number of GPU counts,
+  precisions, ZeRO stages and recomputation choices, and returns one :class:`EstimateRow` per
+  combination: memory per GPU, time, GPU-hours, energy, checkpoints, failures in hours,
+  GPU-hours, kWh and dollars, the effective training time, and cost. The flags become a
+  one-phase instance (:func:`one_phase_instance`) whose configurations the planner's own
+  configuration space builds and whose costs the cost model computes, so an estimate and a
+  plan cannot disagree (docs/cost-model.md, "Per configuration"):
 
-  - work ``W = 6 P D + 6 L s h D`` (Kaplan et al. 2020);
-  - sustained FLOP/s ``= gpus x peak x 1e12 x mfu x R(recompute) x eff_scale x eff_layout``;
-  - checkpoint ``(w + K) P`` bytes written in ``delta = ck / write bandwidth`` seconds;
-    job failure rate ``lambda = gpus / MTBF_gpu`` (or ``1 / MTBF_job``); Daly interval ``tau``;
-    overhead ``delta / (tau + delta)``;
-  - ``hours = W / FLOP/s / 3600 / (1 - overhead)`` (wall-clock, not rounded up);
-  - facility kW ``= [gpus (idle + (board - idle) load) + nodes x node overhead] / 1000 x PUE``;
-  - costs: rental ``gpus x USD/GPU-h x hours``; energy ``kW x hours x USD/MWh / 1000``;
-    failure ``lambda x hours x L x (rental/h + energy/h)`` with ``L = (tau + delta)/2 + D``,
-    downtime ``D`` = restart hours + checkpoint reload (size / read bandwidth).
+  - work ``W = tokens x FLOPs per token`` under the FLOPs convention (6N by default, N the
+    active parameters);
+  - sustained FLOP/s ``= gpus x peak x MFU x R x eff_scale x eff_layout``, the MFU valid at
+    its reference scale (``reference_gpus``; none: the GPUs estimated, eff_scale 1);
+  - ``hours = W / FLOP/s / 3600``: the hours of the work at that MFU, so ``gpu_hours`` is what
+    a published GPU-hours figure and its MFU relate; ``work_hours`` adds the checkpoint stalls,
+    ``wall_hours`` the expected failure losses (``lost_hours``);
+  - sharded checkpoints (per-node bandwidth up to the tier's aggregate), the scheme's stall,
+    Daly's interval, detection + restart + reload per failure, failures per running hour
+    ``lambda / (1 - lambda L)``;
+  - costs at the given electricity price for the work hours: rental, energy, failures.
 
 - :func:`phase_estimates` ranks the feasible configurations of one phase of an instance
   (from :mod:`planner.configs`) by what the phase would cost if run at its region's mean
@@ -35,8 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from planner.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
-from planner.configs import Config, build_config_space, enumerate_phase
+from planner.configs import Config, Layout, build_config_space, enumerate_phase, kv_heads
 from planner.costs import mean_price_costs
 from planner.instance.errors import InstanceError
 from planner.instance.model import Instance
@@ -45,13 +49,23 @@ from planner.instance.schema import (
     FailureModel,
     GpuType,
     MemoryPolicy,
+    ModelSpec,
     Phase,
     Scaling,
     StorageTier,
 )
-from planner.physics import energy, reliability
-from planner.physics.memory import OPTIMIZER_K_MIXED, MemoryBreakdown
-from planner.physics.transformer import ModelDims, dims
+from planner.physics import compute, energy
+from planner.physics.architecture import FLOPS_CONVENTIONS
+from planner.physics.memory import (
+    MEMORY_CONVENTIONS,
+    OFFLOAD_CHOICES,
+    OPTIMIZER_K_MIXED,
+    MemoryBreakdown,
+)
+from planner.physics.presets import PresetError, resolve_preset
+from planner.physics.reliability import FAILURE_PRESETS
+from planner.physics.storage import CHECKPOINT_SCHEMES
+from planner.physics.transformer import ModelDims, active_params, dims
 from planner.workload import checkpoint_gb_of, work_flops
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8")
@@ -62,8 +76,9 @@ MtbfScope = Literal["gpu", "job"]
 _MEMORY = MemoryPolicy()
 _FAILURE = FailureModel()
 _TIER = StorageTier(usd_per_gb_month=0.0)
+_SCALING = Scaling()
 
-#: Write bandwidth of the schema's default ("hot") storage tier, GB/s.
+#: Write bandwidth per node of the schema's default ("hot") storage tier, GB/s.
 DEFAULT_WRITE_GB_PER_S = 5.0
 #: Facility PUE when none is given: air cooling, Uptime Institute 2023 survey average.
 DEFAULT_PUE = 1.58
@@ -202,37 +217,56 @@ def gpu_spec(
 class EstimateInput:
     """One job to estimate. ``gpus``, ``precision``, ``zero`` and ``recompute`` may hold several
     values: :func:`estimate` returns one row per combination. Empty ``gpus`` means one node;
-    empty ``precision`` the first of bf16, fp16, fp32 the GPU supports."""
+    empty ``precision`` the first of bf16, fp16, fp32 the GPU supports. ``tokens`` None: a
+    memory-only estimate (no time, energy, failure or cost figures). ``model`` names a preset
+    (planner/data/models.yaml) whose fields the other model figures override."""
 
-    tokens: float
+    tokens: float | None
     gpu: GpuSpec
     params: float | None = None
+    model: str | None = None
     gpus: tuple[int, ...] = ()
     precision: tuple[str, ...] = ()
     zero: tuple[int, ...] = (1,)
     recompute: tuple[str, ...] = ("none",)
-    seq_len: int = 2048
+    seq_len: int | None = None
     layers: int | None = None
     hidden: int | None = None
     heads: int | None = None
-    vocab: int = 32000
+    vocab: int | None = None
     optimizer: str = "adamw"
     flash_attention: bool = True
     micro_batch: int = 1
     tp: int = 1
     pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sequence_parallel: bool = True
+    microbatches: int = compute.PIPELINE_MICROBATCHES
+    interleave: int = 1
+    offload: str = "none"
     mfu: float = 0.4
+    flops_convention: str = "6nd"
+    scaling: str = _SCALING.kind
+    per_doubling: float = _SCALING.per_doubling
+    reference_gpus: float | None = None
+    overlap: float = _SCALING.overlap
+    mfu_layout: str = _SCALING.layout
     power_load: float = 0.9
-    per_doubling: float = Scaling().per_doubling
     pue: float = DEFAULT_PUE
     price_usd_per_mwh: float = DEFAULT_PRICE_USD_PER_MWH
     carbon_g_per_kwh: float | None = None
     mtbf_hours: float | None = None
     mtbf_scope: MtbfScope = "gpu"
+    failure_preset: str | None = None
+    checkpoint: str = _FAILURE.checkpoint
     checkpoint_write_s: float | None = None
     write_gb_per_s: float = DEFAULT_WRITE_GB_PER_S
     read_gb_per_s: float = _TIER.read_gb_per_s
+    aggregate_gb_per_s: float | None = None
+    detect_hours: float = _FAILURE.detect_hours
     restart_hours: float = _FAILURE.restart_hours
+    memory_convention: str = _MEMORY.convention
     buffer_gb: float = _MEMORY.buffer_gb
     fragmentation: float = _MEMORY.fragmentation
     headroom: float = _MEMORY.headroom
@@ -252,73 +286,99 @@ class Costs:
 
 
 @dataclass(frozen=True)
+class RunFigures:
+    """What a run of the estimate's tokens takes (hours are wall-clock, not rounded up):
+    ``hours`` of work at the MFU, ``work_hours`` with checkpoint stalls, ``wall_hours`` with
+    the expected failure losses; failures in hours, GPU-hours, kWh and dollars."""
+
+    flops: float
+    hours: float
+    work_hours: float
+    wall_hours: float
+    expected_failures: float
+    lost_hours: float
+    lost_gpu_hours: float
+    lost_kwh: float
+    costs: Costs
+    emissions_t: float | None
+
+
+@dataclass(frozen=True)
 class EstimateRow:
-    """One configuration of an estimate. Memory in GB (10^9 bytes), time in hours."""
+    """One configuration of an estimate. Memory in GB (10^9 bytes), time in hours. ``run``
+    is None for a memory-only estimate."""
 
     gpu: str
     gpus: int
-    precision: str
-    zero: int
-    recompute: str
-    tp: int
-    pp: int
-    dp: int
+    layout: Layout
     micro_batch: int
     model: ModelDims
-    tokens: float
+    tokens: float | None
     memory: MemoryBreakdown
-    flops: float
-    flops_per_s: float
-    hours: float
-    facility_kw: float
+    config: Config
+    flops_convention: str
+    memory_convention: str
     checkpoint_gb: float
-    checkpoint_write_s: float
-    checkpoint_interval_s: float
-    checkpoint_overhead: float
-    failure_rate_per_h: float
-    loss_h_per_failure: float
     usd_per_gpu_hour: float | None
-    costs: Costs
-    emissions_t: float | None = None
+    run: RunFigures | None
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def gpu_hours(self) -> float:
-        return self.hours * self.gpus
+    def precision(self) -> str:
+        return self.layout.precision
 
     @property
-    def energy_kwh(self) -> float:
-        return self.facility_kw * self.hours
+    def zero(self) -> int:
+        return self.layout.zero
 
     @property
-    def expected_failures(self) -> float:
-        return self.failure_rate_per_h * self.hours
+    def recompute(self) -> str:
+        return self.layout.recompute
 
     @property
-    def tokens_per_kwh(self) -> float:
-        return energy.tokens_per_kwh(self.tokens, self.energy_kwh)
+    def flops_per_s(self) -> float:
+        return self.config.flops_per_s
+
+    @property
+    def hours(self) -> float | None:
+        return None if self.run is None else self.run.hours
+
+    @property
+    def gpu_hours(self) -> float | None:
+        return None if self.run is None else self.run.hours * self.gpus
+
+    @property
+    def energy_kwh(self) -> float | None:
+        return None if self.run is None else self.config.facility_kw * self.run.work_hours
+
+    @property
+    def tokens_per_kwh(self) -> float | None:
+        kwh = self.energy_kwh
+        return (
+            None if kwh is None or self.tokens is None else energy.tokens_per_kwh(self.tokens, kwh)
+        )
 
     @property
     def label(self) -> str:
+        lay = self.layout
+        extras = lay.extras()
         return (
-            f"{self.gpus} x {self.gpu} {self.precision} ZeRO-{self.zero} "
-            f"recompute={self.recompute} tp{self.tp} pp{self.pp}"
+            f"{self.gpus} x {self.gpu} {lay.precision} ZeRO-{lay.zero} "
+            f"recompute={lay.recompute} tp{lay.tp} pp{lay.pp}" + (f" {extras}" if extras else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready; infinities (no failures: no checkpoint interval) become null."""
-        m, mem = self.model, self.memory
-        return {
+        """JSON-ready; infinities (no failures: no checkpoint interval) become null, and so
+        do the run's figures of a memory-only estimate."""
+        m, mem, c, run = self.model, self.memory, self.config, self.run
+        th = c.throughput
+        out: dict[str, Any] = {
             "gpu": self.gpu,
             "gpus": self.gpus,
-            "precision": self.precision,
-            "zero": self.zero,
-            "recompute": self.recompute,
-            "tp": self.tp,
-            "pp": self.pp,
-            "dp": self.dp,
+            **{k: v for k, v in asdict(self.layout).items()},
             "micro_batch": self.micro_batch,
             "params": m.params,
+            "active_params": active_params(m),
             "layers": m.layers,
             "hidden": m.hidden,
             "heads": m.heads,
@@ -326,30 +386,76 @@ class EstimateRow:
             "architecture_inferred": m.inferred,
             "tokens": self.tokens,
             **mem.to_dict(),
-            "flops": self.flops,
+            "memory_convention": self.memory_convention,
+            "flops_convention": self.flops_convention,
             "flops_per_s": self.flops_per_s,
-            "hours": self.hours,
-            "gpu_hours": self.gpu_hours,
-            "facility_kw": self.facility_kw,
-            "energy_kwh": self.energy_kwh,
-            "tokens_per_kwh": _finite(self.tokens_per_kwh),
-            "emissions_t": self.emissions_t,
-            "checkpoint_gb": self.checkpoint_gb,
-            "checkpoint_write_s": self.checkpoint_write_s,
-            "checkpoint_interval_s": _finite(self.checkpoint_interval_s),
-            "checkpoint_overhead": self.checkpoint_overhead,
-            "failure_rate_per_h": self.failure_rate_per_h,
-            "expected_failures": self.expected_failures,
-            "loss_h_per_failure": self.loss_h_per_failure,
-            "usd_per_gpu_hour": self.usd_per_gpu_hour,
-            "cost_usd": {
-                "rental": self.costs.rental,
-                "energy": self.costs.energy,
-                "failure": self.costs.failure,
-                "total": self.costs.total,
+            "scaling": {
+                "kind": th.scaling.kind,
+                "reference_gpus": th.scaling.reference_gpus,
+                "efficiency": th.eff_scale,
+                "detail": th.scaling.detail,
             },
+            "layout_efficiency": th.eff_layout,
+            "recompute_factor": th.recompute,
+            "facility_kw": c.facility_kw,
+            "checkpoint": c.checkpoint,
+            "checkpoint_gb": self.checkpoint_gb,
+            "checkpoint_write_s": c.checkpoint_write_s,
+            "checkpoint_persist_s": c.checkpoint_persist_s,
+            "checkpoint_reload_s": c.checkpoint_reload_s,
+            "checkpoint_interval_s": _finite(c.checkpoint_interval_s),
+            "checkpoint_overhead": c.checkpoint_overhead,
+            "failure_rate_per_h": c.job_failure_rate,
+            "failures_per_running_hour": c.failure_rate,
+            "downtime_h": c.downtime_h,
+            "loss_h_per_failure": c.loss_h,
+            "effective_training_time": c.effective_training_time,
+            "usd_per_gpu_hour": self.usd_per_gpu_hour,
             "notes": list(self.notes),
         }
+        keys = (
+            "flops",
+            "hours",
+            "gpu_hours",
+            "work_hours",
+            "wall_hours",
+            "wall_gpu_hours",
+            "checkpoint_hours",
+            "energy_kwh",
+            "tokens_per_kwh",
+            "emissions_t",
+            "expected_failures",
+            "lost_hours",
+            "lost_gpu_hours",
+            "lost_kwh",
+        )
+        if run is None:
+            out.update(dict.fromkeys(keys))
+            out["cost_usd"] = None
+            return out
+        out.update(
+            flops=run.flops,
+            hours=run.hours,
+            gpu_hours=self.gpu_hours,
+            work_hours=run.work_hours,
+            wall_hours=run.wall_hours,
+            wall_gpu_hours=run.wall_hours * self.gpus,
+            checkpoint_hours=run.work_hours - run.hours,
+            energy_kwh=self.energy_kwh,
+            tokens_per_kwh=_finite(self.tokens_per_kwh or math.inf),
+            emissions_t=run.emissions_t,
+            expected_failures=run.expected_failures,
+            lost_hours=run.lost_hours,
+            lost_gpu_hours=run.lost_gpu_hours,
+            lost_kwh=run.lost_kwh,
+            cost_usd={
+                "rental": run.costs.rental,
+                "energy": run.costs.energy,
+                "failure": run.costs.failure,
+                "total": run.costs.total,
+            },
+        )
+        return out
 
 
 def _finite(x: float) -> float | None:
@@ -365,12 +471,18 @@ def _check(inp: EstimateInput) -> None:
         if v is not None and v < 1:
             raise EstimateError(f"{flag}: expected a whole number of at least 1, got {v}")
 
+    def one_of(flag: str, v: str, choices: tuple[str, ...]) -> None:
+        if v not in choices:
+            raise EstimateError(f"{flag}: expected one of {', '.join(choices)}, got {v!r}")
+
     positive("--tokens", inp.tokens)
     positive("--params", inp.params)
     positive("--mtbf-hours", inp.mtbf_hours)
     positive("--checkpoint-write-s", inp.checkpoint_write_s)
     positive("--write-gb-per-s", inp.write_gb_per_s)
     positive("--read-gb-per-s", inp.read_gb_per_s)
+    positive("--aggregate-gb-per-s", inp.aggregate_gb_per_s)
+    positive("--reference-gpus", inp.reference_gpus)
     for flag, iv in (
         ("--seq-len", inp.seq_len),
         ("--layers", inp.layers),
@@ -380,6 +492,10 @@ def _check(inp: EstimateInput) -> None:
         ("--micro-batch", inp.micro_batch),
         ("--tp", inp.tp),
         ("--pp", inp.pp),
+        ("--cp", inp.cp),
+        ("--ep", inp.ep),
+        ("--microbatches", inp.microbatches),
+        ("--interleave", inp.interleave),
     ):
         at_least_one(flag, iv)
     for g in inp.gpus:
@@ -387,6 +503,12 @@ def _check(inp: EstimateInput) -> None:
             raise EstimateError(f"--gpus: expected a whole number of at least 1, got {g}")
     if not (math.isfinite(inp.mfu) and 0 < inp.mfu <= 1):
         raise EstimateError(f"--mfu: expected a model FLOPs utilisation in (0, 1], got {inp.mfu:g}")
+    if not (math.isfinite(inp.per_doubling) and 0 < inp.per_doubling <= 1):
+        raise EstimateError(
+            f"--per-doubling: expected a factor in (0, 1], got {inp.per_doubling:g}"
+        )
+    if not (math.isfinite(inp.overlap) and 0 <= inp.overlap <= 1):
+        raise EstimateError(f"--overlap: expected a fraction in [0, 1], got {inp.overlap:g}")
     if not (math.isfinite(inp.power_load) and 0 <= inp.power_load <= 1):
         raise EstimateError(f"--power-load: expected a fraction in [0, 1], got {inp.power_load:g}")
     if not (math.isfinite(inp.pue) and 1 <= inp.pue <= 5):
@@ -401,14 +523,28 @@ def _check(inp: EstimateInput) -> None:
         raise EstimateError(
             f"--carbon-g-per-kwh: expected a non-negative number, got {inp.carbon_g_per_kwh:g}"
         )
-    if not (0 <= inp.restart_hours < math.inf):
-        raise EstimateError(
-            f"--restart-hours: expected a non-negative number, got {inp.restart_hours:g}"
-        )
+    for flag, hv in (("--restart-hours", inp.restart_hours), ("--detect-hours", inp.detect_hours)):
+        if not (0 <= hv < math.inf):
+            raise EstimateError(f"{flag}: expected a non-negative number, got {hv:g}")
     if inp.mtbf_scope not in ("gpu", "job"):
         raise EstimateError(f"--mtbf-scope: expected 'gpu' or 'job', got {inp.mtbf_scope!r}")
-    if inp.params is None and (inp.layers is None or inp.hidden is None):
-        raise EstimateError("give --params, or --layers and --hidden")
+    one_of("--flops-convention", inp.flops_convention, FLOPS_CONVENTIONS)
+    one_of("--scaling", inp.scaling, compute.SCALING_KINDS)
+    one_of("--mfu-layout", inp.mfu_layout, ("modeled", "in_mfu"))
+    one_of("--memory-convention", inp.memory_convention, MEMORY_CONVENTIONS)
+    one_of("--checkpoint", inp.checkpoint, CHECKPOINT_SCHEMES)
+    one_of("--offload", inp.offload, OFFLOAD_CHOICES)
+    if inp.failure_preset is not None:
+        one_of("--failure-preset", inp.failure_preset, tuple(FAILURE_PRESETS))
+        if inp.mtbf_hours is not None:
+            raise EstimateError("--failure-preset: give a preset or --mtbf-hours, not both")
+    if inp.model is not None:
+        try:
+            resolve_preset(inp.model)
+        except PresetError as e:
+            raise EstimateError(f"--model: {e}") from None
+    elif inp.params is None and (inp.layers is None or inp.hidden is None):
+        raise EstimateError("give --model NAME (a preset), --params, or --layers and --hidden")
     if inp.hidden is not None and inp.heads is not None and inp.hidden % inp.heads:
         raise EstimateError(f"--heads: {inp.heads} does not divide --hidden {inp.hidden}")
     if inp.optimizer not in OPTIMIZER_K_MIXED:
@@ -431,18 +567,42 @@ def _check(inp: EstimateInput) -> None:
         )
 
 
+def _model_fields(inp: EstimateInput) -> dict[str, Any]:
+    """The instance's model: the preset (if any) with the given figures over it."""
+    given = {
+        "params": inp.params,
+        "layers": inp.layers,
+        "hidden": inp.hidden,
+        "heads": inp.heads,
+        "seq_len": inp.seq_len,
+        "vocab": inp.vocab,
+        "optimizer": inp.optimizer,
+        "flash_attention": inp.flash_attention,
+    }
+    fields = {k: v for k, v in given.items() if v is not None}
+    if inp.model is not None:
+        fields["preset"] = inp.model
+    return fields
+
+
 def model_of(inp: EstimateInput) -> ModelDims:
-    """Complete the model: P from the architecture, or the architecture inferred from P
-    (Narayanan et al. 2021 eq. 2; GPT-3 aspect ratio h = 128 L, head size 128)."""
+    """Complete the model: a preset's exact architecture, P from the architecture, or the
+    architecture inferred from P (GPT-3 aspect ratio h = 128 L, head size 128, heads a
+    multiple of 8)."""
+    try:
+        spec = ModelSpec.model_validate(_model_fields(inp))
+    except ValidationError as e:
+        raise EstimateError("; ".join(str(x["msg"]) for x in e.errors())) from None
     return dims(
-        inp.params,
-        inp.layers,
-        inp.hidden,
-        inp.heads,
-        inp.seq_len,
-        inp.vocab,
-        inp.optimizer,
-        inp.flash_attention,
+        spec.params,
+        spec.layers,
+        spec.hidden,
+        spec.heads,
+        spec.seq_len,
+        spec.vocab,
+        spec.optimizer,
+        spec.flash_attention,
+        arch=spec.architecture() if spec.uses_full_architecture else None,
     )
 
 
@@ -453,70 +613,71 @@ def _default_precision(g: GpuType) -> str:
     return next(p for p, v in g.peak_tflops.items() if v)
 
 
+#: Tokens of the nominal run behind a memory-only estimate (its time figures are dropped).
+_NOMINAL_TOKENS = 1e9
+
+
 def one_phase_instance(inp: EstimateInput, gpus: int, precisions: tuple[str, ...]) -> Instance:
     """The estimate as an instance: one region (constant price and carbon intensity, the
     given PUE, capacity for the GPUs), one GPU type (with the failure rate the flags give),
-    one storage tier with the given bandwidths, and one training phase whose options are the
-    flags' (``gpus`` GPUs, the precisions, ZeRO stages and recomputations, tp and pp), on
-    demand at the GPU's price (0 when unknown). Its configurations are the estimate's rows,
-    built by the planner's own configuration space (:func:`planner.configs.enumerate_phase`)."""
+    one storage tier with the given per-node and aggregate bandwidths, and one training phase
+    whose options are the flags' (``gpus`` GPUs, the precisions, ZeRO stages and
+    recomputations, the layout, the checkpointing scheme), on demand at the GPU's price (0
+    when unknown). Its configurations are the estimate's rows, built by the planner's own
+    configuration space (:func:`planner.configs.enumerate_phase`)."""
     g = inp.gpu.gpu
-    if inp.mtbf_hours is None:
-        per_gpu = FailureModel().failures_per_gpu_hour
+    gpu = {k: v for k, v in g.model_dump().items() if v is not None}
+    for k in ("failures_per_gpu_hour", "failures_per_1000_node_days", "failure_preset"):
+        gpu.pop(k, None)
+    if inp.failure_preset is not None:
+        gpu["failure_preset"] = inp.failure_preset
+    elif inp.mtbf_hours is None:
+        gpu["failures_per_gpu_hour"] = FailureModel().failures_per_gpu_hour
     elif inp.mtbf_scope == "gpu":
-        per_gpu = 1.0 / inp.mtbf_hours
+        gpu["failures_per_gpu_hour"] = 1.0 / inp.mtbf_hours
     else:
-        per_gpu = 1.0 / inp.mtbf_hours / gpus
-    gpu = {
-        **{k: v for k, v in g.model_dump().items() if v is not None},
-        "failures_per_gpu_hour": per_gpu,
+        gpu["failures_per_gpu_hour"] = 1.0 / inp.mtbf_hours / gpus
+    tier: dict[str, Any] = {
+        "usd_per_gb_month": 0.0,
+        "write_gb_per_s": inp.write_gb_per_s,
+        "read_gb_per_s": inp.read_gb_per_s,
     }
-    gpu.pop("failures_per_1000_node_days", None)
+    if inp.aggregate_gb_per_s is not None:
+        tier["aggregate_gb_per_s"] = inp.aggregate_gb_per_s
     region: dict[str, Any] = {
         "timezone": "UTC",
         "pue": inp.pue,
         "electricity": {"constant": inp.price_usd_per_mwh},
         "capacity": {GPU_KEY: gpus},
         "offers": {GPU_KEY: {"on_demand": {"usd_per_gpu_hour": inp.gpu.usd_per_gpu_hour or 0.0}}},
-        "storage": {
-            "checkpoints": {
-                "usd_per_gb_month": 0.0,
-                "write_gb_per_s": inp.write_gb_per_s,
-                "read_gb_per_s": inp.read_gb_per_s,
-            }
-        },
+        "storage": {"checkpoints": tier},
     }
     if inp.carbon_g_per_kwh is not None:
         region["carbon_intensity"] = {"constant": inp.carbon_g_per_kwh}
-    model = {
-        k: v
-        for k, v in {
-            "params": inp.params,
-            "layers": inp.layers,
-            "hidden": inp.hidden,
-            "heads": inp.heads,
-            "seq_len": inp.seq_len,
-            "vocab": inp.vocab,
-            "optimizer": inp.optimizer,
-            "flash_attention": inp.flash_attention,
-        }.items()
-        if v is not None
+    scaling: dict[str, Any] = {
+        "kind": inp.scaling,
+        "per_doubling": inp.per_doubling,
+        "overlap": inp.overlap,
+        "layout": inp.mfu_layout,
     }
+    if inp.reference_gpus is not None:
+        scaling["reference_gpus"] = inp.reference_gpus
+    failure: dict[str, Any] = {
+        "restart_hours": inp.restart_hours,
+        "detect_hours": inp.detect_hours,
+        "checkpoint": inp.checkpoint,
+    }
+    if inp.checkpoint_write_s is not None:
+        failure["checkpoint_write_s"] = inp.checkpoint_write_s
     doc = {
         "name": "estimate",
         "horizon": {"start": "2026-01-05T00:00:00Z", "hours": 1},
         "gpu_types": {GPU_KEY: gpu},
         "regions": {REGION_KEY: region},
-        "models": {"model": model},
-        "failure": {
-            "restart_hours": inp.restart_hours,
-            **(
-                {"checkpoint_write_s": inp.checkpoint_write_s}
-                if inp.checkpoint_write_s is not None
-                else {}
-            ),
-        },
+        "models": {"model": _model_fields(inp)},
+        "failure": failure,
         "memory": {
+            "convention": inp.memory_convention,
             "buffer_gb": inp.buffer_gb,
             "fragmentation": inp.fragmentation,
             "headroom": inp.headroom,
@@ -525,16 +686,25 @@ def one_phase_instance(inp: EstimateInput, gpus: int, precisions: tuple[str, ...
             {
                 "name": PHASE_KEY,
                 "model": "model",
-                "work": {"tokens": inp.tokens},
+                "work": {
+                    "tokens": inp.tokens if inp.tokens is not None else _NOMINAL_TOKENS,
+                    "flops_convention": inp.flops_convention,
+                },
                 "mfu": inp.mfu,
                 "power_load": inp.power_load,
-                "scaling": {"per_doubling": inp.per_doubling},
+                "scaling": scaling,
                 "options": {
                     "precision": list(precisions),
                     "zero": list(inp.zero),
                     "recompute": list(inp.recompute),
                     "tensor_parallel": [inp.tp],
                     "pipeline_parallel": [inp.pp],
+                    "context_parallel": [inp.cp],
+                    "expert_parallel": [inp.ep],
+                    "sequence_parallel": [inp.sequence_parallel],
+                    "microbatches": [inp.microbatches],
+                    "interleave": [inp.interleave],
+                    "offload": [inp.offload],
                     "gpu_counts": [gpus],
                     "max_gpus": max(gpus, 1),
                     "micro_batch": inp.micro_batch,
@@ -559,18 +729,20 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     order. Rows that do not fit in memory are returned too, with ``memory.fits`` False.
     Every figure is the planner's own: each row is a configuration of
     :func:`one_phase_instance`, costed by :func:`planner.costs.mean_price_costs` for its
-    wall-clock hours (not rounded up to whole billed hours). Raises :class:`EstimateError`
-    for input no configuration can be built from."""
+    wall-clock work hours (not rounded up to whole billed hours). Raises
+    :class:`EstimateError` for input no configuration can be built from."""
     _check(inp)
     g = inp.gpu.gpu
     m = model_of(inp)
     gpus_list = inp.gpus or (g.gpus_per_node,)
     precisions = inp.precision or (_default_precision(g),)
-    tp, pp = inp.tp, inp.pp
+    tp, pp, cp = inp.tp, inp.pp, inp.cp
     for n in gpus_list:
-        if n % (tp * pp):
+        if n % (tp * cp * pp):
             raise EstimateError(
                 f"--gpus: {n} GPUs is not a multiple of tp x pp = {tp} x {pp} = {tp * pp}"
+                if cp == 1
+                else f"--gpus: {n} GPUs is not a multiple of tp x cp x pp = {tp * cp * pp}"
             )
     hint = " (inferred from --params; pass --layers/--hidden/--heads)" if m.inferred else ""
     if tp > g.gpus_per_node:
@@ -580,8 +752,12 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
         )
     if m.heads % tp:
         raise EstimateError(f"--tp: {tp} does not divide the {m.heads} attention heads{hint}")
-    if m.layers % pp:
-        raise EstimateError(f"--pp: {pp} does not divide the {m.layers} layers{hint}")
+    if kv_heads(m) % tp:
+        raise EstimateError(f"--tp: {tp} does not divide the {kv_heads(m)} key/value heads")
+    if pp > m.layers:
+        raise EstimateError(f"--pp: {pp} exceeds the {m.layers} layers{hint}")
+    if inp.ep > 1 and (m.arch is None or m.arch.moe is None):
+        raise EstimateError("--ep: expert parallelism needs a mixture-of-experts model (--model)")
     for prec in precisions:
         if not g.peak_tflops.get(prec):  # type: ignore[call-overload]
             have = [p for p, v in g.peak_tflops.items() if v]
@@ -592,9 +768,11 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     if m.inferred:
         notes.append(
             f"architecture inferred from params: L={m.layers}, h={m.hidden}, "
-            f"heads={m.heads}; pass --layers/--hidden/--heads for accuracy"
+            f"heads={m.heads}; pass --layers/--hidden/--heads (or --model) for accuracy"
         )
-    if inp.gpu.usd_per_gpu_hour is None:
+    if inp.tokens is None:
+        notes.append("memory only: give --tokens for time, energy, failures and cost")
+    elif inp.gpu.usd_per_gpu_hour is None:
         notes.append(
             "no GPU price: pass --gpu-hour-usd for rental and total cost; "
             "the failure cost counts energy only"
@@ -619,45 +797,49 @@ def _row(
     inp: EstimateInput, inst: Instance, m: ModelDims, c: Config, notes: tuple[str, ...]
 ) -> EstimateRow:
     """One configuration of the estimate's instance as a row."""
-    hours = c.work_hours
-    costs = mean_price_costs(inst, c, hours=hours)
+    p = inst.phase(PHASE_KEY)
     price = inp.gpu.usd_per_gpu_hour
-    ci = inst.carbon[REGION_KEY]
-    lay = c.layout
+    run = None
+    if inp.tokens is not None:
+        work = c.work_hours
+        costs = mean_price_costs(inst, c, hours=work)
+        failures = c.failure_rate * work
+        lost = failures * c.loss_h
+        ci = inst.carbon[REGION_KEY]
+        run = RunFigures(
+            flops=work_flops(inst, p),
+            hours=c.compute_hours,
+            work_hours=work,
+            wall_hours=work + lost,
+            expected_failures=failures,
+            lost_hours=lost,
+            lost_gpu_hours=lost * c.total_gpus,
+            lost_kwh=lost * c.facility_kw,
+            costs=Costs(
+                rental=None if price is None else costs["rental"],
+                energy=costs["energy"],
+                failure=costs["failure"],
+            ),
+            emissions_t=(
+                None if ci is None else energy.emissions_tonnes(c.facility_kw * work, float(ci[0]))
+            ),
+        )
     return EstimateRow(
         gpu=inp.gpu.name,
         gpus=int(c.gpus),
-        **asdict(lay),
+        layout=c.layout,
         micro_batch=inp.micro_batch,
         model=m,
         tokens=inp.tokens,
         memory=c.memory,
-        flops=work_flops(inst, inst.phase(PHASE_KEY)),
-        flops_per_s=c.flops_per_s,
-        hours=hours,
-        facility_kw=c.facility_kw,
-        checkpoint_gb=checkpoint_gb_of(inst, inst.phase(PHASE_KEY), lay.precision),
-        checkpoint_write_s=c.checkpoint_write_s,
-        checkpoint_interval_s=c.checkpoint_interval_s,
-        checkpoint_overhead=_overhead(c),
-        failure_rate_per_h=c.failure_rate,
-        loss_h_per_failure=c.loss_h,
+        config=c,
+        flops_convention=p.work.flops_convention,
+        memory_convention=inst.spec.memory.convention,
+        checkpoint_gb=checkpoint_gb_of(inst, p, c.layout.precision),
         usd_per_gpu_hour=price,
-        costs=Costs(
-            rental=None if price is None else costs["rental"],
-            energy=costs["energy"],
-            failure=costs["failure"],
-        ),
-        emissions_t=(
-            None if ci is None else energy.emissions_tonnes(c.facility_kw * hours, float(ci[0]))
-        ),
+        run=run,
         notes=notes,
     )
-
-
-def _overhead(c: Config) -> float:
-    """The share of wall time spent writing checkpoints, delta / (tau + delta)."""
-    return reliability.checkpoint_overhead(c.checkpoint_write_s, c.checkpoint_interval_s)
 
 
 # ----------------------------------------------------------------------------- instance mode
@@ -748,8 +930,10 @@ def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
 
 def estimate_inputs(**kwargs: Any) -> EstimateInput:
     """An :class:`EstimateInput` from keyword arguments, ignoring those that are None (so a
-    caller can pass every flag and let the defaults stand)."""
-    given = {k: v for k, v in kwargs.items() if v is not None}
+    caller can pass every flag and let the defaults stand); ``tokens`` None (or left out)
+    asks for memory only."""
+    kwargs.setdefault("tokens", None)
+    given = {k: v for k, v in kwargs.items() if v is not None or k == "tokens"}
     for k in ("gpus", "precision", "zero", "recompute"):
         if k in given:
             given[k] = tuple(given[k])

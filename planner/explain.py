@@ -5,7 +5,7 @@ Two kinds of evidence, reported as :class:`~planner.consistency.Finding` objects
 1. **Pre-checks** (:mod:`planner.consistency`) hold for every plan, whatever the solver does:
 
    - *memory*: the smallest memory need of any (GPU type, GPU count, layout) the phase may
-     use against that GPU's usable memory, ``memory_gb x (1 - headroom)``
+     use against that GPU's usable memory, ``memory_gb`` in its ``memory_unit`` x (1 - headroom)
      (:func:`planner.physics.memory.memory_per_gpu`); amount in GB short;
    - *deadline*: the earliest finish through the precedence graph with each phase's fastest
      configuration (the critical-path forward pass, Kelley & Walker 1959:

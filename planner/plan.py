@@ -12,7 +12,8 @@ JSON layout (all money in USD, hours are horizon slots counted from the horizon 
      "energy_kwh": ..., "emissions_t": ...,
      "reserved": [{"region", "gpu", "gpus"}],
      "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
-                 "zero", "recompute", "tp", "pp", "tier", "hours": [...], "start_hour",
+                 "zero", "recompute", "tp", "pp", "tier", "sp", "cp", "ep", "microbatches",
+                 "virtual", "offload", "checkpoint", "hours": [...], "start_hour",
                  "end_hour", "start", "end", "costs": {...}, "info": {...}}],
      "solve": {"solver", "termination", "status", "objective", "bound", "gap", "runtime_s",
                "threads", "message", "notes", "stats"}}
@@ -31,8 +32,11 @@ Readers ignore keys they do not know, so these are compatible additions to
 ``objective`` is the weighted total ``sum_k weights[k] x costs[k]``. ``end_hour`` is
 exclusive (the hour after the last running hour). ``info`` carries derived figures for people
 (memory, checkpoint interval, expected failures); the checker recomputes what it needs and
-does not trust it. Files of format ``trainplan-plan/1`` (the solver fields at the top level)
-are read too.
+does not trust it: it recomputes the figures ``info`` states and reports those that differ.
+The layout fields after ``tier`` (sequence/context/expert parallelism, micro-batches,
+interleaving, offload, checkpointing scheme) may be left out of a hand-written plan: they
+default to one rank each, 16 micro-batches, no offload and the phase's default scheme.
+Files of format ``trainplan-plan/1`` (the solver fields at the top level) are read too.
 """
 
 from __future__ import annotations
@@ -70,6 +74,13 @@ class PhasePlan:
     hours: tuple[int, ...]
     costs: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    sp: bool = True
+    cp: int = 1
+    ep: int = 1
+    microbatches: int = 16
+    virtual: int = 1
+    offload: str = "none"
+    checkpoint: str | None = None
 
     @property
     def start_hour(self) -> int:
@@ -160,6 +171,13 @@ class Plan:
                 hours=tuple(int(h) for h in p["hours"]),
                 costs={k: float(v) for k, v in p.get("costs", {}).items()},
                 info=dict(p.get("info", {})),
+                sp=bool(p.get("sp", True)),
+                cp=int(p.get("cp", 1)),
+                ep=int(p.get("ep", 1)),
+                microbatches=int(p.get("microbatches", 16)),
+                virtual=int(p.get("virtual", 1)),
+                offload=str(p.get("offload", "none")),
+                checkpoint=None if p.get("checkpoint") is None else str(p["checkpoint"]),
             )
             for p in d["phases"]
         )

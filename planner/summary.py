@@ -124,6 +124,7 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
                 "name": gname,
                 "family": g.family,
                 "memory_gb": g.memory_gb,
+                "memory_unit": g.memory_unit,
                 "peak_tflops": {k: v for k, v in g.peak_tflops.items() if v},
                 "board_power_w": g.board_power_w,
                 "idle_power_w": g.idle_power_w,

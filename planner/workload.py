@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from planner.instance.model import Instance
 from planner.instance.schema import DEFAULT_MFU, GpuType, Phase
-from planner.physics import compute, storage
-from planner.physics.transformer import ModelDims
+from planner.physics import storage
+from planner.physics.transformer import ModelDims, flops_per_token
 
 
 def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
@@ -42,8 +42,10 @@ def peak_tflops(g: GpuType, precision: str) -> float | None:
 
 
 def work_flops(inst: Instance, p: Phase) -> float:
-    """FLOPs of a phase: 6ND (+ attention) for training tokens, 2ND for forward tokens,
-    given FLOPs, or GPU-hours x 3600 x peak(ref GPU, precision) x MFU(ref GPU)."""
+    """FLOPs of a phase: tokens x FLOPs per token under ``work.flops_convention``
+    (planner.physics.transformer.flops_per_token: 6N per training token and 2N per forward
+    token by default, N the active parameters), given FLOPs, or GPU-hours x 3600 x peak(ref
+    GPU, precision) x MFU(ref GPU)."""
     w = p.work
     if w.flops is not None:
         return w.flops
@@ -53,8 +55,7 @@ def work_flops(inst: Instance, p: Phase) -> float:
         return w.gpu_hours * 3600.0 * peak * 1e12 * mfu_of(p, w.gpu)
     m = phase_model(inst, p)
     assert m is not None and w.tokens is not None
-    f = compute.training_flops if w.passes == "train" else compute.forward_flops
-    return f(m.params, w.tokens, m.layers, m.seq_len, m.hidden)
+    return w.tokens * flops_per_token(m, w.flops_convention, w.passes == "train")
 
 
 def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:

@@ -203,13 +203,16 @@ def test_east_plan_against_hand_arithmetic(tiny: Instance, space: ConfigSpace) -
     assert v.facts["prep"].facility_kw == pytest.approx(3.672, rel=1e-12)
     assert prep["energy"] == pytest.approx(0.66096, rel=1e-12)
     # λ = 4 x 419 / (16384 x 54 x 24) = 4 x 419 / 21,233,664 = 7.893127e-5 per hour; prep has
-    # no checkpoint, so L = D = restart 0.5 h; per hour λ x 0.5 x (8 + 3.672 x 60 / 1000)
-    # = 7.893127e-5 x 0.5 x 8.22032 = 3.244201e-4; over 3 h 9.732604e-4 USD.
-    assert prep["failure"] == pytest.approx(9.732604e-4, rel=1e-6)
+    # no checkpoint, so L = D = detect 0.05 + restart 0.10 = 0.15 h; failures per running hour
+    # f = λ / (1 - λ L) = 7.893127e-5 / (1 - 1.18397e-5) = 7.893220e-5; per hour
+    # f x 0.15 x (8 + 3.672 x 60 / 1000) = 7.893220e-5 x 0.15 x 8.22032 = 9.732717e-5; over
+    # 3 h 2.919815e-4 USD.
+    assert v.facts["prep"].failure_rate == pytest.approx(7.893220e-5, rel=1e-6)
+    assert prep["failure"] == pytest.approx(2.919815e-4, rel=1e-6)
     # fine-tune: P = 12 x 24 x 2048^2 x (1 + 13/(12 x 2048) + (32000 + 2048)/(12 x 24 x 2048))
-    # = 1,278,328,832; W = 6 P D + 6 L s h D = 1.53399e19 + 1.20796e18 = 1.654791e19 FLOPs at
-    # 8 x 312e12 x 0.4 = 9.984e14 FLOP/s: 4.604 h (+ 0.03% checkpoint overhead) -> 5 hours.
-    assert v.facts["finetune"].work_flops == pytest.approx(1.6547905536e19, rel=1e-9)
+    # = 1,278,328,832; W = 6 P D = 6 x 1,278,328,832 x 2e9 = 1.5339946e19 FLOPs (6ND, the
+    # default convention) at 8 x 312e12 x 0.4 = 9.984e14 FLOP/s: 4.268 h -> 5 hours.
+    assert v.facts["finetune"].work_flops == pytest.approx(1.5339945984e19, rel=1e-9)
     assert v.facts["finetune"].hours == 5
     assert ft["rental"] == pytest.approx(8 * 2.0 * 5, rel=1e-12)
     # kW = (8 x 365 + 1600) / 1000 x 1.2 = 5.424; energy 5.424 x 5 x 60 / 1000 = 1.6272 USD.
@@ -254,7 +257,8 @@ def test_paused_spot_prep_and_l4_finetune(tiny: Instance, space: ConfigSpace) ->
     # Two segments: one resume, 0.25 h x (2 x 0.9 + 3.6814 x mean west price / 1000).
     mean_west = float(tiny.price["west"].mean())
     lam = 2 * 419 / (16384 * 54 * 24) + 0.02
-    running = lam * 0.5 * (1.8 + 3.6814 * 40 / 1000) * 6
+    f = lam / (1 - lam * 0.15)  # L = detect 0.05 + restart 0.10 h, no checkpoint
+    running = f * 0.15 * (1.8 + 3.6814 * 40 / 1000) * 6
     assert v.phase_costs["prep"]["failure"] == pytest.approx(
         running + 0.25 * (1.8 + 3.6814 * mean_west / 1000), rel=1e-9
     )
@@ -389,7 +393,11 @@ def test_verification_is_frozen(tiny: Instance, space: ConfigSpace) -> None:
 
 
 def _with_phase(plan: Plan, name: str, **changes: Any) -> Plan:
-    phases = tuple(dataclasses.replace(e, **changes) if e.name == name else e for e in plan.phases)
+    """The plan with entry ``name`` edited; its ``info`` (the figures of the configuration
+    before the edit) is dropped, so the edit is judged by the rules alone."""
+    phases = tuple(
+        dataclasses.replace(e, info={}, **changes) if e.name == name else e for e in plan.phases
+    )
     return dataclasses.replace(plan, phases=phases)
 
 
@@ -510,8 +518,8 @@ def test_configuration_edits(
 def test_memory_does_not_fit(tiny: Instance, space: ConfigSpace) -> None:
     """8 L4 (24 GB) fit the 1.28B-parameter fine-tune with ZeRO-3 (16 x 1.278e9 / 8 = 2.6 GB
     of states per GPU) but not with ZeRO-0: 16 bytes x 1.278e9 = 20.45 GB of states plus
-    3.7 GB of activations, x 1.05 + 1.5 = 26.9 GB > 24 x 0.95 = 22.8 GB usable. On one node
-    the ZeRO stage changes neither throughput nor any cost."""
+    3.7 GB of activations, x 1.05 + 1.5 = 26.9 GB > 24 GiB x 0.95 = 25.77 x 0.95 = 24.48 GB
+    usable. On one node the ZeRO stage changes neither throughput nor any cost."""
     ft = pick(
         space,
         "finetune",
@@ -532,7 +540,7 @@ def test_memory_does_not_fit(tiny: Instance, space: ConfigSpace) -> None:
     )
     assert verify(tiny, plan).ok
     (x,) = only(verify(tiny, _with_phase(plan, "finetune", zero=0)), "memory")
-    assert x.phase == "finetune" and "22.80 GB is usable" in x.message
+    assert x.phase == "finetune" and "24.48 GB is usable" in x.message
 
 
 @pytest.mark.parametrize("hours", [(3, 4, 5, 6), (3, 4, 5, 6, 7, 8)])
@@ -665,6 +673,7 @@ def test_kinds_are_the_twelve_planted_here() -> None:
         "reserved",
         "carbon_cap",
         "cost",
+        "figure",
     }
 
 
@@ -681,9 +690,11 @@ def test_a_configuration_bug_shows_as_cost_disagreement(tiny: Instance, space: C
         {"prep": (prep_east(space), (0, 1, 2)), "finetune": (wrong, tuple(range(3, 8)))},
     )
     v = verify(tiny, plan)
-    only(v, "cost", count=None)
+    assert v.kinds == {"cost", "figure"}
     text = " ".join(x.message for x in v.violations)
     assert "energy cost:" in text and "energy_kwh" in text and "objective" in text
+    # the kWh lost to failures (info) follow the same wrong power
+    assert "info.lost_kwh" in text
     assert any(x.phase == "finetune" for x in v.violations)
 
 

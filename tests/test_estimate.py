@@ -45,7 +45,8 @@ def run_json(*args: str) -> Any:
 
 # 7B model (L = 32, h = 4096, a = 32, s = 2048, V = 32000) on 1e9 tokens, 8 x H100-SXM (bf16
 # 989.4 TFLOPS dense, 80 GB, 700 W board; idle 70 W and node overhead 2,760 W pinned by flag),
-# ZeRO-1, no recompute, MFU 0.4, PUE 1.2, $100/MWh, $2/GPU-h, job MTBF 1000 h, 60 s writes.
+# ZeRO-1, no recompute, MFU 0.4, PUE 1.2, $100/MWh, $2/GPU-h, job MTBF 1000 h, synchronous
+# 60 s checkpoint writes.
 CASE = (
     "--params",
     "7e9",
@@ -87,6 +88,8 @@ CASE = (
     "job",
     "--checkpoint-write-s",
     "60",
+    "--checkpoint",
+    "sync",
 )
 
 
@@ -124,41 +127,56 @@ def test_json_row_against_hand_computation() -> None:
     # = 9,126,805,504 plus 4 s b h (1 + V/h) = 33,554,432 x 8.8125 = 295,698,432
     # -> 9,422,503,936 B.
     assert r["activations_gb"] == pytest.approx(9.422503936)
-    # Total: (38.5 + 9.4225) x 1.05 + 1.5 = 51.8186 GB of 80 x 0.95 = 76 GB.
+    # Total: (38.5 + 9.4225) x 1.05 + 1.5 = 51.8186 GB of 80 GiB x 0.95 = 85.899 x 0.95
+    # = 81.604 GB usable (HBM is binary).
     assert r["total_gb"] == pytest.approx(51.8186291)
-    assert r["capacity_gb"] == pytest.approx(76.0)
+    assert r["capacity_gb"] == pytest.approx(81.6043786)
     assert r["fits"] is True
-    # Work: 6 x 7e9 x 1e9 + 6 x 32 x 2048 x 4096 x 1e9 = 4.2e19 + 1.6106e18 = 4.36106e19.
-    assert r["flops"] == pytest.approx(4.3610612736e19)
-    # Sustained: 8 x 989.4e12 x 0.4 = 3.16608e15 FLOP/s (one node: no scaling loss).
+    # Work, 6ND (the default convention): 6 x 7e9 x 1e9 = 4.2e19 FLOPs.
+    assert r["flops_convention"] == "6nd"
+    assert r["flops"] == pytest.approx(4.2e19)
+    # Sustained: 8 x 989.4e12 x 0.4 = 3.16608e15 FLOP/s (one node, the MFU at its own scale).
     assert r["flops_per_s"] == pytest.approx(3.16608e15)
+    assert r["scaling"]["efficiency"] == 1.0 and r["layout_efficiency"] == 1.0
     # Daly: M = 3.6e6 s, delta = 60: sqrt(2 x 60 x 3.6e6) = 20,784.61;
     # r = 60 / 7.2e6 = 8.333e-6; x (1 + 0.0028868/3 + 8.333e-6/9) = x 1.00096318 -> 20,804.63;
     # minus 60 = 20,744.63 s.
     assert r["checkpoint_interval_s"] == pytest.approx(20744.63, abs=0.01)
-    # Hours: 4.36106e19 / 3.16608e15 / 3600 = 3.826201 h, / (1 - 60 / 20,804.63)
-    # = 3.826201 / 0.9971160 = 3.837268 h; GPU-hours 8 x 3.837268 = 30.69814.
-    assert r["hours"] == pytest.approx(3.837268, abs=1e-6)
-    assert r["gpu_hours"] == pytest.approx(30.69814, abs=1e-5)
+    # Hours at the MFU: 4.2e19 / 3.16608e15 / 3600 = 3.684893 h; GPU-hours 8 x 3.684893
+    # = 29.47915. With the stalls: / (1 - 60 / 20,804.63) = / 0.9971160 = 3.695551 h.
+    assert r["hours"] == pytest.approx(3.684893, abs=1e-6)
+    assert r["gpu_hours"] == pytest.approx(29.47915, abs=1e-5)
+    assert r["work_hours"] == pytest.approx(3.695551, abs=1e-6)
+    assert r["checkpoint_hours"] == pytest.approx(3.695551 - 3.684893, abs=1e-6)
     # Power: (8 x (70 + 630 x 0.9) + 2,760) / 1000 x 1.2 = 7.856 x 1.2 = 9.4272 kW;
-    # 9.4272 x 3.837268 = 36.17469 kWh; 1e9 / 36.17469 = 2.76436e7 tokens/kWh.
+    # 9.4272 x 3.695551 = 34.83870 kWh; 1e9 / 34.83870 = 2.870371e7 tokens/kWh.
     assert r["facility_kw"] == pytest.approx(9.4272)
-    assert r["energy_kwh"] == pytest.approx(36.17469, abs=1e-5)
-    assert r["tokens_per_kwh"] == pytest.approx(2.76436e7, rel=1e-5)
-    # Failures: 0.001/h x 3.837268 h = 0.0038373 expected.
-    assert r["failure_rate_per_h"] == pytest.approx(0.001)
-    assert r["expected_failures"] == pytest.approx(0.0038373, abs=1e-7)
-    # Loss per failure: (20,744.63 + 60) / 2 / 3600 + 0.5 restart + 98 GB / 1 GB/s / 3600
-    # = 2.889532 + 0.527222 = 3.416754 h.
+    assert r["energy_kwh"] == pytest.approx(34.83870, abs=1e-5)
+    assert r["tokens_per_kwh"] == pytest.approx(2.870371e7, rel=1e-5)
+    # Loss per failure: (20,744.63 + 60) / 2 / 3600 = 2.889532 h of work redone, plus the
+    # downtime 0.05 detect + 0.10 restart + 98 GB / (1 GB/s x 1 node) / 3600 = 0.177222 h:
+    # L = 3.066754 h.
     assert r["checkpoint_gb"] == pytest.approx(98.0)
-    assert r["loss_h_per_failure"] == pytest.approx(3.416754, abs=1e-6)
-    # Costs: rental 8 x $2 x 3.837268 = $61.3963; energy 36.17469 kWh x $0.1 = $3.61747;
-    # failure 0.0038373 x 3.416754 x ($16 + 9.4272 x 0.1)/h = 0.013111 x 16.94272 = $0.222136.
+    assert r["downtime_h"] == pytest.approx(0.177222, abs=1e-6)
+    assert r["loss_h_per_failure"] == pytest.approx(3.066754, abs=1e-6)
+    # Failures: 0.001/h per wall hour; per running hour 0.001 / (1 - 0.001 x 3.066754)
+    # = 0.00100308; x 3.695551 h = 0.00370692 expected, 0.00370692 x 3.066754 = 0.0113682 h
+    # lost (x 8 GPUs = 0.0909459 GPU-hours); wall 3.695551 + 0.0113682 = 3.706919 h.
+    assert r["failure_rate_per_h"] == pytest.approx(0.001)
+    assert r["expected_failures"] == pytest.approx(0.00370692, abs=1e-8)
+    assert r["lost_hours"] == pytest.approx(0.0113682, abs=1e-7)
+    assert r["lost_gpu_hours"] == pytest.approx(8 * 0.0113682, abs=1e-6)
+    assert r["wall_hours"] == pytest.approx(3.706919, abs=1e-6)
+    # Effective training time: (1 - 60/20,804.63)(1 - 0.001 x 3.066754) = 0.997116 x
+    # 0.996933 = 0.994058 = 3.684893 / 3.706919.
+    assert r["effective_training_time"] == pytest.approx(3.684893 / 3.706919, abs=1e-6)
+    # Costs: rental 8 x $2 x 3.695551 = $59.12882; energy 34.83870 kWh x $0.1 = $3.483870;
+    # failure 0.0113682 h x ($16 + 9.4272 x 0.1)/h = 0.0113682 x 16.94272 = $0.192608.
     c = r["cost_usd"]
-    assert c["rental"] == pytest.approx(61.3963, abs=1e-4)
-    assert c["energy"] == pytest.approx(3.61747, abs=1e-5)
-    assert c["failure"] == pytest.approx(0.222136, abs=1e-6)
-    assert c["total"] == pytest.approx(61.3963 + 3.61747 + 0.222136, abs=1e-4)
+    assert c["rental"] == pytest.approx(59.12882, abs=1e-4)
+    assert c["energy"] == pytest.approx(3.483870, abs=1e-5)
+    assert c["failure"] == pytest.approx(0.192608, abs=1e-5)
+    assert c["total"] == pytest.approx(59.12882 + 3.483870 + 0.192608, abs=1e-4)
 
 
 def test_memory_columns_equal_the_physics() -> None:
@@ -226,10 +244,12 @@ def test_memory_columns_equal_the_physics() -> None:
         assert r["activations_gb"] == pytest.approx(mem.activations_gb)
         assert r["total_gb"] == pytest.approx(mem.total_gb)
         assert r["fits"] == mem.fits
-    # 16 GPUs, ZeRO-3, full recompute: 2 nodes (0.98 per doubling, the default), tp 2 (0.98),
-    # ZeRO-3 across nodes (0.95), full recompute (0.75): 16 x 312e12 x 0.4 = 1.9968e15;
-    # x 0.98 = 1.956864e15; x 0.98 = 1.917727e15; x 0.95 = 1.821841e15; x 0.75 = 1.366380e15.
-    assert rows[-1]["flops_per_s"] == pytest.approx(1.366380e15, rel=1e-6)
+    # 16 GPUs, ZeRO-3, full recompute: the MFU holds at the 16 GPUs it is used at (no
+    # reference scale given: no scaling loss); tp 2 (0.98), ZeRO-3 across nodes (0.95), full
+    # recompute (0.75): 16 x 312e12 x 0.4 = 1.9968e15; x 0.98 = 1.956864e15; x 0.95
+    # = 1.859021e15; x 0.75 = 1.394266e15.
+    assert rows[-1]["flops_per_s"] == pytest.approx(1.394266e15, rel=1e-6)
+    assert rows[-1]["scaling"]["efficiency"] == 1.0
     # Default failure rate, per GPU (Llama 3): 16 x 419 / 21,233,664 = 3.1572e-4 per hour.
     assert rows[-1]["failure_rate_per_h"] == pytest.approx(3.1572e-4, rel=1e-4)
 
@@ -261,7 +281,7 @@ def test_explicit_gpu_without_price() -> None:
         "2",
     )
     assert r["gpu"] == "custom"
-    assert r["capacity_gb"] == pytest.approx(38.0)  # 40 x 0.95
+    assert r["capacity_gb"] == pytest.approx(40 * 2**30 / 1e9 * 0.95)  # 40 GiB x 0.95
     # Idle 10% of 300 W = 30 W, load 0.9: 30 + 270 x 0.9 = 273 W x 2 GPUs, no node overhead,
     # PUE 1.58: 0.546 x 1.58 = 0.86268 kW.
     assert r["facility_kw"] == pytest.approx(0.86268)
@@ -357,8 +377,25 @@ def test_tables_print() -> None:
             ),
             "--heads",
         ),
-        (("--params", "7B", "--gpu", "H100-SXM"), "--tokens"),
         (("--tokens", "1e9", "--gpu", "H100-SXM"), "--params"),
+        (("--model", "llama-9", "--gpu", "H100-SXM"), "unknown model preset 'llama-9'"),
+        (("--model", "llama-2-7b", "--gpu", "H100-SXM", "--ep", "2"), "--ep"),
+        (("--model", "llama-2-7b", "--gpu", "H100", "--scaling", "linear"), "--scaling"),
+        (("--model", "llama-2-7b", "--gpu", "H100", "--checkpoint", "never"), "--checkpoint"),
+        (
+            (
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "H100",
+                "--failure-preset",
+                "rsc1",
+                "--mtbf-hours",
+                "9",
+            ),
+            "not both",
+        ),
+        (("--model", "llama-2-7b", "--gpu", "H100", "--pp", "33", "--gpus", "33"), "--pp"),
         (("--tokens", "1e9", "--gpu", "H100-SXM", "--params", "7B", "--phase", "x"), "INSTANCE"),
         ((str(TINY),), "--phase"),
         ((str(TINY), "--phase", "nope"), "unknown phase 'nope'"),

@@ -78,8 +78,8 @@ CASES: list[Case] = [
         "bad_unknown_gpu_field.yaml",
         "gpu_types.A100.tdp_w",
         "gpu_types.A100.tdp_w: unknown field (expected one of: catalog, accelerator, memory_gb, "
-        "peak_tflops, board_power_w, idle_power_w, gpus_per_node, node_overhead_w, "
-        "intra_node_gb_per_s, inter_node_gb_per_s, family, failures_per_gpu_hour, ...)",
+        "memory_unit, peak_tflops, board_power_w, idle_power_w, gpus_per_node, "
+        "node_overhead_w, intra_node_gb_per_s, inter_node_gb_per_s, host_gb_per_s, ...)",
     ),
     Case(
         "bad_unknown_offer_field.yaml",
@@ -866,7 +866,7 @@ def test_check_says_memory_when_memory_never_fits(tmp_path: Path) -> None:
     assert res.exit_code == 1
     assert re.search(
         r"finetune: needs [\d.]+ GB per GPU at best .*; the largest allowed GPU "
-        r"has 24 GB",
+        r"has 24 GiB \(25.8 GB\)",
         res.stdout,
     ), res.stdout
 

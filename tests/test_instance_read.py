@@ -443,12 +443,12 @@ def test_summary_of_tiny(tiny: Instance) -> None:
     assert prep["fastest_hours"] == 3
     # finetune: P = 12 L h^2 (1 + 13/(12h) + (V+s)/(12Lh)), L = 24, h = 2048, V + s = 34048:
     # 12 x 24 x 2048^2 = 1,207,959,552; x (1 + 0.000529 + 0.057726) = 1.27833e9.
-    # W = 6 D (P + L s h) = 6 x 2e9 x (1.27833e9 + 24 x 2048 x 2048 = 1.00663e8) = 1.65479e19
-    assert ft["work"]["flops"] == pytest.approx(1.65479e19, rel=1e-4)
+    # W = 6 P D (6ND, the default convention) = 6 x 1.27833e9 x 2e9 = 1.53399e19
+    assert ft["work"]["flops"] == pytest.approx(1.53399e19, rel=1e-4)
     assert ft["work"]["tokens"] == 2e9
-    # fastest: 16 A100s in east (2 nodes, scaling 0.97): 16 x 312e12 x 0.4 x 0.97 = 1.937e15
-    # FLOP/s -> 1.65479e19 / 1.937e15 = 8543 s = 2.37 h, plus a little checkpoint overhead
-    # -> 3 whole hours. 8 GPUs would need 1.65479e19 / 9.984e14 / 3600 = 4.6 h -> 5 h.
+    # fastest: 16 A100s in east, the MFU at the scale it is used at (no reference scale):
+    # 16 x 312e12 x 0.4 = 1.9968e15 FLOP/s -> 1.53399e19 / 1.9968e15 = 7682 s = 2.13 h
+    # -> 3 whole hours. 8 GPUs would need 1.53399e19 / 9.984e14 / 3600 = 4.27 h -> 5 h.
     assert ft["fastest_hours"] == 3
     assert ft["predecessors"] == ["prep"]
     assert (ft["release_hour"], ft["deadline_hour"], ft["window_hours"]) == (0, 48, 48)

@@ -21,13 +21,13 @@ from planner.physics.memory import (
     deepspeed_zero2_estimate,
     deepspeed_zero3_estimate,
     megatron_weight_and_optimizer_bytes,
-    memory_bytes_per_gpu,
+    memory_per_gpu,
     model_state_breakdown,
     model_state_bytes,
     offload_seconds_per_step,
     state_bytes_per_param,
 )
-from planner.physics.transformer import ModelDims
+from planner.physics.transformer import ModelDims, dims
 
 P, LARGEST = 2851e6, 32e6
 
@@ -235,13 +235,22 @@ def test_capacity_is_binary() -> None:
     assert capacity_bytes(80, "GB") == 80e9
     with pytest.raises(ValueError, match="unit"):
         capacity_bytes(80, "TB")
-    # A 7B ZeRO-3 state of 14e9 B (16 x 7e9 / 8) on 80 GiB with 5% headroom and 1.5 GiB
-    # buffers: (14e9 + 0) x 1.05 + 1.5 x 2^30 = 16.311e9 against 0.95 x 85.899e9 = 81.604e9.
-    st = model_state_breakdown(7e9, "bf16", "adam", 3, 8)
-    mem = memory_bytes_per_gpu(st, 0.0, 80)
-    assert mem.capacity == pytest.approx(0.95 * 85_899_345_920)
-    assert mem.total == pytest.approx(14e9 * 1.05 + 1.5 * 2**30)
-    assert mem.fits and mem.headroom > 0
+    # A 7B model (params only) under ZeRO-3 on 8 x 80 GiB, 5% headroom, 1.5 GB buffers, no
+    # full recompute: 16 x 7e9 / 8 = 14e9 B of states plus the gathered largest layer, the
+    # embedding table V h = 32000 x 4096 (h = 4096 inferred; larger than 4 h^2), 2 x 2 bytes
+    # each: 0.524 GB; against 0.95 x 85.899e9 = 81.604e9 B usable.
+    m = dims(7e9, None, None, None, 2048, 32000)
+    mem = memory_per_gpu(m, 80, "bf16", 3, 8, 1, 1, "full", 1, True, 1.5, 0.05, 0.05)
+    assert mem.capacity_gb == pytest.approx(0.95 * 85.899345920)
+    assert mem.gather_gb == pytest.approx(4 * 32000 * 4096 / 1e9)
+    assert mem.model_states_gb == pytest.approx(14.0 + mem.gather_gb)
+    assert mem.total_gb == pytest.approx((mem.model_states_gb + mem.activations_gb) * 1.05 + 1.5)
+    assert mem.fits and mem.headroom_gb > 0
+    # The old 10^9-byte reading of "80 GB" would leave 76.0 GB usable, 5.6 GB (7.4%) less.
+    old = memory_per_gpu(
+        m, 80, "bf16", 3, 8, 1, 1, "full", 1, True, 1.5, 0.05, 0.05, memory_unit="GB"
+    )
+    assert old.capacity_gb == pytest.approx(76.0)
 
 
 def test_cpu_offload_moves_states_and_costs_pcie_time() -> None:

@@ -130,13 +130,15 @@ def test_reserved_pays_only_above_utilisation(gpu_hours: float, reserved: int) -
     assert res.plan.costs["rental"] == pytest.approx(expected, abs=1e-6)
 
 
-@pytest.mark.parametrize(("rate", "spares"), [(0.02, 8), (0.005, 0)])
+@pytest.mark.parametrize(("rate", "spares"), [(0.0075, 8), (0.005, 0)])
 def test_spare_node_pays_only_above_failure_rate(rate: float, spares: int) -> None:
-    # 8 GPUs on one 8-GPU node at $1/GPU-h, free energy, no checkpoint (data preparation):
-    # a failure costs its downtime D at the hourly rental rho. Without a spare, D = restart
-    # 10 h and rho = $8: 8 + lambda x 10 x 8 per hour. With a spare node (8 more GPUs),
-    # D = swap 0.1 h and rho = $16: 16 + lambda x 0.1 x 16. The spare pays when
-    # 80 lambda - 1.6 lambda > 8, i.e. lambda_job > 0.10204/h, lambda_gpu > 0.012755.
+    # 8 GPUs on one 8-GPU node at $1/GPU-h, free energy, no checkpoint (data preparation),
+    # failures noticed at once (detect 0): a failure costs its downtime D at the hourly rental
+    # rho, and failures also strike the downtime: f = lambda / (1 - lambda D) per running hour.
+    # Without a spare, D = restart 10 h and rho = $8: 8 + f x 10 x 8 per hour. With a spare
+    # node (8 more GPUs), D = swap 0.1 h and rho = $16: 16 + f x 0.1 x 16. At lambda_job 0.05
+    # the two are 16 + 0.0804 against 8 + 4 / 0.5 = 16: no spare; at 0.06 the spare pays,
+    # 16.0966 against 8 + 4.8 / 0.4 = 20.
     gpu = dict(ROUND_GPU, gpus_per_node=8, failures_per_gpu_hour=rate)
     d = one_phase(
         {
@@ -148,14 +150,15 @@ def test_spare_node_pays_only_above_failure_rate(rate: float, spares: int) -> No
         deadline=24,
         gpu=gpu,
         options={"gpu_counts": [8], "extra_spare_nodes": [0, 1]},
-        failure={"restart_hours": 10, "spare_swap_hours": 0.1},
+        failure={"restart_hours": 10, "spare_swap_hours": 0.1, "detect_hours": 0},
     )
     _, res = solved(d)
     p = res.plan.phase("job")
     assert p.spare_gpus == spares
-    # 10 h of work: no spare: 10 x (8 + 0.005 x 8 x 10 x 8) = 80 + 32 = 112 at rate 0.005;
-    # spare: 10 x (16 + 0.16 x 0.1 x 16) = 160 + 2.56 = 162.56 at rate 0.02.
-    expected = 162.56 if spares else 112.0
+    # 10 h of work. Rate 0.005, lambda = 0.04, no spare: f = 0.04 / 0.6 = 0.0666667,
+    # 10 x (8 + 0.0666667 x 10 x 8) = 80 + 53.3333 = 133.3333. Rate 0.0075, lambda = 0.06,
+    # spare: f = 0.06 / 0.994 = 0.0603622, 10 x (16 + 0.0603622 x 0.1 x 16) = 160.9658.
+    expected = 10 * (16 + 0.06 / 0.994 * 0.1 * 16) if spares else 10 * (8 + 0.04 / 0.6 * 80)
     assert res.plan.costs["total"] == pytest.approx(expected, abs=1e-6)
 
 

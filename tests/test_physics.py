@@ -22,7 +22,12 @@ from planner.physics.memory import (
     memory_per_gpu,
     model_state_bytes,
 )
-from planner.physics.transformer import ModelDims, infer_architecture, params_from_architecture
+from planner.physics.transformer import (
+    ModelDims,
+    flops_per_token,
+    infer_architecture,
+    params_from_architecture,
+)
 
 TINY = Path(__file__).parent / "data" / "tiny.yaml"
 GB = 1e9
@@ -135,13 +140,20 @@ def test_gpt3_training_flops() -> None:
     # Brown et al. 2020, Table D.1: GPT-3 175B, 300B tokens: 3.14E+23 FLOPs.
     # 6ND = 6 x 175e9 x 300e9 = 3.15e23 (0.3% high); with the table's 174.6e9 params
     # 6 x 174.6e9 x 300e9 = 3.1428e23.
-    assert compute.training_flops(175e9, 300e9) == pytest.approx(3.14e23, rel=0.01)
-    assert compute.training_flops(174.6e9, 300e9) == pytest.approx(3.14e23, rel=0.001)
-    # The attention term: 6 L s h D = 6 x 96 x 2048 x 12288 x 300e9 = 4.349e21 (1.4% more).
-    with_attn = compute.training_flops(174.6e9, 300e9, 96, 2048, 12288)
+    gpt3 = ModelDims(174.6e9, 96, 12288, 96, 2048, 51200)
+    assert flops_per_token(ModelDims(175e9, 96, 12288, 96, 2048, 51200)) * 300e9 == pytest.approx(
+        3.14e23, rel=0.01
+    )
+    assert flops_per_token(gpt3) * 300e9 == pytest.approx(3.14e23, rel=0.001)
+    # Kaplan's attention term: 6 L s h D = 6 x 96 x 2048 x 12288 x 300e9 = 4.349e21 (1.4% more).
+    with_attn = flops_per_token(gpt3, "kaplan") * 300e9
     assert with_attn - 3.1428e23 == pytest.approx(6 * 96 * 2048 * 12288 * 300e9, rel=1e-3)
+    # PaLM/Megatron count the score and value products in full: twice Kaplan's term.
+    palm = flops_per_token(gpt3, "palm") - flops_per_token(gpt3)
+    assert palm == pytest.approx(12 * 96 * 2048 * 12288)
+    assert flops_per_token(gpt3, "megatron") == flops_per_token(gpt3, "palm")
     # Forward only: a third of training.
-    assert compute.forward_flops(175e9, 300e9) == pytest.approx(3.15e23 / 3)
+    assert flops_per_token(gpt3, train=False) == pytest.approx(6 * 174.6e9 / 3)
 
 
 def test_narayanan_params_gpt3() -> None:
@@ -171,7 +183,7 @@ def test_llama2_70b_implied_mfu() -> None:
     # Touvron et al. 2023, Table 2: Llama 2 70B took 1,720,320 A100-80GB GPU-hours on 2.0T tokens.
     # 6ND = 6 x 70e9 x 2e12 = 8.4e23 FLOPs. At 312 TFLOPS bf16 dense:
     # MFU = 8.4e23 / (1,720,320 x 3600 s x 312e12) = 8.4e23 / 1.9323e24 = 0.4347.
-    flops = compute.training_flops(70e9, 2e12)
+    flops = 6 * 70e9 * 2e12
     mfu = flops / (1_720_320 * 3600 * 312e12)
     assert mfu == pytest.approx(0.4347, abs=1e-4)
     # And back: at that MFU one A100 needs 1,720,320 hours.
@@ -259,16 +271,22 @@ def test_llama3_failure_rate() -> None:
     assert reliability.per_gpu_hour_from_node_days(5, 8) == pytest.approx(2.6042e-5, rel=1e-4)
 
 
-def test_failure_cost_and_downtime() -> None:
-    # Downtime: spare node -> swap (0.1 h) else restart (0.5 h), plus reload 0.05 h.
-    assert reliability.downtime_hours(1, 0.5, 0.1, 0.05) == pytest.approx(0.15)
-    assert reliability.downtime_hours(0, 0.5, 0.1, 0.05) == pytest.approx(0.55)
-    # lambda 0.1/h, L = 0.6 h, $100/h running: 0.1 x 0.6 x 100 = $6/h; SLA credit for half of
-    # the failures at 2x downtime 0.5 h on $80/h rental: 0.1 x 0.5 x 2 x 0.5 x 80 = $4/h.
-    assert reliability.expected_failure_cost_per_hour(0.1, 0.6, 100.0) == pytest.approx(6.0)
-    assert reliability.expected_failure_cost_per_hour(
-        0.1, 0.6, 100.0, sla_share=0.5, credit_multiplier=2.0, downtime_h=0.5, rental_per_h=80.0
-    ) == pytest.approx(2.0)
+def test_downtime_and_failures_per_running_hour() -> None:
+    # Downtime: detect 0.05 h + (spare node -> swap 0.1 h, else restart 0.5 h) + reload 0.05 h.
+    rm = reliability.RestartModel(detect_h=0.05, restart_h=0.5, swap_h=0.1)
+    assert rm.downtime_h(0.05, spare_nodes=1) == pytest.approx(0.2)
+    assert rm.downtime_h(0.05) == pytest.approx(0.6)
+    # lambda 0.1/h, L = 0.6 h: failures strike the redone work too, 0.1 / (1 - 0.06) =
+    # 0.106383 per running hour; at lambda L >= 1 the run never ends.
+    assert reliability.failures_per_running_hour(0.1, 0.6) == pytest.approx(0.1 / 0.94)
+    assert math.isinf(reliability.failures_per_running_hour(2.0, 0.5))
+    # An asynchronous snapshot durable 30 s after its stall: 30 s more lost per failure, and
+    # the interval is at least those 30 s.
+    assert reliability.loss_hours_per_failure(600, 1, 0.1, 30) == pytest.approx(
+        601 / 7200 + 30 / 3600 + 0.1
+    )
+    assert reliability.checkpoint_interval_s(0.01, 1e9, 30.0) > 30.0
+    assert reliability.checkpoint_interval_s(0.01, 1.0, 30.0) == 30.0
 
 
 # ----------------------------------------------------------------------------- energy
@@ -323,16 +341,19 @@ def test_memory_breakdown_7b_zero3_full_recompute() -> None:
         fragmentation=0.05,
         headroom=0.05,
     )
-    # States: 16 x 7e9 / 8 = 14e9 B = 14.0 GB.
-    assert mem.model_states_gb == pytest.approx(14.0)
+    # States: 16 x 7e9 / 8 = 14e9 B = 14.0 GB, plus ZeRO-3's gathered largest layer, the
+    # embedding table: 2 x 2 bytes x 32000 x 4096 = 0.524288 GB.
+    assert mem.gather_gb == pytest.approx(0.524288)
+    assert mem.model_states_gb == pytest.approx(14.524288)
     # Activations: 2 sbh per layer = 2 x 4096 x 4096 = 33,554,432 x 32 = 1,073,741,824, plus
     # 4 sbh (1 + V/h) = 67,108,864 x 8.8125 = 591,396,864 -> 1,665,138,688 B = 1.66514 GB.
     assert mem.activations_gb == pytest.approx(1.665138688)
-    # Total (14 + 1.66514) x 1.05 + 1.5 = 16.44840 + 1.5 = 17.94840 GB of 80 x 0.95 = 76 GB.
-    assert mem.total_gb == pytest.approx(17.9483956)
-    assert mem.capacity_gb == pytest.approx(76.0)
+    # Total (14.524288 + 1.665139) x 1.05 + 1.5 = 16.998898 + 1.5 = 18.498898 GB against
+    # 80 GiB x 0.95 = 85.899346 x 0.95 = 81.604379 GB usable (HBM is binary).
+    assert mem.total_gb == pytest.approx(18.4988980)
+    assert mem.capacity_gb == pytest.approx(81.6043786)
     assert mem.fits
-    assert mem.headroom_gb == pytest.approx(76.0 - 17.9483956)
+    assert mem.headroom_gb == pytest.approx(81.6043786 - 18.4988980)
 
 
 def test_checkpoint_size() -> None:
@@ -379,8 +400,9 @@ def test_memory_infeasibility_message() -> None:
     reason = next(i.reason for i in space.infeasible if i.phase == "finetune")
     assert reason.startswith("finetune:")
     assert "149.3 GB" in reason  # the GB needed at best (see _seventy_b_on_l4)
-    assert "24 GB" in reason  # the largest allowed GPU
-    assert "22.8 GB usable" in reason  # 24 x (1 - 0.05)
+    # the largest allowed GPU, in its vendor's binary unit: 24 GiB = 25.77 GB
+    assert "24 GiB (25.8 GB)" in reason
+    assert "24.5 GB usable" in reason  # 25.77 x (1 - 0.05)
 
 
 # ----------------------------------------------------------------------------- efficiencies

@@ -287,9 +287,8 @@ def test_old_model_lost_most_of_the_run() -> None:
     assert write_s / 3600 == pytest.approx(1.578, abs=0.001)
     lam = reliability.job_failure_rate(16384, LLAMA3.per_gpu_hour)
     tau = reliability.daly_interval_s(write_s, 3600 / lam)
-    old = reliability.loss_hours_per_failure(
-        tau, write_s, reliability.downtime_hours(0, 0.5, 0.1, write_s / 3600)
-    )
+    old_restart = reliability.RestartModel(detect_h=0.0, restart_h=0.5, swap_h=0.1)
+    old = reliability.loss_hours_per_failure(tau, write_s, old_restart.downtime_h(write_s / 3600))
     assert old == pytest.approx(3.948, abs=0.001)
     assert lam * old > 1.0
     assert (

@@ -12,6 +12,7 @@ from planner.checker.costs import (
     pool_rental,
     porting_usd,
 )
+from planner.checker.figures import check_figures
 from planner.checker.recompute import PhaseFacts, derive
 from planner.checker.violation import Verification, Violation
 from planner.instance.model import Instance
@@ -25,7 +26,8 @@ def verify(
 
     Families are checked in a fixed order: entries (missing and unknown phases), then per
     phase the configuration, defined work, memory, hours needed, window and contiguity; then
-    precedence, capacity, reserved pools, the carbon cap; last the stated costs. A stated
+    precedence, capacity, reserved pools, the carbon cap; last the stated costs and the derived
+    figures of each entry's ``info`` (:mod:`planner.checker.figures`). A stated
     figure matches when ``|stated - recomputed| <= abs_tol + rel_tol x |recomputed|``.
     Costs are compared only when every entry could be priced (``Verification.costed``)."""
     violations: list[Violation] = []
@@ -82,6 +84,8 @@ def verify(
         violations.extend(
             compare(plan, totals, objective, kwh, emissions, by_phase, rel_tol, abs_tol)
         )
+    for name, pc in by_phase.items():
+        violations.extend(check_figures(entries[name], facts[name], pc.costs["failure"]))
     costs = {k: totals[k] for k in ALL_KEYS}
     return Verification(
         violations=tuple(violations),

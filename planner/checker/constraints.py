@@ -206,17 +206,24 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
 
 
 def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bool]:
-    """ZeRO, recomputation, tensor and pipeline degrees. A phase without a model has no layout:
-    it must state ZeRO 0, recompute none, tp 1, pp 1."""
+    """ZeRO, recomputation and the parallel layout (docs/cost-model.md, "Constraints"): each
+    choice among the phase's options; tp | heads and kv heads, tp <= GPUs per node, pp <=
+    layers, 2 cp | sequence, ep | experts and the GPUs of a stage, tp x cp x pp | GPUs,
+    interleaving only with a pipeline (pp x v <= layers, pp | micro-batches), parameter
+    offload only with ZeRO-3; the checkpointing scheme allowed. A phase without a model has no
+    layout: it must state ZeRO 0, recompute none and one rank of everything."""
     problems: list[str] = []
     m = phase_model(inst, p)
     o = p.options
+    problems.extend(_check_scheme(inst, p, e))
     if m is None:
-        if (e.zero, e.recompute, e.tp, e.pp) != (0, "none", 1, 1):
+        got = (e.zero, e.recompute, e.tp, e.pp, e.cp, e.ep, e.virtual, e.offload)
+        if got != (0, "none", 1, 1, 1, 1, 1, "none"):
             problems.append(
                 f"a phase without a model has no parallel layout; expected ZeRO 0, "
-                f"recompute none, tp 1, pp 1, got ZeRO {e.zero}, recompute "
-                f"{e.recompute}, tp {e.tp}, pp {e.pp}"
+                f"recompute none, tp 1, pp 1, cp 1, ep 1, no interleaving or offload, got "
+                f"ZeRO {e.zero}, recompute {e.recompute}, tp {e.tp}, pp {e.pp}, cp {e.cp}, "
+                f"ep {e.ep}, interleave {e.virtual}, offload {e.offload}"
             )
         return problems, e.tp >= 1 and e.pp >= 1
     costable = True
@@ -232,30 +239,91 @@ def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bo
         problems.append(
             f"recomputation {e.recompute!r} is not among the allowed {list(o.recompute)}"
         )
-    if e.tp < 1 or e.pp < 1:
-        problems.append(f"expected tp >= 1 and pp >= 1, got tp {e.tp}, pp {e.pp}")
+    if min(e.tp, e.pp, e.cp, e.ep, e.microbatches, e.virtual) < 1:
+        problems.append(
+            f"expected tp, pp, cp, ep, micro-batches and interleave >= 1, got tp {e.tp}, "
+            f"pp {e.pp}, cp {e.cp}, ep {e.ep}, micro-batches {e.microbatches}, "
+            f"interleave {e.virtual}"
+        )
         return problems, False
-    if e.tp not in o.tensor_parallel:
-        problems.append(f"tp {e.tp} is not among the allowed {list(o.tensor_parallel)}")
-    if e.pp not in o.pipeline_parallel:
-        problems.append(f"pp {e.pp} is not among the allowed {list(o.pipeline_parallel)}")
+    for what, value, allowed in (
+        ("tp", e.tp, o.tensor_parallel),
+        ("pp", e.pp, o.pipeline_parallel),
+        ("cp", e.cp, o.context_parallel),
+        ("ep", e.ep, o.expert_parallel),
+        ("micro-batches", e.microbatches, o.microbatches),
+        ("interleave", e.virtual, o.interleave),
+        ("offload", e.offload, o.offload),
+    ):
+        if value not in allowed:
+            problems.append(f"{what} {value} is not among the allowed {list(allowed)}")
+    if e.tp > 1 and e.sp not in o.sequence_parallel:
+        problems.append(
+            f"sequence parallelism {e.sp} is not among the allowed {list(o.sequence_parallel)}"
+        )
     if m.heads % e.tp:
         problems.append(f"tp {e.tp} does not divide the model's {m.heads} heads")
+    kv = m.heads if m.arch is None else (1 if m.arch.mla is not None else m.arch.kv)
+    if kv % e.tp:
+        problems.append(f"tp {e.tp} does not divide the model's {kv} key/value heads")
     if e.gpu in inst.spec.gpu_types and e.tp > inst.gpu(e.gpu).gpus_per_node:
         problems.append(
             f"tp {e.tp} is more than the {inst.gpu(e.gpu).gpus_per_node} GPUs of a node"
         )
-    if m.layers % e.pp:
-        problems.append(f"pp {e.pp} does not divide the model's {m.layers} layers")
+    if e.pp > m.layers or e.pp * e.virtual > m.layers:
+        problems.append(
+            f"pp {e.pp} x interleave {e.virtual} exceeds the model's {m.layers} layers "
+            "(a stage would be empty)"
+        )
+        costable = False
+    if e.cp > 1 and m.seq_len % (2 * e.cp):
+        problems.append(f"cp {e.cp}: the sequence of {m.seq_len} does not split into 2 x cp chunks")
+    moe = m.arch.moe if m.arch is not None else None
+    if e.ep > 1 and moe is None:
+        problems.append(f"ep {e.ep}: expert parallelism needs a mixture-of-experts model")
+    elif moe is not None and moe.experts % e.ep:
+        problems.append(f"ep {e.ep} does not divide the model's {moe.experts} experts")
+    if e.virtual > 1 and (e.pp == 1 or e.microbatches % e.pp):
+        problems.append(
+            f"interleave {e.virtual} needs a pipeline (pp {e.pp} > 1) and micro-batches "
+            f"({e.microbatches}) a multiple of pp"
+        )
+    if e.offload not in ("none", "optimizer", "params"):
+        problems.append(f"unknown offload {e.offload!r}; expected none, optimizer or params")
+        costable = False
+    elif e.offload == "params" and e.zero != 3:
+        problems.append("parameter offload needs ZeRO stage 3")
+        costable = False
+    elif e.offload != "none" and p.work.passes != "train":
+        problems.append("CPU offload of optimizer states needs a training phase")
+    mp = e.tp * e.cp * e.pp
     if 0 < e.gpus < 1:
-        if (e.tp, e.pp) != (1, 1):
-            problems.append(f"a GPU slice ({e.gpus:g}) cannot be split: expected tp 1, pp 1")
-    elif e.gpus >= 1 and e.gpus == int(e.gpus) and int(e.gpus) % (e.tp * e.pp):
-        problems.append(f"tp x pp = {e.tp * e.pp} does not divide {e.gpus:g} GPUs")
-    dp = data_parallel(p, m, max(e.gpus, 0.0), e.tp, e.pp)
+        if mp != 1:
+            problems.append(f"a GPU slice ({e.gpus:g}) cannot be split: expected tp, cp, pp 1")
+    elif e.gpus >= 1 and e.gpus == int(e.gpus):
+        if int(e.gpus) % mp:
+            problems.append(f"tp x cp x pp = {mp} does not divide {e.gpus:g} GPUs")
+        elif (int(e.gpus) // e.pp) % e.ep:
+            problems.append(f"ep {e.ep} does not divide the {int(e.gpus) // e.pp} GPUs of a stage")
+    dp = data_parallel(p, m, max(e.gpus, 0.0), e.tp * e.cp, e.pp) * e.cp
     if e.zero in (0, 1, 2, 3) and e.zero not in o.zero and not (e.zero == 0 and dp == 1):
         problems.append(f"ZeRO stage {e.zero} is not among the allowed {list(o.zero)}")
     return problems, costable
+
+
+def checkpoint_scheme(inst: Instance, p: Phase, e: PhasePlan) -> str:
+    """The entry's checkpointing scheme: as stated, else the instance's default."""
+    return e.checkpoint if e.checkpoint is not None else inst.spec.failure.checkpoint
+
+
+def _check_scheme(inst: Instance, p: Phase, e: PhasePlan) -> list[str]:
+    """The checkpointing scheme is among ``options.checkpoint`` (default: the instance's
+    ``failure.checkpoint``)."""
+    allowed = p.options.checkpoint or (inst.spec.failure.checkpoint,)
+    scheme = checkpoint_scheme(inst, p, e)
+    if scheme not in allowed:
+        return [f"checkpointing {scheme!r} is not among the allowed {list(allowed)}"]
+    return []
 
 
 def check_work_defined(inst: Instance, p: Phase) -> list[Violation]:

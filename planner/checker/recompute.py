@@ -3,8 +3,10 @@
 
 Written from the contract, not from ``planner.configs``: a bug in the planner's configuration
 space then shows up as a disagreement. Only the published formulas of :mod:`planner.physics`
-(ZeRO/Korthikanti memory, checkpoint bytes) are shared; the short formulas (scaling and
-layout efficiency, Daly's interval, power, storage and rental rates) are written out here.
+(FLOPs per token, ZeRO/Korthikanti memory, checkpoint bytes, the expert all-to-all volume,
+offload's PCIe bytes) are shared; the short formulas (scaling and layout efficiency, sharded
+checkpoint bandwidth and the schemes, Daly's interval, the renewal model of failures, power,
+storage and rental rates) are written out here.
 """
 
 from __future__ import annotations
@@ -16,17 +18,21 @@ import numpy as np
 
 from planner.instance.model import Instance
 from planner.instance.schema import DEFAULT_MFU, Phase, Region, StorageTier
-from planner.physics.memory import MemoryBreakdown, memory_per_gpu
+from planner.physics.layout import moe_all_to_all_bytes_per_token, params_per_rank
+from planner.physics.memory import (
+    ACTIVATION_BYTES,
+    WEIGHT_BYTES,
+    MemoryBreakdown,
+    memory_per_gpu,
+    offload_seconds_per_step,
+)
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
-from planner.physics.transformer import ModelDims
+from planner.physics.transformer import ModelDims, expert_params, flops_per_token
 from planner.plan import PhasePlan
 
 #: Throughput factor R of activation recomputation (docs/cost-model.md: none 1, selective
 #: 1/1.04, full 0.75; Korthikanti et al. 2022 Table 4, and 6ND against 8ND hardware FLOPs).
 RECOMPUTE_FACTOR: dict[str, float] = {"none": 1.0, "selective": 1.0 / 1.04, "full": 0.75}
-
-#: Micro-batches per step in the pipeline-bubble term (pp - 1) / (16 + pp - 1) of eff_layout.
-BUBBLE_MICROBATCHES = 16
 
 #: Hours per month for prices per GB-month (8760 / 12).
 HOURS_PER_MONTH = 730.0
@@ -56,8 +62,9 @@ def peak_tflops(inst: Instance, gpu: str, precision: str) -> float | None:
 
 
 def work_flops(inst: Instance, p: Phase) -> float | None:
-    """W in FLOPs: tokens & train ``6 P D + 6 L s h D``, tokens & forward ``2 P D + 2 L s h D``
-    (Kaplan et al. 2020 Table 1), ``flops`` as given, or ``gpu_hours x 3600 x peak(ref gpu,
+    """W in FLOPs: tokens x FLOPs per token under ``work.flops_convention`` (``6nd``: 6N per
+    training token, 2N forward, N the active parameters; ``kaplan``, ``palm``, ``megatron``
+    add their attention terms), ``flops`` as given, or ``gpu_hours x 3600 x peak(ref gpu,
     work.precision) x 1e12 x mfu(ref gpu)``. None when the reference GPU has no peak at the
     work's precision (the work is then undefined)."""
     w = p.work
@@ -71,8 +78,7 @@ def work_flops(inst: Instance, p: Phase) -> float | None:
         return w.gpu_hours * 3600.0 * ref * 1e12 * mfu_of(p, w.gpu)
     m = phase_model(inst, p)
     assert m is not None and w.tokens is not None
-    per_token = 6.0 if w.passes == "train" else 2.0
-    return per_token * m.params * w.tokens + per_token * m.layers * m.seq_len * m.hidden * w.tokens
+    return w.tokens * flops_per_token(m, w.flops_convention, w.passes == "train")
 
 
 def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
@@ -171,16 +177,22 @@ class PhaseFacts:
     dp: int
     eff_scale: float
     eff_layout: float
+    recompute_factor: float
     flops_per_s: float
     memory: MemoryBreakdown
     checkpoint_gb: float
     output_gb: float
+    scheme: str
     write_s: float
+    persist_s: float
+    reload_s: float
+    job_failure_rate: float
     failure_rate: float
     interval_s: float
     overhead: float
     downtime_h: float
     loss_h: float
+    compute_only_h: float
     compute_h: float
     io_h: float
     hours: int
@@ -197,6 +209,11 @@ class PhaseFacts:
     resume_usd: float
     pause_per_h: float
 
+    @property
+    def effective_training_time(self) -> float:
+        """``(1 - overhead)(1 - λ L)``."""
+        return (1.0 - self.overhead) * (1.0 - self.job_failure_rate * self.loss_h)
+
 
 def data_parallel(p: Phase, m: ModelDims | None, gpus: float, tp: int, pp: int) -> int:
     """dp = gpus / (tp pp) for a model phase on whole GPUs, else 1 (a slice) or the GPU count
@@ -206,6 +223,104 @@ def data_parallel(p: Phase, m: ModelDims | None, gpus: float, tp: int, pp: int) 
     if m is None:
         return int(gpus)
     return max(1, int(gpus) // (tp * pp))
+
+
+def scale_efficiency(
+    p: Phase, gpus: float, gpn: int, step_s: float, grad_bytes: float, dp: int, gb_per_s: float
+) -> float:
+    """``eff_scale = eff(n) / eff(reference)``, 1 without ``scaling.reference_gpus`` or with
+    kind ``none``. ``per_doubling``: ``eff(n) = per_doubling ** log2(ceil(n / gpus_per_node))``
+    for more than one node, else 1. ``interconnect``: within a node 1, else ``t_c / (t_c + (1 -
+    overlap) t_ar)`` with ``t_ar = 2 (d - 1) / d x gradient bytes / (inter_node_gb_per_s x
+    1e9)``, d the data-parallel ring at n (dp x cp) and ``d x reference / n`` at the reference."""
+    sc = p.scaling
+    ref = gpus if sc.reference_gpus is None else float(sc.reference_gpus)
+    if sc.kind == "none" or ref == gpus:
+        return 1.0
+
+    def eff(n: float, d: float) -> float:
+        nodes = math.ceil(n / gpn)
+        if sc.kind == "per_doubling":
+            return sc.per_doubling ** math.log2(nodes) if nodes > 1 else 1.0
+        d = int(d)
+        if n <= gpn or d <= 1 or step_s <= 0:
+            return 1.0
+        t_ar = 2.0 * (d - 1) / d * grad_bytes / (gb_per_s * 1e9)
+        return step_s / (step_s + (1.0 - sc.overlap) * t_ar)
+
+    return eff(gpus, dp) / eff(ref, dp * ref / gpus)
+
+
+def layout_efficiency(
+    inst: Instance, p: Phase, e: PhasePlan, m: ModelDims, dp: int, per_gpu: float, step_s: float
+) -> float:
+    """``eff_layout`` with ``scaling.layout: modeled``: ``0.98 ** log2(tp)`` x (pp > 1:
+    ``v m / (v m + pp - 1)`` x ``(L / pp) / ceil(L / pp)``) x (ZeRO-3, dp x cp > 1, more GPUs than a
+    node: 0.95) x (ep > 1: ``t_c / (t_c + t_a2a)`` per token, ``t_c = F / (peak x mfu x R)``,
+    ``t_a2a = 4 k h B L_moe (ep - 1) / ep / bw``, bw ``intra_node_gb_per_s / 2`` when ep fits
+    in a node else ``inter_node_gb_per_s``) x (offload: ``t_step / (t_step + t_pcie)``, the
+    owned parameters' PCIe bytes per step at ``host_gb_per_s``)."""
+    g = inst.gpu(e.gpu)
+    eff = 0.98 ** math.log2(e.tp)
+    if e.pp > 1:
+        vm = e.virtual * e.microbatches
+        eff *= vm / (vm + e.pp - 1)
+        eff *= (m.layers / e.pp) / math.ceil(m.layers / e.pp)
+    if e.zero == 3 and dp * e.cp > 1 and e.gpus > g.gpus_per_node:
+        eff *= 0.95
+    moe = m.arch.moe if m.arch is not None else None
+    if e.ep > 1 and moe is not None and m.arch is not None:
+        nbytes = moe_all_to_all_bytes_per_token(
+            m.hidden, moe.top_k, m.arch.moe_layers, e.ep, ACTIVATION_BYTES[e.precision]
+        )
+        bw = g.intra_node_gb_per_s / 2 if e.ep <= g.gpus_per_node else g.inter_node_gb_per_s
+        t_c = flops_per_token(m, p.work.flops_convention) / per_gpu
+        eff *= t_c / (t_c + nbytes / (bw * 1e9))
+    if e.offload != "none":
+        owned = rank_params(m, e) / (dp * e.cp)
+        t_off = offload_seconds_per_step(owned, g.host_gb_per_s, e.precision, e.offload == "params")
+        eff *= step_s / (step_s + t_off) if step_s > 0 else 1.0
+    return eff
+
+
+def rank_params(m: ModelDims, e: PhasePlan) -> float:
+    """Parameters of the most loaded rank: dense / tp and experts / ep on ceil(L / pp) layers."""
+    return params_per_rank(m.params, e.tp, e.pp, m.layers, expert_params(m), e.ep)
+
+
+def checkpoint_times(
+    inst: Instance, e: PhasePlan, scheme: str, ck_gb: float, tier: StorageTier
+) -> tuple[float, float, float]:
+    """(stall δ, persist, reload) seconds of one checkpoint of ``ck`` GB. Sharded over the
+    job's nodes ``N = ceil(gpus / gpus_per_node)``: write ``W = ck / min(write_gb_per_s x N,
+    aggregate)`` (or ``failure.checkpoint_write_s``), read ``R = ck / min(read_gb_per_s x N,
+    aggregate)``. ``sync``: (W, W, R); ``async``: the shard ``ck / gpus`` to host at
+    ``host_gb_per_s`` blocks, (s, s + W, R); ``in_memory``: (s, s + (replicas - 1) shard /
+    inter_node_gb_per_s, shard / inter_node_gb_per_s)."""
+    g = inst.gpu(e.gpu)
+    fail = inst.spec.failure
+    if ck_gb <= 0:
+        return 0.0, 0.0, 0.0
+    nodes = max(1, math.ceil(e.gpus / g.gpus_per_node))
+    agg = tier.aggregate_gb_per_s
+
+    def bandwidth(per_node: float) -> float:
+        return min(per_node * nodes, agg) if agg is not None else per_node * nodes
+
+    shard = ck_gb / max(1, int(e.gpus))
+    snapshot = shard / g.host_gb_per_s
+    if scheme == "in_memory":
+        peer = g.inter_node_gb_per_s
+        return snapshot, snapshot + (fail.in_memory_replicas - 1) * shard / peer, shard / peer
+    write = (
+        float(fail.checkpoint_write_s)
+        if fail.checkpoint_write_s is not None
+        else ck_gb / bandwidth(tier.write_gb_per_s)
+    )
+    read = ck_gb / bandwidth(tier.read_gb_per_s)
+    if scheme == "sync":
+        return write, write, read
+    return snapshot, snapshot + write, read
 
 
 def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
@@ -227,21 +342,27 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     train = is_training(p)
     gpus, spare = float(e.gpus), float(e.spare_gpus)
     gpn = g.gpus_per_node
-    dp = data_parallel(p, m, gpus, e.tp, e.pp)
+    dp = data_parallel(p, m, gpus, e.tp * e.cp, e.pp)
+    nodes_ceil = math.ceil(gpus / gpn)
 
     # sustained FLOP/s = gpus x peak x 1e12 x mfu x R x eff_scale x eff_layout
-    nodes_ceil = math.ceil(gpus / gpn)
-    eff_scale = p.scaling.per_doubling ** math.log2(nodes_ceil) if nodes_ceil > 1 else 1.0
+    modeled = m is not None and p.scaling.layout == "modeled"
+    r_factor = RECOMPUTE_FACTOR[e.recompute] if modeled else 1.0
+    per_gpu = pk * 1e12 * mfu_of(p, e.gpu) * r_factor
+    step_s = grad_bytes = 0.0
     if m is not None:
-        eff_layout = 0.98 ** math.log2(e.tp)
-        if e.pp > 1:
-            eff_layout *= 1.0 - (e.pp - 1) / (BUBBLE_MICROBATCHES + e.pp - 1)
-        if e.zero == 3 and dp > 1 and gpus > gpn:
-            eff_layout *= 0.95
-        r_factor = RECOMPUTE_FACTOR[e.recompute]
-    else:
-        eff_layout, r_factor = 1.0, 1.0
-    fps = gpus * pk * 1e12 * mfu_of(p, e.gpu) * r_factor * eff_scale * eff_layout
+        tokens = p.options.micro_batch * m.seq_len * e.microbatches
+        step_s = flops_per_token(m, p.work.flops_convention) * tokens / (e.tp * e.cp * e.pp)
+        step_s /= per_gpu
+        grad_bytes = WEIGHT_BYTES[e.precision] * rank_params(m, e)
+    eff_layout = 1.0
+    if modeled:
+        assert m is not None
+        eff_layout = layout_efficiency(inst, p, e, m, dp, per_gpu, step_s)
+    eff_scale = scale_efficiency(
+        p, gpus, gpn, step_s, grad_bytes, max(1, dp * e.cp), g.inter_node_gb_per_s
+    )
+    fps = gpus * per_gpu * eff_scale * eff_layout
 
     pol = inst.spec.memory
     mem = memory_per_gpu(
@@ -260,31 +381,45 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         pol.headroom,
         p.memory_gb,
         min(gpus, 1.0),
+        convention=pol.convention,
+        sequence_parallel=e.sp,
+        cp=e.cp,
+        ep=e.ep,
+        virtual=e.virtual,
+        offload=e.offload,
+        memory_unit=g.memory_unit,
     )
 
-    # reliability: λ, Daly's interval τ, overhead δ/(τ+δ), downtime D, loss per failure L
+    # reliability: λ, the scheme's stall δ / persist / reload, interval τ = max(Daly, lag),
+    # overhead δ/(τ+δ), downtime D, loss per failure L, failures per running hour f
     fail = inst.spec.failure
     ck = checkpoint_gb_of(inst, p, e.precision)
-    write_s = (
-        float(fail.checkpoint_write_s)
-        if fail.checkpoint_write_s is not None
-        else ck / tier.write_gb_per_s
-    )
+    scheme = e.checkpoint if e.checkpoint is not None else fail.checkpoint
+    write_s, persist_s, reload_s = checkpoint_times(inst, e, scheme, ck, tier)
+    lag = persist_s - write_s
     lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
     spare_nodes = spare / gpn
     downtime = (
-        fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours
-    ) + ck / tier.read_gb_per_s / 3600.0
+        fail.detect_hours
+        + (fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours)
+        + reload_s / 3600.0
+    )
     if ck > 0 and lam > 0:
-        tau = daly_interval_s(write_s, 3600.0 / lam)
+        tau = max(daly_interval_s(write_s, 3600.0 / lam), lag)
         overhead = write_s / (tau + write_s)
-        loss = (tau + write_s) / 2.0 / 3600.0 + downtime
+        loss = (tau + write_s) / 2.0 / 3600.0 + lag / 3600.0 + downtime
     else:
         tau, overhead, loss = math.inf, 0.0, downtime
+    failures = lam / (1.0 - lam * loss) if lam * loss < 1.0 else math.inf
 
-    # hours n = max(1, ceil(max(compute h, I/O h) - 1e-9))
-    compute_h = flops / fps / 3600.0 / (1.0 - overhead)
-    io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+    # hours n = max(1, ceil(max(compute h / (1 - overhead), I/O h) - 1e-9)), the data read
+    # sharded like the checkpoint
+    compute_only = flops / fps / 3600.0
+    compute_h = compute_only / (1.0 - overhead)
+    read_bw = tier.read_gb_per_s * max(1, nodes_ceil)
+    if tier.aggregate_gb_per_s is not None:
+        read_bw = min(read_bw, tier.aggregate_gb_per_s)
+    io_h = p.data.size_gb * p.data.read_passes / read_bw / 3600.0
     hours = max(1, math.ceil(max(compute_h, io_h) - 1e-9))
 
     rental = (gpus + spare) * (price + p.licence_usd_per_gpu_hour)
@@ -314,16 +449,22 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         dp=dp,
         eff_scale=eff_scale,
         eff_layout=eff_layout,
+        recompute_factor=r_factor,
         flops_per_s=fps,
         memory=mem,
         checkpoint_gb=ck,
         output_gb=out,
-        write_s=write_s if ck > 0 else 0.0,
-        failure_rate=lam,
+        scheme=scheme,
+        write_s=write_s,
+        persist_s=persist_s,
+        reload_s=reload_s,
+        job_failure_rate=lam,
+        failure_rate=failures,
         interval_s=tau,
         overhead=overhead,
         downtime_h=downtime,
         loss_h=loss,
+        compute_only_h=compute_only,
         compute_h=compute_h,
         io_h=io_h,
         hours=hours,

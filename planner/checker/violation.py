@@ -22,6 +22,7 @@ Kind = Literal[
     "reserved",  # reserved-contract GPUs above the committed pool, or a bad commitment
     "carbon_cap",  # emissions above objective.carbon_cap_tonnes
     "cost",  # a stated figure differs from its recomputation
+    "figure",  # a derived figure in an entry's info (memory, failures) differs
 ]
 
 #: Every violation kind, in the order the checker looks for them.

@@ -71,7 +71,7 @@ def render(summary: dict[str, Any]) -> list[str]:
         peak = ", ".join(f"{k} {_num(v)}" for k, v in g["peak_tflops"].items())
         where = ", ".join(g["regions"]) or "no region offers it"
         lines.append(
-            f"  {g['name']} [{g['family']}]  {_num(g['memory_gb'])} GB  "
+            f"  {g['name']} [{g['family']}]  {_num(g['memory_gb'])} {g.get('memory_unit', 'GB')}  "
             f"{_num(g['board_power_w'])} W (idle {_num(g['idle_power_w'])} W)  "
             f"{g['gpus_per_node']}/node  TFLOPS {peak}  in: {where}"
         )

@@ -28,8 +28,29 @@ from planner.estimate import (
     parse_quantity,
     phase_estimates,
 )
+from planner.physics.transformer import active_params
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
+#: Flags that describe the GPU (planner.estimate.gpu_spec) or are parsed before they become
+#: EstimateInput fields; the others pass through under their own names.
+_NOT_INPUTS = frozenset(
+    {
+        "gpu",
+        "gpu_memory_gb",
+        "gpu_tflops",
+        "gpu_power_w",
+        "gpu_idle_w",
+        "gpus_per_node",
+        "node_overhead_w",
+        "gpu_hour_usd",
+        "tokens",
+        "params",
+        "precision",
+        "recompute",
+        "flash",
+        "sp",
+    }
+)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -121,57 +142,82 @@ def _print_phase(pe: PhaseEstimate) -> None:
 
 
 def _detail(r: EstimateRow) -> Table:
-    m, mem = r.model, r.memory
+    m, mem, c, run = r.model, r.memory, r.config, r.run
+    th = c.throughput
     t = Table(title=r.label, title_justify="left", show_header=False)
     t.add_column("quantity")
     t.add_column("value")
     arch = f"L={m.layers}, h={m.hidden}, heads={m.heads}, s={m.seq_len}"
+    active = active_params(m)
+    moe = f", {active:.3g} active" if active != m.params else ""
     t.add_row(
         "model",
-        f"{m.params:.3g} parameters ({arch}"
+        f"{m.params:.4g} parameters{moe} ({arch}"
         f"{', inferred' if m.inferred else ''}), micro-batch {r.micro_batch}",
     )
-    t.add_row("work", f"{r.flops:.3g} FLOPs for {r.tokens:.3g} tokens (6ND + 6LshD)")
     fit = "[green]fits[/]" if mem.fits else "[bold red]does not fit[/]"
+    extra = ""
+    if mem.gather_gb:
+        extra += f" (incl. ZeRO-3 gathered layer {mem.gather_gb:.2f} GB)"
+    if mem.cpu_gb:
+        extra += f", {mem.cpu_gb:.2f} GB offloaded to CPU"
     t.add_row(
         "memory per GPU",
-        f"model states {mem.model_states_gb:.2f} GB + activations "
+        f"model states {mem.model_states_gb:.2f} GB{extra} + activations "
         f"{mem.activations_gb:.2f} GB (+fragmentation) + buffers {mem.buffers_gb:.2f} GB "
-        f"= {mem.total_gb:.2f} GB of {mem.capacity_gb:.2f} GB usable: {fit}",
+        f"= {mem.total_gb:.2f} GB of {mem.capacity_gb:.2f} GB usable "
+        f"({r.memory_convention} accounting): {fit}",
     )
     t.add_row(
         "throughput",
         f"{r.flops_per_s / 1e15:.3g} PFLOP/s sustained "
-        f"({r.flops_per_s / r.gpus / 1e12:.0f} TFLOP/s per GPU), dp {r.dp}",
+        f"({r.flops_per_s / r.gpus / 1e12:.0f} TFLOP/s per GPU), dp {r.layout.dp}; "
+        f"scaling {th.eff_scale:.4f} ({th.scaling.kind}: {th.scaling.detail}), "
+        f"layout {th.eff_layout:.4f}, recompute {th.recompute:.4f}",
     )
-    t.add_row("time", f"{_fmt(r.hours)} h ({r.hours / 24:.2f} days), {_fmt(r.gpu_hours)} GPU-hours")
-    emis = "" if r.emissions_t is None else f", {r.emissions_t:.3g} tCO2"
+    for note in r.notes:
+        t.add_row("note", note)
+    if run is None:
+        return t
+    t.add_row(
+        "work",
+        f"{run.flops:.3g} FLOPs for {r.tokens:.3g} tokens ({r.flops_convention} convention)",
+    )
+    gpu_h = run.hours * r.gpus
+    t.add_row(
+        "time",
+        f"{_fmt(run.hours)} h ({run.hours / 24:.2f} days), {_fmt(gpu_h)} GPU-hours at the MFU; "
+        f"{_fmt(run.work_hours)} h with checkpoint stalls, {_fmt(run.wall_hours)} h "
+        f"({_fmt(run.wall_hours * r.gpus)} GPU-hours) with failures",
+    )
+    emis = "" if run.emissions_t is None else f", {run.emissions_t:.3g} tCO2"
     t.add_row(
         "energy",
-        f"{r.facility_kw:.3g} kW at the facility, {_fmt(r.energy_kwh)} kWh, "
+        f"{c.facility_kw:.3g} kW at the facility, {_fmt(r.energy_kwh)} kWh, "
         f"{_fmt(r.tokens_per_kwh)} tokens/kWh{emis}",
     )
     t.add_row(
         "checkpoints",
-        f"{r.checkpoint_gb:.3g} GB written in {r.checkpoint_write_s:.3g} s "
-        f"every {_duration_s(r.checkpoint_interval_s)} "
-        f"({r.checkpoint_overhead:.2%} of wall time)",
+        f"{c.checkpoint} {r.checkpoint_gb:.3g} GB: stall {c.checkpoint_write_s:.3g} s, durable "
+        f"after {c.checkpoint_persist_s:.3g} s, reload {c.checkpoint_reload_s:.3g} s, "
+        f"every {_duration_s(c.checkpoint_interval_s)} "
+        f"({c.checkpoint_overhead:.2%} of the work hours)",
     )
-    mtbf = 1 / r.failure_rate_per_h if r.failure_rate_per_h > 0 else math.inf
+    mtbf = 1 / c.job_failure_rate if c.job_failure_rate > 0 else math.inf
     t.add_row(
         "failures",
-        f"{r.failure_rate_per_h:.3g}/h (job MTBF {_fmt(mtbf)} h), "
-        f"{r.expected_failures:.3g} expected, "
-        f"{r.loss_h_per_failure:.3g} h lost each",
+        f"{c.job_failure_rate:.3g}/h (job MTBF {_fmt(mtbf)} h), "
+        f"{run.expected_failures:.3g} expected, {c.loss_h:.3g} h lost each "
+        f"({c.downtime_h:.3g} h down): {_fmt(run.lost_hours)} h, "
+        f"{_fmt(run.lost_gpu_hours)} GPU-hours, {_fmt(run.lost_kwh)} kWh, "
+        f"{_usd(run.costs.failure)}; effective training time {c.effective_training_time:.1%}",
     )
     price = "" if r.usd_per_gpu_hour is None else f" at ${r.usd_per_gpu_hour:g}/GPU-h"
     t.add_row(
         "cost",
-        f"rental {_usd(r.costs.rental)}{price}, energy {_usd(r.costs.energy)}, "
-        f"failures {_usd(r.costs.failure)}: total {_usd(r.costs.total)}",
+        f"rental {_usd(run.costs.rental)}{price}, energy {_usd(run.costs.energy)}, "
+        f"failures {_usd(run.costs.failure)}: total {_usd(run.costs.total)}",
     )
-    for note in r.notes:
-        t.add_row("note", note)
     return t
 
 
@@ -189,12 +235,13 @@ def _summary(rows: list[EstimateRow]) -> Table:
         "kWh",
         "ckpt every",
         "E[failures]",
+        "eff. time",
         "cost",
     ):
         left = col in ("prec.", "recompute", "fits")
         t.add_column(escape(col), justify="left" if left else "right")
     for r in rows:
-        mem = r.memory
+        mem, run = r.memory, r.run
         t.add_row(
             str(r.gpus),
             r.precision,
@@ -205,9 +252,10 @@ def _summary(rows: list[EstimateRow]) -> Table:
             _fmt(r.hours),
             _fmt(r.gpu_hours),
             _fmt(r.energy_kwh),
-            _duration_s(r.checkpoint_interval_s),
-            f"{r.expected_failures:.3g}",
-            _usd(r.costs.total),
+            _duration_s(r.config.checkpoint_interval_s),
+            "-" if run is None else f"{run.expected_failures:.3g}",
+            f"{r.config.effective_training_time:.1%}",
+            "-" if run is None else _usd(run.costs.total),
         )
     return t
 
@@ -227,10 +275,20 @@ def estimate_command(
     ] = None,
     phase: Annotated[str | None, typer.Option(help="Phase of INSTANCE to estimate.")] = None,
     top: Annotated[int, typer.Option(help="Configurations to list in instance mode.")] = 15,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="A model preset (llama-2-70b, llama-3.1-405b, mixtral-8x7b, deepseek-v3, "
+            "qwen2.5-72b, gpt-3-175b, ...): its exact architecture; other model flags override it."
+        ),
+    ] = None,
     params: Annotated[
         str | None, typer.Option(help="Parameters: 7e9, 7B, 70B, 1.5T (k, M, B, T suffixes).")
     ] = None,
-    tokens: Annotated[str | None, typer.Option(help="Training tokens: 1e9, 300B, 2T.")] = None,
+    tokens: Annotated[
+        str | None,
+        typer.Option(help="Training tokens: 1e9, 300B, 2T (none: a memory-only estimate)."),
+    ] = None,
     gpu: Annotated[
         str | None,
         typer.Option(
@@ -238,7 +296,9 @@ def estimate_command(
             "override its values."
         ),
     ] = None,
-    gpu_memory_gb: Annotated[float | None, typer.Option(help="GPU memory, GB.")] = None,
+    gpu_memory_gb: Annotated[
+        float | None, typer.Option(help="GPU memory as the vendor states it (GiB for HBM).")
+    ] = None,
     gpu_tflops: Annotated[
         float | None, typer.Option(help="Dense peak TFLOPS at the precision(s) run.")
     ] = None,
@@ -290,9 +350,68 @@ def estimate_command(
         int | None, typer.Option(help="Micro-batch size per GPU (default: 1).")
     ] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: 1).")] = None,
-    pp: Annotated[int | None, typer.Option(help="Pipeline-parallel degree (default: 1).")] = None,
+    pp: Annotated[
+        int | None,
+        typer.Option(help="Pipeline-parallel degree, up to the layers (default: 1)."),
+    ] = None,
+    cp: Annotated[int | None, typer.Option(help="Context-parallel degree (default: 1).")] = None,
+    ep: Annotated[
+        int | None, typer.Option(help="Expert-parallel degree of an MoE model (default: 1).")
+    ] = None,
+    sp: Annotated[
+        bool | None,
+        typer.Option("--sp/--no-sp", help="Sequence parallelism with tp > 1 (default: on)."),
+    ] = None,
+    microbatches: Annotated[
+        int | None, typer.Option(help="Micro-batches per step in the pipeline (default: 16).")
+    ] = None,
+    interleave: Annotated[
+        int | None, typer.Option(help="Interleaved model chunks per device (default: 1).")
+    ] = None,
+    offload: Annotated[
+        str | None,
+        typer.Option(help="CPU offload: none, optimizer or params (ZeRO-3) (default: none)."),
+    ] = None,
     mfu: Annotated[
-        float | None, typer.Option(help="Model FLOPs utilisation at tp = pp = 1 (default: 0.4).")
+        float | None,
+        typer.Option(
+            help="Model FLOPs utilisation, valid at --reference-gpus (default: 0.4 at the GPUs "
+            "estimated)."
+        ),
+    ] = None,
+    flops_convention: Annotated[
+        str | None,
+        typer.Option(help="FLOPs per token: 6nd, kaplan, palm or megatron (default: 6nd)."),
+    ] = None,
+    scaling: Annotated[
+        str | None,
+        typer.Option(
+            help="Scaling model away from --reference-gpus: per_doubling, interconnect or none "
+            "(default: per_doubling)."
+        ),
+    ] = None,
+    per_doubling: Annotated[
+        float | None,
+        typer.Option(help="Throughput kept per doubling of nodes (default: 0.98)."),
+    ] = None,
+    reference_gpus: Annotated[
+        float | None,
+        typer.Option(help="GPUs the MFU was measured at (default: the GPUs estimated)."),
+    ] = None,
+    overlap: Annotated[
+        float | None,
+        typer.Option(help="Share of the gradient all-reduce hidden (interconnect; default 0.9)."),
+    ] = None,
+    mfu_layout: Annotated[
+        str | None,
+        typer.Option(
+            help="modeled: charge tp, pipeline bubble, ZeRO-3 and recomputation against the MFU; "
+            "in_mfu: the MFU was measured with this layout (default: modeled)."
+        ),
+    ] = None,
+    memory_convention: Annotated[
+        str | None,
+        typer.Option(help="Model-state accounting: zero, megatron or deepspeed (default: zero)."),
     ] = None,
     power_load: Annotated[
         float | None,
@@ -322,16 +441,36 @@ def estimate_command(
             help="What --mtbf-hours is the MTBF of: 'gpu' (job rate = GPUs / MTBF) or 'job'."
         ),
     ] = "gpu",
+    failure_preset: Annotated[
+        str | None,
+        typer.Option(
+            help="A published fleet's failure rate: llama3, rsc1 or rsc2 (instead of --mtbf-hours)."
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(help="Checkpointing: sync, async or in_memory (default: async)."),
+    ] = None,
     checkpoint_write_s: Annotated[
         float | None,
-        typer.Option(help="Seconds to write a checkpoint (default: size / --write-gb-per-s)."),
+        typer.Option(help="Seconds to write a checkpoint (default: size / sharded bandwidth)."),
     ] = None,
     write_gb_per_s: Annotated[
-        float | None, typer.Option(help="Checkpoint write bandwidth, GB/s (default: 5).")
+        float | None, typer.Option(help="Checkpoint write bandwidth per node, GB/s (default: 5).")
+    ] = None,
+    read_gb_per_s: Annotated[
+        float | None, typer.Option(help="Checkpoint read bandwidth per node, GB/s (default: 1).")
+    ] = None,
+    aggregate_gb_per_s: Annotated[
+        float | None,
+        typer.Option(help="Storage bandwidth of the whole job, GB/s (default: no limit)."),
+    ] = None,
+    detect_hours: Annotated[
+        float | None, typer.Option(help="Hours until a failure is noticed (default: 0.05).")
     ] = None,
     restart_hours: Annotated[
         float | None,
-        typer.Option(help="Hours to restart after a failure, before reloading (default: 0.5)."),
+        typer.Option(help="Hours to restart after a failure, before reloading (default: 0.1)."),
     ] = None,
     gpu_hour_usd: Annotated[
         float | None,
@@ -344,8 +483,10 @@ def estimate_command(
     """Estimate memory, time, energy, failures and cost of a training run.
 
     With INSTANCE --phase NAME: the phase's cheapest feasible configurations. With flags
-    alone: one row per combination of the repeated --gpus/--precision/--zero/--recompute."""
+    alone: one row per combination of the repeated --gpus/--precision/--zero/--recompute;
+    without --tokens, memory only."""
     flags = dict(
+        model=model,
         params=params,
         tokens=tokens,
         gpu=gpu,
@@ -369,14 +510,32 @@ def estimate_command(
         micro_batch=micro_batch,
         tp=tp,
         pp=pp,
+        cp=cp,
+        ep=ep,
+        sp=sp,
+        microbatches=microbatches,
+        interleave=interleave,
+        offload=offload,
         mfu=mfu,
+        flops_convention=flops_convention,
+        scaling=scaling,
+        per_doubling=per_doubling,
+        reference_gpus=reference_gpus,
+        overlap=overlap,
+        mfu_layout=mfu_layout,
+        memory_convention=memory_convention,
         power_load=power_load,
         pue=pue,
         price_usd_per_mwh=price_usd_per_mwh,
         carbon_g_per_kwh=carbon_g_per_kwh,
         mtbf_hours=mtbf_hours,
+        failure_preset=failure_preset,
+        checkpoint=checkpoint,
         checkpoint_write_s=checkpoint_write_s,
         write_gb_per_s=write_gb_per_s,
+        read_gb_per_s=read_gb_per_s,
+        aggregate_gb_per_s=aggregate_gb_per_s,
+        detect_hours=detect_hours,
         restart_hours=restart_hours,
         gpu_hour_usd=gpu_hour_usd,
     )
@@ -418,10 +577,10 @@ def estimate_command(
         return
     if phase is not None:
         fail("--phase needs an INSTANCE file")
-    if tokens is None:
+    if model is None and params is None and (layers is None or hidden is None):
         fail(
-            "give --tokens (and --params or --layers/--hidden, and --gpu), or an INSTANCE "
-            "with --phase"
+            "give --model NAME (a preset), --params, or --layers and --hidden (and --gpu, and "
+            "--tokens for time and cost), or an INSTANCE with --phase"
         )
     if mtbf_scope not in ("gpu", "job"):
         fail(f"--mtbf-scope: expected 'gpu' or 'job', got {mtbf_scope!r}")
@@ -436,34 +595,17 @@ def estimate_command(
             node_overhead_w,
             gpu_hour_usd,
         )
+        inputs = {k: v for k, v in flags.items() if k not in _NOT_INPUTS}
         inp = estimate_inputs(
-            tokens=parse_quantity(tokens, "--tokens"),
+            **inputs,
+            tokens=None if tokens is None else parse_quantity(tokens, "--tokens"),
             gpu=spec,
             params=None if params is None else parse_quantity(params, "--params"),
-            gpus=gpus,
             precision=[p.lower() for p in precision or []] or None,
-            zero=zero,
             recompute=[r.lower() for r in recompute or []] or None,
-            seq_len=seq_len,
-            layers=layers,
-            hidden=hidden,
-            heads=heads,
-            vocab=vocab,
-            optimizer=optimizer,
             flash_attention=flash,
-            micro_batch=micro_batch,
-            tp=tp,
-            pp=pp,
-            mfu=mfu,
-            power_load=power_load,
-            pue=pue,
-            price_usd_per_mwh=price_usd_per_mwh,
-            carbon_g_per_kwh=carbon_g_per_kwh,
-            mtbf_hours=mtbf_hours,
+            sequence_parallel=sp,
             mtbf_scope=mtbf_scope,
-            checkpoint_write_s=checkpoint_write_s,
-            write_gb_per_s=write_gb_per_s,
-            restart_hours=restart_hours,
         )
         rows = estimate(inp)
     except EstimateError as e:

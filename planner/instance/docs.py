@@ -11,6 +11,7 @@ example.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import types
 import typing
@@ -23,6 +24,11 @@ from pydantic_core import PydanticUndefined
 
 from planner.instance.fielddocs import FIELD_DOCS
 from planner.instance.schema import InstanceSpec
+from planner.physics.architecture import MLA, MoE
+
+#: Plain dataclasses the schema nests (their fields are documented in FIELD_DOCS too, and
+#: described in the JSON Schema under their own names).
+NESTED: tuple[type, ...] = (MoE, MLA)
 
 #: Fields that are required by the schema but may come from the GPU catalog instead.
 FROM_CATALOG = {"memory_gb", "peak_tflops", "board_power_w", "idle_power_w"}
@@ -254,6 +260,7 @@ def undocumented() -> list[str]:
     """``Model.field`` names of the schema that :data:`FIELD_DOCS` lacks, and entries of
     the table that are no longer fields."""
     fields = {f"{m.__name__}.{n}" for m in models() for n in m.model_fields}
+    fields |= {f"{d.__name__}.{f.name}" for d in NESTED for f in dataclasses.fields(d)}
     missing = sorted(fields - set(FIELD_DOCS))
     stale = sorted(f"(stale) {k}" for k in set(FIELD_DOCS) - fields)
     return missing + stale
@@ -323,4 +330,9 @@ def json_schema() -> dict[str, Any]:
                 prop["description"] = meaning + (f" Unit: {unit}." if unit else "")
             if example:
                 prop["examples"] = [_example_value(example)]
+    for d in NESTED:
+        for name, prop in defs.get(d.__name__, {}).get("properties", {}).items():
+            unit, meaning, example = FIELD_DOCS[f"{d.__name__}.{name}"]
+            prop["description"] = meaning + (f" Unit: {unit}." if unit else "")
+            prop["examples"] = [_example_value(example)]
     return schema

@@ -147,6 +147,26 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "6.5",
     ),
     "GpuType.source": ("", "Where the figures come from.", "NVIDIA H100 datasheet"),
+    "GpuType.memory_unit": (
+        "",
+        "The unit of `memory_gb` as the vendor means it: GiB (2^30 bytes; HBM and GDDR are "
+        "binary: an 80 GB A100 has 81,920 MiB) or GB (10^9 bytes).",
+        "GiB",
+    ),
+    "GpuType.host_gb_per_s": (
+        "GB/s",
+        "Device-to-host bandwidth of one GPU, one direction, pinned buffers: the snapshot of an "
+        "asynchronous checkpoint and CPU offload move at it (25: PCIe Gen4/5 x16 as achieved, a "
+        "stated assumption).",
+        "25",
+    ),
+    "GpuType.failure_preset": (
+        "",
+        "A published fleet's failure rate: llama3 (419 interruptions in 54 days on 16,384 H100), "
+        "rsc1 or rsc2 (Meta's RSC clusters, Kokolis et al. 2024). At most one of this, "
+        "failures_per_gpu_hour and failures_per_1000_node_days.",
+        "llama3",
+    ),
     # ------------------------------------------------------------------ Region
     "Region.timezone": (
         "IANA time zone",
@@ -343,6 +363,12 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "Price of reading data back (archive tiers charge it).",
         "0.03",
     ),
+    "StorageTier.aggregate_gb_per_s": (
+        "GB/s",
+        "Bandwidth the whole job shares on this tier; a sharded checkpoint moves at min(write/read"
+        " per node x nodes, this) (none: no limit beyond the nodes').",
+        "2000",
+    ),
     "Sla.provider_fault_share": (
         "share",
         "Share of failures that are the provider's fault (spot preemptions never are).",
@@ -390,32 +416,33 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     "ModelSpec.qkv_bias": ("", "Query/key/value projections have biases.", "false"),
     "ModelSpec.moe": (
         "",
-        "Mixture of experts (total parameters count every expert).",
+        "Mixture of experts: `experts` routed experts of FFN size `expert_ffn`, `top_k` active "
+        "per token, `shared_experts` always active (FFN `shared_ffn`, default expert_ffn), the "
+        "first `first_dense_layers` dense, then every `every`-th layer MoE, `router_bias`. "
+        "Total parameters count every expert; FLOPs count the active ones.",
         "{experts: 8, top_k: 2, expert_ffn: 14336}",
     ),
     "ModelSpec.mla": (
         "",
-        "Multi-head latent attention (DeepSeek-V2/V3).",
+        "Multi-head latent attention (DeepSeek-V2/V3): `q_lora_rank` (0: uncompressed "
+        "queries), `kv_lora_rank`, and the per-head `qk_nope_head_dim`, `qk_rope_head_dim`, "
+        "`v_head_dim`.",
         "{q_lora_rank: 1536, kv_lora_rank: 512, qk_nope_head_dim: 128, "
         "qk_rope_head_dim: 64, v_head_dim: 128}",
     ),
-    "MoESpec.experts": ("", "Routed experts per MoE layer.", "8"),
-    "MoESpec.top_k": ("", "Experts active per token.", "2"),
-    "MoESpec.expert_ffn": ("", "Feed-forward size of one expert.", "14336"),
-    "MoESpec.shared_experts": ("", "Experts every token uses.", "0"),
-    "MoESpec.shared_ffn": (
-        "",
-        "Feed-forward size of a shared expert (default expert_ffn).",
-        "2048",
-    ),
-    "MoESpec.first_dense_layers": ("", "Leading layers that stay dense.", "3"),
-    "MoESpec.every": ("", "Every n-th layer after those is MoE.", "1"),
-    "MoESpec.router_bias": ("", "The router has a bias.", "false"),
-    "MLASpec.q_lora_rank": ("", "Compressed query rank (0: uncompressed queries).", "1536"),
-    "MLASpec.kv_lora_rank": ("", "Compressed key/value rank.", "512"),
-    "MLASpec.qk_nope_head_dim": ("", "Per-head query/key dimension without RoPE.", "128"),
-    "MLASpec.qk_rope_head_dim": ("", "Per-head query/key dimension with RoPE.", "64"),
-    "MLASpec.v_head_dim": ("", "Per-head value dimension.", "128"),
+    "MoE.experts": ("", "Routed experts per MoE layer.", "8"),
+    "MoE.top_k": ("", "Experts active per token.", "2"),
+    "MoE.expert_ffn": ("", "Feed-forward size of one expert.", "14336"),
+    "MoE.shared_experts": ("", "Experts every token uses.", "0"),
+    "MoE.shared_ffn": ("", "Feed-forward size of a shared expert (default expert_ffn).", "2048"),
+    "MoE.first_dense_layers": ("", "Leading layers that stay dense.", "3"),
+    "MoE.every": ("", "Every n-th layer after those is MoE.", "1"),
+    "MoE.router_bias": ("", "The router has a bias.", "false"),
+    "MLA.q_lora_rank": ("", "Compressed query rank (0: uncompressed queries).", "1536"),
+    "MLA.kv_lora_rank": ("", "Compressed key/value rank.", "512"),
+    "MLA.qk_nope_head_dim": ("", "Per-head query/key dimension without RoPE.", "128"),
+    "MLA.qk_rope_head_dim": ("", "Per-head query/key dimension with RoPE.", "64"),
+    "MLA.v_head_dim": ("", "Per-head value dimension.", "128"),
     # ------------------------------------------------------------------ Phase
     "Phase.name": (
         "",
@@ -530,6 +557,13 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "Work.gpu": ("", "The GPU type gpu_hours were measured on.", "L4"),
     "Work.precision": ("", "The precision gpu_hours were measured at.", "bf16"),
+    "Work.flops_convention": (
+        "",
+        "How tokens become FLOPs: 6nd (6 x active parameters x tokens, the default: a published "
+        "MFU is counted this way), kaplan (plus the attention term 6 L s h), palm (PaLM App. B: "
+        "plus 12 L H Q T), megatron (Narayanan et al. 2021 eq. 3).",
+        "6nd",
+    ),
     # ------------------------------------------------------------------ Options
     "Options.precision": ("", "Precisions to choose among.", "[bf16, fp8]"),
     "Options.zero": ("", "ZeRO stages to choose among (0-3).", "[1, 3]"),
@@ -570,10 +604,77 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "Spare nodes beyond redundancy.spare_nodes the planner may add.",
         "[0, 1]",
     ),
+    "Options.microbatches": (
+        "",
+        "Micro-batches per step a pipeline may use: the bubble is (p - 1) / (v m).",
+        "[16, 32]",
+    ),
+    "Options.interleave": (
+        "",
+        "Model chunks per device (interleaved 1F1B, Narayanan et al. 2021 §2.2.2); needs pp > 1 "
+        "and the micro-batches a multiple of pp.",
+        "[1, 2]",
+    ),
+    "Options.sequence_parallel": (
+        "",
+        "Whether Megatron sequence parallelism (Korthikanti et al. 2022) is used with tp > 1; "
+        "without it tensor-parallel activations are larger.",
+        "[true, false]",
+    ),
+    "Options.context_parallel": (
+        "",
+        "Context-parallel degrees: cp ranks split the sequence (ring attention); GPUs = tp x cp x "
+        "pp x dp.",
+        "[1, 2]",
+    ),
+    "Options.expert_parallel": (
+        "",
+        "Expert-parallel degrees of an MoE model: ep ranks split the routed experts (all-to-all "
+        "per MoE layer).",
+        "[1, 8]",
+    ),
+    "Options.offload": (
+        "",
+        "CPU offload the phase may use: none, optimizer (ZeRO-Offload) or params (ZeRO-Infinity, "
+        "with ZeRO-3), with its PCIe time.",
+        "[none, optimizer]",
+    ),
+    "Options.checkpoint": (
+        "",
+        "Checkpoint schemes the phase may choose among (default: failure.checkpoint): sync, async,"
+        " in_memory.",
+        "[async, in_memory]",
+    ),
     "Scaling.per_doubling": (
         "share",
         "Efficiency kept per doubling of nodes (0.98: 2% lost each time).",
         "0.98",
+    ),
+    "Scaling.kind": (
+        "",
+        "The scaling model away from the reference scale: per_doubling (per_doubling ** "
+        "log2(nodes)), interconnect (from the GPU type's inter_node_gb_per_s: compute / (compute +"
+        " (1 - overlap) gradient all-reduce)), none.",
+        "per_doubling",
+    ),
+    "Scaling.reference_gpus": (
+        "GPUs",
+        "The scale the MFU was measured at (none: the scale it is used at, so every GPU count runs"
+        " at the MFU); throughput per GPU is eff(n) / eff(reference).",
+        "2048",
+    ),
+    "Scaling.overlap": (
+        "",
+        "Share of the gradient all-reduce hidden behind compute (kind: interconnect).",
+        "0.9",
+    ),
+    "Scaling.layout": (
+        "",
+        "modeled: the layout's own factors (tensor parallelism, pipeline bubble, ZeRO-3 traffic, "
+        "expert all-to-all, offload) and recomputation are charged against an MFU meant at tp = pp"
+        " = 1; in_mfu: the MFU was measured for the layout used (a published run's) and none is "
+        "charged.",
+        "modeled",
     ),
     "Redundancy.spare_nodes": ("nodes", "Hot spare nodes the phase must hold.", "1"),
     "Redundancy.zones": ("", "Availability zones the region must have.", "2"),
@@ -617,20 +718,11 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "Checkpoint scheme: sync, async (only a host snapshot blocks), in_memory.",
         "async",
     ),
-    "FailureModel.per_node_checkpoint_gb_per_s": (
-        "GB/s",
-        "Per-node storage bandwidth of a sharded checkpoint write (default: the tier's).",
-        "5",
-    ),
-    "FailureModel.storage_aggregate_gb_per_s": (
-        "GB/s",
-        "Aggregate storage bandwidth all nodes share (default: the tier's).",
-        "100",
-    ),
-    "FailureModel.d2h_gb_per_s": (
-        "GB/s",
-        "Device-to-host bandwidth of an async snapshot.",
-        "25",
+    "FailureModel.in_memory_replicas": (
+        "copies",
+        "Copies an in_memory checkpoint keeps in the host memory of peer nodes (Gemini, SOSP "
+        "2023).",
+        "2",
     ),
     "StoragePolicy.retention": ("checkpoints", "Checkpoints kept while a phase runs.", "2"),
     "StoragePolicy.compression_ratio": (
@@ -654,6 +746,12 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "0.05",
     ),
     "MemoryPolicy.headroom": ("share", "Share of GPU memory kept free.", "0.05"),
+    "MemoryPolicy.convention": (
+        "",
+        "How model states are counted: zero (the ZeRO paper: 2 + 2 + 12 bytes per parameter), "
+        "megatron (fp32 gradient accumulation: 2 + 4 + 12), deepspeed (its estimators' figures).",
+        "megatron",
+    ),
     "Objective.weights": (
         "",
         "Weight of each cost component in the objective (default 1 each): rental, energy, "

@@ -15,7 +15,7 @@ from planner.instance.model import Instance
 from planner.instance.references import topological, window
 from planner.instance.schema import InstanceSpec
 from planner.instance.series import SeriesError, resolve_series
-from planner.physics.reliability import per_gpu_hour_from_node_days
+from planner.physics.reliability import FAILURE_PRESETS, per_gpu_hour_from_node_days
 from planner.physics.transformer import ModelDims, dims
 
 
@@ -28,8 +28,11 @@ def resolve(
     data_root: Path | None = None,
 ) -> Instance:
     """Resolve every series to one value per horizon hour (price = series x scale + adder,
-    USD/MWh), capacities to hourly arrays, release/deadline to hour slots (:func:`_window`)
-    and failure rates per GPU type; arrays are read-only and mappings are read-only views."""
+    USD/MWh), capacities to hourly arrays, release/deadline to hour slots (:func:`_window`),
+    models to :class:`~planner.physics.transformer.ModelDims` (with their full architecture
+    when the spec gives one: presets, GQA, MoE, ...) and failure rates per GPU type (its own
+    rate, per 1,000 node-days, a fleet preset, else the instance's failure model); arrays are
+    read-only and mappings are read-only views."""
     errors: list[FieldError] = []
     T, start = spec.horizon.hours, spec.horizon.start
     price: dict[str, np.ndarray] = {}
@@ -84,6 +87,7 @@ def resolve(
             m.vocab,
             m.optimizer,
             m.flash_attention,
+            arch=m.architecture() if m.uses_full_architecture else None,
         )
         if models[mname].inferred:
             md = models[mname]
@@ -100,6 +104,8 @@ def resolve(
             fr[gname] = per_gpu_hour_from_node_days(
                 gpu.failures_per_1000_node_days, gpu.gpus_per_node
             )
+        elif gpu.failure_preset is not None:
+            fr[gname] = FAILURE_PRESETS[gpu.failure_preset].per_gpu_hour
         else:
             fr[gname] = spec.failure.failures_per_gpu_hour
     return Instance(

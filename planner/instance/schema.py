@@ -1,7 +1,8 @@
 """The instance file schema: what a user may write, checked field by field.
 
 Every model forbids unknown fields and is frozen. Units are in the field names
-(``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour).
+(``_gb`` is 10^9 bytes, ``_w`` watts, ``_usd_per_mwh`` US dollars per megawatt-hour), except
+a GPU type's ``memory_gb``, the vendor's figure in its ``memory_unit`` (GiB for HBM).
 Cross-references (a phase naming a GPU type) are checked in
 :mod:`planner.instance.references`; :mod:`planner.instance.resolve` turns a validated
 :class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
@@ -23,6 +24,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from planner.physics.architecture import (
+    MLA,
+    OPTIONAL_ARCHITECTURE_FIELDS,
+    FlopsConvention,
+    MoE,
+)
+from planner.physics.memory import MemoryConvention, Offload
+from planner.physics.storage import CheckpointScheme
 
 Precision = Literal["fp32", "tf32", "bf16", "fp16", "fp8"]
 Recompute = Literal["none", "selective", "full"]
@@ -238,18 +248,31 @@ def _figures_from_catalog(schema: dict[str, Any]) -> None:
     schema.pop("required", None)
 
 
+#: Published fleets' failure rates (planner.physics.reliability.FAILURE_PRESETS).
+FailurePresetName = Literal["llama3", "rsc1", "rsc2"]
+
+
 class GpuType(Strict):
     """A GPU model and the node it comes in (vendor datasheet figures; dense, no sparsity).
 
     In a file, an entry may name a catalog GPU (``trainplan gpus``): by its key
     (``H100-SXM: {}``) or by ``catalog: NAME``; the figures it gives override the
-    catalog's."""
+    catalog's.
+
+    ``memory_gb`` is the vendor's figure in ``memory_unit``: HBM and GDDR capacities are
+    binary, so the default ``GiB`` reads an "80 GB" A100 as 80 x 2^30 bytes (81,920 MiB);
+    ``GB`` takes 10^9 bytes. ``host_gb_per_s`` is the device-to-host bandwidth of one GPU, one
+    direction, with pinned buffers (checkpoint snapshots, CPU offload; 25: PCIe Gen4/5 x16
+    as achieved, a stated assumption). The failure rate is ``failures_per_gpu_hour``,
+    ``failures_per_1000_node_days`` or a published fleet's ``failure_preset`` (at most one;
+    none: the instance's ``failure`` model)."""
 
     model_config = ConfigDict(json_schema_extra=_figures_from_catalog)
 
     catalog: Name | None = None
     accelerator: Name | None = None
     memory_gb: PosFloat
+    memory_unit: Literal["GiB", "GB"] = "GiB"
     peak_tflops: dict[Precision, PosFloat | None]
     board_power_w: PosFloat
     idle_power_w: NonNegFloat
@@ -257,9 +280,11 @@ class GpuType(Strict):
     node_overhead_w: NonNegFloat = 0.0
     intra_node_gb_per_s: PosFloat = 300.0
     inter_node_gb_per_s: PosFloat = 25.0
+    host_gb_per_s: PosFloat = 25.0
     family: Label = "nvidia"
     failures_per_gpu_hour: NonNegFloat | None = None
     failures_per_1000_node_days: NonNegFloat | None = None
+    failure_preset: FailurePresetName | None = None
     source: str | None = None
 
     @model_validator(mode="after")
@@ -268,8 +293,13 @@ class GpuType(Strict):
             raise ValueError("idle_power_w must not exceed board_power_w")
         if not any(v for v in self.peak_tflops.values()):
             raise ValueError("peak_tflops needs at least one precision with a value")
-        if self.failures_per_gpu_hour is not None and self.failures_per_1000_node_days is not None:
-            raise ValueError("give failures_per_gpu_hour or failures_per_1000_node_days, not both")
+        rates = [
+            k
+            for k in ("failures_per_gpu_hour", "failures_per_1000_node_days", "failure_preset")
+            if getattr(self, k) is not None
+        ]
+        if len(rates) > 1:
+            raise ValueError(f"give one failure rate, not {' and '.join(rates)}")
         return self
 
 
@@ -314,9 +344,16 @@ class Offers(Strict):
 
 
 class StorageTier(Strict):
+    """A storage tier. Checkpoints and training data are sharded: every node writes and reads
+    its own part (PyTorch DCP, Megatron distributed checkpoints, data-parallel loaders), so a
+    job moves ``write_gb_per_s`` / ``read_gb_per_s`` per node, up to the tier's
+    ``aggregate_gb_per_s`` for the whole job (None: no limit beyond the nodes'). Llama 3's
+    Tectonic sustained 2 TB/s for 16K GPUs (Dubey et al. 2024 §3.3.1)."""
+
     usd_per_gb_month: NonNegFloat
     write_gb_per_s: PosFloat = 1.0
     read_gb_per_s: PosFloat = 1.0
+    aggregate_gb_per_s: PosFloat | None = None
     retrieval_usd_per_gb: NonNegFloat = 0.0
 
 
@@ -371,53 +408,9 @@ class Region(Strict):
 # ----------------------------------------------------------------------------- model
 
 
-class MoESpec(Strict):
-    """Mixture of experts: ``experts`` routed experts of FFN size ``expert_ffn``, ``top_k``
-    active per token, ``shared_experts`` always active, the first ``first_dense_layers`` dense
-    (DeepSeek-V3: 3), then every ``every``-th layer MoE (planner.physics.architecture.MoE)."""
-
-    experts: PosInt
-    top_k: PosInt
-    expert_ffn: PosInt
-    shared_experts: NonNegInt = 0
-    shared_ffn: PosInt | None = None
-    first_dense_layers: NonNegInt = 0
-    every: PosInt = 1
-    router_bias: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> MoESpec:
-        if self.top_k > self.experts:
-            raise ValueError("top_k must not exceed experts")
-        return self
-
-
-class MLASpec(Strict):
-    """Multi-head latent attention (DeepSeek-V2/V3): compressed query and key/value ranks and
-    the per-head dimensions (planner.physics.architecture.MLA). ``q_lora_rank: 0`` means
-    uncompressed queries."""
-
-    q_lora_rank: NonNegInt
-    kv_lora_rank: PosInt
-    qk_nope_head_dim: PosInt
-    qk_rope_head_dim: PosInt
-    v_head_dim: PosInt
-
-
-#: ModelSpec fields that only the full architecture model knows (not Narayanan's eq. 2).
-ARCHITECTURE_FIELDS = (
-    "ffn_hidden",
-    "kv_heads",
-    "head_dim",
-    "gated_mlp",
-    "tied_embeddings",
-    "position",
-    "norm",
-    "linear_bias",
-    "qkv_bias",
-    "moe",
-    "mla",
-)
+#: ModelSpec fields that only the full architecture model knows (not Narayanan's eq. 2):
+#: the optional Architecture fields of planner.physics.architecture, and MoE and MLA.
+ARCHITECTURE_FIELDS = (*OPTIONAL_ARCHITECTURE_FIELDS, "moe", "mla")
 
 
 class ModelSpec(Strict):
@@ -448,8 +441,8 @@ class ModelSpec(Strict):
     norm: Literal["layernorm", "rmsnorm"] | None = None
     linear_bias: bool | None = None
     qkv_bias: bool | None = None
-    moe: MoESpec | None = None
-    mla: MLASpec | None = None
+    moe: MoE | None = None
+    mla: MLA | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -509,10 +502,7 @@ class ModelSpec(Strict):
             return None
         from planner.physics.presets import architecture_from_fields
 
-        f = self.model_dump(exclude={"moe", "mla"})
-        f["moe"] = self.moe.model_dump() if self.moe is not None else None
-        f["mla"] = self.mla.model_dump() if self.mla is not None else None
-        return architecture_from_fields(f)
+        return architecture_from_fields(self.model_dump())
 
     def param_counts(self) -> ParamCounts | None:
         """Exact parameter counts from the dimensions, or None for a params-only model."""
@@ -528,11 +518,18 @@ class ModelSpec(Strict):
 
 
 class Work(Strict):
-    """How much work a phase is: training/forward tokens (6ND or 2ND), FLOPs, or GPU-hours
-    measured on a named GPU type at a precision."""
+    """How much work a phase is: training/forward tokens, FLOPs, or GPU-hours measured on a
+    named GPU type at a precision.
+
+    Tokens count FLOPs under ``flops_convention`` (planner.physics.transformer.flops_per_token,
+    on active parameters for MoE): ``6nd`` (default; 6N per training token, 2N forward: the
+    convention published MFU figures are computed against), ``kaplan`` (+ 6 L s d_attn,
+    Kaplan et al. 2020 Table 1), ``palm`` (+ 12 L s d_attn, Chowdhery et al. 2022 App. B),
+    ``megatron`` (Narayanan et al. 2021 eq. 3 without recomputation)."""
 
     tokens: PosFloat | None = None
     passes: Pass = "train"
+    flops_convention: FlopsConvention = "6nd"
     flops: PosFloat | None = None
     gpu_hours: PosFloat | None = None
     gpu: str | None = None
@@ -565,8 +562,42 @@ def _once(what: str, choices: tuple[object, ...]) -> None:
         )
 
 
+#: Options that are lists of choices, each at least one long.
+_CHOICES = (
+    "precision",
+    "zero",
+    "recompute",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "microbatches",
+    "interleave",
+    "sequence_parallel",
+    "context_parallel",
+    "expert_parallel",
+    "offload",
+    "contracts",
+    "extra_spare_nodes",
+)
+
+
 class Options(Strict):
-    """What the planner may choose among for a phase."""
+    """What the planner may choose among for a phase. Every list is a choice the planner
+    makes per configuration; the defaults keep one value each (the list multiplies the
+    configuration space), the user lists more:
+
+    - ``pipeline_parallel``: any degree up to the layers (uneven stages: ceil(L/p) layers on
+      the most loaded stage, Llama 3's 126 layers on PP16);
+    - ``microbatches``: micro-batches per step and pipeline (the bubble (p - 1) / (v m));
+      ``interleave``: model chunks per device v (Narayanan et al. 2021 §2.2.2; needs pp > 1
+      and m a multiple of pp);
+    - ``sequence_parallel``: Megatron sequence parallelism with tp > 1 (Korthikanti 2022);
+      ``context_parallel``: cp ranks split the sequence (ring attention); ``expert_parallel``:
+      ep ranks split the routed experts of an MoE model;
+    - ``offload``: ``none``, ``optimizer`` (ZeRO-Offload) or ``params`` (ZeRO-Infinity, ZeRO-3)
+      to CPU memory, with its PCIe time;
+    - ``checkpoint``: ``sync``, ``async`` or ``in_memory`` (default: ``failure.checkpoint``).
+
+    GPUs = tp x cp x pp x dp."""
 
     precision: tuple[Precision, ...] = ("bf16",)
     zero: tuple[Annotated[int, Field(ge=0, le=3), Number], ...] = (0, 1, 2, 3)
@@ -581,6 +612,13 @@ class Options(Strict):
         Field(max_length=MAX_FRACTIONS),
     ] = ()
     micro_batch: PosInt = 1
+    microbatches: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (16,)
+    interleave: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (1,)
+    sequence_parallel: tuple[bool, ...] = (True,)
+    context_parallel: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (1,)
+    expert_parallel: Annotated[tuple[PosInt, ...], Field(max_length=MAX_CHOICES)] = (1,)
+    offload: tuple[Offload, ...] = ("none",)
+    checkpoint: tuple[CheckpointScheme, ...] | None = None
     contracts: tuple[Contract, ...] = ("on_demand", "spot", "reserved")
     storage_tiers: Annotated[tuple[str, ...], Field(max_length=MAX_STORAGE_TIERS)] | None = None
     extra_spare_nodes: Annotated[tuple[NonNegInt, ...], Field(max_length=MAX_CHOICES)] = (0, 1)
@@ -589,30 +627,12 @@ class Options(Strict):
     def _check(self) -> Options:
         if self.max_gpus < self.min_gpus:
             raise ValueError("max_gpus must be at least min_gpus")
-        for name in (
-            "precision",
-            "zero",
-            "recompute",
-            "tensor_parallel",
-            "pipeline_parallel",
-            "contracts",
-            "extra_spare_nodes",
-        ):
+        for name in _CHOICES:
             if len(getattr(self, name)) == 0:
                 raise ValueError(f"{name}: expected at least one choice")
         return self
 
-    @field_validator(
-        "precision",
-        "zero",
-        "recompute",
-        "tensor_parallel",
-        "pipeline_parallel",
-        "contracts",
-        "extra_spare_nodes",
-        "gpu_counts",
-        "storage_tiers",
-    )
+    @field_validator(*_CHOICES, "gpu_counts", "storage_tiers", "checkpoint")
     @classmethod
     def _choices(cls, v: tuple[object, ...] | None) -> tuple[object, ...] | None:
         """Each choice once; a list of GPU counts or tiers, when given, not empty."""
@@ -624,9 +644,30 @@ class Options(Strict):
 
 
 class Scaling(Strict):
-    """Scaling efficiency over nodes: eff(n) = per_doubling ** log2(n_nodes) (1 within a node)."""
+    """What the phase's MFU means and how throughput changes away from it.
 
+    An MFU is valid at a reference scale: ``reference_gpus`` (None: the scale it is used at,
+    so every GPU count runs at the MFU). Away from the reference the throughput per GPU is
+    eff(n) / eff(reference) (planner.physics.compute.relative_scaling) under ``kind``:
+
+    - ``per_doubling`` (default): eff(n) = per_doubling ** log2(nodes), 0.98 per doubling of
+      nodes (Narayanan et al. 2021 Fig. 15 weak scaling); it makes scaling out cost
+      throughput as soon as a reference is given;
+    - ``interconnect``: eff(n) = t_c / (t_c + (1 - overlap) t_allreduce) from the GPU type's
+      ``inter_node_gb_per_s`` (ring all-reduce of the gradients per step);
+    - ``none``: 1.
+
+    ``layout``: ``modeled`` (default) charges the layout's own factors (tensor parallelism,
+    pipeline bubble and uneven stages, ZeRO-3 traffic, expert all-to-all, CPU offload) and
+    recomputation against an MFU meant at tp = pp = 1 without recomputation; ``in_mfu`` says
+    the MFU was measured for the layout and recomputation used (a published run's MFU) and
+    charges none of them."""
+
+    kind: Literal["per_doubling", "interconnect", "none"] = "per_doubling"
     per_doubling: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False), Number] = 0.98
+    reference_gpus: PosFloat | None = None
+    overlap: Fraction = 0.9
+    layout: Literal["modeled", "in_mfu"] = "modeled"
 
 
 class Redundancy(Strict):
@@ -742,30 +783,30 @@ class Horizon(Strict):
 
 
 class FailureModel(Strict):
-    """Failures (Young 1974, Daly 2006 for checkpointing). The default rate is Llama 3's:
+    """Failures and checkpoints (Young 1974, Daly 2006). The default rate is Llama 3's:
     419 unexpected interruptions in 54 days on 16,384 H100s = 1.97e-5 per GPU-hour.
 
     ``preset`` names a published fleet instead (planner.physics.reliability.FAILURE_PRESETS:
-    ``llama3``, ``rsc1``, ``rsc2``; Kokolis et al. 2024 for the RSC clusters); an explicit
-    ``failures_per_gpu_hour`` wins over it. The remaining fields describe restarts and
-    checkpoints at scale (planner.physics.reliability.RestartModel, planner.physics.storage):
-    ``detect_hours`` until a failure is noticed; ``checkpoint`` the scheme (``sync``: the
-    sharded write blocks training; ``async``: only a snapshot to host memory blocks;
-    ``in_memory``: Gemini-style copies in peer host memory); per-node and aggregate storage
-    bandwidth for the sharded write and reload (None: the storage tier's own figure); the
-    device-to-host bandwidth of the snapshot. Defaults keep today's behaviour for the fields
-    that existed."""
+    ``llama3``, ``rsc1``, ``rsc2``; Kokolis et al. 2024 for Meta's RSC clusters); an explicit
+    ``failures_per_gpu_hour`` wins over it. A failure costs ``detect_hours`` until it is
+    noticed, then ``spare_swap_hours`` with a hot spare node or ``restart_hours`` without,
+    then the reload of the last checkpoint (planner.physics.reliability.RestartModel; the
+    defaults, 3, 3 and 6 minutes, are stated assumptions for an automated stack: Llama 3 handled
+    most interruptions automatically, Kokolis et al. run health checks every 5 minutes).
+    ``checkpoint`` is the default scheme (``options.checkpoint`` lists others a phase may
+    choose): ``sync`` blocks training for the sharded write; ``async`` (default) only for a
+    snapshot to host memory, the write runs behind; ``in_memory`` keeps ``in_memory_replicas``
+    copies in host memory of peers (Gemini, SOSP 2023) and reloads one shard over the
+    network. ``checkpoint_write_s`` fixes the time of the sharded write."""
 
-    preset: Literal["llama3", "rsc1", "rsc2"] | None = None
+    preset: FailurePresetName | None = None
     failures_per_gpu_hour: NonNegFloat = 419 / (16384 * 54 * 24)
-    restart_hours: NonNegFloat = 0.5
-    spare_swap_hours: NonNegFloat = 0.1
+    restart_hours: NonNegFloat = 0.10
+    spare_swap_hours: NonNegFloat = 0.05
+    detect_hours: NonNegFloat = 0.05
     checkpoint_write_s: PosFloat | None = None
-    detect_hours: NonNegFloat = 0.0
-    checkpoint: Literal["sync", "async", "in_memory"] = "sync"
-    per_node_checkpoint_gb_per_s: PosFloat | None = None
-    storage_aggregate_gb_per_s: PosFloat | None = None
-    d2h_gb_per_s: PosFloat = 25.0
+    checkpoint: CheckpointScheme = "async"
+    in_memory_replicas: Annotated[int, Field(ge=2, le=8)] = 2
 
     @model_validator(mode="before")
     @classmethod
@@ -786,9 +827,14 @@ class StoragePolicy(Strict):
 
 
 class MemoryPolicy(Strict):
-    """Allowances on top of model states and activations: CUDA context, NCCL and library
-    workspaces (``buffer_gb``), allocator fragmentation, and headroom kept free on the GPU."""
+    """How memory is counted: the accounting ``convention`` of the model states (``zero``:
+    the ZeRO paper's 2 + 2 + 12 bytes per parameter; ``megatron``: fp32 gradient accumulation,
+    2 + 4 + 12; ``deepspeed``: its estimators' extra fp32 gradient copy, planner.physics.memory
+    .state_bytes_per_param), and allowances on top of model states and activations: CUDA
+    context, NCCL and library workspaces (``buffer_gb``), allocator fragmentation, and
+    headroom kept free on the GPU."""
 
+    convention: MemoryConvention = "zero"
     buffer_gb: NonNegFloat = 1.5
     fragmentation: Fraction = 0.05
     headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False), Number] = 0.05

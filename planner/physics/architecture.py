@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 #: FLOPs-per-token conventions (see :func:`training_flops_per_token`).
 FlopsConvention = Literal["6nd", "kaplan", "palm", "megatron"]
-FLOPS_CONVENTIONS: tuple[str, ...] = ("6nd", "kaplan", "palm", "megatron")
+FLOPS_CONVENTIONS: tuple[str, ...] = get_args(FlopsConvention)
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,14 @@ class MoE:
 
     def __post_init__(self) -> None:
         if self.experts < 1 or not 1 <= self.top_k <= self.experts:
-            raise ValueError(f"MoE: need 1 <= top_k <= experts, got {self.top_k}/{self.experts}")
+            raise ValueError(
+                f"MoE: top_k must not exceed experts (need 1 <= top_k <= experts, got "
+                f"{self.top_k}/{self.experts})"
+            )
         if self.expert_ffn < 1 or self.every < 1 or self.first_dense_layers < 0:
             raise ValueError("MoE: expert_ffn and every must be positive, first_dense_layers >= 0")
-        if self.shared_experts < 0:
-            raise ValueError("MoE: shared_experts must be >= 0")
+        if self.shared_experts < 0 or (self.shared_ffn is not None and self.shared_ffn < 1):
+            raise ValueError("MoE: shared_experts must be >= 0 and shared_ffn positive")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,14 @@ class MLA:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+
+    def __post_init__(self) -> None:
+        if (
+            self.q_lora_rank < 0
+            or min(self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim)
+            < 1
+        ):
+            raise ValueError("MLA: q_lora_rank must be >= 0 and the other dimensions positive")
 
 
 @dataclass(frozen=True)
@@ -138,6 +149,21 @@ class Architecture:
     @property
     def dense_layers(self) -> int:
         return self.layers - self.moe_layers
+
+
+#: The :class:`Architecture` fields a description may leave out (the GPT defaults apply),
+#: besides ``moe`` and ``mla``: what an instance's model may set beside layers and hidden.
+OPTIONAL_ARCHITECTURE_FIELDS: tuple[str, ...] = (
+    "ffn_hidden",
+    "kv_heads",
+    "head_dim",
+    "gated_mlp",
+    "tied_embeddings",
+    "position",
+    "norm",
+    "linear_bias",
+    "qkv_bias",
+)
 
 
 @dataclass(frozen=True)

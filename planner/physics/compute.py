@@ -1,9 +1,14 @@
-"""Compute: FLOPs of a phase and the time they take on a configuration."""
+"""Compute: the throughput of a configuration against its MFU and the time FLOPs take.
+
+FLOPs per token are :func:`planner.physics.transformer.flops_per_token`.
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from planner.physics.layout import pipeline_efficiency, stage_imbalance
 
 #: Throughput factor of activation recomputation on model FLOPs utilisation.
 #: Full recomputation repeats the forward pass: hardware FLOPs 8ND instead of 6ND, so model
@@ -11,25 +16,6 @@ from dataclasses import dataclass
 #: Selective recomputation costs about 4% more time for GPT-3 175B (Korthikanti et al. 2022,
 #: Table 4: 2.7%-4% overhead): factor 1/1.04.
 RECOMPUTE_THROUGHPUT: dict[str, float] = {"none": 1.0, "selective": 1 / 1.04, "full": 0.75}
-
-
-def training_flops(
-    params: float, tokens: float, layers: int = 0, seq_len: int = 0, hidden: int = 0
-) -> float:
-    """Model FLOPs of training: 6 N D plus the attention term 6 L s h D.
-
-    Kaplan et al. 2020, "Scaling Laws for Neural Language Models", Table 1: forward cost per
-    token C_f = 2N + 2 n_layer n_ctx d_attn, backward twice the forward, so training costs
-    3 C_f = 6N + 6 L s h per token. Pass layers = 0 to get the plain 6ND (e.g. GPT-3 175B on
-    300B tokens: 6 x 175e9 x 300e9 = 3.15e23, the paper's 3.14e23 FLOPs)."""
-    return 6.0 * params * tokens + 6.0 * layers * seq_len * hidden * tokens
-
-
-def forward_flops(
-    params: float, tokens: float, layers: int = 0, seq_len: int = 0, hidden: int = 0
-) -> float:
-    """Model FLOPs of a forward pass (evaluation, inference): 2 N D + 2 L s h D (Kaplan et al.)."""
-    return 2.0 * params * tokens + 2.0 * layers * seq_len * hidden * tokens
 
 
 def scaling_efficiency(gpus: float, gpus_per_node: int, per_doubling: float) -> float:
@@ -56,7 +42,8 @@ def hours_for(flops: float, flops_per_s: float) -> float:
     return flops / flops_per_s / 3600.0
 
 
-#: Micro-batches per optimiser step assumed for the pipeline bubble (gradient accumulation).
+#: Micro-batches per optimiser step assumed for the pipeline bubble (gradient accumulation),
+#: the default of ``options.microbatches``.
 PIPELINE_MICROBATCHES = 16
 
 
@@ -69,24 +56,55 @@ def layout_efficiency(
     *,
     microbatches: int = PIPELINE_MICROBATCHES,
     virtual: int = 1,
+    layers: int = 0,
 ) -> float:
     """Throughput factor of a parallel layout against the user's MFU (measured at tp = pp = 1):
 
     - tensor parallel: 0.98 per doubling of t (two all-reduces per layer over NVLink;
       Narayanan et al. 2021 Fig. 13 shows per-GPU throughput falling slowly up to t = 8);
-    - pipeline: 1 - bubble, bubble = (p - 1) / (m + p - 1) for m micro-batches per step
-      (Narayanan et al. 2021 §2.2.1, 1F1B schedule), m = ``microbatches`` (default
-      PIPELINE_MICROBATCHES); with ``virtual`` interleaved chunks (v > 1) the bubble is
-      (p - 1) / (v m) of the compute (§2.2.2), efficiency v m / (v m + p - 1);
+    - pipeline: 1 / (1 + bubble), bubble = (p - 1) / (v m) for m micro-batches per step and
+      v interleaved chunks per device (Narayanan et al. 2021 §2.2.1-2.2.2,
+      :func:`planner.physics.layout.pipeline_efficiency`); with ``layers`` given and p not
+      dividing them, times the stage imbalance (L/p) / ceil(L/p) (the slowest stage sets the
+      pace, :func:`planner.physics.layout.stage_imbalance`);
     - ZeRO-3 across nodes: 0.95, for 1.5x the data-parallel communication volume of DDP
       (Rajbhandari et al. 2020 §7.2.2); stages 1-2 move the same volume as DDP (§7.2.1)."""
     eff = 0.98 ** math.log2(tp) if tp > 1 else 1.0
     if pp > 1:
-        vm = virtual * microbatches
-        eff *= 1 - (pp - 1) / (vm + pp - 1)
+        eff *= pipeline_efficiency(pp, microbatches, virtual)
+        if layers:
+            eff *= stage_imbalance(layers, pp)
     if zero == 3 and dp > 1 and multi_node:
         eff *= 0.95
     return float(eff)
+
+
+def serial_efficiency(compute_s: float, extra_s: float, overlap: float = 0.0) -> float:
+    """Throughput factor of work that adds ``extra_s`` to a step of ``compute_s``, of which
+    the share ``overlap`` hides behind compute: t_c / (t_c + (1 - overlap) t_extra). The form
+    of the data-parallel all-reduce (:func:`interconnect_efficiency`), the expert all-to-all
+    (:func:`all_to_all_efficiency`) and CPU offload's PCIe transfers
+    (:func:`planner.physics.memory.offload_seconds_per_step`)."""
+    if compute_s <= 0:
+        return 1.0
+    return compute_s / (compute_s + (1.0 - overlap) * extra_s)
+
+
+def all_to_all_efficiency(
+    bytes_per_token: float, flops_per_token: float, flops_per_s_per_gpu: float, gb_per_s: float
+) -> float:
+    """Throughput factor of the expert-parallel all-to-alls, not overlapped with compute
+    (Megatron-Core's default schedule; DeepSeek-V3's DualPipe hides them, a stated
+    simplification): per token, compute F / X seconds against bytes / bandwidth, both spread
+    over the same GPUs of a model replica, so the factor is independent of tp and pp.
+    ``bytes_per_token``: :func:`planner.physics.layout.moe_all_to_all_bytes_per_token`;
+    ``flops_per_s_per_gpu``: peak x MFU; ``gb_per_s``: one direction per GPU (NVLink when the
+    expert group fits in a node, else the scale-out network)."""
+    if bytes_per_token <= 0:
+        return 1.0
+    return serial_efficiency(
+        flops_per_token / flops_per_s_per_gpu, bytes_per_token / (gb_per_s * 1e9)
+    )
 
 
 # ----------------------------------------------------------------------------- MFU semantics
@@ -151,10 +169,9 @@ def interconnect_efficiency(
     gradient reduction in PyTorch DDP / Megatron overlap-grad-reduce); 0.9 is a stated
     assumption, not a measurement. Bandwidth: the GPU type's ``inter_node_gb_per_s`` (one
     direction per GPU) when the data-parallel group spans nodes."""
-    t_ar = dp_allreduce_seconds(grad_bytes, dp, gb_per_s)
-    if step_compute_s <= 0:
-        return 1.0
-    return step_compute_s / (step_compute_s + (1.0 - overlap) * t_ar)
+    return serial_efficiency(
+        step_compute_s, dp_allreduce_seconds(grad_bytes, dp, gb_per_s), overlap
+    )
 
 
 def relative_scaling(

@@ -1,12 +1,15 @@
 """Memory per GPU: model states (ZeRO accounting) and activations (Korthikanti et al.).
 
-Bytes throughout; callers convert to GB (10^9 bytes).
+Bytes throughout; :func:`memory_per_gpu` reports GB (10^9 bytes) against the GPU's capacity
+in its vendor's unit (GiB for HBM, :func:`capacity_bytes`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
+from planner.physics.layout import interleaved_activation_factor, max_stage_layers, params_per_rank
 from planner.physics.transformer import ModelDims
 
 #: Bytes of optimizer state per parameter, K in the ZeRO paper (Rajbhandari et al. 2020, §3.1):
@@ -55,24 +58,7 @@ def optimizer_k(optimizer: str, precision: str) -> float:
     return k - 4.0 if precision in ("fp32", "tf32") else k
 
 
-def model_state_bytes(
-    params: float,
-    precision: str,
-    optimizer: str,
-    zero: int,
-    dp: int,
-    tp: int = 1,
-    pp: int = 1,
-    train: bool = True,
-    *,
-    convention: str = "zero",
-    layers: int = 0,
-    expert_params: float = 0.0,
-    ep: int = 1,
-    largest_layer_params: float = 0.0,
-    offload_optimizer: bool = False,
-    offload_params: bool = False,
-) -> float:
+def model_state_bytes(*args: Any, **options: Any) -> float:
     """Model-state bytes per GPU: weights, gradients and optimizer states.
 
     With Psi = P / (tp * pp) parameters on each model-parallel rank, w = weight bytes,
@@ -88,54 +74,11 @@ def model_state_bytes(
     figures of the paper's Figure 1. Forward-only phases hold the weights alone (sharded by
     stage 3 only).
 
-    Keyword options (defaults reproduce the above; see :func:`state_bytes_per_param`):
-    ``convention`` "zero" | "megatron" | "deepspeed"; ``layers`` for uneven pipeline stages
-    and ``expert_params`` / ``ep`` for expert parallelism (:func:`layout.params_per_rank`);
-    ``largest_layer_params`` adds ZeRO-3's gathered layer (always under "deepspeed");
-    ``offload_optimizer`` / ``offload_params`` move states to CPU memory
-    (:func:`offloaded_state_bytes` tells how much)."""
-    if (
-        convention != "zero"
-        or layers
-        or expert_params
-        or ep != 1
-        or largest_layer_params
-        or offload_optimizer
-        or offload_params
-    ):
-        return model_state_breakdown(
-            params,
-            precision,
-            optimizer,
-            zero,
-            dp,
-            tp,
-            pp,
-            train,
-            convention=convention,
-            layers=layers,
-            expert_params=expert_params,
-            ep=ep,
-            largest_layer_params=largest_layer_params,
-            offload_optimizer=offload_optimizer,
-            offload_params=offload_params,
-        ).gpu_bytes
-    psi = params / (tp * pp)
-    if not train:
-        w = INFERENCE_WEIGHT_BYTES[precision] * psi
-        return w / dp if zero == 3 else w
-    w = WEIGHT_BYTES[precision]
-    g = WEIGHT_BYTES[precision]
-    k = optimizer_k(optimizer, precision)
-    if zero == 0:
-        return (w + g + k) * psi
-    if zero == 1:
-        return (w + g) * psi + k * psi / dp
-    if zero == 2:
-        return w * psi + (g + k) * psi / dp
-    if zero == 3:
-        return (w + g + k) * psi / dp
-    raise ValueError(f"ZeRO stage must be 0-3, got {zero}")
+    The GPU part of :func:`model_state_breakdown` (same arguments: ``params, precision,
+    optimizer, zero, dp, tp=1, pp=1, train=True`` and its keyword options for the convention,
+    uneven stages, expert parallelism, ZeRO-3's gathered layer and CPU offload); without
+    options it is the formula above."""
+    return model_state_breakdown(*args, **options).gpu_bytes
 
 
 def activation_bytes_per_layer(
@@ -231,29 +174,30 @@ def activation_bytes(
     out_div = tp if sp else 1
     s_loc = m.seq_len / cp
     extra = scale * 4.0 * s_loc * micro_batch * m.hidden / out_div * (1 + m.vocab / m.hidden)
-    held = m.layers
-    if uneven_stages and pp > 1:
-        from planner.physics.layout import max_stage_layers
+    held = pp * max_stage_layers(m.layers, pp) if uneven_stages and pp > 1 else m.layers
+    factor = interleaved_activation_factor(pp, virtual)
+    return per_layer * held * factor + (extra if pp == 1 else 0.0)
 
-        held = pp * max_stage_layers(m.layers, pp)
-    if virtual > 1:
-        from planner.physics.layout import interleaved_activation_factor
 
-        return per_layer * held * interleaved_activation_factor(pp, virtual) + (
-            extra if pp == 1 else 0.0
-        )
-    return per_layer * held + (extra if pp == 1 else 0.0)
+#: CPU offload choices: nothing, the optimizer states and gradients (ZeRO-Offload), or the
+#: parameters too (ZeRO-Infinity, stage 3 only).
+Offload = Literal["none", "optimizer", "params"]
+OFFLOAD_CHOICES: tuple[str, ...] = get_args(Offload)
 
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Memory of one GPU in GB (10^9 bytes)."""
+    """Memory of one GPU in GB (10^9 bytes); the capacity is converted from the vendor's unit
+    (:func:`capacity_bytes`). ``model_states_gb`` includes ``gather_gb`` (ZeRO-3's gathered
+    layer); ``cpu_gb`` is what CPU offload moved to the host (not counted on the GPU)."""
 
     model_states_gb: float
     activations_gb: float
     buffers_gb: float
     total_gb: float
     capacity_gb: float
+    gather_gb: float = 0.0
+    cpu_gb: float = 0.0
 
     @property
     def fits(self) -> bool:
@@ -268,6 +212,8 @@ class MemoryBreakdown:
             "model_states_gb": self.model_states_gb,
             "activations_gb": self.activations_gb,
             "buffers_gb": self.buffers_gb,
+            "gather_gb": self.gather_gb,
+            "cpu_offload_gb": self.cpu_gb,
             "total_gb": self.total_gb,
             "capacity_gb": self.capacity_gb,
             "fits": self.fits,
@@ -290,26 +236,79 @@ def memory_per_gpu(
     headroom: float,
     fixed_gb: float = 0.0,
     fraction: float = 1.0,
+    *,
+    convention: str = "zero",
+    sequence_parallel: bool | None = None,
+    cp: int = 1,
+    ep: int = 1,
+    virtual: int = 1,
+    offload: str = "none",
+    memory_unit: str = "GiB",
 ) -> MemoryBreakdown:
     """Total = (states + activations) (1 + fragmentation) + buffers + fixed need, against the
-    usable capacity = GPU memory x fraction x (1 - headroom).
+    usable capacity = capacity_bytes(GPU memory, unit) x fraction x (1 - headroom).
+
+    States (:func:`model_state_breakdown`) on the most loaded rank of the layout: ``pp``
+    stages of ceil(L/p) layers (uneven stages), dense weights split by ``tp``, routed experts
+    by ``ep`` (the model's ``expert_params``); dense states sharded over the dp x cp ranks
+    that hold the same weights, expert states over tp x cp x dp / ep; under ZeRO-3 the
+    gathered largest layer (:func:`planner.physics.transformer.largest_layer`) in every
+    convention; ``offload`` moves states to the host. Activations
+    (:func:`activation_bytes`) with ``sequence_parallel``, ``cp`` and ``virtual``.
 
     The buffer allowance (CUDA context ~0.5 GB, NCCL and cuBLAS workspaces ~1 GB) is a stated
     assumption, as is fragmentation (PyTorch's caching allocator typically wastes 3-10%)."""
-    states = acts = 0.0
+    from planner.physics.transformer import expert_params, largest_layer
+
+    if offload not in OFFLOAD_CHOICES:
+        raise ValueError(f"offload must be one of {', '.join(OFFLOAD_CHOICES)}")
+    states = acts = gather = cpu = 0.0
     if m is not None:
-        states = model_state_bytes(m.params, precision, m.optimizer, zero, dp, tp, pp, train) / 1e9
-        acts = activation_bytes(m, micro_batch, tp, pp, recompute, precision, train) / 1e9
+        ms = model_state_breakdown(
+            m.params,
+            precision,
+            m.optimizer,
+            zero,
+            dp * cp,
+            tp,
+            pp,
+            train,
+            convention=convention,
+            layers=m.layers,
+            expert_params=expert_params(m),
+            ep=ep,
+            expert_dp=max(1, tp * cp * dp // ep),
+            largest_layer_params=largest_layer(m, tp) if zero == 3 and train else 0.0,
+            offload_optimizer=offload != "none",
+            offload_params=offload == "params",
+        )
+        states, gather, cpu = ms.gpu_bytes / 1e9, ms.gather_bytes / 1e9, ms.cpu_bytes / 1e9
+        acts = (
+            activation_bytes(
+                m,
+                micro_batch,
+                tp,
+                pp,
+                recompute,
+                precision,
+                train,
+                sequence_parallel=sequence_parallel,
+                cp=cp,
+                virtual=virtual,
+                uneven_stages=True,
+            )
+            / 1e9
+        )
     total = (states + acts) * (1 + fragmentation) + buffer_gb + fixed_gb
-    return MemoryBreakdown(
-        states, acts, buffer_gb, total, gpu_memory_gb * fraction * (1 - headroom)
-    )
+    usable = capacity_bytes(gpu_memory_gb, memory_unit) / 1e9 * fraction * (1 - headroom)
+    return MemoryBreakdown(states, acts, buffer_gb, total, usable, gather, cpu)
 
 
 # ----------------------------------------------------------------------------- conventions
 
 #: Memory accounting conventions for mixed-precision training (see state_bytes_per_param).
-MEMORY_CONVENTIONS: tuple[str, ...] = ("zero", "megatron", "deepspeed")
+MemoryConvention = Literal["zero", "megatron", "deepspeed"]
+MEMORY_CONVENTIONS: tuple[str, ...] = get_args(MemoryConvention)
 #: GiB: HBM capacities are binary (an "80 GB" A100 has 81,920 MiB = 80 x 2^30 bytes).
 GIB = 2**30
 
@@ -384,6 +383,7 @@ def model_state_breakdown(
     layers: int = 0,
     expert_params: float = 0.0,
     ep: int = 1,
+    expert_dp: int | None = None,
     largest_layer_params: float = 0.0,
     offload_optimizer: bool = False,
     offload_params: bool = False,
@@ -391,8 +391,12 @@ def model_state_breakdown(
     """Model states per GPU under a convention, with uneven stages, expert parallelism,
     ZeRO-3's gathered layer and CPU offload.
 
-    Psi = parameters on the most loaded model-parallel rank (:func:`layout.params_per_rank`).
-    With per-parameter bytes w, g, K, f (:func:`state_bytes_per_param`) and N = dp:
+    The rank holds Psi_d dense and Psi_e routed-expert parameters
+    (:func:`layout.params_per_rank`: dense / tp, experts / ep, ceil(L/p) / L of the layers).
+    With per-parameter bytes w, g, K, f (:func:`state_bytes_per_param`), each group is sharded
+    over the ranks holding the same weights, N = ``dp`` for the dense group and N_e =
+    ``expert_dp`` (default dp; with expert parallelism folded over the tp x cp x dp grid,
+    tp x cp x dp / ep) for the experts:
 
     - stage 0:  (w + g + K + f) Psi
     - stage 1:  (w + g) Psi + (K + f) Psi / N
@@ -409,46 +413,50 @@ def model_state_breakdown(
     sharded 16-bit weights too, so the GPU keeps the gathered layer (DeepSpeed estimator:
     GPU = largest_layer_memory with both offloaded, largest_layer_memory + 2 Psi / N with the
     optimizer only)."""
-    from planner.physics.layout import params_per_rank
-
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0-3, got {zero}")
-    psi = params_per_rank(params, tp, pp, layers, expert_params, ep)
+    if offload_params and zero != 3:
+        raise ValueError("parameter offload needs ZeRO stage 3")
+    dense = params_per_rank(params - expert_params, tp, pp, layers)
+    experts = params_per_rank(expert_params, ep, pp, layers)
+    n_e = dp if expert_dp is None else expert_dp
     gather = 0.0
     if zero == 3 and largest_layer_params:
         gather = 2.0 * WEIGHT_BYTES[precision] * largest_layer_params
     if not train:
-        w = INFERENCE_WEIGHT_BYTES[precision] * psi
-        return ModelStates(w / dp if zero == 3 else w, 0.0, 0.0)
+        w = INFERENCE_WEIGHT_BYTES[precision]
+        if zero == 3:
+            return ModelStates(w * (dense / dp + experts / n_e), 0.0, 0.0)
+        return ModelStates(w * (dense + experts), 0.0, 0.0)
     b = state_bytes_per_param(optimizer, precision, convention)
-    opt = b.optimizer + b.fp32_grads
-    if zero == 0:
-        resident = (b.weights + b.grads) * psi
-        sharded_opt = opt * psi
-    elif zero == 1 or (zero == 2 and convention == "deepspeed"):
-        resident = (b.weights + b.grads) * psi
-        sharded_opt = opt * psi / dp
-    elif zero == 2:
-        resident = b.weights * psi + b.grads * psi / dp
-        sharded_opt = opt * psi / dp
+    gpu = cpu = 0.0
+    for psi, n in ((dense, dp), (experts, n_e)):
+        on_gpu, on_cpu = _group_states(b, psi, n, zero, convention, offload_optimizer)
+        if offload_params:
+            on_cpu, on_gpu = on_cpu + on_gpu, 0.0
+        gpu += on_gpu
+        cpu += on_cpu
+    return ModelStates(gpu + gather, cpu, gather)
+
+
+def _group_states(
+    b: StateBytes, psi: float, n: int, zero: int, convention: str, offload_optimizer: bool
+) -> tuple[float, float]:
+    """(GPU, CPU) bytes of Psi parameters sharded over n ranks (see
+    :func:`model_state_breakdown`). ZeRO-Offload streams the (partitioned) gradients to the
+    CPU with the optimizer states: the GPU keeps its 16-bit weights (DeepSpeed ZeRO-2 offload:
+    2P)."""
+    opt = (b.optimizer + b.fp32_grads) * psi / (1 if zero == 0 else n)
+    weights = b.weights * psi / (n if zero == 3 else 1)
+    if zero in (0, 1) or (zero == 2 and convention == "deepspeed"):
+        grads = b.grads * psi
+    elif zero == 2 or convention != "deepspeed":
+        grads = b.grads * psi / n
     else:
-        grads3 = 0.0 if convention == "deepspeed" else b.grads
-        resident = (b.weights + grads3) * psi / dp
-        sharded_opt = opt * psi / dp
-    cpu = 0.0
+        grads = 0.0  # DeepSpeed ZeRO-3: the 16-bit gradients live in the gathered-layer buffer
     if offload_optimizer:
-        # ZeRO-Offload streams the (partitioned) gradients to the CPU with the optimizer
-        # states: the GPU keeps its 16-bit weights (DeepSpeed ZeRO-2 offload: 2P).
-        grads_on_gpu = resident - b.weights * (psi / dp if zero == 3 else psi)
-        cpu += sharded_opt + grads_on_gpu
-        resident -= grads_on_gpu
-        sharded_opt = 0.0
-    if offload_params:
-        if zero != 3:
-            raise ValueError("parameter offload needs ZeRO stage 3")
-        cpu += resident
-        resident = 0.0
-    return ModelStates(resident + sharded_opt + gather, cpu, gather)
+        return weights, opt + grads
+    return weights + grads + opt, 0.0
 
 
 def offload_seconds_per_step(
@@ -578,42 +586,3 @@ def capacity_bytes(memory_gb: float, unit: str = "GiB") -> float:
     if unit == "GB":
         return memory_gb * 1e9
     raise ValueError("memory unit must be 'GiB' or 'GB'")
-
-
-@dataclass(frozen=True)
-class MemoryBytes:
-    """Memory of one GPU in bytes (the corrected counterpart of :class:`MemoryBreakdown`):
-    capacity in the vendor's unit, CPU memory used by offload alongside."""
-
-    model_states: float
-    activations: float
-    buffers: float
-    total: float
-    capacity: float
-    cpu_offload: float = 0.0
-
-    @property
-    def fits(self) -> bool:
-        return self.total <= self.capacity * (1 + 1e-12)
-
-    @property
-    def headroom(self) -> float:
-        return self.capacity - self.total
-
-
-def memory_bytes_per_gpu(
-    states: ModelStates,
-    activations: float,
-    gpu_memory_gb: float,
-    buffer_bytes: float = 1.5 * GIB,
-    fragmentation: float = 0.05,
-    headroom: float = 0.05,
-    fraction: float = 1.0,
-    memory_unit: str = "GiB",
-) -> MemoryBytes:
-    """Total = (states + activations) (1 + fragmentation) + buffers, against the usable
-    capacity = capacity_bytes(memory_gb, unit) x fraction x (1 - headroom): the formula of
-    :func:`memory_per_gpu` in bytes, with the capacity in the vendor's (binary) unit."""
-    total = (states.gpu_bytes + activations) * (1 + fragmentation) + buffer_bytes
-    cap = capacity_bytes(gpu_memory_gb, memory_unit) * fraction * (1 - headroom)
-    return MemoryBytes(states.gpu_bytes, activations, buffer_bytes, total, cap, states.cpu_bytes)

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from planner.physics.architecture import MLA, Architecture, MoE
+from planner.physics.architecture import MLA, OPTIONAL_ARCHITECTURE_FIELDS, Architecture, MoE
 
 #: The presets file, relative to the ``planner`` package.
 PRESETS_PATH = "data/models.yaml"
@@ -76,21 +76,7 @@ def architecture_from_fields(f: dict[str, Any]) -> Architecture:
     defaults of :class:`Architecture`)."""
     moe = f.get("moe")
     mla = f.get("mla")
-    kwargs: dict[str, Any] = {}
-    for k in (
-        "ffn_hidden",
-        "kv_heads",
-        "head_dim",
-        "gated_mlp",
-        "tied_embeddings",
-        "position",
-        "seq_len",
-        "norm",
-        "linear_bias",
-        "qkv_bias",
-    ):
-        if f.get(k) is not None:
-            kwargs[k] = f[k]
+    kwargs = {k: f[k] for k in (*OPTIONAL_ARCHITECTURE_FIELDS, "seq_len") if f.get(k) is not None}
     return Architecture(
         layers=int(f["layers"]),
         hidden=int(f["hidden"]),

@@ -43,38 +43,37 @@ def checkpoint_overhead(checkpoint_s: float, interval_s: float) -> float:
     return checkpoint_s / (interval_s + checkpoint_s)
 
 
-def loss_hours_per_failure(interval_s: float, checkpoint_s: float, downtime_h: float) -> float:
-    """Expected hours lost per failure: half an interval of work redone (Daly 2006: failures
-    fall uniformly within a segment of length tau + delta) plus the downtime before work
-    resumes (restart, or swap to a spare)."""
+def loss_hours_per_failure(
+    interval_s: float, checkpoint_s: float, downtime_h: float, lag_s: float = 0.0
+) -> float:
+    """Expected hours lost per failure: half a segment of work redone (Daly 2006: failures
+    fall uniformly within a segment of length tau + delta), the ``lag_s`` until a snapshot is
+    durable (asynchronous write, peer copies: a failure before it lands sends the job back one
+    more segment, with probability lag / segment, i.e. lag_s on average; 0 for a synchronous
+    checkpoint) and the downtime before work resumes (restart, or swap to a spare)."""
     if math.isinf(interval_s):
         return downtime_h
-    return (interval_s + checkpoint_s) / 2.0 / 3600.0 + downtime_h
+    return (interval_s + checkpoint_s) / 2.0 / 3600.0 + lag_s / 3600.0 + downtime_h
 
 
-def downtime_hours(spare_nodes: int, restart_h: float, swap_h: float, reload_h: float) -> float:
-    """Downtime per failure: with a hot spare node the job swaps it in (``swap_h``); without,
-    it waits for the failed node to be drained and replaced (``restart_h``). Both reload the
-    last checkpoint (``reload_h``)."""
-    return (swap_h if spare_nodes > 0 else restart_h) + reload_h
+def checkpoint_interval_s(stall_s: float, mtbf_s: float, lag_s: float = 0.0) -> float:
+    """Compute time between checkpoints: Daly's optimum for the stall, but no shorter than
+    the ``lag_s`` a snapshot needs to become durable (the next one waits for the previous
+    write; PyTorch DCP and Megatron keep one asynchronous save in flight). Infinite without
+    failures."""
+    if math.isinf(mtbf_s):
+        return math.inf
+    return max(daly_interval_s(stall_s, mtbf_s), lag_s)
 
 
-def expected_failure_cost_per_hour(
-    rate_per_h: float,
-    loss_h: float,
-    hourly_cost: float,
-    sla_share: float = 0.0,
-    credit_multiplier: float = 0.0,
-    downtime_h: float = 0.0,
-    rental_per_h: float = 0.0,
-) -> float:
-    """Expected failure-restart cost per running hour:
-    lambda x L x (rental + energy per hour)  -  lambda x share x m x downtime x rental per hour,
-    the second term being the provider's SLA credit (m times the downtime, for the share of
-    failures that are the provider's fault)."""
-    return rate_per_h * (
-        loss_h * hourly_cost - sla_share * credit_multiplier * downtime_h * rental_per_h
-    )
+def failures_per_running_hour(rate_per_h: float, loss_h: float) -> float:
+    """Expected failures per hour the job runs: lambda / (1 - lambda L). Failures also strike
+    the redone work and the downtime, so over a run of n hours of work the wall time is
+    n / (1 - lambda L) and the failures lambda n / (1 - lambda L) (the renewal model of
+    :func:`effective_training_time`). Infinite when lambda L >= 1: the run never finishes."""
+    if rate_per_h * loss_h >= 1.0:
+        return math.inf
+    return rate_per_h / (1.0 - rate_per_h * loss_h)
 
 
 # ----------------------------------------------------------------------------- fleets at scale
@@ -131,7 +130,7 @@ class RestartModel:
     ``detect_h``: until the failure is noticed (NCCL/collective timeouts, health checks;
     Kokolis et al. run health checks every 5 minutes); ``restart_h``: reschedule and relaunch
     the job on healthy nodes (or ``swap_h`` with a hot spare node in the allocation); reload
-    time comes from the checkpoint tier (:func:`planner.physics.storage.sharded_read_seconds`)
+    time comes from the checkpoint tier (:func:`planner.physics.storage.sharded_seconds`)
     or from peer memory (:func:`planner.physics.storage.in_memory_checkpoint`). Defaults are
     stated assumptions for an automated stack (Llama 3 §3.3.4: "the majority of interruptions
     were handled automatically"; only three needed significant manual intervention):
@@ -171,23 +170,21 @@ class FailureOutcome:
 
 
 def effective_training_time(
-    rate_per_h: float, interval_s: float, stall_s: float, downtime_h: float
+    rate_per_h: float, interval_s: float, stall_s: float, downtime_h: float, lag_s: float = 0.0
 ) -> float:
     """Share of wall time spent on useful work under periodic checkpoints and failures:
 
-    u = tau / (tau + delta) x (1 - lambda ((tau + delta) / 2 + D))
+    u = tau / (tau + delta) x (1 - lambda L),  L = (tau + delta) / 2 + lag + D
 
     with tau the compute between checkpoints, delta the stall per checkpoint (the whole write
     when synchronous, the snapshot to host memory when asynchronous), lambda failures per wall
-    hour and D the downtime per failure: first-order renewal model of Young 1974 / Daly 2006
-    (half a segment lost per failure on average), the form of Kokolis et al.'s ETTR estimate.
-    Clamped at 0 when failures come faster than work can be saved."""
-    if math.isinf(interval_s):
-        return max(0.0, 1.0 - rate_per_h * downtime_h)
-    seg_h = (interval_s + stall_s) / 3600.0
-    return (
-        interval_s / (interval_s + stall_s) * max(0.0, 1.0 - rate_per_h * (seg_h / 2 + downtime_h))
-    )
+    hour and L the loss per failure (:func:`loss_hours_per_failure`): first-order renewal
+    model of Young 1974 / Daly 2006 (half a segment lost per failure on average), the form of
+    Kokolis et al.'s ETTR estimate. Clamped at 0 when failures come faster than work can be
+    saved."""
+    loss = loss_hours_per_failure(interval_s, stall_s, downtime_h, lag_s)
+    share = 1.0 if math.isinf(interval_s) else interval_s / (interval_s + stall_s)
+    return share * max(0.0, 1.0 - rate_per_h * loss)
 
 
 def failure_outcome(
@@ -198,6 +195,7 @@ def failure_outcome(
     downtime_h: float,
     *,
     interval_s: float | None = None,
+    lag_s: float = 0.0,
     kw_per_gpu: float = 0.0,
     usd_per_gpu_hour: float = 0.0,
     preemptions_per_hour: float = 0.0,
@@ -205,20 +203,19 @@ def failure_outcome(
     """Failures, lost time and their cost for a run of ``compute_hours`` of useful work.
 
     lambda = gpus x per-GPU rate (+ preemptions); the checkpoint interval is Daly's optimum
-    for the stall (``interval_s`` to fix it); wall = compute / u
+    for the stall, at least ``lag_s`` (:func:`checkpoint_interval_s`; ``interval_s`` to fix
+    it); wall = compute / u
     (:func:`effective_training_time`); failures = lambda x wall; lost = wall - compute, split
     into checkpoint stalls and failure losses; lost GPU-hours = lost x gpus; kWh and dollars at
     ``kw_per_gpu`` (all-in facility kW per GPU) and ``usd_per_gpu_hour``."""
     lam = job_failure_rate(gpus, per_gpu_hour, preemptions_per_hour)
     if interval_s is None:
-        interval_s = daly_interval_s(stall_s, 3600.0 / lam) if lam > 0 else math.inf
-    u = effective_training_time(lam, interval_s, stall_s, downtime_h)
+        interval_s = checkpoint_interval_s(stall_s, 3600.0 / lam if lam > 0 else math.inf, lag_s)
+    u = effective_training_time(lam, interval_s, stall_s, downtime_h, lag_s)
     wall = compute_hours / u if u > 0 else math.inf
     lost = wall - compute_hours
     ck_h = 0.0 if math.isinf(interval_s) else compute_hours * stall_s / interval_s
-    per_failure = downtime_h + (
-        0.0 if math.isinf(interval_s) else (interval_s + stall_s) / 2 / 3600.0
-    )
+    per_failure = loss_hours_per_failure(interval_s, stall_s, downtime_h, lag_s)
     return FailureOutcome(
         failures=lam * wall,
         compute_hours=compute_hours,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from planner.physics.memory import OPTIMIZER_K_MIXED, WEIGHT_BYTES
 
@@ -61,20 +62,13 @@ def sharded_bandwidth_gb_per_s(
     return min(bw, aggregate_gb_per_s) if aggregate_gb_per_s else bw
 
 
-def sharded_write_seconds(
-    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
+def sharded_seconds(
+    nbytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
 ) -> float:
-    """Time to write a sharded checkpoint: bytes / :func:`sharded_bandwidth_gb_per_s`."""
-    return ckpt_bytes / (
-        sharded_bandwidth_gb_per_s(nodes, per_node_gb_per_s, aggregate_gb_per_s) * 1e9
-    )
-
-
-def sharded_read_seconds(
-    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
-) -> float:
-    """Time to reload a sharded checkpoint after a restart (same model as the write)."""
-    return sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    """Time to write (or read back) a sharded checkpoint of ``nbytes``:
+    bytes / :func:`sharded_bandwidth_gb_per_s`. Writes and reloads follow the same model, each
+    at its own per-node rate."""
+    return nbytes / (sharded_bandwidth_gb_per_s(nodes, per_node_gb_per_s, aggregate_gb_per_s) * 1e9)
 
 
 @dataclass(frozen=True)
@@ -89,13 +83,25 @@ class CheckpointCost:
     reload_s: float
     host_bytes: float = 0.0
 
+    @property
+    def lag_s(self) -> float:
+        """Seconds after the stall until the checkpoint is durable (0 when synchronous)."""
+        return self.persist_s - self.stall_s
+
 
 def synchronous_checkpoint(
-    ckpt_bytes: float, nodes: int, per_node_gb_per_s: float, aggregate_gb_per_s: float | None
+    ckpt_bytes: float,
+    nodes: int,
+    per_node_gb_per_s: float,
+    aggregate_gb_per_s: float | None,
+    read_per_node_gb_per_s: float | None = None,
 ) -> CheckpointCost:
-    """Training waits for the whole sharded write: stall = persist = write time."""
-    w = sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
-    r = sharded_read_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    """Training waits for the whole sharded write: stall = persist = write time; the reload
+    reads the shards back at ``read_per_node_gb_per_s`` (default the write rate)."""
+    w = sharded_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
+    r = sharded_seconds(
+        ckpt_bytes, nodes, read_per_node_gb_per_s or per_node_gb_per_s, aggregate_gb_per_s
+    )
     return CheckpointCost("sync", w, w, r)
 
 
@@ -106,18 +112,28 @@ def asynchronous_checkpoint(
     per_node_gb_per_s: float,
     aggregate_gb_per_s: float | None,
     d2h_gb_per_s: float = 25.0,
+    read_per_node_gb_per_s: float | None = None,
 ) -> CheckpointCost:
     """Asynchronous checkpointing (PyTorch DCP ``async_save``, Megatron async save, Nebula):
     training stalls only for the snapshot of each GPU's shard to pinned host memory,
     (bytes / gpus) / D2H bandwidth; the write to storage proceeds in the background and is
-    hidden as long as it is shorter than the interval (the caller should keep
-    interval >= persist_s). D2H 25 GB/s is a stated assumption for PCIe Gen4/5 x16 with
-    pinned buffers."""
+    hidden as long as it is shorter than the interval (the caller should keep interval >=
+    lag_s, :func:`planner.physics.reliability.checkpoint_interval_s`). D2H 25 GB/s is a
+    stated assumption for PCIe Gen4/5 x16 with pinned buffers."""
+    sync = synchronous_checkpoint(
+        ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s, read_per_node_gb_per_s
+    )
+    return _in_background(sync, ckpt_bytes, gpus, d2h_gb_per_s)
+
+
+def _in_background(
+    sync: CheckpointCost, ckpt_bytes: float, gpus: int, d2h_gb_per_s: float
+) -> CheckpointCost:
+    """The synchronous write ``sync`` moved behind a snapshot of each GPU's shard to host
+    memory: stall = shard / D2H, persist = stall + the write, reload unchanged."""
     shard = ckpt_bytes / max(1, gpus)
     stall = shard / (d2h_gb_per_s * 1e9)
-    w = sharded_write_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
-    r = sharded_read_seconds(ckpt_bytes, nodes, per_node_gb_per_s, aggregate_gb_per_s)
-    return CheckpointCost("async", stall, stall + w, r, host_bytes=shard)
+    return CheckpointCost("async", stall, stall + sync.persist_s, sync.reload_s, host_bytes=shard)
 
 
 def in_memory_checkpoint(
@@ -140,3 +156,38 @@ def in_memory_checkpoint(
     peer = (replicas - 1) * shard / (peer_gb_per_s * 1e9)
     reload = shard / (peer_gb_per_s * 1e9)
     return CheckpointCost("in_memory", stall, stall + peer, reload, host_bytes=replicas * shard)
+
+
+#: Checkpointing schemes (``failure.checkpoint``, ``options.checkpoint``).
+CheckpointScheme = Literal["sync", "async", "in_memory"]
+CHECKPOINT_SCHEMES: tuple[str, ...] = get_args(CheckpointScheme)
+
+
+def checkpoint_cost(
+    scheme: str,
+    ckpt_bytes: float,
+    gpus: int,
+    nodes: int,
+    write_per_node_gb_per_s: float,
+    read_per_node_gb_per_s: float,
+    aggregate_gb_per_s: float | None,
+    host_gb_per_s: float,
+    peer_gb_per_s: float,
+    write_s: float | None = None,
+    replicas: int = 2,
+) -> CheckpointCost:
+    """The cost of one checkpoint of ``ckpt_bytes`` written by ``gpus`` GPUs on ``nodes``
+    nodes under ``scheme`` (:func:`synchronous_checkpoint`, :func:`asynchronous_checkpoint`,
+    :func:`in_memory_checkpoint`). ``write_s`` fixes the time of the sharded write (the
+    instance's ``failure.checkpoint_write_s``): the stall when synchronous, the background
+    write when asynchronous; ``replicas`` are the in-memory copies."""
+    if scheme not in CHECKPOINT_SCHEMES:
+        raise ValueError(f"checkpoint scheme must be one of {', '.join(CHECKPOINT_SCHEMES)}")
+    if scheme == "in_memory":
+        return in_memory_checkpoint(ckpt_bytes, gpus, peer_gb_per_s, host_gb_per_s, replicas)
+    sync = synchronous_checkpoint(
+        ckpt_bytes, nodes, write_per_node_gb_per_s, aggregate_gb_per_s, read_per_node_gb_per_s
+    )
+    if write_s is not None:
+        sync = CheckpointCost("sync", write_s, write_s, sync.reload_s)
+    return sync if scheme == "sync" else _in_background(sync, ckpt_bytes, gpus, host_gb_per_s)

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cache
 
-from planner.physics.architecture import Architecture, infer_dims, param_counts
+from planner.physics.architecture import (
+    FLOPS_CONVENTIONS,
+    Architecture,
+    ParamCounts,
+    infer_dims,
+    largest_layer_params,
+    param_counts,
+    training_flops_per_token,
+)
 
 
 @dataclass(frozen=True)
@@ -79,3 +89,54 @@ def dims(
     return ModelDims(
         params, layers, hidden, heads, seq_len, vocab, optimizer, flash_attention, inferred, arch
     )
+
+
+# ----------------------------------------------------------------------------- derived facts
+
+
+@cache
+def counts(a: Architecture) -> ParamCounts:
+    """:func:`planner.physics.architecture.param_counts`, computed once per architecture."""
+    return param_counts(a)
+
+
+def expert_params(m: ModelDims) -> float:
+    """Weights of the routed experts (what expert parallelism shards); 0 for a dense model."""
+    return float(counts(m.arch).expert_params) if m.arch is not None else 0.0
+
+
+def active_params(m: ModelDims) -> float:
+    """Parameters a token uses: top-k and shared experts of an MoE, else all of them."""
+    return float(counts(m.arch).active) if m.arch is not None and m.arch.moe else m.params
+
+
+def largest_layer(m: ModelDims, tp: int = 1) -> float:
+    """Parameters of the largest single module / tp, which ZeRO-3 gathers whole: with an
+    architecture :func:`planner.physics.architecture.largest_layer_params`; for a GPT block
+    known by (L, h, V) the larger of the embedding table V h and an MLP matrix 4 h^2."""
+    if m.arch is not None:
+        return float(largest_layer_params(m.arch, tp))
+    return float(math.ceil(max(m.vocab * m.hidden, 4 * m.hidden * m.hidden) / tp))
+
+
+def flops_per_token(m: ModelDims, convention: str = "6nd", train: bool = True) -> float:
+    """Model FLOPs of one token under a convention, forward and backward (``train``) or the
+    forward alone (a third of it in every convention: the backward pass costs twice the
+    forward, Kaplan et al. 2020 §2.1).
+
+    With an architecture: :func:`planner.physics.architecture.training_flops_per_token`
+    (N = active parameters without the input lookup). Known by size (and L, s, h) alone, N is
+    the stated P and the attention terms use d_attn = h: ``6nd`` 6N; ``kaplan`` 6N + 6 L s h;
+    ``palm`` and ``megatron`` 6N + 12 L s h (Megatron's 6 V h logit term is part of 6N when P
+    includes the embedding table)."""
+    if convention not in FLOPS_CONVENTIONS:
+        raise ValueError(f"FLOPs convention must be one of {', '.join(FLOPS_CONVENTIONS)}")
+    if m.arch is not None:
+        per = training_flops_per_token(m.arch, m.seq_len, convention)
+    else:
+        attn = m.layers * m.seq_len * m.hidden
+        per = (
+            6.0 * m.params
+            + {"6nd": 0.0, "kaplan": 6.0, "palm": 12.0, "megatron": 12.0}[convention] * attn
+        )
+    return per if train else per / 3.0
