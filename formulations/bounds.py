@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.configs import Config, ConfigSpace
-from planner.costs import fixed_cost, hourly_cost, weights
+from planner.costs import fixed_cost, hourly_cost, least_block_rental, weights
 from planner.instance.model import Instance
 
 
@@ -62,12 +62,8 @@ def phase_bounds(
             h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
             if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
                 continue
-            if c.contract != "reserved" and c.billing_hours > 1:
-                # rental billed per block: at least ceil(n / g) blocks of g hours
-                blocks = -(-c.hours // c.billing_hours)
-                rent = w.rental * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-            else:
-                rent = 0.0
+            # rental billed per block: at least ceil(n / g) blocks of g hours
+            rent = least_block_rental(inst, c, w, e, l_)
             if pre:
                 run = float(np.sort(h)[: c.hours].sum())
             else:

@@ -131,7 +131,7 @@ class LookAhead:
                         real_end = int(pick[-1]) + 1
                         v = (
                             float(h[pick].sum())
-                            + block_rental(c, self.w, pick.tolist())
+                            + block_rental(inst, c, self.w, pick.tolist())
                             + fixed_cost(inst, c, real_end, self.w)
                             + self._succ_cost(name, np.array([real_end]))[0]
                             + self.w.failure * c.resume_usd * (count_runs(pick.tolist()) - 1)

@@ -28,12 +28,17 @@ import numpy as np
 from planner.costs import (
     Weights,
     archive_tier,
+    enter_cost,
     hourly_terms,
+    leave_cost,
+    migration_cost,
+    move_cost,
     transfer_usd_per_gb,
     weights,
 )
 from planner.instance.model import Instance
-from planner.instance.schema import GpuType, Phase, Region
+from planner.instance.offers import reference
+from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, reliability, storage
 from planner.physics.memory import MemoryBreakdown, memory_per_gpu
 from planner.physics.transformer import ModelDims
@@ -44,6 +49,7 @@ from planner.workload import (
     output_gb_of,
     peak_tflops,
     phase_model,
+    remaining_share,
     work_flops,
 )
 
@@ -90,6 +96,16 @@ class Config:
     one_time_usd: float
     archive_per_h: float
     resume_usd: float
+    #: The reserved term a reserved-contract configuration runs under ("" for the offer's
+    #: whole-horizon reservation and for other contracts).
+    term: str = ""
+    #: For a phase re-planned while running (``phases.<p>.running``): the migration from the
+    #: running configuration into this one, (rental, energy, transfer) USD and its hours
+    #: (planner.costs.migration_cost); ``continues``: this is the running configuration
+    #: (no cost when it goes on from the phase's release; a write and restart otherwise).
+    entry: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    entry_hours: float = 0.0
+    continues: bool = False
 
     @property
     def total_gpus(self) -> float:
@@ -110,6 +126,7 @@ class Config:
             "tp": lay.tp,
             "pp": lay.pp,
             "tier": self.tier,
+            "term": self.term,
         }
 
     @property
@@ -117,8 +134,9 @@ class Config:
         lay = self.layout
         g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
         spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
+        contract = f"{self.contract}:{self.term}" if self.term else self.contract
         return (
-            f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
+            f"{g}{spares} {self.gpu} {contract} @{self.region} {lay.precision} "
             f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
         )
 
@@ -225,10 +243,16 @@ def layouts(
 # ----------------------------------------------------------------------------- enumeration
 
 
-def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int, float]]:
-    """(contract, price per GPU-hour, billing hours, min rental hours, preemptions/h)."""
-    o = r.offers.get(gname)
-    out: list[tuple[str, float, int, int, float]] = []
+def _offers(
+    inst: Instance, rname: str, gname: str, p: Phase
+) -> list[tuple[str, str, float, int, int, float]]:
+    """(contract, term, price per GPU-hour, billing hours, min rental hours, preemptions/h) of
+    every offer of a pool the phase may use; one entry per reserved term. Prices and
+    preemption rates that vary by the hour enter as their reference value
+    (:func:`planner.instance.offers.reference`: the value when constant, else the mean); the
+    cost model prices each hour at its own value."""
+    o = inst.region(rname).offers.get(gname)
+    out: list[tuple[str, str, float, int, int, float]] = []
     if o is None:
         return out
     allowed = p.options.contracts
@@ -236,7 +260,8 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
         out.append(
             (
                 "on_demand",
-                o.on_demand.usd_per_gpu_hour,
+                "",
+                reference(inst.offer_price(rname, gname, "on_demand")),
                 o.on_demand.billing_granularity_hours,
                 o.on_demand.min_rental_hours,
                 0.0,
@@ -246,14 +271,17 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
         out.append(
             (
                 "spot",
-                o.spot.usd_per_gpu_hour,
+                "",
+                reference(inst.offer_price(rname, gname, "spot")),
                 o.spot.billing_granularity_hours,
                 o.spot.min_rental_hours,
-                o.spot.preemptions_per_hour,
+                reference(inst.preemptions(rname, gname)),
             )
         )
     if o.reserved and "reserved" in allowed:
-        out.append(("reserved", o.reserved.usd_per_gpu_hour, 1, 0, 0.0))
+        for t in inst.reserved_terms(rname, gname):
+            price = reference(inst.offer_price(rname, gname, "reserved", t.name))
+            out.append(("reserved", t.name, price, 1, 0, 0.0))
     return out
 
 
@@ -289,12 +317,14 @@ def enumerate_phase(
     With ``every`` (``trainplan estimate``), every combination of the phase's options is
     kept, whether it fits in memory, in its window and in capacity or not."""
     m = phase_model(inst, p)
-    flops = work_flops(inst, p)
+    flops = work_flops(inst, p) * remaining_share(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
     mem_pol = inst.spec.memory
     fail = inst.spec.failure
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
+    if p.data.residency is not None:
+        rnames = tuple(r for r in rnames if r in p.data.residency)
     best_need: tuple[float, str] | None = None
     closest: MemoryNeed | None = None
     largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
@@ -345,8 +375,16 @@ def enumerate_phase(
                     if r.zones < p.redundancy.zones:
                         continue
                     saw_region = True
-                    for contract, price, bill_h, min_h, preempt in _offers(r, gname, p):
+                    for contract, term, price, bill_h, min_h, preempt in _offers(
+                        inst, rname, gname, p
+                    ):
                         saw_offer = True
+                        term_h = window
+                        if term:
+                            t = inst.term(rname, gname, term)
+                            assert t is not None
+                            lo = max(t.first, inst.release[p.name])
+                            term_h = max(0, min(t.end, inst.deadline[p.name]) - lo)
                         for cfg in _configs_for(
                             inst,
                             p,
@@ -364,13 +402,14 @@ def enumerate_phase(
                             bill_h,
                             min_h,
                             preempt,
+                            term,
                             None if every else window,
                             fail.restart_hours,
                             fail.spare_swap_hours,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
                             if every or (
-                                cfg.hours <= window
+                                cfg.hours <= term_h
                                 and cfg.total_gpus
                                 <= float(
                                     inst.capacity[(rname, gname)][
@@ -404,6 +443,12 @@ def enumerate_phase(
                 "zones",
                 f"needs {p.redundancy.zones} availability zones; no allowed "
                 f"region with capacity for its GPU types has that many",
+            )
+        if not rnames:
+            return no(
+                "region",
+                f"the data may stay only in {list(p.data.residency or ())} (data.residency), "
+                f"and none of them is among the phase's regions {list(p.regions or ())}",
             )
         return no(
             "region",
@@ -448,6 +493,7 @@ def _configs_for(
     bill_h: int,
     min_h: int,
     preempt: float,
+    term: str,
     window: int | None,
     restart_h: float,
     swap_h: float,
@@ -490,7 +536,9 @@ def _configs_for(
             if not overhead < 1.0:
                 continue  # checkpoints take all the time: the phase never progresses
             compute_h = compute.hours_for(flops, fps) / (1.0 - overhead)
-            io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+            io_h = (
+                p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+            ) * remaining_share(inst, p)
             work_h = max(compute_h, io_h)
             if not math.isfinite(work_h):
                 continue
@@ -546,15 +594,52 @@ def _configs_for(
                 one_time_usd=one_time,
                 archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
                 resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
+                term=term,
             )
 
 
 # ----------------------------------------------------------------------------- dominance
 
 
-def _signature(c: Config) -> tuple[object, ...]:
-    """Configurations compete directly only within one pool and contract terms."""
-    return (c.gpu, c.region, c.contract, c.billing_hours, c.min_rental_hours)
+def segment_attribute(c: Config, change: str) -> tuple[object, ...]:
+    """The values of one attribute a segment boundary may change (``options.segment_changes``):
+    region (with the tier), gpu_type, gpus (with spares), contract (with the reserved term and
+    billing terms), layout (precision, ZeRO, recomputation, tp, pp)."""
+    lay = c.layout
+    return {
+        "region": (c.region, c.tier),
+        "gpu_type": (c.gpu,),
+        "gpus": (c.gpus, c.spare_gpus),
+        "contract": (c.contract, c.term, c.billing_hours, c.min_rental_hours),
+        "layout": (lay.precision, lay.zero, lay.recompute, lay.tp, lay.pp),
+    }[change]
+
+
+def fixed_attributes(inst: Instance, c: Config) -> tuple[object, ...]:
+    """What every segment of c's phase shares with c: the attributes its
+    ``options.segment_changes`` does not list (() for a phase in one segment)."""
+    o = inst.phase(c.phase).options
+    if o.max_segments <= 1:
+        return ()
+    return tuple(
+        v for ch in SEGMENT_CHANGES if ch not in o.segment_changes for v in segment_attribute(c, ch)
+    )
+
+
+def _signature(inst: Instance, c: Config) -> tuple[object, ...]:
+    """Configurations compete directly only within one pool and contract terms (and one
+    reserved term): their prices and preemption rates then follow the same hourly series. A
+    phase in segments whose boundaries may not change some attribute compares only
+    configurations that agree in it (one may replace the other in any segment)."""
+    return (
+        c.gpu,
+        c.region,
+        c.contract,
+        c.term,
+        c.billing_hours,
+        c.min_rental_hours,
+        *fixed_attributes(inst, c),
+    )
 
 
 def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weights) -> bool:
@@ -562,29 +647,53 @@ def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weig
     same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
     no more. With the cost model's split of an hour's cost (:func:`planner.costs.hourly_terms`,
     full rental) that is: no more fixed cost per hour, no more cost per USD/MWh of price and
-    no more facility power (carbon), and no more one-time, archive and resume cost. When
+    no more facility power (carbon), and no more one-time, archive, resume and entry cost.
+    When the offer's price or preemption rate varies by the hour the split's terms are
+    compared hour by hour (both configurations share the offer, so the same series). When
     ``a.hours < b.hours`` the hours b runs beyond a must cost >= 0, which holds when prices are
-    never negative and b's fixed cost is >= 0."""
+    never negative and b's fixed cost is >= 0. A running configuration is never dominated
+    (going on with it costs nothing)."""
     eps = 1e-12
-    if a.total_gpus > b.total_gpus or a.hours > b.hours:
+    if a.total_gpus > b.total_gpus or a.hours > b.hours or b.continues:
         return False
     ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
-    if a.hours < b.hours and not (nonneg_prices and tb.fixed >= 0):
+    if a.hours < b.hours and not (nonneg_prices and bool(np.all(tb.fixed >= 0))):
         return False
     return (
-        ta.fixed <= tb.fixed + eps
-        and ta.per_mwh * 1000.0 <= tb.per_mwh * 1000.0 + eps
+        bool(np.all(ta.fixed <= tb.fixed + eps))
+        and bool(np.all(ta.per_mwh * 1000.0 <= tb.per_mwh * 1000.0 + eps))
         and a.facility_kw <= b.facility_kw + eps
         and a.one_time_usd <= b.one_time_usd + eps
         and a.archive_per_h <= b.archive_per_h + eps
         and a.resume_usd <= b.resume_usd + eps
         and a.billing_hours == b.billing_hours
         and a.min_rental_hours == b.min_rental_hours
+        and all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True))
+        and _migrates_no_worse(inst, a, b)
+    )
+
+
+def _migrates_no_worse(inst: Instance, a: Config, b: Config) -> bool:
+    """For a phase that may run in segments: a is no dearer to leave and to enter than b
+    (write, restart, checkpoint and data moves; docs/cost-model.md, "Segments")."""
+    if inst.phase(a.phase).options.max_segments <= 1:
+        return True
+    eps = 1e-9
+    if a.work_hours > b.work_hours + eps:
+        return False  # a does less work per hour: a segment of b's hours would fall short
+    la, lb = leave_cost(inst, a), leave_cost(inst, b)
+    ea, eb = enter_cost(inst, a), enter_cost(inst, b)
+    if la.total > lb.total + eps or ea.total > eb.total + eps:
+        return False
+    return all(
+        move_cost(inst, r, a).total <= move_cost(inst, r, b).total + eps for r in inst.spec.regions
     )
 
 
 def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
-    """Enumerate every active phase's configurations and drop dominated ones."""
+    """Enumerate every active phase's configurations and drop dominated ones. For a phase
+    running on a configuration (``running``), each configuration carries the migration from it
+    (:attr:`Config.entry`) before dominance is decided."""
     by_phase: dict[str, tuple[Config, ...]] = {}
     infeasible: list[Infeasibility] = []
     dropped: dict[str, int] = {}
@@ -595,6 +704,8 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
             infeasible.append(why)
             by_phase[p.name] = ()
             continue
+        if p.running is not None:
+            configs = with_entry(inst, p, configs)
         kept = _prune(inst, configs, w) if prune else configs
         dropped[p.name] = len(configs) - len(kept)
         kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
@@ -602,10 +713,87 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     return ConfigSpace(by_phase, tuple(infeasible), dropped)
 
 
+def _plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
+    return tuple(fields_[k] for k in sorted(fields_))
+
+
+def running_config(inst: Instance, p: Phase) -> Config | None:
+    """The configuration a phase is running on (``phases.<p>.running``), with its rates under
+    the instance as it is now (whether or not it still fits its window or capacity); None
+    when it has none or the instance cannot run it at all (e.g. no peak at its precision)."""
+    run = p.running
+    if run is None:
+        return None
+    g = inst.gpu(run.gpu)
+    count = float(run.gpus)
+    opts = p.options.model_copy(
+        update={
+            "precision": (run.precision,),
+            "zero": (run.zero,),
+            "recompute": (run.recompute,),
+            "tensor_parallel": (run.tp,),
+            "pipeline_parallel": (run.pp,),
+            "gpu_counts": (int(count),) if count >= 1 else None,
+            "fractions": (count,) if count < 1 else (),
+            "min_gpus": 1,
+            "max_gpus": max(1, int(count)),
+            "contracts": (run.contract,),
+            "storage_tiers": (run.tier,),
+            "extra_spare_nodes": (
+                max(0, run.spare_gpus // g.gpus_per_node - p.redundancy.spare_nodes),
+            ),
+        }
+    )
+    variant = p.model_copy(
+        update={
+            "gpu_types": (run.gpu,),
+            "regions": (run.region,),
+            "options": opts,
+            "data": p.data.model_copy(update={"residency": None}),
+        }
+    )
+    configs, _ = enumerate_phase(inst, variant, every=True)
+    want = {
+        "gpu": run.gpu,
+        "region": run.region,
+        "contract": run.contract,
+        "gpus": count,
+        "spare_gpus": run.spare_gpus,
+        "precision": run.precision,
+        "zero": run.zero,
+        "recompute": run.recompute,
+        "tp": run.tp,
+        "pp": run.pp,
+        "tier": run.tier,
+        "term": run.term,
+    }
+    for c in configs:
+        if _plan_key(c.plan_fields()) == _plan_key(want):
+            return c
+    return None
+
+
+def with_entry(inst: Instance, p: Phase, configs: list[Config]) -> list[Config]:
+    """The configurations of a phase running on ``p.running``, each with the migration from
+    the running configuration into it; the running configuration itself (when it is among
+    them) ``continues`` and costs a write and a restart only if it does not go on from the
+    release."""
+    run = running_config(inst, p)
+    if run is None:
+        return configs
+    key = _plan_key(run.plan_fields())
+    out: list[Config] = []
+    for c in configs:
+        same = _plan_key(c.plan_fields()) == key
+        m = (leave_cost(inst, run) + enter_cost(inst, c)) if same else migration_cost(inst, run, c)
+        out.append(replace(c, entry=m.parts(), entry_hours=m.hours, continues=same))
+    return out
+
+
 def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
     groups: dict[tuple[object, ...], list[Config]] = {}
     for c in configs:
-        groups.setdefault(_signature(c), []).append(c)
+        groups.setdefault(_signature(inst, c), []).append(c)
     kept: list[Config] = []
     for group in groups.values():
         nonneg = bool(np.all(inst.price[group[0].region] >= 0))

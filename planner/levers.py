@@ -282,7 +282,8 @@ def _base_pue(inst: Instance, region: str) -> float:
 
 def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
     """Where one GPU-hour of ``gpu`` costs least on demand at the mean electricity price:
-    offer price + board power (kW) x baseline PUE x mean USD/MWh / 1000."""
+    offer price (its mean over the horizon) + board power (kW) x baseline PUE x mean USD/MWh
+    / 1000."""
     best: tuple[float, str] | None = None
     g = inst.gpu(gpu)
     for on_demand in (True, False):
@@ -291,9 +292,15 @@ def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
                 continue
             o = inst.region(r).offers[gpu]
             prices = [
-                x.usd_per_gpu_hour for x in (o.on_demand, o.spot, o.reserved) if x is not None
+                float(np.mean(inst.offer_price(r, gpu, k)))
+                for k in ("on_demand", "spot", "reserved")
+                if getattr(o, k) is not None
             ]
-            rent = o.on_demand.usd_per_gpu_hour if o.on_demand is not None else min(prices)
+            rent = (
+                float(np.mean(inst.offer_price(r, gpu, "on_demand")))
+                if o.on_demand is not None
+                else min(prices)
+            )
             score = (
                 rent
                 + g.board_power_w / 1000 * _base_pue(inst, r) * float(np.mean(inst.price[r])) / 1000

@@ -6,22 +6,43 @@ builds it. How it was found (solver, status, bound, gap, runtime) is the
 
 JSON layout (all money in USD, hours are horizon slots counted from the horizon start)::
 
-    {"format": "trainplan-plan/2", "instance": ..., "horizon_start": ..., "objective": ...,
+    {"format": "trainplan-plan/2" | "trainplan-plan/3", "instance": ..., "horizon_start": ...,
+     "objective": ...,
      "costs": {"rental", "energy", "storage", "failure", "transfer", "porting", "carbon",
                "total"},
      "energy_kwh": ..., "emissions_t": ...,
-     "reserved": [{"region", "gpu", "gpus"}],
+     "reserved": [{"region", "gpu", "gpus"[, "term"]}],
      "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
-                 "zero", "recompute", "tp", "pp", "tier", "hours": [...], "start_hour",
-                 "end_hour", "start", "end", "costs": {...}, "info": {...}}],
+                 "zero", "recompute", "tp", "pp", "tier"[, "term"], "hours": [...],
+                 "start_hour", "end_hour", "start", "end", "costs": {...}, "info": {...}
+                 [, "segments": [{"gpu", "region", "contract", "gpus", "spare_gpus",
+                                  "precision", "zero", "recompute", "tp", "pp", "tier"
+                                  [, "term"], "hours": [...], "work": ...,
+                                  "costs": {...}, "migration": {...}}]]}],
+     ["replan": {"from_hour", "previous", "changes": [...], ...},]
      "solve": {"solver", "termination", "status", "objective", "bound", "gap", "runtime_s",
                "threads", "message", "notes", "stats"}}
 
-``objective`` is the weighted total ``sum_k weights[k] x costs[k]``. ``end_hour`` is
+``objective`` is the weighted total ``sum_k weights[k] x cost[k]``. ``end_hour`` is
 exclusive (the hour after the last running hour). ``info`` carries derived figures for people
 (memory, checkpoint interval, expected failures); the checker recomputes what it needs and
-does not trust it. Files of format ``trainplan-plan/1`` (the solver fields at the top level)
-are read too.
+does not trust it.
+
+Format ``/3`` (written only when a plan uses what ``/2`` cannot say, so every other plan stays
+readable by ``/2`` readers) adds:
+
+- ``segments``: a phase that changes configuration at checkpoints lists its segments in time
+  order, each with its configuration, hours, ``work`` (the share of the phase's work done in
+  it), its running ``costs`` and the ``migration`` into it (empty for the first segment
+  unless the phase continues from a running configuration; keys ``rental``, ``energy``,
+  ``transfer``, ``total``, ``hours``, ``from``). The phase's own configuration fields are
+  its first segment's, its ``hours`` the union of the segments' and its ``costs`` the sum,
+  migrations included;
+- ``term``: the reserved term of a reserved-contract entry or pool (absent: the offer's
+  whole-horizon reservation);
+- ``replan``: the hour a re-plan starts from and what changed against the previous plan.
+
+Files of format ``trainplan-plan/1`` (the solver fields at the top level) are read too.
 """
 
 from __future__ import annotations
@@ -35,8 +56,76 @@ from typing import Any
 
 COST_KEYS = ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
 PLAN_FORMAT = "trainplan-plan/2"
+#: The format of plans with segments, reserved terms or a re-plan (see the module docstring).
+PLAN_FORMAT_3 = "trainplan-plan/3"
 #: Plan formats :meth:`Plan.from_dict` reads.
-READABLE_FORMATS = ("trainplan-plan/1", PLAN_FORMAT)
+READABLE_FORMATS = ("trainplan-plan/1", PLAN_FORMAT, PLAN_FORMAT_3)
+
+#: The configuration fields of a plan entry and of a segment, with their types.
+CONFIG_FIELDS = (
+    "gpu",
+    "region",
+    "contract",
+    "gpus",
+    "spare_gpus",
+    "precision",
+    "zero",
+    "recompute",
+    "tp",
+    "pp",
+    "tier",
+)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """One segment of a phase that changes configuration: a configuration, its hours, the
+    share of the phase's work it does, its running costs and the migration into it."""
+
+    gpu: str
+    region: str
+    contract: str
+    gpus: float
+    spare_gpus: int
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    tier: str
+    hours: tuple[int, ...]
+    term: str = ""
+    work: float = 0.0
+    costs: dict[str, float] = field(default_factory=dict)
+    migration: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def start_hour(self) -> int:
+        return min(self.hours)
+
+    @property
+    def end_hour(self) -> int:
+        return max(self.hours) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["hours"] = list(self.hours)
+        if not self.term:
+            del d["term"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SegmentPlan:
+        return cls(
+            **_config_of(d),
+            hours=tuple(int(h) for h in d["hours"]),
+            term=str(d.get("term", "")),
+            work=float(d.get("work", 0.0)),
+            costs={k: float(v) for k, v in d.get("costs", {}).items()},
+            migration=dict(d.get("migration", {})),
+            info=dict(d.get("info", {})),
+        )
 
 
 @dataclass(frozen=True)
@@ -56,6 +145,10 @@ class PhasePlan:
     hours: tuple[int, ...]
     costs: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    term: str = ""
+    #: Two or more segments when the phase changes configuration at checkpoints (or one, with
+    #: its migration, when it moves off the configuration it was running on); () otherwise.
+    segments: tuple[SegmentPlan, ...] = ()
 
     @property
     def start_hour(self) -> int:
@@ -68,6 +161,25 @@ class PhasePlan:
     @property
     def contiguous(self) -> bool:
         return self.end_hour - self.start_hour == len(self.hours)
+
+    @property
+    def segmented(self) -> bool:
+        """The phase changes configuration at a checkpoint (more than one segment)."""
+        return len(self.segments) > 1
+
+    def parts(self) -> tuple[SegmentPlan, ...]:
+        """The phase as segments: its segments, or one segment of its own configuration."""
+        if self.segments:
+            return self.segments
+        return (
+            SegmentPlan(
+                **{k: getattr(self, k) for k in CONFIG_FIELDS},
+                hours=self.hours,
+                term=self.term,
+                work=1.0,
+                costs=dict(self.costs),
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +195,20 @@ class Plan:
     reserved: tuple[tuple[str, str, int], ...] = ()
     energy_kwh: float = 0.0
     emissions_t: float = 0.0
+    #: Reserved commitments under a named term: (region, GPU type, term, GPUs).
+    reserved_terms: tuple[tuple[str, str, str, int], ...] = ()
+    #: For a re-plan: the hour it starts from and what changed (planner.replan).
+    replan: dict[str, Any] | None = None
+
+    @property
+    def format(self) -> str:
+        """``/3`` when the plan uses segments, reserved terms or is a re-plan, else ``/2``."""
+        new = (
+            self.reserved_terms
+            or self.replan is not None
+            or any(p.segments or p.term for p in self.phases)
+        )
+        return PLAN_FORMAT_3 if new else PLAN_FORMAT
 
     def phase(self, name: str) -> PhasePlan:
         for p in self.phases:
@@ -102,6 +228,11 @@ class Plan:
         for p in self.phases:
             d = asdict(p)
             d["hours"] = list(p.hours)
+            del d["segments"], d["term"]
+            if p.term:
+                d["term"] = p.term
+            if p.segments:
+                d["segments"] = [sg.to_dict() for sg in p.segments]
             d.update(
                 start_hour=p.start_hour,
                 end_hour=p.end_hour,
@@ -109,17 +240,21 @@ class Plan:
                 end=t(p.end_hour),
             )
             phases.append(d)
-        return {
-            "format": PLAN_FORMAT,
+        out: dict[str, Any] = {
+            "format": self.format,
             "instance": self.instance,
             "horizon_start": self.horizon_start.isoformat(),
             "objective": _num(self.objective),
             "costs": self.costs,
             "energy_kwh": self.energy_kwh,
             "emissions_t": self.emissions_t,
-            "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved],
+            "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved]
+            + [{"region": r, "gpu": g, "gpus": n, "term": t} for r, g, t, n in self.reserved_terms],
             "phases": phases,
         }
+        if self.replan is not None:
+            out["replan"] = self.replan
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -132,23 +267,16 @@ class Plan:
         phases = tuple(
             PhasePlan(
                 name=str(p["name"]),
-                gpu=str(p["gpu"]),
-                region=str(p["region"]),
-                contract=str(p["contract"]),
-                gpus=float(p["gpus"]),
-                spare_gpus=int(p["spare_gpus"]),
-                precision=str(p["precision"]),
-                zero=int(p["zero"]),
-                recompute=str(p["recompute"]),
-                tp=int(p["tp"]),
-                pp=int(p["pp"]),
-                tier=str(p["tier"]),
+                **_config_of(p),
                 hours=tuple(int(h) for h in p["hours"]),
                 costs={k: float(v) for k, v in p.get("costs", {}).items()},
                 info=dict(p.get("info", {})),
+                term=str(p.get("term", "")),
+                segments=tuple(SegmentPlan.from_dict(x) for x in p.get("segments", [])),
             )
             for p in d["phases"]
         )
+        pools = d.get("reserved", [])
         return cls(
             instance=str(d.get("instance", "")),
             horizon_start=datetime.fromisoformat(d["horizon_start"]),
@@ -156,15 +284,40 @@ class Plan:
             costs={k: float(v) for k, v in d["costs"].items()},
             phases=phases,
             reserved=tuple(
-                (str(r["region"]), str(r["gpu"]), int(r["gpus"])) for r in d.get("reserved", [])
+                (str(r["region"]), str(r["gpu"]), int(r["gpus"]))
+                for r in pools
+                if not r.get("term")
             ),
             energy_kwh=float(d.get("energy_kwh", 0.0)),
             emissions_t=float(d.get("emissions_t", 0.0)),
+            reserved_terms=tuple(
+                (str(r["region"]), str(r["gpu"]), str(r["term"]), int(r["gpus"]))
+                for r in pools
+                if r.get("term")
+            ),
+            replan=dict(d["replan"]) if isinstance(d.get("replan"), dict) else None,
         )
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _config_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The configuration fields of a plan entry or segment, typed."""
+    return {
+        "gpu": str(d["gpu"]),
+        "region": str(d["region"]),
+        "contract": str(d["contract"]),
+        "gpus": float(d["gpus"]),
+        "spare_gpus": int(d["spare_gpus"]),
+        "precision": str(d["precision"]),
+        "zero": int(d["zero"]),
+        "recompute": str(d["recompute"]),
+        "tp": int(d["tp"]),
+        "pp": int(d["pp"]),
+        "tier": str(d["tier"]),
+    }
 
 
 def _num(x: float | None) -> float | None:

@@ -7,7 +7,7 @@ import numpy as np
 
 from formulations.milp.model import MilpModel
 from planner.instance.model import Instance
-from planner.schedule import Assignment, Schedule
+from planner.schedule import Assignment, Schedule, reserved_usage
 
 
 def point_from_schedule(mm: MilpModel, schedule: Schedule) -> np.ndarray | None:
@@ -53,21 +53,19 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule) -> np.ndarray | None:
                 v[j] = 1.0 if k in blocks else 0.0
             if (name, c.index) in mm.m:
                 v[mm.m[(name, c.index)]] = max(0.0, c.min_rental_hours - g * len(blocks))
-    # reserved: the least R covering peak reserved usage (at least the offer's minimum)
-    for (rname, gname), j in mm.R.items():
-        usage = np.zeros(inst.hours)
-        for c, hours in schedule.values():
-            if c.contract == "reserved" and c.region == rname and c.gpu == gname:
-                usage[list(hours)] += c.total_gpus
-        peak = float(usage.max())
-        given = reserved.get((rname, gname), 0)
+    # reserved: the least R covering peak reserved usage (at least the term's minimum)
+    usage = reserved_usage(inst, schedule)
+    for (rname, gname, term), j in mm.R.items():
+        use = usage.get((rname, gname, term))
+        peak = float(use.max()) if use is not None else 0.0
+        given = reserved.get((rname, gname, term), 0)
         n = max(peak, given)
-        offer = inst.region(rname).offers[gname].reserved
-        if n > 0 and offer is not None:
-            n = max(n, offer.min_gpus)
+        tm = inst.term(rname, gname, term)
+        if n > 0 and tm is not None:
+            n = max(n, tm.min_gpus)
         v[j] = np.ceil(n - 1e-9)
-        if (rname, gname) in mm.sign:
-            v[mm.sign[(rname, gname)]] = 1.0 if n > 0 else 0.0
+        if (rname, gname, term) in mm.sign:
+            v[mm.sign[(rname, gname, term)]] = 1.0 if n > 0 else 0.0
     for (p, q, r1, r2), j in mm.w.items():
         if p in schedule and q in schedule:
             v[j] = 1.0 if (schedule[p][0].region == r1 and schedule[q][0].region == r2) else 0.0

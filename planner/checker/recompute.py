@@ -19,7 +19,10 @@ from planner.instance.schema import DEFAULT_MFU, Phase, Region, StorageTier
 from planner.physics.memory import MemoryBreakdown, memory_per_gpu
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
 from planner.physics.transformer import ModelDims
-from planner.plan import PhasePlan
+from planner.plan import PhasePlan, SegmentPlan
+
+#: A plan entry or one of its segments: both state a configuration.
+Configured = PhasePlan | SegmentPlan
 
 #: Throughput factor R of activation recomputation (docs/cost-model.md: none 1, selective
 #: 1/1.04, full 0.75; Korthikanti et al. 2022 Table 4, and 6ND against 8ND hardware FLOPs).
@@ -137,27 +140,59 @@ def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
 
 
 def offer_terms(
-    inst: Instance, region: str, gpu: str, contract: str
-) -> tuple[float, int, int, float] | None:
-    """(USD per GPU-hour, billing granularity h, minimum rental h, preemptions per hour) of the
-    region's offer for the GPU type under the contract, or None when it is not offered."""
+    inst: Instance, region: str, gpu: str, contract: str, term: str = ""
+) -> tuple[np.ndarray, int, int, np.ndarray] | None:
+    """(USD per GPU-hour in every horizon hour, billing granularity h, minimum rental h,
+    preemptions per hour in every horizon hour) of the region's offer for the GPU type under
+    the contract (and reserved term), or None when it is not offered."""
     offers = inst.region(region).offers.get(gpu)
     if offers is None:
         return None
-    if contract == "on_demand" and offers.on_demand is not None:
+    zeros = np.zeros(inst.hours)
+    if contract == "on_demand" and offers.on_demand is not None and not term:
         o = offers.on_demand
-        return o.usd_per_gpu_hour, o.billing_granularity_hours, o.min_rental_hours, 0.0
-    if contract == "spot" and offers.spot is not None:
+        return (
+            inst.offer_price(region, gpu, contract),
+            o.billing_granularity_hours,
+            o.min_rental_hours,
+            zeros,
+        )
+    if contract == "spot" and offers.spot is not None and not term:
         s = offers.spot
         return (
-            s.usd_per_gpu_hour,
+            inst.offer_price(region, gpu, contract),
             s.billing_granularity_hours,
             s.min_rental_hours,
-            s.preemptions_per_hour,
+            inst.preemptions(region, gpu),
         )
     if contract == "reserved" and offers.reserved is not None:
-        return offers.reserved.usd_per_gpu_hour, 1, 0, 0.0
+        if inst.term(region, gpu, term) is None:
+            return None
+        return inst.offer_price(region, gpu, contract, term), 1, 0, zeros
     return None
+
+
+def one_value(values: np.ndarray) -> float:
+    """A series as one number where one is needed (Daly's interval, resume and migration
+    time, owed minimum rental): its value when constant, else its mean over the horizon."""
+    first = float(values[0])
+    return first if bool(np.all(values == first)) else float(np.mean(values))
+
+
+def remaining_share(inst: Instance, p: Phase) -> float:
+    """Share of the work still to do: ``1 - progress`` (a fraction; tokens done / work tokens;
+    FLOPs done / W), at least 1e-9; 1 without progress."""
+    pr = p.progress
+    if pr is None:
+        return 1.0
+    if pr.fraction is not None:
+        done = float(pr.fraction)
+    elif pr.tokens is not None:
+        done = pr.tokens / float(p.work.tokens or math.inf)
+    else:
+        w = work_flops(inst, p)
+        done = float(pr.flops or 0.0) / w if w else 0.0
+    return max(1e-9, 1.0 - done)
 
 
 @dataclass(frozen=True)
@@ -196,6 +231,16 @@ class PhaseFacts:
     sla_multiplier: float
     resume_usd: float
     pause_per_h: float
+    #: Fractional hours of the (remaining) work, max(compute h, I/O h): a segment of h hours
+    #: does h / work_h of the phase.
+    work_h: float = 0.0
+    #: Per horizon hour: the rental (gpus + spares)(price_t + licence) and the job failure
+    #: rate gpus f + preempt_t.
+    rental_t: np.ndarray | None = None
+    failure_t: np.ndarray | None = None
+    #: Hours to read the checkpoint from the tier.
+    read_h: float = 0.0
+    term: str = ""
 
 
 def data_parallel(p: Phase, m: ModelDims | None, gpus: float, tp: int, pp: int) -> int:
@@ -208,7 +253,7 @@ def data_parallel(p: Phase, m: ModelDims | None, gpus: float, tp: int, pp: int) 
     return max(1, int(gpus) // (tp * pp))
 
 
-def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
+def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     """The configuration physics of entry ``e`` of phase ``p``.
 
     Requires a configuration the instance can price: known GPU type and region, the tier in
@@ -217,12 +262,14 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     g = inst.gpu(e.gpu)
     r = inst.region(e.region)
     tier = r.storage[e.tier]
-    terms = offer_terms(inst, e.region, e.gpu, e.contract)
+    terms = offer_terms(inst, e.region, e.gpu, e.contract, e.term)
     pk = peak_tflops(inst, e.gpu, e.precision)
     flops = work_flops(inst, p)
     if terms is None or pk is None or flops is None or e.gpus <= 0:
         raise ValueError(f"phase {p.name}: configuration cannot be priced")
-    price, bill_h, min_h, preempt = terms
+    flops = flops * remaining_share(inst, p)
+    price_t, bill_h, min_h, preempt_t = terms
+    price, preempt = one_value(price_t), one_value(preempt_t)
     m = phase_model(inst, p)
     train = is_training(p)
     gpus, spare = float(e.gpus), float(e.spare_gpus)
@@ -284,10 +331,16 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
 
     # hours n = max(1, ceil(max(compute h, I/O h) - 1e-9))
     compute_h = flops / fps / 3600.0 / (1.0 - overhead)
-    io_h = p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0
+    io_h = (p.data.size_gb * p.data.read_passes / tier.read_gb_per_s / 3600.0) * remaining_share(
+        inst, p
+    )
     hours = max(1, math.ceil(max(compute_h, io_h) - 1e-9))
 
     rental = (gpus + spare) * (price + p.licence_usd_per_gpu_hour)
+    rental_t = (gpus + spare) * (price_t + p.licence_usd_per_gpu_hour)
+    failure_t = gpus * inst.failures_per_gpu_hour[e.gpu] + (
+        preempt_t if e.contract == "spot" else 0.0
+    ) * np.ones(inst.hours)
     nodes = nodes_ceil if gpus >= 1 else gpus / gpn
     watts = (
         gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
@@ -339,4 +392,36 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         sla_multiplier=mult,
         resume_usd=resume,
         pause_per_h=pause_usd_per_h(inst, p) if p.preemptible else 0.0,
+        work_h=max(compute_h, io_h),
+        rental_t=rental_t,
+        failure_t=failure_t,
+        read_h=ck / tier.read_gb_per_s / 3600.0,
+        term=e.term,
     )
+
+
+def running_facts(inst: Instance, p: Phase) -> PhaseFacts | None:
+    """The physics of the configuration a re-planned phase runs on now (``running``), or None
+    (none, or one the instance cannot price)."""
+    run = p.running
+    if run is None:
+        return None
+    entry = SegmentPlan(
+        gpu=run.gpu,
+        region=run.region,
+        contract=run.contract,
+        gpus=float(run.gpus),
+        spare_gpus=run.spare_gpus,
+        precision=run.precision,
+        zero=run.zero,
+        recompute=run.recompute,
+        tp=run.tp,
+        pp=run.pp,
+        tier=run.tier,
+        hours=(),
+        term=run.term,
+    )
+    try:
+        return derive(inst, p, entry)
+    except ValueError:
+        return None

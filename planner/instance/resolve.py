@@ -12,6 +12,7 @@ import numpy as np
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.model import Instance
+from planner.instance.offers import resolve_offers
 from planner.instance.references import topological, window
 from planner.instance.schema import InstanceSpec
 from planner.instance.series import SeriesError, resolve_series
@@ -61,6 +62,8 @@ def resolve(
             arr = np.asarray(cap[:T] if isinstance(cap, tuple) else [cap] * T, dtype=float)
             arr.setflags(write=False)
             capacity[(rname, g)] = arr
+    rates, rate_errors = resolve_offers(spec, base_dir)
+    errors.extend(rate_errors)
     if errors:
         raise InstanceError(file, errors)
     models: dict[str, ModelDims] = {}
@@ -106,6 +109,7 @@ def resolve(
         models=MappingProxyType(models),
         order=topological(spec.phases),
         failures_per_gpu_hour=MappingProxyType(fr),
+        rates=rates,
         warnings=tuple(warnings),
         rebuild=rebuild,
     )
