@@ -325,6 +325,8 @@ def enumerate_phase(
     rnames = p.regions or tuple(inst.spec.regions)
     if p.data.residency is not None:
         rnames = tuple(r for r in rnames if r in p.data.residency)
+    # in segments a configuration too slow to do the whole work in the window may do a part
+    segmented = p.options.max_segments > 1
     best_need: tuple[float, str] | None = None
     closest: MemoryNeed | None = None
     largest_gpu = max(inst.gpu(g).memory_gb for g in gnames)
@@ -409,7 +411,7 @@ def enumerate_phase(
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
                             if every or (
-                                cfg.hours <= term_h
+                                (cfg.hours <= term_h or (segmented and term_h > 0))
                                 and cfg.total_gpus
                                 <= float(
                                     inst.capacity[(rname, gname)][

@@ -35,7 +35,7 @@ def test_hourly_rental_price_moves_the_run_into_cheap_hours() -> None:
         }
     }
     d = one_phase({"r": region("UTC", FREE, od)}, 40, deadline=24)
-    inst, res = solved(d)
+    _inst, res = solved(d)
     p = res.plan.phase("job")
     assert p.hours == (2, 3, 4, 5)
     assert res.plan.costs["rental"] == pytest.approx(40.0, abs=1e-9)
@@ -73,9 +73,7 @@ def test_hourly_spot_price_and_preemption_rate() -> None:
             "preemptions_per_hour": {"values": [0, 0, 0, 0, 1.5, 0]},
         }
     }
-    d = one_phase(
-        {"r": region("UTC", FREE, spot)}, 20, deadline=6, hours=6, preemptible=True
-    )
+    d = one_phase({"r": region("UTC", FREE, spot)}, 20, deadline=6, hours=6, preemptible=True)
     d["phases"][0]["resume_overhead_hours"] = 0
     inst, res = solved(d)
     p = res.plan.phase("job")
@@ -150,7 +148,7 @@ def test_a_term_shorter_than_the_horizon(gpu_hours: float, term_gpus: int) -> No
     if term_gpus:
         assert res.plan.reserved_terms == (("r", "G", "day", 10),)
         assert p.contract == "reserved" and p.term == "day"
-        assert 6 <= p.start_hour and p.end_hour <= 14
+        assert p.start_hour >= 6 and p.end_hour <= 14
         assert res.plan.costs["rental"] == pytest.approx(96.0, abs=1e-9)
         assert res.plan.to_dict()["format"] == "trainplan-plan/3"
         again = plan_from_dict(json.loads(res.plan.to_json()))
@@ -171,16 +169,21 @@ def test_terms_side_by_side_and_sizes() -> None:
             "usd_per_gpu_hour": 1.2,
             "terms": [
                 {"name": "day", "start": 6, "hours": 8},
-                {"name": "long", "start": "2023-06-05T00:00:00Z", "hours": 24,
-                 "usd_per_gpu_hour": 0.9, "min_gpus": 10},
+                {
+                    "name": "long",
+                    "start": "2023-06-05T00:00:00Z",
+                    "hours": 24,
+                    "usd_per_gpu_hour": 0.9,
+                    "min_gpus": 10,
+                },
             ],
         },
     }
-    inst, res = solved(_terms_instance(120, terms))
+    _, res = solved(_terms_instance(120, terms))
     assert res.plan.reserved_terms == (("r", "G", "long", 10),)
     assert res.plan.costs["rental"] == pytest.approx(216.0, abs=1e-9)
     # 6 h of work: "day" at $96 beats "long" at $216 and on demand at $120
-    inst, res = solved(_terms_instance(60, terms))
+    _, res = solved(_terms_instance(60, terms))
     assert res.plan.reserved_terms == (("r", "G", "day", 10),)
     assert res.plan.costs["rental"] == pytest.approx(96.0, abs=1e-9)
 
@@ -198,13 +201,13 @@ def test_a_term_longer_than_the_horizon_is_prorated(prorate: bool, rental: float
             "terms": [{"name": "3d", "start": -24, "hours": 72, "prorate": prorate}],
         },
     }
-    inst, res = solved(_terms_instance(200, terms))
+    _inst, res = solved(_terms_instance(200, terms))
     assert res.plan.costs["rental"] == pytest.approx(rental, abs=1e-9)
     assert bool(res.plan.reserved_terms) == prorate
 
 
 def test_checker_catches_a_reserved_gpu_outside_its_term() -> None:
-    inst, res = solved(_terms_instance(60))
+    inst, _res = solved(_terms_instance(60))
     space = build_config_space(inst)
     (c,) = [c for c in space["job"] if c.term == "day"]
     # the same reserved configuration run in hours 0-5, before the term begins at hour 6

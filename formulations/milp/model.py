@@ -26,12 +26,14 @@ All costs are per docs/cost-model.md, multiplied by the objective weights.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from formulations.linear import LinearProgram
+from formulations.milp import segments
+from formulations.milp.columns import Column
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
     NO_ENTRY,
@@ -47,19 +49,6 @@ from planner.costs import (
 from planner.instance.model import Instance
 from planner.windows import Windows, time_windows
 from planner.workload import output_gb_of
-
-
-@dataclass(frozen=True)
-class Column:
-    """The x columns of one phase on one configuration (in one segment): their hours, the
-    column indices and the z variable that switches them on. ``key`` is (phase, config index)
-    or (phase, segment, config index)."""
-
-    key: tuple[Hashable, ...]
-    config: Config
-    hours: np.ndarray
-    xi: np.ndarray
-    z: int
 
 
 @dataclass
@@ -600,6 +589,26 @@ FAMILIES = (
 )
 
 
+#: The families of phases in segments, each after the family it stands in for.
+SEGMENT_FAMILIES = {
+    add_assignment: segments.add_segment_choice,
+    add_runs: segments.add_segment_runs,
+    add_progress: segments.add_segment_finish,
+    add_transfer: segments.add_migrations,
+}
+
+
+def families(mm: MilpModel) -> list[Callable[[MilpModel, Weights], None]]:
+    """The build order: :data:`FAMILIES`, and when some phase runs in segments the segment
+    families of :mod:`formulations.milp.segments` after the ones they stand in for."""
+    out: list[Callable[[MilpModel, Weights], None]] = []
+    for family in FAMILIES:
+        out.append(family)
+        if mm.segmented and family in SEGMENT_FAMILIES:
+            out.append(SEGMENT_FAMILIES[family])
+    return out
+
+
 def build(
     inst: Instance,
     space: ConfigSpace,
@@ -607,7 +616,9 @@ def build(
     masks: dict[tuple[str, int], np.ndarray] | None = None,
 ) -> MilpModel:
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
-    fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
+    fixes hours a configuration provably cannot use to 0 (see formulations.bounds). Phases
+    with ``options.max_segments`` > 1 (and more than one configuration) are modelled in
+    segments (:mod:`formulations.milp.segments`); every other phase as before."""
     mm = MilpModel(
         inst,
         space,
@@ -615,7 +626,8 @@ def build(
         windows or time_windows(inst, space.fewest_hours()),
         dict(masks or {}),
     )
+    mm.segmented = segments.segmented_phases(mm)
     wts = weights(inst)
-    for family in FAMILIES:
+    for family in families(mm):
         family(mm, wts)
     return mm

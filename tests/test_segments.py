@@ -1,0 +1,255 @@
+"""Segments: a phase that changes configuration at checkpoints. Hand-computed optima (the
+arithmetic in comments) on the hourly MILP, every plan verified by the independent checker,
+and the checker catching a planted violation of each new kind."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from conftest import assert_valid, instance_from
+from test_milp import NIGHT, NIGHT_NY, ROUND_GPU, region, solved
+
+from formulations.dispatch import choose
+from planner.checker import verify
+from planner.checker.planfile import plan_from_dict
+from planner.configs import build_config_space, enumerate_phase
+from planner.costs import cost_plan, migration_cost
+from planner.plan import Plan
+from planner.schedule import schedule_of
+
+OD = {"on_demand": {"usd_per_gpu_hour": 1.0}}
+
+
+def two_nights(berlin_to_ny_usd_per_gb: float | None = None) -> dict[str, Any]:
+    """Berlin (UTC+2) is cheap ($20/MWh) 00-06 local = hours 0-3 of a horizon starting
+    2023-06-05 00:00 UTC, New York (UTC-4) ($10/MWh) 00-06 local = hours 4-9; $100 otherwise.
+    10 GPUs x 1 kW on demand at $1/GPU-h; 80 GPU-hours = 8 h, deadline and horizon 8 h; a
+    36 GB checkpoint, tiers writing and reading 1 GB/s, links 1 GB/s, restarts instant."""
+    berlin = region("Europe/Berlin", NIGHT, OD)
+    ny = region("America/New_York", NIGHT_NY, OD)
+    for r in (berlin, ny):
+        r["default_link_gb_per_s"] = 1.0
+    if berlin_to_ny_usd_per_gb is not None:
+        berlin["transfer_usd_per_gb"] = {"newyork": berlin_to_ny_usd_per_gb}
+    phase = {
+        "name": "job",
+        "kind": "data_preparation",
+        "work": {"gpu_hours": 80, "gpu": "G"},
+        "deadline": 8,
+        "power_load": 1.0,
+        "checkpoint_gb": 36,
+        "options": {"gpu_counts": [10], "extra_spare_nodes": [0], "max_segments": 2},
+    }
+    return {
+        "name": "sun",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 8},
+        "gpu_types": {"G": ROUND_GPU},
+        "regions": {"berlin": berlin, "newyork": ny},
+        "phases": [phase],
+        "failure": {"restart_hours": 0.0},
+    }
+
+
+def test_a_phase_follows_two_regions_nights() -> None:
+    # Energy per hour is 10 kW x price: Berlin $0.20 at night (hours 0-3), $1.00 by day;
+    # New York $1.00 in hours 0-3, $0.10 at night (hours 4-7). Rental $10/h anywhere.
+    # Best single region: New York 0-7, energy 4 x 1.00 + 4 x 0.10 = $4.40, total $84.40
+    # (Berlin: 4 x 0.20 + 4 x 1.00 = $4.80).
+    # Following the nights: Berlin 0-3 ($0.80) then New York 4-7 ($0.40), energy $1.20, and
+    # the migration (mean prices over the 8 h: Berlin 60, New York 55 $/MWh, so a held hour
+    # costs $10 + 10 kW x 60/1000 = $10.60 in Berlin, $10.55 in New York):
+    #   write 36 GB at 1 GB/s = 0.01 h of Berlin's GPUs          $0.106
+    #   move 36 GB x $0.02/GB                                       $0.72
+    #        and wait 36 GB / 1 GB/s = 0.01 h of New York's GPUs    $0.1055
+    #   read 36 GB at 1 GB/s (restart 0 h) = 0.01 h of New York's   $0.1055
+    #   migration $1.037: total 80 + 1.20 + 1.037 = $82.237, $2.163 below the best single.
+    d = two_nights()
+    inst, res = solved(d)
+    p = res.plan.phase("job")
+    assert [(s.region, s.hours) for s in p.segments] == [
+        ("berlin", (0, 1, 2, 3)),
+        ("newyork", (4, 5, 6, 7)),
+    ]
+    m = p.segments[1].migration
+    assert m["total"] == pytest.approx(1.037, abs=1e-6)
+    assert m["transfer"] == pytest.approx(0.72, abs=1e-9)
+    assert m["rental"] == pytest.approx(0.3, abs=1e-9)
+    assert res.plan.costs["total"] == pytest.approx(82.237, abs=1e-6)
+    single = copy.deepcopy(d)
+    single["phases"][0]["options"]["max_segments"] = 1
+    _, one = solved(single)
+    assert one.plan.phase("job").region == "newyork"
+    assert one.plan.costs["total"] == pytest.approx(84.40, abs=1e-6)
+    assert one.plan.costs["total"] - res.plan.costs["total"] == pytest.approx(2.163, abs=1e-6)
+    # the plan file says it and reads back
+    doc = json.loads(res.plan.to_json())
+    assert doc["format"] == "trainplan-plan/3" and len(doc["phases"][0]["segments"]) == 2
+    assert verify(inst, plan_from_dict(doc)).ok
+    assert choose(inst)[0] == "milp"
+
+
+def test_a_checkpoint_too_dear_to_move_stays() -> None:
+    # As above, but moving out of Berlin costs $0.20/GB: the move is 36 x 0.20 = $7.20 and
+    # the migration 0.106 + 7.20 + 0.1055 + 0.1055 = $7.517, so following the nights costs
+    # 80 + 1.20 + 7.517 = $88.717 > $84.40: the phase stays in New York on one configuration.
+    inst, res = solved(two_nights(0.2))
+    p = res.plan.phase("job")
+    assert not p.segments and p.region == "newyork" and p.hours == tuple(range(8))
+    assert res.plan.costs["total"] == pytest.approx(84.40, abs=1e-6)
+    space = build_config_space(inst)
+    (b,) = [c for c in space["job"] if c.region == "berlin"]
+    (n,) = [c for c in space["job"] if c.region == "newyork"]
+    assert migration_cost(inst, b, n).total == pytest.approx(7.517, abs=1e-9)
+    follow = cost_plan(inst, schedule_of({}, segments={"job": [(b, range(4)), (n, range(4, 8))]}))
+    assert follow.costs["total"] == pytest.approx(88.717, abs=1e-6)
+    assert_valid(inst, follow)
+
+
+def elastic() -> dict[str, Any]:
+    """One region, free power in hours 0-3 and $500/MWh after; 10 or 20 GPUs (one or two
+    10-GPU nodes) at $1/GPU-h, two nodes at scaling efficiency 0.8; work 104 GPU-hours at
+    full efficiency; deadline hour 9 of a 10-hour horizon; restarts take 0.5 h."""
+    r = region(
+        "UTC",
+        {"values": [0, 0, 0, 0, 500, 500, 500, 500, 500, 500]},
+        OD,
+        capacity=20,
+    )
+    phase = {
+        "name": "job",
+        "kind": "data_preparation",
+        "work": {"gpu_hours": 104, "gpu": "G"},
+        "deadline": 9,
+        "power_load": 1.0,
+        "scaling": {"per_doubling": 0.8},
+        "options": {"gpu_counts": [10, 20], "extra_spare_nodes": [0], "max_segments": 2},
+    }
+    return {
+        "name": "elastic",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 10},
+        "gpu_types": {"G": ROUND_GPU},
+        "regions": {"r": r},
+        "phases": [phase],
+        "failure": {"restart_hours": 0.5},
+    }
+
+
+def test_elastic_scaling_into_cheap_hours() -> None:
+    # 10 GPUs need 104/10 = 10.4 h -> 11 h > 9: alone they miss the deadline. 20 GPUs run at
+    # 16 GPU-equivalents (0.8): 104/16 = 6.5 h -> 7 h in hours 0-6: rental 20 x 7 = $140,
+    # energy 20 kW x $0.50/kWh x 3 dear hours = $30, total $170.
+    # Elastic: 20 GPUs in the 4 free hours do 4/6.5 = 64/104 of the work, then 10 GPUs the
+    # rest, 40/104 x 10.4 = 4 h (hours 4-7): rental 80 + 40 = $120, energy 10 kW x $0.50 x 4
+    # = $20, and one migration within the region: no checkpoint to move or read, a 0.5 h
+    # restart of the 10 GPUs at $10 + 10 kW x mean price 300 $/MWh = $13/h: $6.50.
+    # Total $146.50, $23.50 below the best fixed count. (20 GPUs for 5 h then 10 for 3 h:
+    # $130 + $25 + $6.50 = $161.50; 10 GPUs in the free hours first: $160 + $6.50.)
+    _inst, res = solved(elastic())
+    p = res.plan.phase("job")
+    assert [(s.gpus, s.hours) for s in p.segments] == [
+        (20.0, (0, 1, 2, 3)),
+        (10.0, (4, 5, 6, 7)),
+    ]
+    assert [s.work for s in p.segments] == pytest.approx([64 / 104, 40 / 104])
+    assert p.segments[1].migration["total"] == pytest.approx(6.5, abs=1e-9)
+    assert res.plan.costs["total"] == pytest.approx(146.50, abs=1e-6)
+    fixed = elastic()
+    fixed["phases"][0]["options"]["max_segments"] = 1
+    _, one = solved(fixed)
+    assert one.plan.phase("job").gpus == 20 and one.plan.costs["total"] == pytest.approx(170.0)
+
+
+def test_segment_changes_restrict_what_may_change() -> None:
+    # Only the region may change: the elastic instance (one region) has no plan in segments,
+    # and the best is the fixed 20-GPU run at $170.
+    d = elastic()
+    d["phases"][0]["options"]["segment_changes"] = ["region"]
+    _inst, res = solved(d)
+    assert not res.plan.phase("job").segments
+    assert res.plan.costs["total"] == pytest.approx(170.0, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- the checker
+
+
+def _follow(inst: Any) -> Plan:
+    space = build_config_space(inst)
+    (b,) = [c for c in space["job"] if c.region == "berlin"]
+    (n,) = [c for c in space["job"] if c.region == "newyork"]
+    return cost_plan(inst, schedule_of({}, segments={"job": [(b, range(4)), (n, range(4, 8))]}))
+
+
+def test_checker_catches_a_segment_that_does_not_fit_in_memory() -> None:
+    # A second GPU type S, like G but with 8 GB: the phase needs 20 GB per GPU beyond the
+    # buffers, so S fits nowhere; a plan whose second segment runs on S in New York breaks
+    # memory in that segment only.
+    d = two_nights()
+    d["gpu_types"]["S"] = dict(ROUND_GPU, memory_gb=8)
+    ny = d["regions"]["newyork"]
+    ny["capacity"]["S"] = 10
+    ny["offers"]["S"] = OD
+    d["phases"][0]["memory_gb"] = 20
+    inst = instance_from(d)
+    space = build_config_space(inst)
+    (b,) = [c for c in space["job"] if c.region == "berlin"]
+    every, _ = enumerate_phase(inst, inst.phase("job"), every=True)
+    (s,) = [c for c in every if c.gpu == "S" and c.region == "newyork"]
+    plan = cost_plan(inst, schedule_of({}, segments={"job": [(b, range(4)), (s, range(4, 8))]}))
+    v = verify(inst, plan)
+    assert [x.kind for x in v.violations] == ["memory"]
+    assert v.violations[0].message.startswith("segment 1: 10 x S")
+
+
+def test_checker_catches_a_migration_cost_left_out() -> None:
+    inst = instance_from(two_nights())
+    plan = _follow(inst)
+    assert_valid(inst, plan)
+    doc = json.loads(plan.to_json())
+    seg = doc["phases"][0]["segments"][1]
+    m = seg.pop("migration")
+    for k in ("rental", "energy", "transfer"):  # the phase and the plan without it
+        doc["phases"][0]["costs"][k] -= m[k]
+        doc["costs"][k] -= m[k]
+        doc["costs"]["total"] -= m[k]
+        doc["objective"] -= m[k]
+    v = verify(inst, plan_from_dict(doc))
+    kinds = {x.kind for x in v.violations}
+    assert "migration" in kinds and "cost" in kinds
+    (x,) = [x for x in v.violations if x.kind == "migration"]
+    assert "segment 1: the migration from segment 0 is left out" in x.message
+    assert "1.037" in x.message
+
+
+def test_checker_catches_work_short_across_segments() -> None:
+    # Berlin 0-3 does half the work (4 of 8 h); New York 4-6 only 3/8: 7/8 in all.
+    inst = instance_from(two_nights())
+    space = build_config_space(inst)
+    (b,) = [c for c in space["job"] if c.region == "berlin"]
+    (n,) = [c for c in space["job"] if c.region == "newyork"]
+    plan = cost_plan(inst, schedule_of({}, segments={"job": [(b, range(4)), (n, range(4, 7))]}))
+    v = verify(inst, plan)
+    assert [x.kind for x in v.violations] == ["work"]
+    assert "the segments do 0.875000 of the work, short of 1" in v.violations[0].message
+
+
+def test_checker_catches_segments_out_of_order_and_too_many() -> None:
+    inst = instance_from(two_nights())
+    doc = json.loads(_follow(inst).to_json())
+    segs = doc["phases"][0]["segments"]
+    segs[0]["hours"], segs[1]["hours"] = segs[1]["hours"], segs[0]["hours"]
+    v = verify(inst, plan_from_dict(doc))
+    assert any(
+        x.kind == "segments" and "segment 1 starts at hour 0, before segment 0 ends" in x.message
+        for x in v.violations
+    )
+    doc = json.loads(_follow(inst).to_json())
+    extra = copy.deepcopy(doc["phases"][0]["segments"][0])
+    extra["hours"] = []
+    doc["phases"][0]["segments"].append(extra)
+    v = verify(inst, plan_from_dict(doc))
+    messages = [x.message for x in v.violations if x.kind == "segments"]
+    assert "3 segments; options.max_segments allows 2" in messages
+    assert "segment 2 has no hours" in messages
