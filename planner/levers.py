@@ -35,7 +35,21 @@ region          1.2     one region for every phase: where one GPU-hour of the ba
                         costs least on demand at the region's mean electricity price
                         (rental + board power x PUE x mean price); a phase that may not run
                         there keeps its own cheapest allowed region.
+follow_sun      1.2     one configuration for the whole run (``max_segments: 1``). With the
+                        lever on, a phase the instance lets run in segments may move between
+                        regions at checkpoints (``segment_changes: [region]``), each move a
+                        migration (docs/cost-model.md, "Segments").
+elastic_scaling 2.2     as follow_sun; with the lever on, a phase in segments may change its
+                        GPU count (and layout) at checkpoints: more GPUs in cheap hours,
+                        fewer in dear ones (CarbonScaler-style).
 =============== ======= ===================================================================
+
+The two segment levers exist for phases whose ``options.max_segments`` is above 1; they are
+measured with the hourly MILP (the only model of segments), so with time shifting on, and
+with the choice they change at checkpoints on too (region choice for follow_sun, elastic GPU
+counts for elastic_scaling): their own worth is their saving minus those levers'
+(:attr:`LeverRun.note` says so). With both on, a phase may change what its
+``segment_changes`` allows.
 
 When the fully restricted phase has no configuration (its memory, window or capacity rules
 every lever-free setting out), the phase keeps its own options for the levers that stop it,
@@ -105,8 +119,19 @@ LEVERS: tuple[Lever, ...] = (
     Lever("storage", "storage tiers, compression", "2.3"),
     Lever("spares", "spare-node sizing", "4.1"),
     Lever("contracts", "spot and reserved contracts", "6.2"),
-    Lever("region", "region choice (follow the sun)", "1.2"),
+    Lever("region", "region choice", "1.2"),
+    Lever("follow_sun", "follow the sun (move regions at checkpoints)", "1.2"),
+    Lever("elastic_scaling", "elastic scaling (GPU count at checkpoints)", "2.2"),
 )
+
+#: Levers measured with the hourly MILP (time choice included).
+_MILP_LEVERS = ("time_shifting", "follow_sun", "elastic_scaling")
+
+#: What each segment lever lets a segment boundary change (options.segment_changes).
+_SEGMENT_LEVERS: dict[str, tuple[str, ...]] = {
+    "follow_sun": ("region",),
+    "elastic_scaling": ("gpus", "layout"),
+}
 LEVER_KEYS = tuple(lv.key for lv in LEVERS)
 
 #: Phase-level restrictions dropped, in this order, when the baseline cannot be built.
@@ -336,6 +361,13 @@ def _global_updates(inst: Instance) -> dict[str, dict[str, Any]]:
             ups["spares"][f"{pre}.extra_spare_nodes"] = [0]
         if tuple(p.options.contracts) != ("on_demand",):
             ups["contracts"][f"{pre}.contracts"] = ["on_demand"]
+        if p.options.max_segments > 1:
+            for key in _SEGMENT_LEVERS:
+                # off, this lever leaves only the other segment lever's changes
+                others = {c for k, v in _SEGMENT_LEVERS.items() if k != key for c in v}
+                ups[key][f"{pre}.segment_changes"] = [
+                    c for c in p.options.segment_changes if c in others
+                ]
     return ups
 
 
@@ -427,17 +459,35 @@ def _phase_choice(
 
 
 def _merge(updates: Mapping[str, Mapping[str, Any]], off: Iterable[str]) -> dict[str, Any]:
-    """The instance updates of every lever in ``off`` (switched off = restricted)."""
+    """The instance updates of every lever in ``off`` (switched off = restricted). Segment
+    changes restricted by several levers keep what all of them allow; when nothing is left
+    the phase runs on one configuration (``max_segments: 1``)."""
     out: dict[str, Any] = {}
+    changes: dict[str, list[str]] = {}
     for k in off:
-        out.update(updates.get(k, {}))
+        for path, value in updates.get(k, {}).items():
+            if path.endswith(".segment_changes"):
+                prev = changes.get(path)
+                changes[path] = value if prev is None else [c for c in prev if c in value]
+            else:
+                out[path] = value
+    for path, value in changes.items():
+        if value:
+            out[path] = value
+        else:
+            out[path.removesuffix("segment_changes") + "max_segments"] = 1
     return out
+
+
+#: A segment lever needs the lever whose choice it changes at checkpoints.
+_NEEDS = {"follow_sun": "region", "elastic_scaling": "elastic"}
 
 
 def _variant(
     inst: Instance, updates: Mapping[str, Mapping[str, Any]], on: Iterable[str]
 ) -> Instance:
     on_set = set(on)
+    on_set |= {_NEEDS[k] for k in on_set if k in _NEEDS}
     merged = _merge(updates, [k for k in LEVER_KEYS if k not in on_set])
     return inst.replace(merged) if merged else inst
 
@@ -748,9 +798,12 @@ def evaluate_levers(
             )
             continue
         variant = _variant(inst, base.updates, [lv.key])
-        plan, method, note = _evaluate(
-            variant, base, lv.key == "time_shifting", time_limit, backend
-        )
+        plan, method, note = _evaluate(variant, base, lv.key in _MILP_LEVERS, time_limit, backend)
+        if lv.key in _SEGMENT_LEVERS:
+            note = (note + "; " if note else "") + (
+                f"measured with the hourly MILP (time shifting and {_NEEDS[lv.key]} on): its "
+                f"own worth is this saving minus theirs"
+            )
         runs.append(_make_run(lv.key, lv.label, lv.article, method, plan, variant, base_cost, note))
     plan, method, note = _evaluate(inst, base, True, time_limit, backend)
     all_run = _make_run("all", "all levers", "", method, plan, inst, base_cost, note)

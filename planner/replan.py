@@ -179,6 +179,15 @@ def _summary(p: PhasePlan | None, hour: int) -> dict[str, Any]:
     }
 
 
+def describe(side: dict[str, Any]) -> str:
+    """One side of a change (``before`` or ``after``) in words: each segment's configuration
+    and hours, ``-`` when the phase does not run."""
+    segs = [s for s in side.get("segments") or [] if s["hours"]]
+    if not segs:
+        return "-"
+    return "; ".join(f"{s['config']} hours {s['hours'][0]}-{s['hours'][-1]}" for s in segs)
+
+
 def changes(old: Plan, new: Plan, hour: int) -> list[dict[str, Any]]:
     """Phase by phase: what the old plan did from ``hour`` on and what the new one does."""
     names = [p.name for p in old.phases] + [

@@ -253,3 +253,61 @@ def test_checker_catches_segments_out_of_order_and_too_many() -> None:
     messages = [x.message for x in v.violations if x.kind == "segments"]
     assert "3 segments; options.max_segments allows 2" in messages
     assert "segment 2 has no hours" in messages
+
+
+def _air_cooled(d: dict[str, Any]) -> dict[str, Any]:
+    """PUE 1.58 (air, the lever-free baseline's): the cooling lever has nothing to choose."""
+    for r in d["regions"].values():
+        r["pue"] = 1.58
+    return d
+
+
+def test_levers_measure_follow_the_sun_and_elastic_scaling() -> None:
+    from planner.levers import evaluate_levers
+
+    # Two nights at PUE 1.58: 10 GPUs draw 15.8 kW. The lever-free baseline runs one
+    # configuration in the region of the least mean GPU-hour (New York, mean 55 vs 60 $/MWh),
+    # hours 0-7: rental $80 + energy 1.58 x $4.40 = $86.952. Follow the sun (measured with
+    # region choice and time on, as it needs them): Berlin 0-3, New York 4-7, energy
+    # 1.58 x $1.20 = $1.896, migration 0.01 h x (10 + 15.8 x 0.060) + 0.72 + 2 x 0.01 h x
+    # (10 + 15.8 x 0.055) = 0.10948 + 0.72 + 0.21738 = $1.04686: $82.94286, a saving of
+    # $4.00914. Elastic scaling has nothing to change (one GPU count).
+    inst = instance_from(_air_cooled(two_nights()))
+    rep = evaluate_levers(inst, time_limit=30, levers=["region", "follow_sun", "elastic_scaling"])
+    assert rep.baseline.cost == pytest.approx(86.952, abs=1e-6)
+    sun = rep.run("follow_sun")
+    assert sun.cost == pytest.approx(82.94286, abs=1e-6)
+    assert sun.saving_usd == pytest.approx(4.00914, abs=1e-6)
+    assert "time shifting and region on" in sun.note
+    assert rep.run("region").saving_usd == pytest.approx(0.0, abs=1e-6)
+    assert rep.run("elastic_scaling").saving_usd == pytest.approx(0.0, abs=1e-6)
+    assert rep.all_levers.cost == pytest.approx(82.94286, abs=1e-6)
+    # Elastic at PUE 1.58: the baseline takes the smallest count that meets the deadline
+    # (20 GPUs, hours 0-6): $140 + 3 h x 31.6 kW x $0.50 = $187.40. Elastic scaling: 20 GPUs
+    # in hours 0-3, 10 in 4-7: $120 + 4 h x 15.8 kW x $0.50 = $31.60 + the restart 0.5 h x
+    # (10 + 15.8 x 0.300) = $7.37: $158.97, a saving of $28.43.
+    rep = evaluate_levers(instance_from(_air_cooled(elastic())), time_limit=30)
+    assert rep.baseline.cost == pytest.approx(187.40, abs=1e-6)
+    run = rep.run("elastic_scaling")
+    assert run.cost == pytest.approx(158.97, abs=1e-6)
+    assert run.saving_usd == pytest.approx(28.43, abs=1e-6)
+    assert rep.run("follow_sun").saving_usd == pytest.approx(0.0, abs=1e-6)
+
+
+def test_report_draws_a_phase_that_moves_as_one_bar_across_pools() -> None:
+    from planner.report import render
+    from planner.report.charts import gantt
+
+    inst, res = solved(two_nights())
+    fig = gantt(res.plan, inst)
+    ax = fig.axes[0]
+    # two pool rows (berlin / G and newyork / G), one bar per segment, joined by the dashed
+    # migration line at hour 4, both in the phase's colour
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["berlin / G", "newyork / G"]
+    bars = [c for c in ax.collections if len(c.get_paths())]
+    assert len(bars) == 2
+    assert bars[0].get_facecolor().tolist() == bars[1].get_facecolor().tolist()
+    (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert list(line.get_ydata()) == [0, 1]
+    page = render(res.plan, inst)
+    assert "Segments and migrations" in page and "from 0" in page

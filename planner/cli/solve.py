@@ -6,7 +6,6 @@ import json
 import warnings
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 from zoneinfo import ZoneInfo
 
 import typer
@@ -26,6 +25,7 @@ from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.consistency import NumericWarning
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
+from planner.replan import describe
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
 
@@ -214,15 +214,12 @@ def print_changes(plan: Plan) -> None:
     for col in ("phase", "old plan from then", "new plan", "changed"):
         t.add_column(col, overflow="fold")
 
-    def said(side: dict[str, Any]) -> str:
-        segs: list[dict[str, Any]] = side.get("segments") or []
-        if not segs:
-            return "-"
-        return "; ".join(f"{s['config']} hours {_span(s['hours'])}" for s in segs)
-
     for ch in block.get("changes", []):
         t.add_row(
-            ch["phase"], said(ch["before"]), said(ch["after"]), "yes" if ch["changed"] else "no"
+            ch["phase"],
+            describe(ch["before"]),
+            describe(ch["after"]),
+            "yes" if ch["changed"] else "no",
         )
     console.print(t)
     hist, prev = block.get("history_usd"), block.get("previous_total")
@@ -232,10 +229,6 @@ def print_changes(plan: Plan) -> None:
             f"{_money(float(hist))}; the rest now {_money(plan.costs['total'])}; projected "
             f"{_money(float(hist) + plan.costs['total'])}"
         )
-
-
-def _span(hours: list[int]) -> str:
-    return f"{hours[0]}-{hours[-1]}" if hours else "-"
 
 
 def _replan_cmd(
