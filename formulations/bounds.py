@@ -12,29 +12,21 @@ Bound-based pruning: with an incumbent of cost U and bound L, a configuration c 
 whose own least cost exceeds the phase's best by more than U - L cannot appear in any plan
 cheaper than U; the same holds for single hours of c (an hour whose use forces the cost over).
 
-A phase in segments (``options.max_segments`` > 1) may mix configurations: its bound is a
-fractional knapsack over (configuration, hour) pairs (:func:`segment_bound`), and a
-configuration's own bound forces one hour of it.
+A phase in segments (``options.max_segments`` > 1) may mix configurations: its bound is the
+Lagrangian segment-path bound of :mod:`formulations.segment_bound`, which also bounds every
+plan that runs a configuration in a given hour (configuration pruning and hour masks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.segment_bound import SegmentBound, segment_bound
 from planner.configs import Config, ConfigSpace
-from planner.costs import (
-    NO_ENTRY,
-    block_prices,
-    entry_usd,
-    fixed_cost,
-    handoff_usd,
-    hourly_cost,
-    least_block_rental,
-    weights,
-)
+from planner.costs import fixed_cost, hourly_cost, least_block_rental, weights
 from planner.instance.model import Instance
 
 
@@ -53,6 +45,11 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
 class PhaseBound:
     best: float
     per_config: dict[int, float]
+    #: For a phase in segments: per configuration, the least cost of a plan that runs it in
+    #: each hour of the window (inf where it cannot), for hour masks; and the bound of its
+    #: plans in two or more segments.
+    per_hour: dict[int, np.ndarray] = field(default_factory=dict)
+    multi: float = np.inf
 
 
 def phase_bounds(
@@ -65,9 +62,6 @@ def phase_bounds(
     out: dict[str, PhaseBound] = {}
     for name, configs in space.by_phase.items():
         e, l_ = windows_start[name], windows_end[name]
-        if inst.phase(name).options.max_segments > 1 and len(configs) > 1:
-            out[name] = segment_bound(inst, configs, e, l_)
-            continue
         pre = inst.phase(name).preemptible
         per: dict[int, float] = {}
         for c in configs:
@@ -91,81 +85,42 @@ def phase_bounds(
             # archive: a run ending before l_ pays archive until l_ too; least when ending at l_
             per[c.index] = run + rent + fixed_cost(inst, c, l_, w)
         out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
+        if inst.phase(name).options.max_segments > 1 and len(configs) > 1:
+            out[name] = _with_segments(out[name], segment_bound(inst, configs, e, l_))
     return out
 
 
-def segment_bound(inst: Instance, configs: tuple[Config, ...], e: int, l_: int) -> PhaseBound:
-    """The bound of a phase that may run in segments. Every segment's hour t on c costs at
-    least ``h_c(t)`` (:func:`planner.costs.hourly_cost`, ``as_used``, plus ``rho_c`` per hour
-    for block billing) and does ``r_c = 1 / W_c`` of the work; migrations, minimum rentals,
-    pauses and resumes cost >= 0 and are dropped, and so is the rule of one configuration per
-    hour. What remains is the fractional knapsack
-
-        K(q) = min sum h_c(t) y_ct  s.t.  sum r_c y_ct >= q,  0 <= y <= 1,
-
-    (every pair of negative cost, then the others by cost per unit of work), plus the least
-    first-segment one-time cost (transfers but the successors' retrieval, and a re-planned
-    phase's least entry) and the least last-region cost (archive after the window and
-    retrieval). Phase bound: K(1) + those; configuration c: its cheapest hour + K(1 - r_c) +
-    those (a plan using c runs c at least one hour)."""
-    w = weights(inst)
-    T = inst.hours
-    costs: list[np.ndarray] = []
-    rates: list[np.ndarray] = []
-    cheapest: dict[int, float] = {}
-    first = last = np.inf
-    for c in configs:
-        if l_ - e < 1:
-            continue
-        cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-        h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
-        prices = block_prices(inst, c) if c.contract != "reserved" else None
-        if c.contract != "reserved" and c.billing_hours > 1:
-            g = c.billing_hours
-            per_hour = (
-                np.full(l_ - e, c.rental_per_h)
-                if prices is None
-                else prices[np.arange(e, l_) // g] / g
-            )
-            h = h + w.rental * per_hour
-        ok = np.isfinite(h)
-        if not ok.any():
-            continue
-        costs.append(h[ok])
-        rates.append(np.full(int(ok.sum()), 1.0 / c.work_hours))
-        cheapest[c.index] = float(np.min(h[ok]))
-        entry = entry_usd(inst, c, w) if c.entry != NO_ENTRY else 0.0
-        first = min(first, w.transfer * (c.one_time_usd - handoff_usd(inst, c)) + entry)
-        last = min(last, w.storage * (T - l_) * c.archive_per_h + w.transfer * handoff_usd(inst, c))
-    if not costs:
-        return PhaseBound(np.inf, {})
-    h_all, r_all = np.concatenate(costs), np.concatenate(rates)
-    neg = h_all < 0
-    base, base_work = float(h_all[neg].sum()), float(r_all[neg].sum())
-    pos_h, pos_r = h_all[~neg], r_all[~neg]
-    order = np.argsort(pos_h / pos_r, kind="stable")
-    cum_r = np.concatenate([[0.0], np.cumsum(pos_r[order])])
-    cum_h = np.concatenate([[0.0], np.cumsum(pos_h[order])])
-
-    def knapsack(q: float) -> float:
-        need = q - base_work
-        if need <= 0:
-            return base
-        if need > cum_r[-1] + 1e-12:
-            return np.inf
-        k = int(np.searchsorted(cum_r, need, side="left"))
-        k = max(1, min(k, len(cum_r) - 1))
-        part = (need - cum_r[k - 1]) / (cum_r[k] - cum_r[k - 1])
-        return base + float(cum_h[k - 1] + part * (cum_h[k] - cum_h[k - 1]))
-
-    fixed = first + last
+def _with_segments(one: PhaseBound, sb: SegmentBound) -> PhaseBound:
+    """A phase that may run in segments: its plans on one configuration keep their exact bound
+    (``one``); those in two or more segments are bounded by the segment-path bound."""
     per = {
-        c.index: cheapest[c.index] + knapsack(1.0 - 1.0 / c.work_hours) + fixed
-        for c in configs
-        if c.index in cheapest
+        i: min(one.per_config.get(i, np.inf), float(np.min(lb))) for i, lb in sb.per_hour.items()
     }
-    best = knapsack(1.0) + fixed
-    return PhaseBound(min(best, min(per.values(), default=np.inf)), per)
+    for i, v in one.per_config.items():
+        per.setdefault(i, v)
+    return PhaseBound(min(one.best, sb.multi), per, sb.per_hour, sb.multi)
+
+
+def single_segment(
+    bounds: dict[str, PhaseBound], upper: float, gap: float
+) -> tuple[set[str], float]:
+    """Phases that may run in segments but need not within ``gap`` of an incumbent ``upper``:
+    every plan in which phase p runs two or more segments costs at least
+    ``L - best_p + multi_p``; when that is within the gap of ``upper``, p is modelled on one
+    configuration. Returns those phases and the least cost of a plan left out (inf if none),
+    which caps the bound the restricted model proves."""
+    total = lower_bound(bounds)
+    limit = upper - gap * abs(upper)
+    out: set[str] = set()
+    floor = np.inf
+    for name, b in bounds.items():
+        if not np.isfinite(b.multi) and not b.per_hour:
+            continue
+        left_out = total - b.best + b.multi
+        if left_out >= limit - 1e-9:
+            out.add(name)
+            floor = min(floor, left_out)
+    return out, float(floor)
 
 
 def lower_bound(bounds: dict[str, PhaseBound]) -> float:
@@ -213,9 +168,13 @@ def hour_masks(
             if c.index not in b.per_config:
                 masks[(name, c.index)] = np.zeros(l_ - e, dtype=bool)
                 continue
-            if segmented:  # any hour may hold a segment; only capacity rules one out
-                cap = inst.capacity[(c.region, c.gpu)][e:l_]
-                masks[(name, c.index)] = cap >= c.total_gpus - 1e-9
+            if segmented:  # c may run in hour t of a segment only if the bound through it fits
+                lb = b.per_hour.get(c.index)
+                masks[(name, c.index)] = (
+                    np.zeros(l_ - e, dtype=bool)
+                    if lb is None
+                    else np.asarray(lb - b.best <= slack + 1e-6)
+                )
                 continue
             base = b.per_config[c.index]
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9

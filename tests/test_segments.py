@@ -311,3 +311,30 @@ def test_report_draws_a_phase_that_moves_as_one_bar_across_pools() -> None:
     assert list(line.get_ydata()) == [0, 1]
     page = render(res.plan, inst)
     assert "Segments and migrations" in page and "from 0" in page
+
+
+def test_the_segment_bound_is_valid_and_prunes_segments_that_cannot_pay() -> None:
+    from formulations.bounds import phase_bounds, single_segment
+    from formulations.milp.solve import solve_milp
+    from planner.configs import config_space
+    from planner.windows import time_windows
+
+    def bound(d: dict[str, Any]) -> Any:
+        inst = instance_from(d)
+        space = config_space(inst)
+        win = time_windows(inst, space.fewest_hours())
+        return phase_bounds(inst, space, win.start, win.end)["job"]
+
+    # two nights: the bound of plans in two segments is the optimum itself, $82.237
+    b = bound(two_nights())
+    assert b.multi == pytest.approx(82.237, abs=1e-6) and b.best <= 82.237 + 1e-9
+    # the dear move: plans in two segments cost at least $86.34 > $84.40 on one configuration:
+    # the phase needs no segments, and the one-configuration plan is proved by the bound
+    b = bound(two_nights(0.2))
+    assert 84.40 < b.multi <= 88.717 + 1e-9
+    assert single_segment({"job": b}, 84.40, 0.0) == ({"job"}, pytest.approx(b.multi))
+    res = solve_milp(instance_from(two_nights(0.2)), time_limit=30, gap=0.0)
+    assert res.solver == "milp-bound" and res.bound == pytest.approx(84.40, abs=1e-6)
+    # elastic: below the optimum ($146.50)
+    b = bound(elastic())
+    assert b.best <= 146.50 + 1e-9 and b.multi <= 146.50 + 1e-9

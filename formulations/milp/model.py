@@ -26,7 +26,7 @@ All costs are per docs/cost-model.md, multiplied by the objective weights.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -614,11 +614,13 @@ def build(
     space: ConfigSpace,
     windows: Windows | None = None,
     masks: dict[tuple[str, int], np.ndarray] | None = None,
+    single: Collection[str] = (),
 ) -> MilpModel:
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
     fixes hours a configuration provably cannot use to 0 (see formulations.bounds). Phases
     with ``options.max_segments`` > 1 (and more than one configuration) are modelled in
-    segments (:mod:`formulations.milp.segments`); every other phase as before."""
+    segments (:mod:`formulations.milp.segments`), but those in ``single`` (proved not to gain
+    from segments, :func:`formulations.bounds.single_segment`); every other phase as before."""
     mm = MilpModel(
         inst,
         space,
@@ -626,7 +628,7 @@ def build(
         windows or time_windows(inst, space.fewest_hours()),
         dict(masks or {}),
     )
-    mm.segmented = segments.segmented_phases(mm)
+    mm.segmented = {n: k for n, k in segments.segmented_phases(mm).items() if n not in set(single)}
     wts = weights(inst)
     for family in families(mm):
         family(mm, wts)

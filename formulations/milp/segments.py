@@ -9,7 +9,9 @@ configurations c (after bound pruning), hours t of its window [e_p, l_p), region
   sum_c zs[p,k,c] <= sum_c zs[p,k-1,c] (segments are used in order), zs[p,k,c] + zs[p,k+1,c]
   <= 1 (consecutive segments differ), and per class v of what ``segment_changes`` keeps
   fixed, sum_{c in v} zs[p,k+1,c] <= sum_{c in v} zs[p,k,c];
-- ``xs[p,k,c,t]`` binary  p runs c in segment k during hour t, at c's hourly cost h_c(t):
+- ``xs[p,k,c,t]`` binary  p runs c in segment k during hour t, at c's hourly cost h_c(t)
+  (fixed to 0 in hours c has no capacity for, outside its reserved term, or the bound's hour
+  mask rules out, :func:`formulations.bounds.segment_bound`):
   zs[p,k,c] <= sum_t xs[p,k,c,t] <= n_c zs[p,k,c] (a used segment runs, and never longer than
   c would need alone);
 - ``g[p,k,t]``   binary  segment k+1 has begun by hour t: monotone in t and in k;
@@ -172,6 +174,9 @@ def add_segment_runs(mm: MilpModel, wts: Weights) -> None:
                 cost = hourly_cost(inst, c, wts)[hours]
                 cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
                 ok = cap_ok & np.isfinite(cost)
+                mask = mm.masks.get((name, c.index))  # hours the bound rules out
+                if mask is not None:
+                    ok = ok & mask
                 cost = np.where(ok, cost, 0.0)
                 if k == 0 and c.continues and c.entry != NO_ENTRY and e == inst.release[name]:
                     cost[0] -= entry_usd(inst, c, wts, -1)
