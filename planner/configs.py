@@ -707,6 +707,19 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
             by_phase[p.name] = ()
             continue
         if p.running is not None:
+            if running_config(inst, p) is None:
+                r = p.running
+                infeasible.append(
+                    Infeasibility(
+                        p.name,
+                        f"{p.name}: the running configuration ({r.gpus:g} x {r.gpu} "
+                        f"{r.contract} in {r.region}, {r.precision}, ZeRO-{r.zero}, tp{r.tp} "
+                        f"pp{r.pp}, tier {r.tier}) is not one the instance can run "
+                        "(precision, layout or offer), so leaving it cannot be priced",
+                    )
+                )
+                by_phase[p.name] = ()
+                continue
             configs = with_entry(inst, p, configs)
         kept = _prune(inst, configs, w) if prune else configs
         dropped[p.name] = len(configs) - len(kept)

@@ -187,3 +187,21 @@ def test_cli_replans_from_an_hour_and_verify_accepts_it(tmp_path: Path) -> None:
     assert run.invoke(app, ["solve", str(now), "--from", "3"]).exit_code == 2
     res = run.invoke(app, ["solve", str(now), "--from", "30", "--plan", str(old)])
     assert res.exit_code == 2 and "inside the horizon" in res.output
+
+
+def test_a_running_configuration_the_instance_cannot_run_is_reported() -> None:
+    # G has no fp8 peak: leaving a run at fp8 could not be priced, so the phase has no
+    # configuration and says why (check, solve and explain show it)
+    d = two_regions()
+    d["phases"][0]["running"] = {
+        "gpu": "G",
+        "region": "a",
+        "contract": "on_demand",
+        "gpus": 10,
+        "tier": "hot",
+        "precision": "fp8",
+    }
+    (why,) = build_config_space(instance_from(d)).infeasible
+    assert "the running configuration (10 x G on_demand in a, fp8" in why.reason
+    res = solve(instance_from(d), solver="milp", time_limit=10)
+    assert res.plan is None and "running configuration" in res.message

@@ -338,3 +338,40 @@ def test_the_segment_bound_is_valid_and_prunes_segments_that_cannot_pay() -> Non
     # elastic: below the optimum ($146.50)
     b = bound(elastic())
     assert b.best <= 146.50 + 1e-9 and b.multi <= 146.50 + 1e-9
+
+
+def test_a_spot_job_falls_back_to_on_demand_when_spot_turns_dear() -> None:
+    # A preemptible job, 10 GPUs x 6 h, free power, no checkpoint, no resume overhead. Spot
+    # costs $0.50/GPU-h in hours 0-3 and $4.00 after; on demand $2.00. One configuration:
+    # spot 4 x $5 + 2 x $40 = $100 (on demand 6 x $20 = $120). In two segments: spot in hours
+    # 0-3 ($20), then on demand for the rest, 2 h ($40), after a 0.5 h restart of the
+    # on-demand GPUs at $20/h ($10): $70 (any two of hours 4-7: pausing costs nothing here).
+    offers = {
+        "spot": {"usd_per_gpu_hour": {"values": [0.5] * 4 + [4.0] * 4}, "preemptions_per_hour": 0},
+        "on_demand": {"usd_per_gpu_hour": 2.0},
+    }
+    d = {
+        "name": "fallback",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 8},
+        "gpu_types": {"G": ROUND_GPU},
+        "regions": {"r": region("UTC", {"constant": 0}, offers)},
+        "phases": [
+            {
+                "name": "job",
+                "kind": "data_preparation",
+                "work": {"gpu_hours": 60, "gpu": "G"},
+                "preemptible": True,
+                "resume_overhead_hours": 0,
+                "power_load": 1.0,
+                "options": {"gpu_counts": [10], "extra_spare_nodes": [0], "max_segments": 2},
+            }
+        ],
+        "failure": {"restart_hours": 0.5},
+    }
+    _, res = solved(d)
+    p = res.plan.phase("job")
+    spot, od = p.segments
+    assert (spot.contract, spot.hours) == ("spot", (0, 1, 2, 3))
+    assert od.contract == "on_demand" and len(od.hours) == 2 and min(od.hours) >= 4
+    assert od.migration["total"] == pytest.approx(10.0, abs=1e-9)
+    assert res.plan.costs["total"] == pytest.approx(70.0, abs=1e-6)
