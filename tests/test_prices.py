@@ -229,3 +229,30 @@ def test_a_term_outside_the_horizon_is_refused() -> None:
         instance_from(_terms_instance(60, terms))
     assert "regions.r.offers.G.reserved.terms[0]" in str(e.value)
     assert "no hour inside the horizon" in str(e.value)
+
+
+@pytest.mark.parametrize("preemptible", [False, True])
+def test_only_a_term_to_run_in(preemptible: bool) -> None:
+    # Reserved capacity under an 8-hour term (hours 6-13) is the only offer: every solver path
+    # (look-ahead, greedy, MILP) must place the 4-hour job inside the term. Rental: the term,
+    # 10 GPUs x 8 h x $1.20 = $96.
+    only = {
+        "reserved": {"usd_per_gpu_hour": 1.2, "terms": [{"name": "day", "start": 6, "hours": 8}]}
+    }
+    d = one_phase({"r": region("UTC", FREE, only)}, 40, deadline=24, preemptible=preemptible)
+    d["phases"][0]["resume_overhead_hours"] = 0
+    inst, res = solved(d)
+    assert set(res.plan.phase("job").hours) <= set(range(6, 14))
+    assert res.plan.costs["rental"] == pytest.approx(96.0, abs=1e-9)
+    from formulations.greedy import greedy
+    from formulations.heuristic import lookahead_schedule
+
+    space = build_config_space(inst)
+    candidates = (
+        greedy(inst, space, allow=lambda c: True),
+        greedy(inst, space, allow=lambda c: True, first_start_only=True),
+        lookahead_schedule(inst, space, allow_reserved=True),
+    )
+    for sched in candidates:
+        assert sched is not None
+        assert_valid(inst, cost_plan(inst, sched))
