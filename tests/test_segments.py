@@ -375,3 +375,43 @@ def test_a_spot_job_falls_back_to_on_demand_when_spot_turns_dear() -> None:
     assert od.contract == "on_demand" and len(od.hours) == 2 and min(od.hours) >= 4
     assert od.migration["total"] == pytest.approx(10.0, abs=1e-9)
     assert res.plan.costs["total"] == pytest.approx(70.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("case", ["sun", "dear", "elastic", "three", "preemptible"])
+def test_the_segment_model_prices_a_schedule_as_the_cost_model(case: str) -> None:
+    """The MILP point of a schedule in segments is feasible and its objective equals the
+    costed plan (model == cost model), for moves, dear moves, elastic counts, three segments
+    (Berlin, New York, Berlin) and a preemptible phase that pauses between segments."""
+    from formulations.milp.model import build
+    from formulations.milp.solution import point_from_schedule, schedule_from_point
+
+    d = two_nights(0.2) if case == "dear" else elastic() if case == "elastic" else two_nights()
+    if case in ("three", "preemptible"):
+        d["horizon"]["hours"] = d["phases"][0]["deadline"] = 12
+        d["phases"][0]["options"]["max_segments"] = 3
+        d["phases"][0]["preemptible"] = case == "preemptible"
+    inst = instance_from(d)
+    space = build_config_space(inst)
+    by = {(c.region, c.gpus): c for c in space["job"]}
+    if case == "elastic":
+        parts = [(by[("r", 20.0)], range(4)), (by[("r", 10.0)], range(4, 8))]
+    elif case == "three":
+        parts = [
+            (by[("berlin", 10.0)], range(3)),
+            (by[("newyork", 10.0)], range(3, 6)),
+            (by[("berlin", 10.0)], range(6, 8)),
+        ]
+    elif case == "preemptible":
+        parts = [(by[("berlin", 10.0)], [0, 2, 3]), (by[("newyork", 10.0)], [5, 6, 8, 9, 11])]
+    else:
+        parts = [(by[("berlin", 10.0)], range(4)), (by[("newyork", 10.0)], range(4, 8))]
+    sched = schedule_of({}, segments={"job": parts})
+    plan = cost_plan(inst, sched)
+    assert_valid(inst, plan)
+    mm = build(inst, space)
+    point = point_from_schedule(mm, sched)
+    assert point is not None
+    assert mm.lp.violations(point) == []
+    assert mm.lp.objective_of(point) == pytest.approx(plan.objective, rel=1e-9)
+    back = schedule_from_point(mm, point)
+    assert [tuple(a.hours) for a in back.parts("job")] == [tuple(h) for _, h in parts]
