@@ -752,13 +752,19 @@ def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
             totals[k] += pc.costs[k]
         c = parts[0].config
         hours = schedule.hours_of(name)
+        info = _info(inst, c, len(hours))
+        if len(parts) > 1:  # the first segment's figures, but failures over every segment
+            info["expected_failures"] = round(
+                sum(a.config.failure_rate * len(a.hours) for a in parts), 4
+            )
+            info["segments"] = len(parts)
         phases.append(
             PhasePlan(
                 name=name,
                 **c.plan_fields(),  # type: ignore[arg-type]
                 hours=hours,
                 costs={k: round(v, 6) for k, v in pc.costs.items()},
-                info=_info(inst, c, len(hours)),
+                info=info,
                 segments=_segments(inst, parts, pc) if pc.parts else (),
             )
         )
