@@ -37,7 +37,6 @@ from planner.costs import (
     weights,
 )
 from planner.instance.model import Instance
-from planner.instance.offers import reference
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, reliability, storage
 from planner.physics.memory import MemoryBreakdown, memory_per_gpu
@@ -261,7 +260,7 @@ def _offers(
             (
                 "on_demand",
                 "",
-                reference(inst.offer_price(rname, gname, "on_demand")),
+                inst.rates.price_ref[(rname, gname, "on_demand", "")],
                 o.on_demand.billing_granularity_hours,
                 o.on_demand.min_rental_hours,
                 0.0,
@@ -272,15 +271,15 @@ def _offers(
             (
                 "spot",
                 "",
-                reference(inst.offer_price(rname, gname, "spot")),
+                inst.rates.price_ref[(rname, gname, "spot", "")],
                 o.spot.billing_granularity_hours,
                 o.spot.min_rental_hours,
-                reference(inst.preemptions(rname, gname)),
+                inst.rates.preemptions_ref.get((rname, gname), 0.0),
             )
         )
     if o.reserved and "reserved" in allowed:
         for t in inst.reserved_terms(rname, gname):
-            price = reference(inst.offer_price(rname, gname, "reserved", t.name))
+            price = inst.rates.price_ref[(rname, gname, "reserved", t.name)]
             out.append(("reserved", t.name, price, 1, 0, 0.0))
     return out
 
@@ -644,7 +643,14 @@ def _signature(inst: Instance, c: Config) -> tuple[object, ...]:
     )
 
 
-def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weights) -> bool:
+def dominates(
+    inst: Instance,
+    a: Config,
+    b: Config,
+    nonneg_prices: bool,
+    w: Weights,
+    segmented: bool | None = None,
+) -> bool:
     """a is never worse than b, whatever hours b would run in: a needs no more GPUs of the
     same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
     no more. With the cost model's split of an hour's cost (:func:`planner.costs.hourly_terms`,
@@ -659,26 +665,35 @@ def dominates(inst: Instance, a: Config, b: Config, nonneg_prices: bool, w: Weig
     if a.total_gpus > b.total_gpus or a.hours > b.hours or b.continues:
         return False
     ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
-    if a.hours < b.hours and not (nonneg_prices and bool(np.all(tb.fixed >= 0))):
+    if a.hours < b.hours and not (nonneg_prices and _le(0.0, tb.fixed)):
         return False
     return (
-        bool(np.all(ta.fixed <= tb.fixed + eps))
-        and bool(np.all(ta.per_mwh * 1000.0 <= tb.per_mwh * 1000.0 + eps))
+        _le(ta.fixed, tb.fixed + eps)
+        and _le(ta.per_mwh * 1000.0, tb.per_mwh * 1000.0 + eps)
         and a.facility_kw <= b.facility_kw + eps
         and a.one_time_usd <= b.one_time_usd + eps
         and a.archive_per_h <= b.archive_per_h + eps
         and a.resume_usd <= b.resume_usd + eps
         and a.billing_hours == b.billing_hours
         and a.min_rental_hours == b.min_rental_hours
-        and all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True))
-        and _migrates_no_worse(inst, a, b)
+        and (a.entry == b.entry or all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True)))
+        and _migrates_no_worse(inst, a, b, segmented)
     )
 
 
-def _migrates_no_worse(inst: Instance, a: Config, b: Config) -> bool:
+def _le(a: float | np.ndarray, b: float | np.ndarray) -> bool:
+    """a <= b, hour by hour when either varies by the hour."""
+    if isinstance(a, float | int) and isinstance(b, float | int):
+        return a <= b
+    return bool(np.all(a <= b))
+
+
+def _migrates_no_worse(inst: Instance, a: Config, b: Config, segmented: bool | None = None) -> bool:
     """For a phase that may run in segments: a is no dearer to leave and to enter than b
     (write, restart, checkpoint and data moves; docs/cost-model.md, "Segments")."""
-    if inst.phase(a.phase).options.max_segments <= 1:
+    if segmented is None:
+        segmented = inst.phase(a.phase).options.max_segments > 1
+    if not segmented:
         return True
     eps = 1e-9
     if a.work_hours > b.work_hours + eps:
@@ -812,15 +827,16 @@ def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
     kept: list[Config] = []
     for group in groups.values():
         nonneg = bool(np.all(inst.price[group[0].region] >= 0))
+        seg = inst.phase(group[0].phase).options.max_segments > 1
         # identical (hours, gpus) with different layouts: keep the cheapest per hour first
         group.sort(
             key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h, c.facility_kw)
         )
         survivors: list[Config] = []
         for c in group:
-            if any(dominates(inst, s, c, nonneg, w) for s in survivors):
+            if any(dominates(inst, s, c, nonneg, w, seg) for s in survivors):
                 continue
-            survivors = [s for s in survivors if not dominates(inst, c, s, nonneg, w)]
+            survivors = [s for s in survivors if not dominates(inst, c, s, nonneg, w, seg)]
             survivors.append(c)
         kept.extend(survivors)
     return kept

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from planner.instance.model import Instance
-from planner.instance.offers import is_constant, reference
+from planner.instance.offers import is_constant
 from planner.instance.schema import Phase, Region
 from planner.physics import storage
 from planner.plan import COST_KEYS, PhasePlan, Plan, SegmentPlan
@@ -131,7 +131,7 @@ def reserved_price(inst: Instance, c: Config) -> float:
     configuration under its term, else 0."""
     if c.contract != "reserved":
         return 0.0
-    return reference(inst.offer_price(c.region, c.gpu, "reserved", c.term))
+    return inst.rates.price_ref[(c.region, c.gpu, "reserved", c.term)]
 
 
 def link_gb_per_s(inst: Instance, src: str, dst: str) -> float:
@@ -145,15 +145,15 @@ def hour_rates(inst: Instance, c: Config) -> tuple[float | np.ndarray, float | n
     """(rho, lambda) of c in every horizon hour: its reference rental and failure rate (floats)
     when the offer's price and preemption rate are constant, else hourly arrays
     ``rho_t = rho + G (price_t - price_ref)``, ``lambda_t = lambda + preempt_t - preempt_ref``."""
-    price = inst.offer_price(c.region, c.gpu, c.contract, c.term)
     rho: float | np.ndarray = c.rental_per_h
     lam: float | np.ndarray = c.failure_rate
-    if not is_constant(price):
-        rho = c.rental_per_h + c.total_gpus * (price - reference(price))
-    if c.contract == "spot":
-        pre = inst.preemptions(c.region, c.gpu)
-        if not is_constant(pre):
-            lam = c.failure_rate + (pre - reference(pre))
+    rates = inst.rates
+    key = (c.region, c.gpu, c.contract, c.term)
+    if key in rates.hourly_price:
+        rho = c.rental_per_h + c.total_gpus * (rates.price[key] - rates.price_ref[key])
+    pool = (c.region, c.gpu)
+    if c.contract == "spot" and pool in rates.hourly_preemptions:
+        lam = c.failure_rate + (rates.preemptions[pool] - rates.preemptions_ref[pool])
     return rho, lam
 
 

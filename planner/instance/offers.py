@@ -14,7 +14,7 @@ down, as a phase's release and deadline do.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -81,6 +81,12 @@ class Rates:
     price: dict[RateKey, np.ndarray]
     preemptions: dict[tuple[str, str], np.ndarray]
     terms: dict[tuple[str, str], tuple[Term, ...]]
+    #: The keys of the prices and preemption rates that vary by the hour.
+    hourly_price: frozenset[RateKey] = frozenset()
+    hourly_preemptions: frozenset[tuple[str, str]] = frozenset()
+    #: Their reference values (:func:`reference`), computed once.
+    price_ref: dict[RateKey, float] = field(default_factory=dict)
+    preemptions_ref: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def term(self, region: str, gpu: str, name: str) -> Term | None:
         for t in self.terms.get((region, gpu), ()):
@@ -214,4 +220,8 @@ def resolve_offers(spec: InstanceSpec, base_dir: Path) -> tuple[Rates, list[Fiel
                             )
                         if tarr is not None:
                             price[(rname, gname, contract, name)] = tarr
-    return Rates(price, preempt, terms), errors
+    varies = frozenset(k for k, v in price.items() if not is_constant(v))
+    varies_pre = frozenset(k for k, v in preempt.items() if not is_constant(v))
+    refs = {k: reference(v) for k, v in price.items()}
+    refs_pre = {k: reference(v) for k, v in preempt.items()}
+    return Rates(price, preempt, terms, varies, varies_pre, refs, refs_pre), errors
