@@ -60,7 +60,7 @@ from planner.configs import Config, ConfigSpace, build_config_space, enumerate_p
 from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.plan import Plan
+from planner.plan import CONFIG_FIELDS, Plan
 from planner.result import Result, Termination
 from planner.schedule import Assignment, Schedule
 from planner.workload import peak_tflops, work_flops
@@ -88,8 +88,25 @@ LEVERS: tuple[Lever, ...] = (
     Lever("spares", "spare-node sizing", "4.1"),
     Lever("contracts", "spot and reserved contracts", "6.2"),
     Lever("region", "region choice (follow the sun, site PUE)", "1.1, 1.2"),
+    Lever("follow_sun", "follow the sun (move regions at checkpoints)", "1.2"),
+    Lever("elastic_scaling", "elastic scaling (GPU count at checkpoints)", "2.2"),
 )
 LEVER_KEYS = tuple(lv.key for lv in LEVERS)
+
+#: The segment levers and what each lets a segment boundary change (options.segment_changes):
+#: only phases with ``options.max_segments`` above 1 have them; off, the change is not allowed,
+#: and a phase left with no change runs on one configuration (``max_segments: 1``).
+SEGMENT_LEVERS: dict[str, tuple[str, ...]] = {
+    "follow_sun": ("region",),
+    "elastic_scaling": ("gpus", "layout"),
+}
+
+#: Levers measured with the hourly MILP (time choice included): the only model of segments.
+MILP_LEVERS = ("time_shifting", *SEGMENT_LEVERS)
+
+#: A segment lever needs the lever whose choice it changes at checkpoints (switched on with
+#: it when it is measured alone).
+SEGMENT_NEEDS = {"follow_sun": "region", "elastic_scaling": "elastic"}
 
 #: Phase-level restrictions dropped, in this order, when the baseline cannot be built.
 _DROP_ORDER = ("elastic", "precision", "region", "gpu_type", "contracts")
@@ -186,7 +203,8 @@ def _most_capable(inst: Instance, p: Phase) -> str | None:
 
 def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
     """Where one GPU-hour of ``gpu`` costs least on demand at the mean electricity price:
-    offer price + board power (kW) x the site's PUE x mean USD/MWh / 1000."""
+    offer price (its mean over the horizon) + board power (kW) x the site's PUE x mean
+    USD/MWh / 1000."""
     best: tuple[float, str] | None = None
     g = inst.gpu(gpu)
     for on_demand in (True, False):
@@ -194,10 +212,12 @@ def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
             if not _has_pool(inst, r, gpu, on_demand):
                 continue
             o = inst.region(r).offers[gpu]
-            prices = [
-                x.usd_per_gpu_hour for x in (o.on_demand, o.spot, o.reserved) if x is not None
-            ]
-            rent = o.on_demand.usd_per_gpu_hour if o.on_demand is not None else min(prices)
+            prices = {
+                k: float(np.mean(inst.offer_price(r, gpu, k)))
+                for k in ("on_demand", "spot", "reserved")
+                if getattr(o, k) is not None
+            }
+            rent = prices["on_demand"] if o.on_demand is not None else min(prices.values())
             pue = inst.region(r).effective_pue
             score = rent + g.board_power_w / 1000 * pue * float(np.mean(inst.price[r])) / 1000
             if best is None or (score, r) < best:
@@ -227,6 +247,12 @@ def _global_updates(inst: Instance) -> dict[str, dict[str, Any]]:
             ups["spares"][f"{pre}.extra_spare_nodes"] = [0]
         if tuple(p.options.contracts) != ("on_demand",):
             ups["contracts"][f"{pre}.contracts"] = ["on_demand"]
+        if p.options.max_segments > 1:
+            for key, mine in SEGMENT_LEVERS.items():
+                if any(c in mine for c in p.options.segment_changes):
+                    ups[key][f"{pre}.segment_changes"] = [
+                        c for c in p.options.segment_changes if c not in mine
+                    ]
     return ups
 
 
@@ -315,10 +341,18 @@ def _phase_choice(
 
 
 def _merge(updates: Mapping[str, Mapping[str, Any]], off: Iterable[str]) -> dict[str, Any]:
-    """The instance updates of every lever in ``off`` (switched off = restricted)."""
+    """The instance updates of every lever in ``off`` (switched off = restricted). The segment
+    levers each take their changes out of a phase's ``segment_changes``: with several off the
+    lists are intersected, and a phase left with none runs on one configuration."""
     out: dict[str, Any] = {}
     for k in off:
-        out.update(updates.get(k, {}))
+        for path, value in updates.get(k, {}).items():
+            if path.endswith(".segment_changes") and path in out:
+                value = [c for c in out[path] if c in value]
+            out[path] = value
+    for path in [x for x in out if x.endswith(".segment_changes") and not out[x]]:
+        del out[path]
+        out[path.removesuffix(".segment_changes") + ".max_segments"] = 1
     return out
 
 
@@ -326,19 +360,7 @@ def _key(fields: Mapping[str, object]) -> tuple[object, ...]:
     return tuple(fields[k] for k in _KEY_FIELDS)
 
 
-_KEY_FIELDS = (
-    "gpu",
-    "region",
-    "contract",
-    "gpus",
-    "spare_gpus",
-    "precision",
-    "zero",
-    "recompute",
-    "tp",
-    "pp",
-    "tier",
-)
+_KEY_FIELDS = (*CONFIG_FIELDS, "term")
 
 
 def rematch(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule | None:
@@ -356,16 +378,30 @@ def rematch(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule 
 
 
 def plan_schedule(space: ConfigSpace, plan: Plan) -> Schedule | None:
-    """The schedule a :class:`Plan` states, its entries matched in ``space`` by their plan
-    fields; None if some entry has no match or another number of hours."""
+    """The schedule a :class:`Plan` states, its entries (and the segments of a phase in
+    segments) matched in ``space`` by their plan fields; None if some entry has no match or,
+    on one configuration, another number of hours."""
     out: dict[str, Assignment] = {}
+    segments: dict[str, tuple[Assignment, ...]] = {}
     for p in plan.phases:
-        fields = {k: getattr(p, k) for k in _KEY_FIELDS}
-        match = _index(space, p.name).get(_key(fields))
-        if match is None or match.hours != len(p.hours):
+        index = _index(space, p.name)
+        parts = []
+        for part in p.parts():
+            match = index.get(_key({k: getattr(part, k) for k in _KEY_FIELDS}))
+            if match is None:
+                return None
+            parts.append(Assignment(match, tuple(part.hours)))
+        if len(parts) > 1:
+            segments[p.name] = tuple(parts)
+        elif parts[0].config.hours != len(p.hours):
             return None
-        out[p.name] = Assignment(match, tuple(p.hours))
-    return Schedule(out, {(r, g): n for r, g, n in plan.reserved})
+        else:
+            out[p.name] = parts[0]
+    reserved = {
+        **{(r, g, ""): n for r, g, n in plan.reserved},
+        **{(r, g, t): n for r, g, t, n in plan.reserved_terms},
+    }
+    return Schedule(out, reserved, segments)
 
 
 def asap_plans(inst: Instance, variant: Instance, full: ConfigSpace) -> list[tuple[Plan, Schedule]]:

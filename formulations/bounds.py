@@ -11,17 +11,22 @@ hours otherwise. The sum over phases is a lower bound on every plan.
 Bound-based pruning: with an incumbent of cost U and bound L, a configuration c of phase p
 whose own least cost exceeds the phase's best by more than U - L cannot appear in any plan
 cheaper than U; the same holds for single hours of c (an hour whose use forces the cost over).
+
+A phase in segments (``options.max_segments`` > 1) may mix configurations: its bound is the
+Lagrangian segment-path bound of :mod:`formulations.segment_bound`, which also bounds every
+plan that runs a configuration in a given hour (configuration pruning and hour masks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.segment_bound import SegmentBound, segment_bound
 from planner.configs import Config, ConfigSpace
-from planner.costs import fixed_cost, hourly_cost, weights
+from planner.costs import fixed_cost, hourly_cost, least_block_rental, weights
 from planner.instance.model import Instance
 
 
@@ -40,6 +45,11 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
 class PhaseBound:
     best: float
     per_config: dict[int, float]
+    #: For a phase in segments: per configuration, the least cost of a plan that runs it in
+    #: each hour of the window (inf where it cannot), for hour masks; and the bound of its
+    #: plans in two or more segments.
+    per_hour: dict[int, np.ndarray] = field(default_factory=dict)
+    multi: float = np.inf
 
 
 def phase_bounds(
@@ -62,12 +72,8 @@ def phase_bounds(
             h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
             if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
                 continue
-            if c.contract != "reserved" and c.billing_hours > 1:
-                # rental billed per block: at least ceil(n / g) blocks of g hours
-                blocks = -(-c.hours // c.billing_hours)
-                rent = w.rental * max(blocks * c.billing_hours, c.min_rental_hours) * c.rental_per_h
-            else:
-                rent = 0.0
+            # rental billed per block: at least ceil(n / g) blocks of g hours
+            rent = least_block_rental(inst, c, w, e, l_)
             if pre:
                 run = float(np.sort(h)[: c.hours].sum())
             else:
@@ -79,7 +85,42 @@ def phase_bounds(
             # archive: a run ending before l_ pays archive until l_ too; least when ending at l_
             per[c.index] = run + rent + fixed_cost(inst, c, l_, w)
         out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
+        if inst.phase(name).options.max_segments > 1 and len(configs) > 1:
+            out[name] = _with_segments(out[name], segment_bound(inst, configs, e, l_))
     return out
+
+
+def _with_segments(one: PhaseBound, sb: SegmentBound) -> PhaseBound:
+    """A phase that may run in segments: its plans on one configuration keep their exact bound
+    (``one``); those in two or more segments are bounded by the segment-path bound."""
+    per = {
+        i: min(one.per_config.get(i, np.inf), float(np.min(lb))) for i, lb in sb.per_hour.items()
+    }
+    for i, v in one.per_config.items():
+        per.setdefault(i, v)
+    return PhaseBound(min(one.best, sb.multi), per, sb.per_hour, sb.multi)
+
+
+def single_segment(
+    bounds: dict[str, PhaseBound], upper: float, gap: float
+) -> tuple[set[str], float]:
+    """Phases that may run in segments but need not within ``gap`` of an incumbent ``upper``:
+    every plan in which phase p runs two or more segments costs at least
+    ``L - best_p + multi_p``; when that is within the gap of ``upper``, p is modelled on one
+    configuration. Returns those phases and the least cost of a plan left out (inf if none),
+    which caps the bound the restricted model proves."""
+    total = lower_bound(bounds)
+    limit = upper - gap * abs(upper)
+    out: set[str] = set()
+    floor = np.inf
+    for name, b in bounds.items():
+        if not np.isfinite(b.multi) and not b.per_hour:
+            continue
+        left_out = total - b.best + b.multi
+        if left_out >= limit - 1e-9:
+            out.add(name)
+            floor = min(floor, left_out)
+    return out, float(floor)
 
 
 def lower_bound(bounds: dict[str, PhaseBound]) -> float:
@@ -122,9 +163,18 @@ def hour_masks(
         e, l_ = windows_start[name], windows_end[name]
         b = bounds[name]
         pre = inst.phase(name).preemptible
+        segmented = inst.phase(name).options.max_segments > 1 and len(configs) > 1
         for c in configs:
             if c.index not in b.per_config:
                 masks[(name, c.index)] = np.zeros(l_ - e, dtype=bool)
+                continue
+            if segmented:  # c may run in hour t of a segment only if the bound through it fits
+                lb = b.per_hour.get(c.index)
+                masks[(name, c.index)] = (
+                    np.zeros(l_ - e, dtype=bool)
+                    if lb is None
+                    else np.asarray(lb - b.best <= slack + 1e-6)
+                )
                 continue
             base = b.per_config[c.index]
             cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9

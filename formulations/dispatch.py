@@ -63,7 +63,22 @@ def choose(inst: Instance) -> tuple[str, str]:
             f"milp: {len(pre)} of {len(active)} phases may pause ({names}), and "
             "only the hourly MILP models pauses and resumes"
         )
+    seg = [p.name for p in active if p.options.max_segments > 1]
+    if seg:
+        names = ", ".join(seg[:3]) + (" ..." if len(seg) > 3 else "")
+        return "milp", (
+            f"milp: {names} may change configuration at checkpoints (max_segments > 1), "
+            "and only the hourly MILP models segments and migrations"
+        )
+    running = [p.name for p in active if p.running is not None]
+    if running:
+        return "milp", (
+            f"milp: {', '.join(running[:3])} continue from a running configuration, and "
+            "the hourly MILP models the migration off it"
+        )
     space = config_space(inst)
+    if _has_terms(space):
+        return "milp", "milp: reserved terms are modelled by the hourly MILP only"
     if space.infeasible:
         return "milp", (
             "milp: some phase has no feasible configuration, which the hourly MILP reports"
@@ -87,6 +102,11 @@ def choose(inst: Instance) -> tuple[str, str]:
         f"have {_si(nnz)} capacity nonzeros ({nvar:,} starts), more than "
         f"{_si(HIGHS_MAX_NONZEROS)}"
     )
+
+
+def _has_terms(space: ConfigSpace) -> bool:
+    """Some configuration runs under a named reserved term."""
+    return any(c.term for cs in space.by_phase.values() for c in cs)
 
 
 def _si(n: int) -> str:
@@ -129,6 +149,23 @@ def solve_nonpreemptive(
             f"preemptible phases {', '.join(pre)} scheduled without pauses: a plan that "
             "pauses may cost less (use --solver milp)",
         )
+    seg = [p.name for p in inst.active_phases if p.options.max_segments > 1]
+    if seg:
+        notes = (
+            *notes,
+            f"{', '.join(seg)} planned on one configuration each: a plan that changes "
+            "configuration at checkpoints may cost less (use --solver milp)",
+        )
+    if _has_terms(space):
+        space = space.restricted(
+            {n: tuple(c for c in cs if not c.term) for n, cs in space.by_phase.items()}
+        )
+        notes = (
+            *notes,
+            "reserved terms left out (the hourly MILP models them; use --solver milp)",
+        )
+        seg = [*seg, "reserved terms"]
+    pre = [*pre, *seg]
     data = None if space.infeasible else build_data(inst, space)
 
     def left() -> float:

@@ -98,9 +98,8 @@ def add_lateness(em: ElasticModel, w: ElasticWeights) -> None:
         em.late[name] = j
         em.penalty[j] = w.late_hour
         by_hour: dict[int, list[int]] = defaultdict(list)
-        for c in configs:
-            hours, xi = mm.x[(name, c.index)]
-            for t, i in zip(hours.tolist(), xi.tolist(), strict=True):
+        for col in mm.columns[name]:  # every configuration (and segment) of the phase
+            for t, i in zip(col.hours.tolist(), col.xi.tolist(), strict=True):
                 if t >= d:
                     by_hour[t].append(i)
         for t, ids in sorted(by_hour.items()):
@@ -348,11 +347,10 @@ def min_makespan(
     lp.cost = [0.0] * lp.num_vars
     lp.offset = 0.0
     m = int(lp.add_vars("makespan", ["M"], 0.0, float(inst.hours), False, 1.0)[0])
-    for name, configs in mm.space.by_phase.items():
+    for name in mm.space.by_phase:
         by_hour: dict[int, list[int]] = defaultdict(list)
-        for c in configs:
-            hours, xi = mm.x[(name, c.index)]
-            for t, i in zip(hours.tolist(), xi.tolist(), strict=True):
+        for col in mm.columns.get(name, ()):
+            for t, i in zip(col.hours.tolist(), col.xi.tolist(), strict=True):
                 by_hour[t].append(i)
         for t, ids in sorted(by_hour.items()):
             lp.add_row(

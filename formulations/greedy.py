@@ -53,9 +53,13 @@ def greedy(
             starts = starts[blocked[starts + c.hours] == blocked[starts]]
             if not len(starts):
                 continue
-            if first_start_only:
-                starts = starts[:1]
             costs = run_costs(inst, c, starts, wts)
+            ok = np.isfinite(costs)  # a run through a blocked hour (outside a reserved term)
+            starts, costs = starts[ok], costs[ok]
+            if not len(starts):
+                continue
+            if first_start_only:
+                starts, costs = starts[:1], costs[:1]
             k = earliest_least(costs)
             cost, start = float(costs[k]), int(starts[k])
             if best is None or (cost, start) < (best[0], best[1]):

@@ -131,11 +131,13 @@ class LookAhead:
                         real_end = int(pick[-1]) + 1
                         v = (
                             float(h[pick].sum())
-                            + block_rental(c, self.w, pick.tolist())
+                            + block_rental(inst, c, self.w, pick.tolist())
                             + fixed_cost(inst, c, real_end, self.w)
                             + self._succ_cost(name, np.array([real_end]))[0]
                             + self.w.failure * c.resume_usd * (count_runs(pick.tolist()) - 1)
                         )
+                        if not np.isfinite(v):
+                            continue  # a blocked hour (outside a reserved term)
                         if best is None or v < best[0]:
                             best = (v, c, tuple(int(t) for t in pick))
                 else:
@@ -148,6 +150,8 @@ class LookAhead:
                         name, feasible + n
                     )
                     k = int(np.argmin(val))
+                    if not np.isfinite(val[k]):
+                        continue  # every run crosses a blocked hour (outside a reserved term)
                     if best is None or val[k] < best[0]:
                         s0 = int(feasible[k])
                         best = (float(val[k]), c, tuple(range(s0, s0 + n)))

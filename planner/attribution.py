@@ -32,6 +32,7 @@ from typing import Any
 
 from formulations.baseline import (
     LEVERS,
+    SEGMENT_LEVERS,
     BaselineError,
     Lever,
     LeverFree,
@@ -55,6 +56,8 @@ ORDER = (
     "precision",
     "storage",
     "spares",
+    "follow_sun",
+    "elastic_scaling",
     "time_shifting",
 )
 
@@ -243,10 +246,12 @@ def attribute(
                 )
             )
             continue
-        if not lf.restricts(key):
+        if not lf.restricts(key) or key in SEGMENT_LEVERS:
             why = (
                 "kept in the baseline (needed to meet the deadlines)"
                 if key in lf.kept
+                else "only the hourly MILP runs a phase in segments: its worth is in the last step"
+                if lf.restricts(key)
                 else "nothing to choose here"
             )
             steps.append(

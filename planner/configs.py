@@ -34,12 +34,16 @@ from planner.costs import (
     HourlyTerms,
     Weights,
     archive_tier,
+    enter_cost,
     hourly_terms,
+    leave_cost,
+    migration_cost,
+    move_cost,
     transfer_usd_per_gb,
     weights,
 )
 from planner.instance.model import Instance
-from planner.instance.schema import GpuType, Phase, Region
+from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, layout, reliability, storage
 from planner.physics.layout import moe_all_to_all_bytes_per_token, params_per_rank
 from planner.physics.memory import (
@@ -51,6 +55,7 @@ from planner.physics.memory import (
     offload_seconds_per_step,
 )
 from planner.physics.transformer import ModelDims, expert_params, flops_per_token
+from planner.plan import CONFIG_FIELDS
 from planner.workload import (
     checkpoint_gb_of,
     is_training,
@@ -58,6 +63,7 @@ from planner.workload import (
     output_gb_of,
     peak_tflops,
     phase_model,
+    remaining_share,
     work_flops,
 )
 
@@ -142,6 +148,16 @@ class Config:
     one_time_usd: float
     archive_per_h: float
     resume_usd: float
+    #: The reserved term a reserved-contract configuration runs under ("" for the offer's
+    #: whole-horizon reservation and for other contracts).
+    term: str = ""
+    #: For a phase re-planned while running (``phases.<p>.running``): the migration from the
+    #: running configuration into this one, (rental, energy, transfer) USD and its hours
+    #: (planner.costs.migration_cost); ``continues``: this is the running configuration
+    #: (no cost when it goes on from the phase's release; a write and restart otherwise).
+    entry: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    entry_hours: float = 0.0
+    continues: bool = False
 
     @property
     def total_gpus(self) -> float:
@@ -184,6 +200,7 @@ class Config:
             "virtual": lay.virtual,
             "offload": lay.offload,
             "checkpoint": self.checkpoint,
+            "term": self.term,
         }
 
     @property
@@ -196,8 +213,9 @@ class Config:
             for x in (lay.extras(), "" if self.checkpoint == "async" else f"ckpt={self.checkpoint}")
             if x
         )
+        contract = f"{self.contract}:{self.term}" if self.term else self.contract
         return (
-            f"{g}{spares} {self.gpu} {self.contract} @{self.region} {lay.precision} "
+            f"{g}{spares} {self.gpu} {contract} @{self.region} {lay.precision} "
             f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
             + (f" {extras}" if extras else "")
         )
@@ -339,10 +357,16 @@ def kv_heads(m: ModelDims) -> int:
 # ----------------------------------------------------------------------------- enumeration
 
 
-def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int, float]]:
-    """(contract, price per GPU-hour, billing hours, min rental hours, preemptions/h)."""
-    o = r.offers.get(gname)
-    out: list[tuple[str, float, int, int, float]] = []
+def _offers(
+    inst: Instance, rname: str, gname: str, p: Phase
+) -> list[tuple[str, str, float, int, int, float]]:
+    """(contract, term, price per GPU-hour, billing hours, min rental hours, preemptions/h) of
+    every offer of a pool the phase may use; one entry per reserved term. Prices and
+    preemption rates that vary by the hour enter as their reference value
+    (:func:`planner.instance.offers.reference`: the value when constant, else the mean); the
+    cost model prices each hour at its own value."""
+    o = inst.region(rname).offers.get(gname)
+    out: list[tuple[str, str, float, int, int, float]] = []
     if o is None:
         return out
     allowed = p.options.contracts
@@ -350,7 +374,8 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
         out.append(
             (
                 "on_demand",
-                o.on_demand.usd_per_gpu_hour,
+                "",
+                inst.rates.price_ref[(rname, gname, "on_demand", "")],
                 o.on_demand.billing_granularity_hours,
                 o.on_demand.min_rental_hours,
                 0.0,
@@ -360,14 +385,17 @@ def _offers(r: Region, gname: str, p: Phase) -> list[tuple[str, float, int, int,
         out.append(
             (
                 "spot",
-                o.spot.usd_per_gpu_hour,
+                "",
+                inst.rates.price_ref[(rname, gname, "spot", "")],
                 o.spot.billing_granularity_hours,
                 o.spot.min_rental_hours,
-                o.spot.preemptions_per_hour,
+                inst.rates.preemptions_ref.get((rname, gname), 0.0),
             )
         )
     if o.reserved and "reserved" in allowed:
-        out.append(("reserved", o.reserved.usd_per_gpu_hour, 1, 0, 0.0))
+        for t in inst.reserved_terms(rname, gname):
+            price = inst.rates.price_ref[(rname, gname, "reserved", t.name)]
+            out.append(("reserved", t.name, price, 1, 0, 0.0))
     return out
 
 
@@ -491,11 +519,15 @@ def enumerate_phase(
     With ``every`` (``trainplan estimate``), every combination of the phase's options is
     kept, whether it fits in memory, in its window and in capacity or not."""
     m = phase_model(inst, p)
-    flops = work_flops(inst, p)
+    flops = work_flops(inst, p) * remaining_share(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
     mem_pol = inst.spec.memory
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
+    if p.data.residency is not None:
+        rnames = tuple(r for r in rnames if r in p.data.residency)
+    # in segments a configuration too slow to do the whole work in the window may do a part
+    segmented = p.options.max_segments > 1
     best_need: tuple[float, str] | None = None
     closest: MemoryNeed | None = None
     largest = max(
@@ -539,8 +571,16 @@ def enumerate_phase(
                     if r.zones < p.redundancy.zones:
                         continue
                     saw_region = True
-                    for contract, price, bill_h, min_h, preempt in _offers(r, gname, p):
+                    for contract, term, price, bill_h, min_h, preempt in _offers(
+                        inst, rname, gname, p
+                    ):
                         saw_offer = True
+                        term_h = window
+                        if term:
+                            t = inst.term(rname, gname, term)
+                            assert t is not None
+                            lo = max(t.first, inst.release[p.name])
+                            term_h = max(0, min(t.end, inst.deadline[p.name]) - lo)
                         for cfg in _configs_for(
                             inst,
                             p,
@@ -558,11 +598,12 @@ def enumerate_phase(
                             bill_h,
                             min_h,
                             preempt,
+                            term,
                             None if every else window,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
                             if every or (
-                                cfg.hours <= window
+                                (cfg.hours <= term_h or (segmented and term_h > 0))
                                 and cfg.total_gpus
                                 <= float(
                                     inst.capacity[(rname, gname)][
@@ -597,6 +638,12 @@ def enumerate_phase(
                 "zones",
                 f"needs {p.redundancy.zones} availability zones; no allowed "
                 f"region with capacity for its GPU types has that many",
+            )
+        if not rnames:
+            return no(
+                "region",
+                f"the data may stay only in {list(p.data.residency or ())} (data.residency), "
+                f"and none of them is among the phase's regions {list(p.regions or ())}",
             )
         return no(
             "region",
@@ -641,6 +688,7 @@ def _configs_for(
     bill_h: int,
     min_h: int,
     preempt: float,
+    term: str,
     window: int | None,
 ) -> Iterator[Config]:
     """The configurations of one (GPU count, layout, region, offer): one per storage tier,
@@ -675,7 +723,7 @@ def _configs_for(
         io_bw = storage.sharded_bandwidth_gb_per_s(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
-        io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0
+        io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0 * remaining_share(inst, p)
         for scheme in schemes if ck_gb > 0 else schemes[:1]:
             if ck_gb > 0:
                 ck = storage.checkpoint_cost(
@@ -772,19 +820,61 @@ def _configs_for(
                     one_time_usd=one_time,
                     archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
                     resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
+                    term=term,
                 )
 
 
 # ----------------------------------------------------------------------------- dominance
 
 
-def _signature(c: Config) -> tuple[object, ...]:
-    """Configurations compete directly only within one pool and contract terms."""
-    return (c.gpu, c.region, c.contract, c.billing_hours, c.min_rental_hours)
+def segment_attribute(c: Config, change: str) -> tuple[object, ...]:
+    """The values of one attribute a segment boundary may change (``options.segment_changes``):
+    region (with the tier), gpu_type, gpus (with spares), contract (with the reserved term and
+    billing terms), layout (precision, ZeRO, recomputation, tp, pp)."""
+    lay = c.layout
+    return {
+        "region": (c.region, c.tier),
+        "gpu_type": (c.gpu,),
+        "gpus": (c.gpus, c.spare_gpus),
+        "contract": (c.contract, c.term, c.billing_hours, c.min_rental_hours),
+        "layout": (lay.precision, lay.zero, lay.recompute, lay.tp, lay.pp),
+    }[change]
+
+
+def fixed_attributes(inst: Instance, c: Config) -> tuple[object, ...]:
+    """What every segment of c's phase shares with c: the attributes its
+    ``options.segment_changes`` does not list (() for a phase in one segment)."""
+    o = inst.phase(c.phase).options
+    if o.max_segments <= 1:
+        return ()
+    return tuple(
+        v for ch in SEGMENT_CHANGES if ch not in o.segment_changes for v in segment_attribute(c, ch)
+    )
+
+
+def _signature(inst: Instance, c: Config) -> tuple[object, ...]:
+    """Configurations compete directly only within one pool and contract terms (and one
+    reserved term): their prices and preemption rates then follow the same hourly series. A
+    phase in segments whose boundaries may not change some attribute compares only
+    configurations that agree in it (one may replace the other in any segment)."""
+    return (
+        c.gpu,
+        c.region,
+        c.contract,
+        c.term,
+        c.billing_hours,
+        c.min_rental_hours,
+        *fixed_attributes(inst, c),
+    )
 
 
 def dominates(
-    inst: Instance, a: Config, b: Config, prices: tuple[float, float], w: Weights
+    inst: Instance,
+    a: Config,
+    b: Config,
+    prices: tuple[float, float],
+    w: Weights,
+    segmented: bool | None = None,
 ) -> bool:
     """a is never worse than b, whatever hours b would run in: a needs no more GPUs of the
     same pool and no more hours, and running a in the first ``a.hours`` of b's hours costs
@@ -794,30 +884,66 @@ def dominates(
     region in the phase's window (the hours it may run) when it does at both ends; no more
     facility power (carbon, ci >= 0); no more one-time, archive and resume cost. When
     ``a.hours < b.hours`` the hours b runs beyond a must cost >= 0: b's hour cost at both
-    price ends is >= 0."""
+    price ends is >= 0. When the offer's price or preemption rate varies by the hour the
+    fixed terms are arrays and are compared hour by hour (both configurations share the
+    offer, so the same series); no more entry cost, and for a phase in segments no dearer to
+    leave or enter. A running configuration is never dominated (going on with it costs
+    nothing)."""
     eps = 1e-12
-    if a.total_gpus > b.total_gpus or a.hours > b.hours:
+    if a.total_gpus > b.total_gpus or a.hours > b.hours or b.continues:
         return False
     ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
 
-    def at(t: HourlyTerms, price: float) -> float:
+    def at(t: HourlyTerms, price: float) -> float | np.ndarray:
         return t.fixed + t.per_mwh * price
 
-    if a.hours < b.hours and not all(at(tb, pr) >= 0 for pr in prices):
+    if a.hours < b.hours and not all(_le(0.0, at(tb, pr)) for pr in prices):
         return False
     return (
-        all(at(ta, pr) <= at(tb, pr) + eps * max(1.0, abs(at(tb, pr))) for pr in prices)
+        all(
+            _le(at(ta, pr), at(tb, pr) + eps * np.maximum(1.0, np.abs(at(tb, pr)))) for pr in prices
+        )
         and a.facility_kw <= b.facility_kw + eps
         and a.one_time_usd <= b.one_time_usd + eps
         and a.archive_per_h <= b.archive_per_h + eps
         and a.resume_usd <= b.resume_usd + eps
         and a.billing_hours == b.billing_hours
         and a.min_rental_hours == b.min_rental_hours
+        and (a.entry == b.entry or all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True)))
+        and _migrates_no_worse(inst, a, b, segmented)
+    )
+
+
+def _le(a: float | np.ndarray, b: float | np.ndarray) -> bool:
+    """a <= b, hour by hour when either varies by the hour."""
+    if isinstance(a, float | int) and isinstance(b, float | int):
+        return a <= b
+    return bool(np.all(a <= b))
+
+
+def _migrates_no_worse(inst: Instance, a: Config, b: Config, segmented: bool | None = None) -> bool:
+    """For a phase that may run in segments: a is no dearer to leave and to enter than b
+    (write, restart, checkpoint and data moves; docs/cost-model.md, "Segments")."""
+    if segmented is None:
+        segmented = inst.phase(a.phase).options.max_segments > 1
+    if not segmented:
+        return True
+    eps = 1e-9
+    if a.work_hours > b.work_hours + eps:
+        return False  # a does less work per hour: a segment of b's hours would fall short
+    la, lb = leave_cost(inst, a), leave_cost(inst, b)
+    ea, eb = enter_cost(inst, a), enter_cost(inst, b)
+    if la.total > lb.total + eps or ea.total > eb.total + eps:
+        return False
+    return all(
+        move_cost(inst, r, a).total <= move_cost(inst, r, b).total + eps for r in inst.spec.regions
     )
 
 
 def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
-    """Enumerate every active phase's configurations and drop dominated ones."""
+    """Enumerate every active phase's configurations and drop dominated ones. For a phase
+    running on a configuration (``running``), each configuration carries the migration from it
+    (:attr:`Config.entry`) before dominance is decided."""
     by_phase: dict[str, tuple[Config, ...]] = {}
     infeasible: list[Infeasibility] = []
     dropped: dict[str, int] = {}
@@ -828,6 +954,21 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
             infeasible.append(why)
             by_phase[p.name] = ()
             continue
+        if p.running is not None:
+            if running_config(inst, p) is None:
+                r = p.running
+                infeasible.append(
+                    Infeasibility(
+                        p.name,
+                        f"{p.name}: the running configuration ({r.gpus:g} x {r.gpu} "
+                        f"{r.contract} in {r.region}, {r.precision}, ZeRO-{r.zero}, tp{r.tp} "
+                        f"pp{r.pp}, tier {r.tier}) is not one the instance can run "
+                        "(precision, layout or offer), so leaving it cannot be priced",
+                    )
+                )
+                by_phase[p.name] = ()
+                continue
+            configs = with_entry(inst, p, configs)
         kept = _prune(inst, configs, w) if prune else configs
         dropped[p.name] = len(configs) - len(kept)
         kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
@@ -835,24 +976,100 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     return ConfigSpace(by_phase, tuple(infeasible), dropped)
 
 
+def _plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
+    return tuple(fields_[k] for k in sorted(fields_))
+
+
+def running_config(inst: Instance, p: Phase) -> Config | None:
+    """The configuration a phase is running on (``phases.<p>.running``), with its rates under
+    the instance as it is now (whether or not it still fits its window or capacity); None
+    when it has none or the instance cannot run it at all (e.g. no peak at its precision)."""
+    run = p.running
+    if run is None:
+        return None
+    g = inst.gpu(run.gpu)
+    count = float(run.gpus)
+    opts = p.options.model_copy(
+        update={
+            "precision": (run.precision,),
+            "zero": (run.zero,),
+            "recompute": (run.recompute,),
+            "tensor_parallel": (run.tp,),
+            "pipeline_parallel": (run.pp,),
+            "gpu_counts": (int(count),) if count >= 1 else None,
+            "fractions": (count,) if count < 1 else (),
+            "min_gpus": 1,
+            "max_gpus": max(1, int(count)),
+            "contracts": (run.contract,),
+            "storage_tiers": (run.tier,),
+            "sequence_parallel": (run.sp,),
+            "context_parallel": (run.cp,),
+            "expert_parallel": (run.ep,),
+            "microbatches": (run.microbatches,),
+            "interleave": (run.virtual,),
+            "offload": (run.offload,),
+            "checkpoint": None if run.checkpoint is None else (run.checkpoint,),
+            "extra_spare_nodes": (
+                max(0, run.spare_gpus // g.gpus_per_node - p.redundancy.spare_nodes),
+            ),
+        }
+    )
+    variant = p.model_copy(
+        update={
+            "gpu_types": (run.gpu,),
+            "regions": (run.region,),
+            "options": opts,
+            "data": p.data.model_copy(update={"residency": None}),
+        }
+    )
+    configs, _ = enumerate_phase(inst, variant, every=True)
+    want = {k: getattr(run, k) for k in (*CONFIG_FIELDS, "term")}
+    want["gpus"] = count
+    for c in configs:
+        fields_ = c.plan_fields()
+        if run.checkpoint is None:
+            want["checkpoint"] = fields_["checkpoint"]  # the phase's default scheme
+        if _plan_key(fields_) == _plan_key(want):
+            return c
+    return None
+
+
+def with_entry(inst: Instance, p: Phase, configs: list[Config]) -> list[Config]:
+    """The configurations of a phase running on ``p.running``, each with the migration from
+    the running configuration into it; the running configuration itself (when it is among
+    them) ``continues`` and costs a write and a restart only if it does not go on from the
+    release."""
+    run = running_config(inst, p)
+    if run is None:
+        return configs
+    key = _plan_key(run.plan_fields())
+    out: list[Config] = []
+    for c in configs:
+        same = _plan_key(c.plan_fields()) == key
+        m = (leave_cost(inst, run) + enter_cost(inst, c)) if same else migration_cost(inst, run, c)
+        out.append(replace(c, entry=m.parts(), entry_hours=m.hours, continues=same))
+    return out
+
+
 def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
     groups: dict[tuple[object, ...], list[Config]] = {}
     for c in configs:
-        groups.setdefault(_signature(c), []).append(c)
+        groups.setdefault(_signature(inst, c), []).append(c)
     kept: list[Config] = []
     for group in groups.values():
         c0 = group[0]
         window = inst.price[c0.region][inst.release[c0.phase] : inst.deadline[c0.phase]]
         prices = (float(np.min(window)), float(np.max(window)))
+        seg = inst.phase(c0.phase).options.max_segments > 1
         # identical (hours, gpus) with different layouts: keep the cheapest per hour first
         group.sort(
             key=lambda c: (c.hours, c.total_gpus, c.rental_per_h + c.storage_per_h, c.facility_kw)
         )
         survivors: list[Config] = []
         for c in group:
-            if any(dominates(inst, s, c, prices, w) for s in survivors):
+            if any(dominates(inst, s, c, prices, w, seg) for s in survivors):
                 continue
-            survivors = [s for s in survivors if not dominates(inst, c, s, prices, w)]
+            survivors = [s for s in survivors if not dominates(inst, c, s, prices, w, seg)]
             survivors.append(c)
         kept.extend(survivors)
     return kept

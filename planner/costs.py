@@ -18,9 +18,19 @@ intensity ``ci_t`` (gCO2/kWh):
 - carbon      ``C_t = kW ci_t / 1e6`` tonnes, priced at ``carbon_usd_per_tonne``
 
 and the weighted cost of the hour (weights default to 1) splits into a part that does not
-depend on the hour and parts proportional to the price and to the intensity
+depend on the electricity price and parts proportional to the price and to the intensity
 (:class:`HourlyTerms`). Rental is paid per billing block and minimum rental period
-(on-demand, spot) or by the reserved pool for the whole horizon (reserved).
+(on-demand, spot) or by the reserved pool for its term (reserved).
+
+Offer prices and spot preemption rates may vary by the hour (:mod:`planner.instance.offers`):
+then ``rho_t = (gpus + spares) x (price_t + licence)`` and ``lambda_t = gpus x f + preempt_t``
+in hour t, and the configuration's own ``rental_per_h``/``failure_rate`` are their reference
+values (constant: the value; else the mean), used where one number is needed (Daly's
+interval, resume and migration time, minimum-rental surcharges). A constant series gives
+exactly the figures of a number.
+
+A phase may run in segments (``options.max_segments``), each on its own configuration; a
+change of configuration is a migration (:func:`migration_cost`).
 """
 
 from __future__ import annotations
@@ -28,15 +38,17 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from itertools import pairwise
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from planner.instance.model import Instance
+from planner.instance.offers import is_constant
 from planner.instance.schema import Phase, Region
 from planner.physics import storage
-from planner.plan import COST_KEYS, PhasePlan, Plan
-from planner.schedule import Pool, Schedule, count_runs
+from planner.plan import COST_KEYS, PhasePlan, Plan, SegmentPlan
+from planner.schedule import Assignment, Schedule, count_runs, reserved_key
 from planner.workload import checkpoint_gb_of, output_gb_of
 
 if TYPE_CHECKING:  # annotations only: planner.configs imports this module
@@ -116,11 +128,47 @@ def pause_usd_per_h(inst: Instance, p: Phase) -> float:
 
 
 def reserved_price(inst: Instance, c: Config) -> float:
-    """The reserved offer's price per GPU-hour of a reserved-contract configuration, else 0."""
+    """The reserved offer's (reference) price per GPU-hour of a reserved-contract
+    configuration under its term, else 0."""
     if c.contract != "reserved":
         return 0.0
-    offer = inst.region(c.region).offers[c.gpu].reserved
-    return offer.usd_per_gpu_hour if offer else 0.0
+    return inst.rates.price_ref[(c.region, c.gpu, "reserved", c.term)]
+
+
+def link_gb_per_s(inst: Instance, src: str, dst: str) -> float:
+    """Bandwidth of the link from ``src`` to ``dst``: ``regions.src.link_gb_per_s[dst]`` or
+    ``default_link_gb_per_s`` (GB/s)."""
+    r = inst.region(src)
+    return float(r.link_gb_per_s.get(dst, r.default_link_gb_per_s))
+
+
+def hour_rates(inst: Instance, c: Config) -> tuple[float | np.ndarray, float | np.ndarray]:
+    """(rho, f) of c in every horizon hour: its reference rental and expected failures per
+    running hour (floats) when the offer's price and preemption rate are constant, else hourly
+    arrays ``rho_t = rho + G (price_t - price_ref)`` and ``f_t = lambda_t / (1 - lambda_t L)``
+    with the job's failure rate ``lambda_t = lambda + preempt_t - preempt_ref`` (the loss per
+    failure L stays the reference rate's: Daly's interval is set once)."""
+    rho: float | np.ndarray = c.rental_per_h
+    lam: float | np.ndarray = c.failure_rate
+    rates = inst.rates
+    key = (c.region, c.gpu, c.contract, c.term)
+    if key in rates.hourly_price:
+        rho = c.rental_per_h + c.total_gpus * (rates.price[key] - rates.price_ref[key])
+    pool = (c.region, c.gpu)
+    if c.contract == "spot" and pool in rates.hourly_preemptions:
+        job = c.job_failure_rate + (rates.preemptions[pool] - rates.preemptions_ref[pool])
+        lam = job / (1.0 - job * c.loss_h)
+    return rho, lam
+
+
+def term_hours(inst: Instance, c: Config) -> tuple[int, int] | None:
+    """``[first, end)``: the horizon hours a reserved configuration's named term covers; None
+    when c may run in every hour (other contracts, the whole-horizon reservation)."""
+    if c.contract != "reserved" or not c.term:
+        return None
+    t = inst.term(c.region, c.gpu, c.term)
+    assert t is not None
+    return t.first, t.end
 
 
 # ----------------------------------------------------------------------------- one hour
@@ -131,13 +179,25 @@ def energy_usd(c: Config, price: np.ndarray) -> np.ndarray:
     return c.facility_kw * price / 1000.0
 
 
-def failure_usd(c: Config, price: np.ndarray) -> np.ndarray:
-    """``F_t = f (L (rho + E_t) - share x m x D x rho)``: the work lost per failure is
-    paid at the hour's full rate; the provider's SLA credit returns m times the downtime's
-    rental for its share of failures (Young 1974, Daly 2006; docs/cost-model.md)."""
-    return c.failure_rate * (
-        c.loss_h * (c.rental_per_h + energy_usd(c, price))
-        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
+def failure_usd(
+    c: Config,
+    price: np.ndarray,
+    rho: float | np.ndarray | None = None,
+    lam: float | np.ndarray | None = None,
+) -> np.ndarray:
+    """``F_t = f_t (L (rho_t + E_t) - share x m x D x rho_t)`` with ``f`` the expected failures
+    per running hour: the work lost per failure is paid at the hour's full rate; the
+    provider's SLA credit returns m times the downtime's rental for its share of failures
+    (Young 1974, Daly 2006; docs/cost-model.md). ``rho`` and ``lam`` default to c's reference
+    rates (their hourly values: :func:`hour_rates`)."""
+    rho = c.rental_per_h if rho is None else rho
+    lam = c.failure_rate if lam is None else lam
+    return np.asarray(
+        lam
+        * (
+            c.loss_h * (rho + energy_usd(c, price))
+            - c.sla_share * c.sla_multiplier * c.downtime_h * rho
+        )
     )
 
 
@@ -159,62 +219,97 @@ class HourlyTerms:
 
     - ``fixed = rental(mode) + w_s storage + w_f f (L - share m D) rho``
     - ``per_mwh = kW (w_e + w_f f L) / 1000``
-    - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``."""
+    - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``.
 
-    fixed: float
-    per_mwh: float
+    ``fixed`` (and ``per_mwh``, through a spot preemption rate) are arrays over the horizon
+    when the offer's price or preemption rate varies by the hour, else numbers."""
+
+    fixed: float | np.ndarray
+    per_mwh: float | np.ndarray
     per_gco2: float
 
 
-def rental_per_hour(inst: Instance, c: Config, w: Weights, mode: RentalMode) -> float:
-    """The weighted rental one running hour carries under ``mode`` (see :data:`RentalMode`)."""
+def rental_per_hour(
+    inst: Instance,
+    c: Config,
+    w: Weights,
+    mode: RentalMode,
+    rho: float | np.ndarray | None = None,
+) -> float | np.ndarray:
+    """The weighted rental one running hour carries under ``mode`` (see :data:`RentalMode`);
+    ``rho``: the hourly rental (:func:`hour_rates`; default c's reference)."""
+    rho = c.rental_per_h if rho is None else rho
     if mode == "all":
-        return w.rental * c.rental_per_h
+        return w.rental * rho
     if c.contract == "reserved":
         used = (
-            c.rental_per_h
-            if mode == "as_used"
-            else c.rental_per_h - c.total_gpus * (reserved_price(inst, c))
+            rho if mode == "as_used" else c.rental_per_h - c.total_gpus * (reserved_price(inst, c))
         )
         return w.rental * used
-    return w.rental * c.rental_per_h if c.billing_hours == 1 else 0.0
+    return w.rental * rho if c.billing_hours == 1 else 0.0
 
 
 def hourly_terms(inst: Instance, c: Config, w: Weights, mode: RentalMode = "billed") -> HourlyTerms:
     """The split of :class:`HourlyTerms`."""
-    fail_fixed = c.failure_rate * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
+    rho, lam = hour_rates(inst, c)
+    fail_fixed = lam * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
     return HourlyTerms(
-        fixed=rental_per_hour(inst, c, w, mode)
+        fixed=rental_per_hour(inst, c, w, mode, rho)
         + w.storage * c.storage_per_h
-        + w.failure * fail_fixed * c.rental_per_h,
-        per_mwh=c.facility_kw * (w.energy + w.failure * c.failure_rate * c.loss_h) / 1000.0,
+        + w.failure * fail_fixed * rho,
+        per_mwh=c.facility_kw * (w.energy + w.failure * lam * c.loss_h) / 1000.0,
         per_gco2=w.carbon * inst.spec.objective.carbon_usd_per_tonne * c.facility_kw / 1e6,
     )
 
 
 def hourly_cost(inst: Instance, c: Config, w: Weights, mode: RentalMode = "billed") -> np.ndarray:
     """Weighted cost of running c in each horizon hour: energy + failure + running storage +
-    carbon, and rental as ``mode`` says (:data:`RentalMode`)."""
+    carbon, and rental as ``mode`` says (:data:`RentalMode`). Hours outside a reserved
+    configuration's term cost +inf (it cannot run there)."""
     t = hourly_terms(inst, c, w, mode)
     cost = t.fixed + t.per_mwh * inst.price[c.region]
     ci = inst.carbon[c.region]
     if ci is not None and t.per_gco2:
         cost = cost + t.per_gco2 * ci
-    return np.asarray(cost, dtype=float) * np.ones(inst.hours)
+    out = np.asarray(cost, dtype=float) * np.ones(inst.hours)
+    window = term_hours(inst, c)
+    if window is not None:
+        out[: window[0]] = np.inf
+        out[window[1] :] = np.inf
+    return out
 
 
 # ----------------------------------------------------------------------------- runs
+
+
+def entry_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -> float:
+    """The weighted migration from the configuration a re-planned phase is running on
+    (``phases.<p>.running``) into c, if its first segment runs c from ``start``: nothing when c
+    is that configuration and starts at the phase's release (the run goes on), else c's entry
+    cost (:func:`migration_cost` from the running configuration; for the running
+    configuration itself a write and a restart). ``start`` None: the least over starts."""
+    if c.continues and (start is None or start == inst.release[c.phase]):
+        return 0.0
+    rental, energy, transfer = c.entry
+    return float(w.rental * rental + w.energy * energy + w.transfer * transfer)
 
 
 def fixed_cost(inst: Instance, c: Config, end: int, w: Weights) -> float:
     """The weighted costs of c that do not depend on its hours, for a run that ends at
     ``end``: one-time transfer (data staging, reads, successors' retrievals), the output
     archived from ``end`` to the horizon end, and, when billed per hour, the minimum-rental
-    surcharge ``max(0, min_rental_hours - n) x rho``."""
+    surcharge ``max(0, min_rental_hours - n) x rho``; for a re-planned phase the least entry
+    cost (:func:`entry_usd`)."""
     k = w.transfer * c.one_time_usd + w.storage * (inst.hours - end) * c.archive_per_h
     if c.contract != "reserved" and c.billing_hours == 1:
         k += w.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
+    if c.entry != NO_ENTRY:
+        k += entry_usd(inst, c, w)
     return float(k)
+
+
+#: The entry cost of a configuration of a phase that is not running anywhere.
+NO_ENTRY = (0.0, 0.0, 0.0)
 
 
 def billed_hours(c: Config, hours: Iterable[int]) -> int:
@@ -225,12 +320,56 @@ def billed_hours(c: Config, hours: Iterable[int]) -> int:
     return max(len(blocks) * g, c.min_rental_hours)
 
 
-def block_rental(c: Config, w: Weights, hours: Iterable[int]) -> float:
+def block_prices(inst: Instance, c: Config) -> np.ndarray | None:
+    """USD of each billing block ``k`` (hours ``[k g, (k + 1) g)``) of c when its offer's price
+    varies by the hour: ``g x rho_{k g}``, a block billed at the rate in force when it begins;
+    None for a constant price (every block costs ``g x rho``)."""
+    rho, _ = hour_rates(inst, c)
+    if not isinstance(rho, np.ndarray):
+        return None
+    g = c.billing_hours
+    return np.asarray(g * rho[::g], dtype=float)
+
+
+def rental_usd(inst: Instance, c: Config, hours: Iterable[int]) -> float:
+    """Unweighted rental of running c in ``hours``: on-demand and spot ``max(|B| g, m) x rho``
+    (constant price) or ``sum_{k in B} g rho_{k g} + max(0, m - |B| g) x rho_ref`` (hourly
+    price: each block at the rate in force when it begins, owed minimum hours at the
+    reference rate); reserved ``n x (gpus + spare_gpus) x licence`` (the pool is paid apart,
+    :func:`pool_rental`)."""
+    hs = [int(t) for t in hours]
+    if c.contract == "reserved":
+        return len(hs) * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))
+    prices = block_prices(inst, c)
+    if prices is None:
+        return billed_hours(c, hs) * c.rental_per_h
+    g = c.billing_hours
+    blocks = sorted({t // g for t in hs})
+    owed = max(0, c.min_rental_hours - len(blocks) * g)
+    return float(np.sum(prices[blocks]) + owed * c.rental_per_h)
+
+
+def block_rental(inst: Instance, c: Config, w: Weights, hours: Iterable[int]) -> float:
     """Weighted rental of a configuration billed in blocks of more than an hour, for running
     ``hours`` (0 for hourly billing and reserved contracts, whose rental is in the hours)."""
     if c.contract == "reserved" or c.billing_hours == 1:
         return 0.0
-    return w.rental * billed_hours(c, hours) * c.rental_per_h
+    return w.rental * rental_usd(inst, c, hours)
+
+
+def least_block_rental(inst: Instance, c: Config, w: Weights, e: int, l_: int) -> float:
+    """A lower bound on the weighted block rental of any run of c inside ``[e, l_)``: at
+    least ``ceil(n / g)`` blocks, each at least the cheapest block price there, and the
+    minimum rental beyond them (0 for hourly billing and reserved contracts)."""
+    if c.contract == "reserved" or c.billing_hours == 1:
+        return 0.0
+    g = c.billing_hours
+    blocks = -(-c.hours // g)
+    prices = block_prices(inst, c)
+    if prices is None:
+        return w.rental * max(blocks * g, c.min_rental_hours) * c.rental_per_h
+    cheapest = float(np.min(prices[e // g : (l_ - 1) // g + 1]))
+    return w.rental * (blocks * cheapest + max(0, c.min_rental_hours - blocks * g) * c.rental_per_h)
 
 
 def run_costs(
@@ -239,8 +378,10 @@ def run_costs(
     """K[c, tau] for every start tau in ``starts``: the weighted cost of running c in the
     contiguous hours ``[tau, tau + n_c)``,
 
-        sum_t h_c(t) + w_r rho x max(g B(tau), m)   (g > 1, B = billing blocks touched)
+        sum_t h_c(t) + w_r rental of the blocks touched  (g > 1: max(g B(tau), m) rho, or
+                                                          each block's price when hourly)
                      + fixed_cost(tau + n_c)        (transfer, archive, hourly minimum rental)
+                     + entry(tau)                   (re-planned phases, :func:`entry_usd`)
 
     with ``h_c`` the hour costs (``hourly``, default :func:`hourly_cost` in ``billed`` mode).
     An infinite hour (blocked, e.g. no capacity) makes every run through it infinite."""
@@ -255,13 +396,24 @@ def run_costs(
     if c.contract != "reserved":
         g = c.billing_hours
         if g > 1:
-            blocks = (starts + n - 1) // g - starts // g + 1
-            billed = np.maximum(blocks * g, c.min_rental_hours)
-            cost = cost + w.rental * billed * c.rental_per_h
+            first, last = starts // g, (starts + n - 1) // g
+            blocks = last - first + 1
+            prices = block_prices(inst, c)
+            if prices is None:
+                billed = np.maximum(blocks * g, c.min_rental_hours)
+                cost = cost + w.rental * billed * c.rental_per_h
+            else:
+                cp = np.concatenate([[0.0], np.cumsum(prices)])
+                owed = np.maximum(0, c.min_rental_hours - blocks * g)
+                cost = cost + w.rental * (cp[last + 1] - cp[first] + owed * c.rental_per_h)
         else:
             cost = cost + w.rental * max(0, c.min_rental_hours - n) * c.rental_per_h
     cost = cost + w.storage * (T - starts - n) * c.archive_per_h
     cost = cost + w.transfer * c.one_time_usd
+    if c.entry != NO_ENTRY:
+        full = entry_usd(inst, c, w, -1)  # no start is hour -1: the full entry cost
+        waived = c.continues & (starts == inst.release[c.phase])
+        cost = cost + np.where(waived, 0.0, full)
     return np.asarray(cost, dtype=float)
 
 
@@ -275,16 +427,120 @@ def run_emissions(inst: Instance, c: Config, starts: np.ndarray) -> np.ndarray:
     return np.asarray(cum[starts + c.hours] - cum[starts], dtype=float)
 
 
+# ----------------------------------------------------------------------------- migrations
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a change of configuration costs (USD, unweighted, by the component it falls in)
+    and how long it takes (hours)."""
+
+    rental: float = 0.0
+    energy: float = 0.0
+    transfer: float = 0.0
+    hours: float = 0.0
+
+    def __add__(self, other: Migration) -> Migration:
+        return Migration(
+            self.rental + other.rental,
+            self.energy + other.energy,
+            self.transfer + other.transfer,
+            self.hours + other.hours,
+        )
+
+    @property
+    def total(self) -> float:
+        return self.rental + self.energy + self.transfer
+
+    def weighted(self, w: Weights) -> float:
+        return w.rental * self.rental + w.energy * self.energy + w.transfer * self.transfer
+
+    def parts(self) -> tuple[float, float, float]:
+        return (self.rental, self.energy, self.transfer)
+
+
+def _held(inst: Instance, c: Config, hours: float) -> Migration:
+    """c's GPUs held ``hours`` without progress: rental ``hours x rho`` and power
+    ``hours x kW x mean(price) / 1000`` (as a resume is costed)."""
+    mean_price = float(np.mean(inst.price[c.region]))
+    return Migration(
+        hours * c.rental_per_h, hours * c.facility_kw * mean_price / 1000.0, 0.0, hours
+    )
+
+
+def leave_cost(inst: Instance, a: Config) -> Migration:
+    """Leaving configuration a: a checkpoint made durable at the source, ``persist_a / 3600``
+    hours of a's GPUs (the scheme's time until the sharded write has landed: the write itself
+    when synchronous, snapshot + write when asynchronous)."""
+    return _held(inst, a, a.checkpoint_persist_s / 3600.0)
+
+
+def enter_cost(inst: Instance, b: Config) -> Migration:
+    """Starting on configuration b from a checkpoint: the restart and the sharded read of b's
+    checkpoint from b's tier, ``restart_hours + ck_b / min(read_b x nodes_b, aggregate_b) /
+    3600`` hours of b's GPUs."""
+    ck = checkpoint_gb_of(inst, inst.phase(b.phase), b.layout.precision)
+    tier = inst.region(b.region).storage[b.tier]
+    nodes = math.ceil(b.gpus / inst.gpu(b.gpu).gpus_per_node) if b.gpus >= 1 else 1
+    bw = storage.sharded_bandwidth_gb_per_s(nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s)
+    return _held(inst, b, inst.spec.failure.restart_hours + ck / bw / 3600.0)
+
+
+def move_cost(inst: Instance, src: str, b: Config) -> Migration:
+    """Moving to configuration b from region ``src`` (nothing within a region): the checkpoint
+    ``ck_b x transfer(src -> r_b)`` and ``ck_b / link(src -> r_b) / 3600`` hours of b's GPUs
+    waiting for it, and the input data staged to the new region, ``data.size_gb x
+    transfer(home -> r_b)`` (from ``src`` when the data has no home region)."""
+    dst = b.region
+    if src == dst:
+        return Migration()
+    p = inst.phase(b.phase)
+    ck = checkpoint_gb_of(inst, p, b.layout.precision)
+    home = p.data.home_region or src
+    usd = ck * transfer_usd_per_gb(inst, src, dst) + p.data.size_gb * transfer_usd_per_gb(
+        inst, home, dst
+    )
+    held = _held(inst, b, ck / link_gb_per_s(inst, src, dst) / 3600.0)
+    return held + Migration(transfer=usd)
+
+
+def migration_cost(inst: Instance, a: Config, b: Config) -> Migration:
+    """A migration from a to b: ``leave(a) + move(r_a -> b) + enter(b)``
+    (docs/cost-model.md, "Segments")."""
+    return leave_cost(inst, a) + move_cost(inst, a.region, b) + enter_cost(inst, b)
+
+
+def handoff_usd(inst: Instance, c: Config) -> float:
+    """The part of c's one-time cost that follows the region the phase ends in: every
+    successor retrieves the output from c's region's archive tier."""
+    r = inst.region(c.region)
+    tier = r.storage[archive_tier(r, inst.spec.storage.archive)]
+    p = inst.phase(c.phase)
+    return len(inst.successors(p.name)) * output_gb_of(inst, p) * tier.retrieval_usd_per_gb
+
+
 # ----------------------------------------------------------------------------- a phase
 
 
 @dataclass(frozen=True)
+class PartCosts:
+    """One segment's running costs (USD by component), the share of the phase's work it does
+    and the migration into it (None: none)."""
+
+    costs: dict[str, float]
+    work: float
+    migration: Migration | None
+
+
+@dataclass(frozen=True)
 class PhaseCosts:
-    """One phase's costs (USD, unweighted, by component), its energy and emissions."""
+    """One phase's costs (USD, unweighted, by component), its energy and emissions, and (for
+    a phase in segments or one leaving its running configuration) per segment."""
 
     costs: dict[str, float]
     kwh: float
     emissions_t: float
+    parts: tuple[PartCosts, ...] = ()
 
 
 def phase_costs(
@@ -294,45 +550,129 @@ def phase_costs(
     costs"): rental per billing block (reserved: the licence only; the pool is paid at plan
     level), energy and failure per hour, running storage, pauses and the archive, transfers
     (one-time and to successors in other regions, ``region_of``), carbon."""
+    return parts_costs(inst, (Assignment(c, tuple(hours)),), region_of)
+
+
+def _running_part(inst: Instance, a: Assignment, w: Weights) -> dict[str, float]:
+    """The running costs of one segment: rental, energy, failure (and resumes), storage while
+    running, carbon; emissions and kWh under ``_t``/``_kwh``."""
+    c = a.config
     p = inst.phase(c.phase)
-    H = np.asarray(sorted(hours), dtype=int)
+    H = np.asarray(sorted(a.hours), dtype=int)
     price = inst.price[c.region][H]
-    if c.contract == "reserved":
-        rental = len(hours) * (c.rental_per_h - c.total_gpus * reserved_price(inst, c))
-    else:
-        rental = billed_hours(c, H.tolist()) * c.rental_per_h
-    fail = float(np.sum(failure_usd(c, price)))
-    start, end = int(H.min()), int(H.max()) + 1
-    stor = len(hours) * c.storage_per_h + (inst.hours - end) * c.archive_per_h
+    rho, lam = hour_rates(inst, c)
+    rho_h = rho[H] if isinstance(rho, np.ndarray) else rho
+    lam_h = lam[H] if isinstance(lam, np.ndarray) else lam
+    fail = float(np.sum(failure_usd(c, price, rho_h, lam_h)))
     if p.preemptible:
         fail += (count_runs(H.tolist()) - 1) * c.resume_usd
-        stor += (end - start - len(hours)) * pause_usd_per_h(inst, p)
+    emissions = emissions_t(inst, c, H.tolist())
+    return {
+        "rental": float(rental_usd(inst, c, H.tolist())),
+        "energy": float(np.sum(energy_usd(c, price))),
+        "storage": float(len(H) * c.storage_per_h),
+        "failure": fail,
+        "transfer": 0.0,
+        "porting": 0.0,
+        "carbon": inst.spec.objective.carbon_usd_per_tonne * emissions,
+        "_t": emissions,
+        "_kwh": c.facility_kw * len(H),
+    }
+
+
+def entry_migration(inst: Instance, first: Assignment) -> Migration | None:
+    """The migration from a re-planned phase's running configuration into its first segment,
+    None when there is none (no running configuration, or the run goes on)."""
+    c = first.config
+    if c.entry == NO_ENTRY and not c.continues:
+        return None
+    if c.continues and first.start == inst.release[c.phase]:
+        return None
+    rental, energy, transfer = c.entry
+    return Migration(rental, energy, transfer, c.entry_hours)
+
+
+def parts_costs(
+    inst: Instance, parts: tuple[Assignment, ...], region_of: Mapping[str, str]
+) -> PhaseCosts:
+    """Costs of one phase run in ``parts`` (its segments in time order; one for a phase on
+    one configuration), docs/cost-model.md "Plan costs" and "Segments": each segment's
+    running costs; pauses between the phase's first and last hour (preemptible phases); the
+    output archived from the last segment's region; the first segment's one-time transfers
+    with the successors' retrievals from the last segment's archive; the output moved from
+    the last region to successors elsewhere; and each migration (into every segment after the
+    first, and from the running configuration into the first when it does not go on)."""
+    w = weights(inst)
+    first, last = parts[0].config, parts[-1].config
+    p = inst.phase(first.phase)
+    running = [_running_part(inst, a, w) for a in parts]
+    costs = {k: float(sum(r[k] for r in running)) for k in COST_KEYS}
+    hours = sorted(h for a in parts for h in a.hours)
+    start, end, n = hours[0], hours[-1] + 1, len(hours)
+    costs["storage"] += (inst.hours - end) * last.archive_per_h
+    if p.preemptible:
+        costs["storage"] += (end - start - n) * pause_usd_per_h(inst, p)
+    if len(parts) == 1:
+        transfer = first.one_time_usd
+    else:
+        transfer = first.one_time_usd - handoff_usd(inst, first) + handoff_usd(inst, last)
     out_gb = output_gb_of(inst, p)
-    transfer = c.one_time_usd + sum(
-        out_gb * transfer_usd_per_gb(inst, c.region, region_of[q])
+    transfer += sum(
+        out_gb * transfer_usd_per_gb(inst, last.region, region_of[q])
         for q in inst.successors(p.name)
         if q in region_of
     )
-    emissions = emissions_t(inst, c, H.tolist())
-    costs = {
-        "rental": float(rental),
-        "energy": float(np.sum(energy_usd(c, price))),
-        "storage": float(stor),
-        "failure": fail,
-        "transfer": float(transfer),
-        "porting": 0.0,
-        "carbon": inst.spec.objective.carbon_usd_per_tonne * emissions,
-    }
-    return PhaseCosts(costs, c.facility_kw * len(hours), emissions)
+    costs["transfer"] += transfer
+    moves: list[Migration | None] = [entry_migration(inst, parts[0])]
+    moves += [migration_cost(inst, a.config, b.config) for a, b in pairwise(parts)]
+    for m in moves:
+        if m is not None:
+            costs["rental"] += m.rental
+            costs["energy"] += m.energy
+            costs["transfer"] += m.transfer
+    per_part: tuple[PartCosts, ...] = ()
+    if len(parts) > 1 or moves[0] is not None:
+        per_part = tuple(
+            PartCosts(
+                {k: r[k] for k in COST_KEYS},
+                len(a.hours) / a.config.work_hours,
+                m,
+            )
+            for a, r, m in zip(parts, running, moves, strict=True)
+        )
+    return PhaseCosts(
+        costs,
+        float(sum(r["_kwh"] for r in running)),
+        float(sum(r["_t"] for r in running)),
+        per_part,
+    )
 
 
-def pool_rental(inst: Instance, reserved: Mapping[Pool, int]) -> float:
-    """``sum over reserved pools of R x reserved price x T``, paid whether used or not."""
+def pool_usd_per_gpu(inst: Instance, region: str, gpu: str, term: str = "") -> float:
+    """What one GPU committed to a reserved pool under ``term`` costs the plan: ``price x T``
+    for the whole-horizon reservation (constant price), else the sum of the term's hourly
+    price over its hours inside the horizon, plus (``prorate: false``) the term's hours
+    outside the horizon at its mean price inside."""
+    t = inst.term(region, gpu, term)
+    assert t is not None, (region, gpu, term)
+    price = inst.offer_price(region, gpu, "reserved", term)
+    inside = price[t.first : t.end]
+    if is_constant(price):
+        return float(price[0]) * t.billed_hours
+    total = float(np.sum(inside))
+    if not t.prorate:
+        total += (t.hours - (t.end - t.first)) * float(np.mean(inside))
+    return total
+
+
+def pool_rental(inst: Instance, reserved: Mapping[tuple[str, ...], int]) -> float:
+    """``sum over reserved pools and terms of R x pool_usd_per_gpu``, paid whether used or
+    not."""
     total = 0.0
-    for (r, g), n in reserved.items():
-        offer = inst.region(r).offers[g].reserved
-        if n > 0 and offer is not None:
-            total += n * offer.usd_per_gpu_hour * inst.hours
+    for key, n in reserved.items():
+        r, g, term = reserved_key(key)
+        if n > 0 and inst.term(r, g, term) is not None:
+            total += n * pool_usd_per_gpu(inst, r, g, term)
     return total
 
 
@@ -409,10 +749,45 @@ def _info(inst: Instance, c: Config, n: int, failure_usd: float) -> dict[str, ob
     }
 
 
+def _migration_dict(m: Migration, source: str) -> dict[str, object]:
+    return {
+        "from": source,
+        "rental": round(m.rental, 6),
+        "energy": round(m.energy, 6),
+        "transfer": round(m.transfer, 6),
+        "total": round(m.total, 6),
+        "hours": round(m.hours, 6),
+    }
+
+
+def _segments(
+    inst: Instance, parts: tuple[Assignment, ...], pc: PhaseCosts
+) -> tuple[SegmentPlan, ...]:
+    """The plan's segments of a phase (empty when it runs one configuration and migrates
+    from nothing)."""
+    out: list[SegmentPlan] = []
+    for k, (a, part) in enumerate(zip(parts, pc.parts, strict=True)):
+        fields_ = a.config.plan_fields()
+        m = part.migration
+        migration = {} if m is None else _migration_dict(m, "running" if k == 0 else str(k - 1))
+        out.append(
+            SegmentPlan(
+                **fields_,  # type: ignore[arg-type]
+                hours=tuple(sorted(a.hours)),
+                work=round(part.work, 9),
+                costs={key: round(v, 6) for key, v in part.costs.items()},
+                migration=migration,
+                info=_info(inst, a.config, len(a.hours), part.costs["failure"]),
+            )
+        )
+    return tuple(out)
+
+
 def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
     """Cost a schedule: one :class:`~planner.plan.PhasePlan` per phase (in topological order)
-    with its costs, the reserved pools, porting once per family, totals and the weighted
-    objective. A pure function of the instance and the schedule."""
+    with its costs (and its segments, for a phase that changes configuration or leaves the
+    one it was running on), the reserved pools, porting once per family, totals and the
+    weighted objective. A pure function of the instance and the schedule."""
     region_of = schedule.region_of()
     totals = dict.fromkeys(COST_KEYS, 0.0)
     kwh = emis = 0.0
@@ -420,33 +795,44 @@ def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
     for name in inst.order:
         if name not in schedule:
             continue
-        c, hours = schedule[name]
-        pc = phase_costs(inst, c, hours, region_of)
+        parts = schedule.parts(name)
+        pc = parts_costs(inst, parts, region_of)
         kwh += pc.kwh
         emis += pc.emissions_t
         for k in COST_KEYS:
             totals[k] += pc.costs[k]
+        c = parts[0].config
+        hours = schedule.hours_of(name)
+        info = _info(inst, c, len(hours), pc.costs["failure"])
+        if len(parts) > 1:  # the first segment's figures, but failures over every segment
+            info["expected_failures"] = round(
+                sum(a.config.failure_rate * len(a.hours) for a in parts), 4
+            )
+            info["segments"] = len(parts)
         phases.append(
             PhasePlan(
                 name=name,
                 **c.plan_fields(),  # type: ignore[arg-type]
-                hours=tuple(sorted(hours)),
+                hours=hours,
                 costs={k: round(v, 6) for k, v in pc.costs.items()},
-                info=_info(inst, c, len(hours), pc.costs["failure"]),
+                info=info,
+                segments=_segments(inst, parts, pc) if pc.parts else (),
             )
         )
     totals["rental"] += pool_rental(inst, schedule.reserved)
-    totals["porting"] = porting_usd(inst, {a.config.gpu for a in schedule.values()})
+    totals["porting"] = porting_usd(inst, {a.config.gpu for _, a in schedule.all_parts()})
     totals["total"] = sum(totals[k] for k in COST_KEYS)
+    pools = sorted(schedule.reserved.items())
     return Plan(
         instance=inst.name,
         horizon_start=inst.start,
         objective=weights(inst).objective(totals),
         costs={k: round(v, 6) for k, v in totals.items()},
         phases=tuple(phases),
-        reserved=tuple((r, g, int(n)) for (r, g), n in sorted(schedule.reserved.items())),
+        reserved=tuple((r, g, int(n)) for (r, g, t), n in pools if not t),
         energy_kwh=kwh,
         emissions_t=emis,
+        reserved_terms=tuple((r, g, t, int(n)) for (r, g, t), n in pools if t),
     )
 
 

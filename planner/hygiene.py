@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.configs import config_space
-from planner.costs import hourly_cost, weights
+from planner.costs import hourly_cost, term_hours, weights
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 from planner.physics import compute
@@ -183,15 +183,17 @@ def _offers_and_capacity(inst: Instance) -> list[str]:
                 if o is None:
                     continue
                 where = f"regions.{rname}.offers.{gname}.{contract}"
-                if o.usd_per_gpu_hour > MAX_RENTAL_USD_PER_GPU_HOUR:
+                price = float(np.max(inst.offer_price(rname, gname, contract)))
+                if price > MAX_RENTAL_USD_PER_GPU_HOUR:
                     out.append(
-                        f"{where}.usd_per_gpu_hour: {_g(o.usd_per_gpu_hour)} USD per "
+                        f"{where}.usd_per_gpu_hour: {_g(price)} USD per "
                         f"GPU-hour is beyond {_g(MAX_RENTAL_USD_PER_GPU_HOUR)}; was it "
                         "given in cents, or per node or month?"
                     )
-                if contract == "spot" and o.preemptions_per_hour > MAX_PREEMPTIONS_PER_HOUR:
+                rate = float(np.max(inst.preemptions(rname, gname)))
+                if contract == "spot" and rate > MAX_PREEMPTIONS_PER_HOUR:
                     out.append(
-                        f"{where}.preemptions_per_hour: {_g(o.preemptions_per_hour)} per "
+                        f"{where}.preemptions_per_hour: {_g(rate)} per "
                         "hour is beyond 1; was a percentage given?"
                     )
         for gname, cap in region.capacity.items():
@@ -321,8 +323,12 @@ def _cost_range(inst: Instance) -> list[str]:
         a, b = inst.release[name], inst.deadline[name]
         for c in configs:
             what = f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in {c.region}"
+            first, end = a, b
+            window = term_hours(inst, c)  # a reserved term's hours: +inf outside by design
+            if window is not None:
+                first, end = max(a, window[0]), min(b, window[1])
             with np.errstate(all="ignore"):
-                costs = np.abs(hourly_cost(inst, c, w, "all")[a:b])
+                costs = np.abs(hourly_cost(inst, c, w, "all")[first:end])
             if not np.all(np.isfinite(costs)):
                 return [
                     f"objective: the hourly cost of {what} is not a finite number "

@@ -30,6 +30,8 @@ from typing import Any
 from formulations.baseline import (
     LEVER_KEYS,
     LEVERS,
+    MILP_LEVERS,
+    SEGMENT_NEEDS,
     BaselineError,
     LeverFree,
     asap_plans,
@@ -161,22 +163,28 @@ def _cheapest(cands: list[Plan]) -> Plan | None:
 def _alone(
     inst: Instance, base: LeverFree, key: str, time_limit: float, backend: str
 ) -> tuple[Plan | None, str, str]:
-    """(plan on ``inst``, method, note) with only lever ``key`` switched on."""
-    variant = base.variant(inst, [key])
+    """(plan on ``inst``, method, note) with only lever ``key`` switched on (a segment lever
+    with the lever whose choice it changes at checkpoints, :data:`SEGMENT_NEEDS`)."""
+    variant = base.variant(inst, [key, *([SEGMENT_NEEDS[key]] if key in SEGMENT_NEEDS else [])])
     full = build_config_space(inst, prune=False)
     cands: list[Plan] = []
     note = ""
-    if key == "time_shifting":
+    if key in MILP_LEVERS:
         from planner.solve import solve
 
         method = "milp"
+        if key in SEGMENT_NEEDS:
+            note = (
+                f"measured with the hourly MILP (time shifting and {SEGMENT_NEEDS[key]} on): "
+                "its own worth is this saving minus theirs"
+            )
         res = solve(variant, solver="milp", time_limit=time_limit, backend=backend)
         if res.plan is not None:
             again = plan_schedule(full, res.plan)
             if again is not None:
                 cands.append(cost_plan(inst, again))
             if res.gap is not None and res.gap > 1e-3:
-                note = f"MILP gap {res.gap:.1%} at the time limit"
+                note = (note + "; " if note else "") + f"MILP gap {res.gap:.1%} at the time limit"
         else:
             note = f"MILP found no plan ({res.termination.value})"
     else:

@@ -6,15 +6,20 @@ builds it. How it was found (solver, status, bound, gap, runtime) is the
 
 JSON layout (all money in USD, hours are horizon slots counted from the horizon start)::
 
-    {"format": "trainplan-plan/2", "instance": ..., "horizon_start": ..., "objective": ...,
+    {"format": "trainplan-plan/2" | "trainplan-plan/3", "instance": ..., "horizon_start": ...,
+     "objective": ...,
      "costs": {"rental", "energy", "storage", "failure", "transfer", "porting", "carbon",
                "total"},
      "energy_kwh": ..., "emissions_t": ...,
-     "reserved": [{"region", "gpu", "gpus"}],
+     "reserved": [{"region", "gpu", "gpus"[, "term"]}],
      "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
                  "zero", "recompute", "tp", "pp", "tier", "sp", "cp", "ep", "microbatches",
-                 "virtual", "offload", "checkpoint", "hours": [...], "start_hour",
-                 "end_hour", "start", "end", "costs": {...}, "info": {...}}],
+                 "virtual", "offload", "checkpoint"[, "term"], "hours": [...], "start_hour",
+                 "end_hour", "start", "end", "costs": {...}, "info": {...}
+                 [, "segments": [{the configuration fields as above, "hours": [...],
+                                  "work": ..., "costs": {...}, "migration": {...},
+                                  "info": {...}}]]}],
+     ["replan": {"from_hour", "previous", "changes": [...], ...},]
      "solve": {"solver", "termination", "status", "objective", "bound", "gap", "runtime_s",
                "threads", "message", "notes", "stats"}}
 
@@ -36,6 +41,21 @@ does not trust it: it recomputes the figures ``info`` states and reports those t
 The layout fields after ``tier`` (sequence/context/expert parallelism, micro-batches,
 interleaving, offload, checkpointing scheme) may be left out of a hand-written plan: they
 default to one rank each, 16 micro-batches, no offload and the phase's default scheme.
+
+Format ``/3`` (written only when a plan uses what ``/2`` cannot say, so every other plan stays
+readable by ``/2`` readers) adds:
+
+- ``segments``: a phase that changes configuration at checkpoints lists its segments in time
+  order, each with its configuration, hours, ``work`` (the share of the phase's work done in
+  it), its running ``costs`` and the ``migration`` into it (empty for the first segment
+  unless the phase continues from a running configuration; keys ``rental``, ``energy``,
+  ``transfer``, ``total``, ``hours``, ``from``). The phase's own configuration fields are
+  its first segment's, its ``hours`` the union of the segments' and its ``costs`` the sum,
+  migrations included;
+- ``term``: the reserved term of a reserved-contract entry or pool (absent: the offer's
+  whole-horizon reservation);
+- ``replan``: the hour a re-plan starts from and what changed against the previous plan.
+
 Files of format ``trainplan-plan/1`` (the solver fields at the top level) are read too.
 """
 
@@ -53,8 +73,91 @@ from typing import Any
 
 COST_KEYS = ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
 PLAN_FORMAT = "trainplan-plan/2"
+#: The format of plans with segments, reserved terms or a re-plan (see the module docstring).
+PLAN_FORMAT_3 = "trainplan-plan/3"
 #: Plan formats :meth:`Plan.from_dict` reads.
-READABLE_FORMATS = ("trainplan-plan/1", PLAN_FORMAT)
+READABLE_FORMATS = ("trainplan-plan/1", PLAN_FORMAT, PLAN_FORMAT_3)
+
+#: The configuration fields of a plan entry and of a segment, with their types.
+CONFIG_FIELDS = (
+    "gpu",
+    "region",
+    "contract",
+    "gpus",
+    "spare_gpus",
+    "precision",
+    "zero",
+    "recompute",
+    "tp",
+    "pp",
+    "tier",
+    "sp",
+    "cp",
+    "ep",
+    "microbatches",
+    "virtual",
+    "offload",
+    "checkpoint",
+)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """One segment of a phase that changes configuration: a configuration, its hours, the
+    share of the phase's work it does, its running costs and the migration into it."""
+
+    gpu: str
+    region: str
+    contract: str
+    gpus: float
+    spare_gpus: int
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    tier: str
+    hours: tuple[int, ...]
+    term: str = ""
+    work: float = 0.0
+    costs: dict[str, float] = field(default_factory=dict)
+    migration: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    sp: bool = True
+    cp: int = 1
+    ep: int = 1
+    microbatches: int = 16
+    virtual: int = 1
+    offload: str = "none"
+    checkpoint: str | None = None
+
+    @property
+    def start_hour(self) -> int:
+        return min(self.hours)
+
+    @property
+    def end_hour(self) -> int:
+        return max(self.hours) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["hours"] = list(self.hours)
+        if not self.term:
+            del d["term"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SegmentPlan:
+        return cls(
+            **_config_of(d),
+            hours=tuple(int(h) for h in d["hours"]),
+            term=str(d.get("term", "")),
+            work=float(d.get("work", 0.0)),
+            costs={k: float(v) for k, v in d.get("costs", {}).items()},
+            migration=dict(d.get("migration", {})),
+            info=dict(d.get("info", {})),
+            **_layout_of(d),
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +184,10 @@ class PhasePlan:
     virtual: int = 1
     offload: str = "none"
     checkpoint: str | None = None
+    term: str = ""
+    #: Two or more segments when the phase changes configuration at checkpoints (or one, with
+    #: its migration, when it moves off the configuration it was running on); () otherwise.
+    segments: tuple[SegmentPlan, ...] = ()
 
     @property
     def start_hour(self) -> int:
@@ -93,6 +200,25 @@ class PhasePlan:
     @property
     def contiguous(self) -> bool:
         return self.end_hour - self.start_hour == len(self.hours)
+
+    @property
+    def segmented(self) -> bool:
+        """The phase changes configuration at a checkpoint (more than one segment)."""
+        return len(self.segments) > 1
+
+    def parts(self) -> tuple[SegmentPlan, ...]:
+        """The phase as segments: its segments, or one segment of its own configuration."""
+        if self.segments:
+            return self.segments
+        return (
+            SegmentPlan(
+                **{k: getattr(self, k) for k in CONFIG_FIELDS},
+                hours=self.hours,
+                term=self.term,
+                work=1.0,
+                costs=dict(self.costs),
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -108,6 +234,20 @@ class Plan:
     reserved: tuple[tuple[str, str, int], ...] = ()
     energy_kwh: float = 0.0
     emissions_t: float = 0.0
+    #: Reserved commitments under a named term: (region, GPU type, term, GPUs).
+    reserved_terms: tuple[tuple[str, str, str, int], ...] = ()
+    #: For a re-plan: the hour it starts from and what changed (planner.replan).
+    replan: dict[str, Any] | None = None
+
+    @property
+    def format(self) -> str:
+        """``/3`` when the plan uses segments, reserved terms or is a re-plan, else ``/2``."""
+        new = (
+            self.reserved_terms
+            or self.replan is not None
+            or any(p.segments or p.term for p in self.phases)
+        )
+        return PLAN_FORMAT_3 if new else PLAN_FORMAT
 
     def phase(self, name: str) -> PhasePlan:
         for p in self.phases:
@@ -127,6 +267,11 @@ class Plan:
         for p in self.phases:
             d = asdict(p)
             d["hours"] = list(p.hours)
+            del d["segments"], d["term"]
+            if p.term:
+                d["term"] = p.term
+            if p.segments:
+                d["segments"] = [sg.to_dict() for sg in p.segments]
             d.update(
                 start_hour=p.start_hour,
                 end_hour=p.end_hour,
@@ -134,17 +279,21 @@ class Plan:
                 end=t(p.end_hour),
             )
             phases.append(d)
-        return {
-            "format": PLAN_FORMAT,
+        out: dict[str, Any] = {
+            "format": self.format,
             "instance": self.instance,
             "horizon_start": self.horizon_start.isoformat(),
             "objective": _num(self.objective),
             "costs": self.costs,
             "energy_kwh": self.energy_kwh,
             "emissions_t": self.emissions_t,
-            "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved],
+            "reserved": [{"region": r, "gpu": g, "gpus": n} for r, g, n in self.reserved]
+            + [{"region": r, "gpu": g, "gpus": n, "term": t} for r, g, t, n in self.reserved_terms],
             "phases": phases,
         }
+        if self.replan is not None:
+            out["replan"] = self.replan
+        return out
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -157,30 +306,17 @@ class Plan:
         phases = tuple(
             PhasePlan(
                 name=str(p["name"]),
-                gpu=str(p["gpu"]),
-                region=str(p["region"]),
-                contract=str(p["contract"]),
-                gpus=float(p["gpus"]),
-                spare_gpus=int(p["spare_gpus"]),
-                precision=str(p["precision"]),
-                zero=int(p["zero"]),
-                recompute=str(p["recompute"]),
-                tp=int(p["tp"]),
-                pp=int(p["pp"]),
-                tier=str(p["tier"]),
+                **_config_of(p),
                 hours=tuple(int(h) for h in p["hours"]),
                 costs={k: float(v) for k, v in p.get("costs", {}).items()},
                 info=dict(p.get("info", {})),
-                sp=bool(p.get("sp", True)),
-                cp=int(p.get("cp", 1)),
-                ep=int(p.get("ep", 1)),
-                microbatches=int(p.get("microbatches", 16)),
-                virtual=int(p.get("virtual", 1)),
-                offload=str(p.get("offload", "none")),
-                checkpoint=None if p.get("checkpoint") is None else str(p["checkpoint"]),
+                **_layout_of(p),
+                term=str(p.get("term", "")),
+                segments=tuple(SegmentPlan.from_dict(x) for x in p.get("segments", [])),
             )
             for p in d["phases"]
         )
+        pools = d.get("reserved", [])
         return cls(
             instance=str(d.get("instance", "")),
             horizon_start=datetime.fromisoformat(d["horizon_start"]),
@@ -188,15 +324,55 @@ class Plan:
             costs={k: float(v) for k, v in d["costs"].items()},
             phases=phases,
             reserved=tuple(
-                (str(r["region"]), str(r["gpu"]), int(r["gpus"])) for r in d.get("reserved", [])
+                (str(r["region"]), str(r["gpu"]), int(r["gpus"]))
+                for r in pools
+                if not r.get("term")
             ),
             energy_kwh=float(d.get("energy_kwh", 0.0)),
             emissions_t=float(d.get("emissions_t", 0.0)),
+            reserved_terms=tuple(
+                (str(r["region"]), str(r["gpu"]), str(r["term"]), int(r["gpus"]))
+                for r in pools
+                if r.get("term")
+            ),
+            replan=dict(d["replan"]) if isinstance(d.get("replan"), dict) else None,
         )
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _config_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The configuration fields of a plan entry or segment, typed."""
+    return {
+        "gpu": str(d["gpu"]),
+        "region": str(d["region"]),
+        "contract": str(d["contract"]),
+        "gpus": float(d["gpus"]),
+        "spare_gpus": int(d["spare_gpus"]),
+        "precision": str(d["precision"]),
+        "zero": int(d["zero"]),
+        "recompute": str(d["recompute"]),
+        "tp": int(d["tp"]),
+        "pp": int(d["pp"]),
+        "tier": str(d["tier"]),
+    }
+
+
+def _layout_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The layout fields after ``tier`` of a plan entry or segment, typed, with the defaults a
+    hand-written plan may leave out (one rank each, 16 micro-batches, no offload, the phase's
+    default checkpointing scheme)."""
+    return {
+        "sp": bool(d.get("sp", True)),
+        "cp": int(d.get("cp", 1)),
+        "ep": int(d.get("ep", 1)),
+        "microbatches": int(d.get("microbatches", 16)),
+        "virtual": int(d.get("virtual", 1)),
+        "offload": str(d.get("offload", "none")),
+        "checkpoint": None if d.get("checkpoint") is None else str(d["checkpoint"]),
+    }
 
 
 def _num(x: float | None) -> float | None:

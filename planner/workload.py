@@ -58,6 +58,24 @@ def work_flops(inst: Instance, p: Phase) -> float:
     return w.tokens * flops_per_token(m, w.flops_convention, w.passes == "train")
 
 
+def remaining_share(inst: Instance, p: Phase) -> float:
+    """The share of the phase's work still to do: 1, or ``1 - progress`` for a phase
+    re-planned part-way (``progress`` as a fraction, tokens done against ``work.tokens``, or
+    FLOPs done against :func:`work_flops`), at least 1e-9."""
+    pr = p.progress
+    if pr is None:
+        return 1.0
+    if pr.fraction is not None:
+        done = pr.fraction
+    elif pr.tokens is not None:
+        assert p.work.tokens is not None
+        done = pr.tokens / p.work.tokens
+    else:
+        assert pr.flops is not None
+        done = pr.flops / work_flops(inst, p)
+    return max(1e-9, 1.0 - done)
+
+
 def checkpoint_gb_of(inst: Instance, p: Phase, precision: str) -> float:
     """Compressed size of one resumable checkpoint of the phase, GB."""
     if p.checkpoint_gb is not None:

@@ -658,8 +658,9 @@ def test_carbon_cap_exceeded(tiny: Instance, space: ConfigSpace) -> None:
     assert "0.0152544" in x.message
 
 
-def test_kinds_are_the_twelve_planted_here() -> None:
-    """Guard: a new kind must get its own planted test above."""
+def test_kinds_are_the_fourteen_planted() -> None:
+    """Guard: a new kind must get its own planted test (above; segments and migrations in
+    tests/test_segments.py, reserved terms in tests/test_prices.py)."""
     assert set(KINDS) == {
         "missing_phase",
         "unknown_phase",
@@ -674,6 +675,8 @@ def test_kinds_are_the_twelve_planted_here() -> None:
         "carbon_cap",
         "cost",
         "figure",
+        "segments",
+        "migration",
     }
 
 

@@ -56,6 +56,7 @@ UPPER = (
     "planner.cli",
     "planner.estimate",
     "planner.summary",
+    "planner.replan",
 )
 #: What the independent checker may import of the project.
 CHECKER_MAY = ("planner.instance", "planner.physics", "planner.plan", "planner.result")

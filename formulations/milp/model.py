@@ -15,7 +15,8 @@ Decisions (one variable family each, built by the function named after it):
 - ``a[p,r,t]`` >= 0     p's output is archived in region r during hour t
 - ``b[p,c,k]`` binary   billing block k of c is paid (billing granularity > 1 h)
 - ``m[p,c]``   >= 0     hours of minimum rental still owed
-- ``R[r,g]``   integer  reserved GPUs committed; ``sign[r,g]`` binary when a minimum applies
+- ``R[r,g,k]`` integer  reserved GPUs committed under term k ("" for an offer without terms);
+  ``sign[r,g,k]`` binary when a minimum applies
 - ``w[p,q,r,r']`` >= 0  the artifact of p moves from r to r' for successor q
 - ``used[f]``  binary   GPU family f is used (one-time porting cost)
 
@@ -25,18 +26,25 @@ All costs are per docs/cost-model.md, multiplied by the objective weights.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from formulations.linear import LinearProgram
+from formulations.milp import segments
+from formulations.milp.columns import Column
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
+    NO_ENTRY,
     Weights,
+    block_prices,
     carbon_t,
+    entry_usd,
     fixed_cost,
     hourly_cost,
     pause_usd_per_h,
+    pool_usd_per_gpu,
     transfer_usd_per_gb,
     weights,
 )
@@ -62,10 +70,19 @@ class MilpModel:
     a: dict[tuple[str, str], dict[int, int]] = field(default_factory=dict)
     b: dict[tuple[str, int], dict[int, int]] = field(default_factory=dict)
     m: dict[tuple[str, int], int] = field(default_factory=dict)
-    R: dict[tuple[str, str], int] = field(default_factory=dict)
-    sign: dict[tuple[str, str], int] = field(default_factory=dict)
+    R: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    sign: dict[tuple[str, str, str], int] = field(default_factory=dict)
     w: dict[tuple[str, str, str, str], int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
+    #: Every phase's x columns, in build order (the shared families read these).
+    columns: dict[str, list[Column]] = field(default_factory=dict)
+    #: Phases modelled in segments (formulations.milp.segments) -> their segment count.
+    segmented: dict[str, int] = field(default_factory=dict)
+    #: Segment variables (formulations.milp.segments): zs[(p, k, c)], the last segment's
+    #: region last[(p, r)], and the rest by family.
+    zs: dict[tuple[str, int, int], int] = field(default_factory=dict)
+    last: dict[tuple[str, str], int] = field(default_factory=dict)
+    seg: dict[str, dict[str, object]] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------- families
@@ -76,9 +93,14 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
 
     z carries the configuration's one-time costs: data staging and retrieval (transfer),
     the archive of its output after the deadline, (T - l_p) x archive_c (storage), and the
-    minimum-rental surcharge (max(n_c, min_c) - n_c) x rho_c when billed hourly (rental)."""
+    minimum-rental surcharge (max(n_c, min_c) - n_c) x rho_c when billed hourly (rental).
+    A phase re-planned while running pays its entry cost mu_c (the migration from its running
+    configuration) on z, refunded on x[p,c,release] for the running configuration itself
+    (going on from the release costs nothing): mu_c (z[p,c] - x[p,c,release])."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
+        if name in mm.segmented:
+            continue
         keys = [(name, c.index) for c in configs]
         l_ = mm.windows.end[name]
         cost = []
@@ -86,6 +108,8 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
             k = fixed_cost(inst, c, l_, wts)
             if inst.phase(name).preemptible:
                 k -= wts.failure * c.resume_usd  # the first segment is not a resume
+            if c.entry != NO_ENTRY:
+                k += entry_usd(inst, c, wts, -1)
             cost.append(k)
         idx = lp.add_vars("z", keys, 0, 1, True, cost)
         for c, j in zip(configs, idx, strict=True):
@@ -100,8 +124,11 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
     segment after the first costs the resume overhead (u carries resume_c, z refunds one)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
+        if name in mm.segmented:
+            continue
         p = inst.phase(name)
         e, l_ = mm.windows.start[name], mm.windows.end[name]
+        mm.columns[name] = []
         for c in configs:
             hours = np.arange(e, l_)
             if len(hours) < c.hours:
@@ -109,9 +136,21 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
             cost = hourly_cost(inst, c, wts)[hours] if len(hours) else np.zeros(0)
             mask = mm.masks.get((name, c.index))
             upper = np.ones(len(hours)) if mask is None or not len(hours) else mask.astype(float)
+            blocked = ~np.isfinite(cost)
+            if blocked.any():  # outside a reserved term: never run
+                cost, upper = np.where(blocked, 0.0, cost), np.where(blocked, 0.0, upper)
+            if (
+                c.continues
+                and c.entry != NO_ENTRY
+                and len(hours)
+                and hours[0] == inst.release[name]
+            ):
+                cost = cost.copy()
+                cost[0] -= entry_usd(inst, c, wts, -1)
             xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, upper, True, cost)
             mm.x[(name, c.index)] = (hours, xi)
             zj = mm.z[(name, c.index)]
+            mm.columns[name].append(Column((name, c.index), c, hours, xi, zj))
             lp.add_row(
                 "work",
                 (name, c.index),
@@ -154,6 +193,8 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
     exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
+        if name in mm.segmented:
+            continue
         needs = (
             inst.successors(name)
             or inst.phase(name).preemptible
@@ -215,12 +256,7 @@ def add_precedence(mm: MilpModel, wts: Weights) -> None:
                 var, const = finished(mm, p, t)
                 if var is None and const >= 1.0:
                     continue
-                idx: list[int] = []
-                for c in mm.space.by_phase[q]:
-                    hours, xi = mm.x[(q, c.index)]
-                    pos = t - mm.windows.start[q]
-                    if 0 <= pos < len(hours):
-                        idx.append(int(xi[pos]))
+                idx = hour_columns(mm, q, t)
                 if not idx:
                     continue
                 vals = [1.0] * len(idx)
@@ -230,100 +266,177 @@ def add_precedence(mm: MilpModel, wts: Weights) -> None:
                 lp.add_row("precedence", (p, q, t), idx, vals, upper=const)
 
 
+def all_columns(mm: MilpModel) -> list[Column]:
+    """Every phase's x columns, phases in build order."""
+    return [col for cols in mm.columns.values() for col in cols]
+
+
+def hour_columns(mm: MilpModel, name: str, t: int) -> list[int]:
+    """The x columns of phase ``name`` in hour t (every configuration, every segment)."""
+    pos = t - mm.windows.start[name]
+    return [int(col.xi[pos]) for col in mm.columns.get(name, ()) if 0 <= pos < len(col.hours)]
+
+
+def region_choice(mm: MilpModel, name: str, region: str, last: bool) -> list[int]:
+    """The variables whose sum is 1 when phase ``name`` starts (``last`` False) or ends
+    (``last`` True) in ``region``: its z in that region, or for a phase in segments the first
+    segment's z there or the last segment's region indicator."""
+    if name not in mm.segmented:
+        return [mm.z[(name, c.index)] for c in mm.space.by_phase[name] if c.region == region]
+    if last:
+        j = mm.last.get((name, region))
+        return [] if j is None else [j]
+    where = {c.index: c.region for c in mm.space.by_phase[name]}
+    return [j for (p, k, ci), j in mm.zs.items() if p == name and k == 0 and where[ci] == region]
+
+
+def choice_groups(mm: MilpModel, name: str) -> list[list[tuple[Config, int]]]:
+    """Groups of (configuration, z) of which at most one is chosen: the phase's z, or one
+    group per segment."""
+    if name not in mm.segmented:
+        return [[(c, mm.z[(name, c.index)]) for c in mm.space.by_phase[name]]]
+    by_config = {c.index: c for c in mm.space.by_phase[name]}
+    groups: dict[int, list[tuple[Config, int]]] = defaultdict(list)
+    for (p, k, ci), j in mm.zs.items():
+        if p == name:
+            groups[k].append((by_config[ci], j))
+    return [groups[k] for k in sorted(groups)]
+
+
 def pool_columns(
     mm: MilpModel, reserved_only: bool = False
 ) -> dict[tuple[str, str, int], tuple[list[int], list[float]]]:
     """Per (region, GPU type, hour): the x columns of every configuration in that pool and
     hour, and their GPUs (working + spare); only reserved-contract ones if ``reserved_only``."""
     pools: dict[tuple[str, str, int], tuple[list[int], list[float]]] = defaultdict(lambda: ([], []))
-    for name, configs in mm.space.by_phase.items():
-        for c in configs:
-            if reserved_only and c.contract != "reserved":
-                continue
-            hours, xi = mm.x[(name, c.index)]
-            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
-                ids, vals = pools[(c.region, c.gpu, t)]
-                ids.append(j)
-                vals.append(c.total_gpus)
+    for col in all_columns(mm):
+        c = col.config
+        if reserved_only and c.contract != "reserved":
+            continue
+        for t, j in zip(col.hours.tolist(), col.xi.tolist(), strict=True):
+            ids, vals = pools[(c.region, c.gpu, t)]
+            ids.append(j)
+            vals.append(c.total_gpus)
     return pools
+
+
+def reserved_columns(
+    mm: MilpModel,
+) -> dict[tuple[str, str, str], dict[int, tuple[list[int], list[float]]]]:
+    """Per reserved (region, GPU type, term) and hour: the x columns of the reserved-contract
+    configurations under that term, and their GPUs (hours a term does not cover are fixed to
+    0 and left out)."""
+    out: dict[tuple[str, str, str], dict[int, tuple[list[int], list[float]]]] = defaultdict(dict)
+    upper = mm.lp.upper
+    for col in all_columns(mm):
+        c = col.config
+        if c.contract != "reserved":
+            continue
+        by_hour = out[(c.region, c.gpu, c.term)]
+        for t, j in zip(col.hours.tolist(), col.xi.tolist(), strict=True):
+            if c.term and upper[j] <= 0:
+                continue
+            ids, vals = by_hour.setdefault(t, ([], []))
+            ids.append(j)
+            vals.append(c.total_gpus)
+    return out
 
 
 def add_capacity(mm: MilpModel, wts: Weights) -> None:
     """sum over phases and configurations in pool (r,g) of (gpus_c + spares_c) x[p,c,t]
-    <= capacity[r,g,t]; and for reserved configurations <= R[r,g]."""
+    <= capacity[r,g,t]; and for reserved configurations under term k <= R[r,g,k] in the
+    term's hours (R costs w_rental x pool_usd_per_gpu(r,g,k): price x T for the
+    whole-horizon reservation)."""
     inst, lp = mm.inst, mm.lp
     pools = pool_columns(mm)
-    reserved = pool_columns(mm, reserved_only=True)
+    reserved = reserved_columns(mm)
     for (r, g, t), (ids, vals) in sorted(pools.items()):
         cap = float(inst.capacity[(r, g)][t])
         if sum(vals) <= cap:
             continue  # never binding
         lp.add_row("capacity", (r, g, t), ids, vals, upper=cap)
-    pools_with_reserved = sorted({(r, g) for (r, g, _) in reserved})
-    for r, g in pools_with_reserved:
-        offer = inst.region(r).offers[g].reserved
-        assert offer is not None
-        hi = offer.max_gpus if offer.max_gpus is not None else float(inst.capacity[(r, g)].max())
-        cost = wts.rental * offer.usd_per_gpu_hour * inst.hours
-        j = int(lp.add_vars("R", [(r, g)], 0, hi, True, cost)[0])
-        mm.R[(r, g)] = j
-        if offer.min_gpus > 0:
-            sj = int(lp.add_vars("sign", [(r, g)], 0, 1, True, 0.0)[0])
-            mm.sign[(r, g)] = sj
-            lp.add_row("reserved_min", (r, g), [j, sj], [1.0, -float(offer.min_gpus)], lower=0.0)
-            lp.add_row("reserved_max", (r, g), [j, sj], [1.0, -float(hi)], upper=0.0)
-    for (r, g, t), (ids, vals) in sorted(reserved.items()):
-        lp.add_row("reserved", (r, g, t), [*ids, mm.R[(r, g)]], [*vals, -1.0], upper=0.0)
+    for r, g, term in sorted({key for key in reserved}):
+        tm = inst.term(r, g, term)
+        assert tm is not None
+        hi = tm.max_gpus if tm.max_gpus is not None else float(inst.capacity[(r, g)].max())
+        cost = wts.rental * pool_usd_per_gpu(inst, r, g, term)
+        key = (r, g, term)
+        var = (r, g) if not term else key
+        j = int(lp.add_vars("R", [var], 0, hi, True, cost)[0])
+        mm.R[key] = j
+        if tm.min_gpus > 0:
+            sj = int(lp.add_vars("sign", [var], 0, 1, True, 0.0)[0])
+            mm.sign[key] = sj
+            lp.add_row("reserved_min", var, [j, sj], [1.0, -float(tm.min_gpus)], lower=0.0)
+            lp.add_row("reserved_max", var, [j, sj], [1.0, -float(hi)], upper=0.0)
+    for (r, g, term), by_hour in sorted(reserved.items()):
+        for hour, (ids, vals) in sorted(by_hour.items()):
+            lp.add_row(
+                "reserved",
+                (r, g, hour) if not term else (r, g, term, hour),
+                [*ids, mm.R[(r, g, term)]],
+                [*vals, -1.0],
+                upper=0.0,
+            )
 
 
 def add_billing(mm: MilpModel, wts: Weights) -> None:
     """Billing granularity g > 1: b[p,c,k] >= x[p,c,t] for t in block k = floor(t / g), rental
-    g x rho_c per paid block; minimum rental: m[p,c] >= min_c z[p,c] - g sum_k b[p,c,k],
+    g x rho_c per paid block (g x rho_c,kg when the price varies by the hour: the rate in
+    force when the block begins); minimum rental: m[p,c] >= min_c z[p,c] - g sum_k b[p,c,k],
     paying rho_c per owed hour."""
-    lp = mm.lp
-    for name, configs in mm.space.by_phase.items():
-        for c in configs:
-            if c.contract == "reserved" or c.billing_hours == 1:
-                continue
-            g = c.billing_hours
-            hours, xi = mm.x[(name, c.index)]
-            blocks = sorted({int(t) // g for t in hours})
-            bi = lp.add_vars(
-                "b",
-                [(name, c.index, k) for k in blocks],
+    for col in all_columns(mm):
+        bill_column(mm, wts, col)
+
+
+def bill_column(mm: MilpModel, wts: Weights, col: Column) -> None:
+    """The billing-block and minimum-rental variables and rows of one column (see
+    :func:`add_billing`); nothing for hourly billing and reserved contracts."""
+    inst, lp = mm.inst, mm.lp
+    c, hours, xi, key = col.config, col.hours, col.xi, col.key
+    if c.contract == "reserved" or c.billing_hours == 1:
+        return
+    g = c.billing_hours
+    blocks = sorted({int(t) // g for t in hours})
+    prices = block_prices(inst, c)
+    bi = lp.add_vars(
+        "b",
+        [(*key, k) for k in blocks],
+        0,
+        1,
+        True,
+        wts.rental * g * c.rental_per_h
+        if prices is None
+        else [wts.rental * float(prices[k]) for k in blocks],
+    )
+    mm.b[key] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}  # type: ignore[index]
+    for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
+        lp.add_row(
+            "billing",
+            (*key, t),
+            [mm.b[key][t // g], j],  # type: ignore[index]
+            [1.0, -1.0],
+            lower=0.0,
+        )
+    if c.min_rental_hours > 0:
+        mj = int(
+            lp.add_vars(
+                "m",
+                [key],
                 0,
-                1,
-                True,
-                wts.rental * g * c.rental_per_h,
-            )
-            mm.b[(name, c.index)] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}
-            for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
-                lp.add_row(
-                    "billing",
-                    (name, c.index, t),
-                    [mm.b[(name, c.index)][t // g], j],
-                    [1.0, -1.0],
-                    lower=0.0,
-                )
-            if c.min_rental_hours > 0:
-                mj = int(
-                    lp.add_vars(
-                        "m",
-                        [(name, c.index)],
-                        0,
-                        float(c.min_rental_hours),
-                        False,
-                        wts.rental * c.rental_per_h,
-                    )[0]
-                )
-                mm.m[(name, c.index)] = mj
-                lp.add_row(
-                    "min_rental",
-                    (name, c.index),
-                    [mj, mm.z[(name, c.index)], *bi.tolist()],
-                    [1.0, -float(c.min_rental_hours), *([float(g)] * len(bi))],
-                    lower=0.0,
-                )
+                float(c.min_rental_hours),
+                False,
+                wts.rental * c.rental_per_h,
+            )[0]
+        )
+        mm.m[key] = mj  # type: ignore[index]
+        lp.add_row(
+            "min_rental",
+            key,
+            [mj, col.z, *bi.tolist()],
+            [1.0, -float(c.min_rental_hours), *([float(g)] * len(bi))],
+            lower=0.0,
+        )
 
 
 def add_storage(mm: MilpModel, wts: Weights) -> None:
@@ -351,12 +464,10 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
                         [1.0, -1.0],
                         lower=0.0,
                     )
-                for c in configs:
-                    hours, xi = mm.x[(name, c.index)]
-                    if len(hours):
-                        idx.append(int(xi[k]))
-                        val.append(-1.0)
-                        lp.cost[int(xi[k])] -= rate
+                for j in hour_columns(mm, name, t):
+                    idx.append(j)
+                    val.append(-1.0)
+                    lp.cost[j] -= rate
                 lp.add_row("started", (name, t), idx, val, lower=0.0)
                 var, const = finished(mm, name, t)
                 if var is not None:
@@ -375,7 +486,7 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
             ts = sorted(mm.F[name])
             ai = lp.add_vars("a", [(name, r, t) for t in ts], 0, 1, False, rate_r)
             mm.a[(name, r)] = {t: int(j) for t, j in zip(ts, ai, strict=True)}
-            zs = [mm.z[(name, c.index)] for c in cs]
+            zs = region_choice(mm, name, r, last=True)
             for t, j in zip(ts, ai.tolist(), strict=True):
                 lp.add_row(
                     "archive",
@@ -411,8 +522,8 @@ def add_transfer(mm: MilpModel, wts: Weights) -> None:
                         ]
                     )
                     mm.w[(p, q, r1, r2)] = j
-                    zp = [mm.z[(p, c.index)] for c in mm.space.by_phase[p] if c.region == r1]
-                    zq = [mm.z[(q, c.index)] for c in mm.space.by_phase[q] if c.region == r2]
+                    zp = region_choice(mm, p, r1, last=True)
+                    zq = region_choice(mm, q, r2, last=False)
                     lp.add_row(
                         "transfer",
                         (p, q, r1, r2),
@@ -430,10 +541,12 @@ def add_porting(mm: MilpModel, wts: Weights) -> None:
             continue
         j = int(lp.add_vars("used", [fam], 0, 1, True, wts.porting * spec.porting_usd)[0])
         mm.used[fam] = j
-        for name, configs in mm.space.by_phase.items():
-            zs = [mm.z[(name, c.index)] for c in configs if inst.gpu(c.gpu).family == fam]
-            if zs:
-                lp.add_row("porting", (fam, name), [j, *zs], [1.0, *([-1.0] * len(zs))], lower=0.0)
+        for name in mm.space.by_phase:
+            for k, group in enumerate(choice_groups(mm, name)):
+                zs = [z for c, z in group if inst.gpu(c.gpu).family == fam]
+                if zs:
+                    key = (fam, name) if name not in mm.segmented else (fam, name, k)
+                    lp.add_row("porting", key, [j, *zs], [1.0, *([-1.0] * len(zs))], lower=0.0)
 
 
 def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
@@ -441,14 +554,13 @@ def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
     CO2 per running hour, ``kW_c x ci_{r(c),t} / 1e6``."""
     idx: list[int] = []
     val: list[float] = []
-    for name, configs in mm.space.by_phase.items():
-        for c in configs:
-            ci = mm.inst.carbon[c.region]
-            if ci is None:
-                continue
-            hours, xi = mm.x[(name, c.index)]
-            idx.extend(xi.tolist())
-            val.extend(np.asarray(carbon_t(c, ci[hours])).tolist())
+    for col in all_columns(mm):
+        c, hours, xi = col.config, col.hours, col.xi
+        ci = mm.inst.carbon[c.region]
+        if ci is None:
+            continue
+        idx.extend(xi.tolist())
+        val.extend(np.asarray(carbon_t(c, ci[hours])).tolist())
     return idx, val
 
 
@@ -476,14 +588,38 @@ FAMILIES = (
 )
 
 
+#: The families of phases in segments, each after the family it stands in for.
+SEGMENT_FAMILIES = {
+    add_assignment: segments.add_segment_choice,
+    add_runs: segments.add_segment_runs,
+    add_progress: segments.add_segment_finish,
+    add_transfer: segments.add_migrations,
+}
+
+
+def families(mm: MilpModel) -> list[Callable[[MilpModel, Weights], None]]:
+    """The build order: :data:`FAMILIES`, and when some phase runs in segments the segment
+    families of :mod:`formulations.milp.segments` after the ones they stand in for."""
+    out: list[Callable[[MilpModel, Weights], None]] = []
+    for family in FAMILIES:
+        out.append(family)
+        if mm.segmented and family in SEGMENT_FAMILIES:
+            out.append(SEGMENT_FAMILIES[family])
+    return out
+
+
 def build(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows | None = None,
     masks: dict[tuple[str, int], np.ndarray] | None = None,
+    single: Collection[str] = (),
 ) -> MilpModel:
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
-    fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
+    fixes hours a configuration provably cannot use to 0 (see formulations.bounds). Phases
+    with ``options.max_segments`` > 1 (and more than one configuration) are modelled in
+    segments (:mod:`formulations.milp.segments`), but those in ``single`` (proved not to gain
+    from segments, :func:`formulations.bounds.single_segment`); every other phase as before."""
     mm = MilpModel(
         inst,
         space,
@@ -491,7 +627,8 @@ def build(
         windows or time_windows(inst, space.fewest_hours()),
         dict(masks or {}),
     )
+    mm.segmented = {n: k for n, k in segments.segmented_phases(mm).items() if n not in set(single)}
     wts = weights(inst)
-    for family in FAMILIES:
+    for family in families(mm):
         family(mm, wts)
     return mm

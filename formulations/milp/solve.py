@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 import time
 
-from formulations.bounds import hour_masks, lower_bound, phase_bounds, prune_by_bound
+from formulations.bounds import (
+    hour_masks,
+    lower_bound,
+    phase_bounds,
+    prune_by_bound,
+    single_segment,
+)
 from formulations.greedy import greedy
 from formulations.heuristic import lookahead_schedule
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
@@ -206,7 +212,16 @@ def solve_milp(
             f"bound pruning kept {kept} of {space.size} configurations "
             f"(incumbent {upper:,.2f}, bound {lower:,.2f})"
         )
-    mm = build(inst, model_space, windows, masks)
+    single: set[str] = set()
+    left_out = math.inf  # the least cost of a plan in segments the model leaves out
+    if prune and incumbent is not None and math.isfinite(lower):
+        single, left_out = single_segment(bounds, upper, gap)
+        if single & {p.name for p in inst.active_phases if p.options.max_segments > 1}:
+            notes.append(
+                f"{len(single)} phase(s) may run in segments but cannot gain from them within "
+                f"the gap: modelled on one configuration ({', '.join(sorted(single))})"
+            )
+    mm = build(inst, model_space, windows, masks, single)
     build_s = time.perf_counter() - t0
     start = None
     if incumbent is not None:
@@ -223,7 +238,7 @@ def solve_milp(
         raw = solve_highs(mm.lp, remaining, gap, threads, start, verbose)
     # combine: the MILP's bound holds for plans cheaper than the incumbent
     if raw.bound is not None and math.isfinite(lower):
-        raw.bound = max(lower, min(upper, raw.bound))
+        raw.bound = max(lower, min(upper, raw.bound, left_out))
     elif math.isfinite(lower):
         raw.bound = lower
     if incumbent is not None and (raw.x is None or (raw.objective or math.inf) > upper + 1e-6):

@@ -38,7 +38,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.configs import Config, ConfigSpace
-from planner.costs import Weights, cost_plan, run_costs, run_emissions, transfer_usd_per_gb, weights
+from planner.costs import (
+    Weights,
+    cost_plan,
+    pool_usd_per_gpu,
+    run_costs,
+    run_emissions,
+    transfer_usd_per_gb,
+    weights,
+)
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.result import Result, Termination
@@ -205,7 +213,7 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
                     else int(inst.capacity[t.pool].max())
                 )
                 reserved[t.pool] = ReservedPool(
-                    offer.min_gpus, hi, wts.rental * offer.usd_per_gpu_hour * inst.hours
+                    offer.min_gpus, hi, wts.rental * pool_usd_per_gpu(inst, *t.pool)
                 )
     return StartData(
         inst,

@@ -13,7 +13,8 @@ from planner.checker.costs import (
     porting_usd,
 )
 from planner.checker.figures import check_figures
-from planner.checker.recompute import PhaseFacts, derive
+from planner.checker.recompute import PhaseFacts, derive, running_facts
+from planner.checker.segments import check_segments, check_work_across
 from planner.checker.violation import Verification, Violation
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
@@ -25,9 +26,10 @@ def verify(
     """Check every constraint and recompute every cost of docs/cost-model.md.
 
     Families are checked in a fixed order: entries (missing and unknown phases), then per
-    phase the configuration, defined work, memory, hours needed, window and contiguity; then
-    precedence, capacity, reserved pools, the carbon cap; last the stated costs and the derived
-    figures of each entry's ``info`` (:mod:`planner.checker.figures`). A stated
+    phase its segments' shape, defined work, contiguity, and per segment the configuration
+    and memory, then the hours needed (the work across segments); then precedence, capacity,
+    reserved pools and terms, the carbon cap; last the stated costs and migrations, and the
+    derived figures of each entry's ``info`` (:mod:`planner.checker.figures`). A stated
     figure matches when ``|stated - recomputed| <= abs_tol + rel_tol x |recomputed|``.
     Costs are compared only when every entry could be priced (``Verification.costed``)."""
     violations: list[Violation] = []
@@ -36,23 +38,41 @@ def verify(
     violations.extend(c.check_window(inst, plan, entries))
 
     facts: dict[str, PhaseFacts] = {}
+    part_facts: dict[str, list[PhaseFacts]] = {}
+    running: dict[str, PhaseFacts] = {}
     costable_all = True
     for name in inst.order:
         ent = entries.get(name)
         if ent is None:
             continue
-        config_v, costable = c.check_configuration(inst, ent)
-        violations.extend(config_v)
+        violations.extend(check_segments(ent))
         work_v = c.check_work_defined(inst, ent.phase)
         violations.extend(work_v)
         violations.extend(c.check_contiguity(ent))
-        if not costable or work_v:
+        parts = ent.parts()
+        found_facts: list[PhaseFacts] = []
+        costable = not work_v
+        for part in parts:
+            config_v, part_costable = c.check_configuration(inst, part)
+            violations.extend(config_v)
+            if not part_costable or work_v:
+                costable = False
+                continue
+            f = derive(inst, ent.phase, part.plan)
+            found_facts.append(f)
+            violations.extend(c.check_memory(part, f))
+        if not costable:
             costable_all = False
             continue
-        f = derive(inst, ent.phase, ent.plan)
-        facts[name] = f
-        violations.extend(c.check_memory(ent, f))
-        violations.extend(c.check_work(ent, f))
+        facts[name] = found_facts[0]
+        part_facts[name] = found_facts
+        if len(parts) == 1:
+            violations.extend(c.check_work(parts[0], found_facts[0]))
+        else:
+            violations.extend(check_work_across(ent, found_facts))
+        run = running_facts(inst, ent.phase)
+        if run is not None:
+            running[name] = run
         if not c.in_horizon(inst, ent):
             costable_all = False
 
@@ -62,12 +82,12 @@ def verify(
     violations.extend(pool_v)
     violations.extend(c.check_reserved(inst, pools, entries))
 
-    region_of = {name: ent.plan.region for name, ent in entries.items()}
+    region_of = {name: ent.parts()[0].plan.region for name, ent in entries.items()}
     by_phase: dict[str, PhaseCosts] = {}
-    for name, f in facts.items():
+    for name, fs in part_facts.items():
         ent = entries[name]
         if c.in_horizon(inst, ent):
-            by_phase[name] = phase_costs(inst, ent, f, region_of)
+            by_phase[name] = phase_costs(inst, ent, fs, region_of, running.get(name))
     totals = dict.fromkeys(COST_KEYS, 0.0)
     kwh = emissions = 0.0
     for pc in by_phase.values():
@@ -76,7 +96,9 @@ def verify(
         kwh += pc.kwh
         emissions += pc.emissions_t
     totals["rental"] += pool_rental(inst, pools)
-    totals["porting"] = porting_usd(inst, {entries[n].plan.gpu for n in facts})
+    totals["porting"] = porting_usd(
+        inst, {part.plan.gpu for n in facts for part in entries[n].parts()}
+    )
     totals["total"] = sum(totals[k] for k in COST_KEYS)
     objective = objective_of(inst, totals)
     violations.extend(c.check_carbon_cap(inst, emissions, rel_tol))
@@ -85,7 +107,12 @@ def verify(
             compare(plan, totals, objective, kwh, emissions, by_phase, rel_tol, abs_tol)
         )
     for name, pc in by_phase.items():
-        violations.extend(check_figures(entries[name], facts[name], pc.costs["failure"]))
+        parts = entries[name].parts()
+        if len(parts) == 1:
+            violations.extend(check_figures(parts[0], facts[name], pc.costs["failure"]))
+        else:  # each segment states its own figures (its failure cost is a segment's share)
+            for part, f in zip(parts, part_facts[name], strict=True):
+                violations.extend(check_figures(part, f, None))
     costs = {k: totals[k] for k in ALL_KEYS}
     return Verification(
         violations=tuple(violations),

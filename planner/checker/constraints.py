@@ -25,7 +25,7 @@ from planner.checker.recompute import (
 from planner.checker.violation import Violation
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.plan import PhasePlan, Plan
+from planner.plan import CONFIG_FIELDS, PhasePlan, Plan, SegmentPlan
 
 CONTRACTS = ("on_demand", "spot", "reserved")
 
@@ -35,15 +35,38 @@ GPU_EPS = 1e-9
 
 @dataclass(frozen=True)
 class Entry:
-    """A plan entry matched to the active phase it runs; ``hours`` distinct and sorted."""
+    """A plan entry matched to the active phase it runs; ``hours`` distinct and sorted.
+    ``segment``: which segment of a phase in segments this entry stands for (None: the
+    phase itself)."""
 
     phase: Phase
     plan: PhasePlan
     hours: tuple[int, ...]
+    segment: int | None = None
 
     @property
     def name(self) -> str:
         return self.phase.name
+
+    def parts(self) -> tuple[Entry, ...]:
+        """One entry per segment (the entry itself for a phase on one configuration): its
+        configuration and its own hours."""
+        if not self.plan.segments:
+            return (self,)
+        return tuple(segment_entry(self, k, seg) for k, seg in enumerate(self.plan.segments))
+
+
+def segment_entry(ent: Entry, k: int, seg: SegmentPlan) -> Entry:
+    """Segment k of a phase as an entry of its own (its configuration, hours and term)."""
+    plan = PhasePlan(
+        name=ent.plan.name,
+        **{k: getattr(seg, k) for k in CONFIG_FIELDS},
+        hours=seg.hours,
+        costs=dict(seg.costs),
+        info=dict(seg.info),
+        term=seg.term,
+    )
+    return Entry(ent.phase, plan, tuple(sorted(set(seg.hours))), k)
 
 
 def hour_ranges(hours: Iterable[int]) -> str:
@@ -148,6 +171,11 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
         problems.append(f"unknown region {e.region!r}; known: {sorted(inst.spec.regions)}")
     elif p.regions is not None and e.region not in p.regions:
         problems.append(f"region {e.region!r} is not among the phase's regions {list(p.regions)}")
+    if region_ok and p.data.residency is not None and e.region not in p.data.residency:
+        problems.append(
+            f"region {e.region!r}: the phase's data may stay only in "
+            f"{list(p.data.residency)} (data.residency)"
+        )
     if region_ok and inst.region(e.region).zones < p.redundancy.zones:
         problems.append(
             f"region {e.region!r} has {inst.region(e.region).zones} zone(s); the "
@@ -161,8 +189,14 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
             problems.append(f"contract {e.contract!r} is not among the allowed {list(o.contracts)}")
         if e.contract == "spot" and not p.preemptible:
             problems.append("spot capacity needs a preemptible phase")
-        if gpu_ok and region_ok and offer_terms(inst, e.region, e.gpu, e.contract) is None:
-            problems.append(f"region {e.region!r} does not offer {e.gpu} under {e.contract}")
+        if e.term and e.contract != "reserved":
+            problems.append(f"term {e.term!r} is stated for a {e.contract} contract")
+            costable = False
+        elif (
+            gpu_ok and region_ok and offer_terms(inst, e.region, e.gpu, e.contract, e.term) is None
+        ):
+            what = f"{e.contract} term {e.term!r}" if e.term else e.contract
+            problems.append(f"region {e.region!r} does not offer {e.gpu} under {what}")
             costable = False
     if e.precision not in o.precision:
         problems.append(f"precision {e.precision!r} is not among the allowed {list(o.precision)}")
@@ -202,7 +236,8 @@ def check_configuration(inst: Instance, ent: Entry) -> tuple[list[Violation], bo
     layout_problems, layout_costable = _check_layout(inst, p, e)
     problems.extend(layout_problems)
     costable = costable and layout_costable and gpu_ok and region_ok
-    return [Violation("configuration", p.name, m) for m in problems], costable
+    where = "" if ent.segment is None else f"segment {ent.segment}: "
+    return [Violation("configuration", p.name, where + m) for m in problems], costable
 
 
 def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bool]:
@@ -346,11 +381,12 @@ def check_memory(ent: Entry, f: PhaseFacts) -> list[Violation]:
     e, mem = ent.plan, f.memory
     if mem.fits:
         return []
+    where = "" if ent.segment is None else f"segment {ent.segment}: "
     return [
         Violation(
             "memory",
             ent.name,
-            f"{e.gpus:g} x {e.gpu} ({e.precision}, ZeRO-{e.zero}, recompute "
+            f"{where}{e.gpus:g} x {e.gpu} ({e.precision}, ZeRO-{e.zero}, recompute "
             f"{e.recompute}, tp {e.tp}, pp {e.pp}, dp {f.dp}) needs {mem.total_gb:.2f} "
             f"GB per GPU (model states {mem.model_states_gb:.2f}, activations "
             f"{mem.activations_gb:.2f}, buffers {mem.buffers_gb:.2f}, plus "
@@ -463,7 +499,7 @@ def _pool_usage(
 ) -> dict[tuple[str, str], tuple[np.ndarray, list[Entry]]]:
     """GPUs (working + spare) per (region, GPU type) and hour, and the entries using each."""
     usage: dict[tuple[str, str], tuple[np.ndarray, list[Entry]]] = {}
-    for ent in entries:
+    for ent in (part for whole in entries for part in whole.parts()):
         e = ent.plan
         if (
             e.gpu not in inst.spec.gpu_types
@@ -508,20 +544,22 @@ def check_capacity(inst: Instance, entries: Mapping[str, Entry]) -> list[Violati
     return out
 
 
-def reserved_pools(
-    inst: Instance, plan: Plan
-) -> tuple[list[Violation], dict[tuple[str, str], int]]:
-    """The plan's reserved commitments: each names a pool with a reserved offer, once, with
-    R = 0 or min_gpus <= R <= max_gpus."""
+ReservedKey = tuple[str, str, str]
+
+
+def reserved_pools(inst: Instance, plan: Plan) -> tuple[list[Violation], dict[ReservedKey, int]]:
+    """The plan's reserved commitments: each names a pool with a reserved offer (and one of
+    its terms, when it names a term), once, with R = 0 or min_gpus <= R <= max_gpus of the
+    term (the offer's without terms)."""
     out: list[Violation] = []
-    pools: dict[tuple[str, str], int] = {}
-    for r, g, n in plan.reserved:
-        key = (r, g)
+    pools: dict[ReservedKey, int] = {}
+    listed = [(r, g, "", n) for r, g, n in plan.reserved] + list(plan.reserved_terms)
+    for r, g, term, n in listed:
+        key = (r, g, term)
+        what = f"({r}, {g})" + (f" term {term!r}" if term else "")
         if key in pools:
             out.append(
-                Violation(
-                    "reserved", None, f"the reserved pool ({r}, {g}) is listed more than once"
-                )
+                Violation("reserved", None, f"the reserved pool {what} is listed more than once")
             )
             continue
         if r not in inst.spec.regions or g not in inst.spec.gpu_types:
@@ -529,7 +567,7 @@ def reserved_pools(
                 Violation(
                     "reserved",
                     None,
-                    f"reserved pool ({r}, {g}) names an unknown region or GPU type",
+                    f"reserved pool {what} names an unknown region or GPU type",
                 )
             )
             continue
@@ -542,41 +580,77 @@ def reserved_pools(
                 )
             )
             continue
-        pools[key] = n
-        if n < 0:
-            out.append(Violation("reserved", None, f"reserved {g} in {r}: negative commitment {n}"))
-        elif n > 0 and (n < res.min_gpus or (res.max_gpus is not None and n > res.max_gpus)):
-            hi = "unbounded" if res.max_gpus is None else str(res.max_gpus)
+        t = inst.term(r, g, term)
+        if t is None:
+            names = [x.name for x in inst.reserved_terms(r, g)]
             out.append(
                 Violation(
                     "reserved",
                     None,
-                    f"reserved {g} in {r}: R = {n} must be 0 or within [{res.min_gpus}, {hi}]",
+                    f"reserved {g} in {r}: no term {term!r} (the offer's terms: {names})",
+                )
+            )
+            continue
+        pools[key] = n
+        if n < 0:
+            out.append(Violation("reserved", None, f"reserved {what}: negative commitment {n}"))
+        elif n > 0 and (n < t.min_gpus or (t.max_gpus is not None and n > t.max_gpus)):
+            hi = "unbounded" if t.max_gpus is None else str(t.max_gpus)
+            out.append(
+                Violation(
+                    "reserved",
+                    None,
+                    f"reserved {what}: R = {n} must be 0 or within [{t.min_gpus}, {hi}]",
                 )
             )
     return out, pools
 
 
 def check_reserved(
-    inst: Instance, pools: Mapping[tuple[str, str], int], entries: Mapping[str, Entry]
+    inst: Instance, pools: Mapping[ReservedKey, int], entries: Mapping[str, Entry]
 ) -> list[Violation]:
-    """Per reserved pool and hour: reserved-contract GPUs (working + spare) <= R (0 when the
-    plan commits nothing to the pool)."""
+    """Per reserved pool, term and hour: reserved-contract GPUs (working + spare) under the
+    term <= R (0 when the plan commits nothing to it); and no reserved GPU runs outside its
+    term's hours."""
     out: list[Violation] = []
-    res_entries = [ent for ent in entries.values() if ent.plan.contract == "reserved"]
-    for (r, g), (used, users) in sorted(_pool_usage(inst, res_entries).items()):
-        committed = pools.get((r, g), 0)
+    by_term: dict[ReservedKey, list[Entry]] = {}
+    for ent in (part for whole in entries.values() for part in whole.parts()):
+        e = ent.plan
+        if e.contract != "reserved" or e.region not in inst.spec.regions:
+            continue
+        t = inst.term(e.region, e.gpu, e.term)
+        if t is None:
+            continue  # a configuration violation already
+        outside = [h for h in ent.hours if not t.covers(h)]
+        if outside:
+            out.append(
+                Violation(
+                    "reserved",
+                    ent.name,
+                    f"{e.gpus + e.spare_gpus:g} reserved {e.gpu} in {e.region} run in hours "
+                    f"{hour_ranges(outside)}, outside their term "
+                    f"{e.term or '(whole horizon)'!s} (hours {t.first}-{t.end - 1})",
+                )
+            )
+        by_term.setdefault((e.region, e.gpu, e.term), []).append(ent)
+    for (r, g, term), ents in sorted(by_term.items()):
+        usage = _pool_usage(inst, ents)
+        if (r, g) not in usage:
+            continue
+        used, users = usage[(r, g)]
+        committed = pools.get((r, g, term), 0)
         over = np.flatnonzero(used > committed + GPU_EPS)
         if over.size == 0:
             continue
         worst = int(over[np.argmax(used[over])])
         names = _involved(users, over)
         phase = names[0] if len(names) == 1 else None
+        what = f"{g} in {r}" + (f" (term {term})" if term else "")
         out.append(
             Violation(
                 "reserved",
                 phase,
-                f"{g} in {r}: reserved-contract phases {names} use up to "
+                f"{what}: reserved-contract phases {names} use up to "
                 f"{used[worst]:g} GPUs (hour {worst}) but the plan reserves "
                 f"R = {committed}; hours over: {hour_ranges(int(t) for t in over)}",
             )

@@ -8,7 +8,7 @@ All costs are USD and unweighted; ``H`` is the set of running hours of a phase, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,8 @@ from planner.checker.constraints import Entry
 from planner.checker.recompute import PhaseFacts, archive_tier, transfer_usd_per_gb
 from planner.checker.violation import Violation
 from planner.instance.model import Instance
-from planner.plan import COST_KEYS, Plan
+from planner.instance.schema import Phase
+from planner.plan import CONFIG_FIELDS, COST_KEYS, PhasePlan, Plan
 
 #: Cost components a plan states, in the order they are shown.
 ALL_KEYS: tuple[str, ...] = (*COST_KEYS, "total")
@@ -25,11 +26,13 @@ ALL_KEYS: tuple[str, ...] = (*COST_KEYS, "total")
 
 @dataclass(frozen=True)
 class PhaseCosts:
-    """Recomputed costs of one phase (USD, by component), its energy and emissions."""
+    """Recomputed costs of one phase (USD, by component), its energy and emissions, and the
+    migration into each of its segments (None: none)."""
 
     costs: dict[str, float]
     kwh: float
     emissions_t: float
+    moves: tuple[Move | None, ...] = ()
 
 
 def count_runs(hours: Iterable[int]) -> int:
@@ -38,81 +41,212 @@ def count_runs(hours: Iterable[int]) -> int:
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
-def phase_costs(
-    inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str, str]
-) -> PhaseCosts:
-    """One phase's costs:
+@dataclass(frozen=True)
+class Move:
+    """A migration's cost (USD by component) and hours."""
 
-    - rental: on-demand/spot ``max(|B| g, min_rental_hours) x ρ`` with billed blocks
-      ``B = {floor(t / g) : t in H}``; reserved ``n x (gpus + spare_gpus) x licence`` (the pool
-      itself is paid at plan level);
+    rental: float = 0.0
+    energy: float = 0.0
+    transfer: float = 0.0
+    hours: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.rental + self.energy + self.transfer
+
+
+def link_gb_per_s(inst: Instance, src: str, dst: str) -> float:
+    """``regions.src.link_gb_per_s[dst]`` or ``default_link_gb_per_s``."""
+    r = inst.region(src)
+    return float(r.link_gb_per_s.get(dst, r.default_link_gb_per_s))
+
+
+def _held(inst: Instance, f: PhaseFacts, region: str, hours: float) -> Move:
+    """GPUs held without progress for ``hours``: rental ``hours x rho`` and power ``hours x kW
+    x mean(price) / 1000``."""
+    mean_price = float(np.mean(inst.price[region]))
+    return Move(hours * f.rental_per_h, hours * f.facility_kw * mean_price / 1000.0, 0.0, hours)
+
+
+def migration(
+    inst: Instance, p: Phase, src: PhaseFacts, src_region: str, dst: PhaseFacts, dst_region: str
+) -> Move:
+    """From configuration src to dst (docs/cost-model.md, "Segments"): the checkpoint written
+    at the source (``delta_src`` s of src's GPUs); when the region changes, the target's
+    checkpoint ``ck_dst`` moved at ``transfer(src -> dst)`` USD/GB and the link's bandwidth
+    (hours of dst's GPUs waiting) and the input data staged from its home region (else from
+    the source region); the restart and the sharded read of ``ck_dst`` at the target
+    (``restart_hours + ck_dst / min(read x nodes, aggregate)`` of dst's GPUs). Leaving waits
+    until the source's checkpoint is durable (``persist_src``)."""
+    parts = [_held(inst, src, src_region, src.persist_s / 3600.0)]
+    if src_region != dst_region:
+        ck = dst.checkpoint_gb
+        home = p.data.home_region or src_region
+        usd = ck * transfer_usd_per_gb(inst, src_region, dst_region)
+        usd += p.data.size_gb * transfer_usd_per_gb(inst, home, dst_region)
+        wait = ck / link_gb_per_s(inst, src_region, dst_region) / 3600.0
+        parts.append(_held(inst, dst, dst_region, wait))
+        parts.append(Move(transfer=usd))
+    parts.append(_held(inst, dst, dst_region, inst.spec.failure.restart_hours + dst.read_h))
+    return Move(
+        sum(m.rental for m in parts),
+        sum(m.energy for m in parts),
+        sum(m.transfer for m in parts),
+        sum(m.hours for m in parts),
+    )
+
+
+def _rental(e: PhasePlan, f: PhaseFacts, hours: np.ndarray, p: Phase) -> float:
+    """Reserved: ``n x (gpus + spares) x licence``. Otherwise the billed blocks
+    ``B = {floor(t / g)}``, each ``g x rho`` at the rate in force when the block begins, plus
+    ``max(0, min_rental_hours - |B| g)`` owed hours at the reference rate."""
+    if e.contract == "reserved":
+        return len(hours) * (e.gpus + e.spare_gpus) * p.licence_usd_per_gpu_hour
+    g = f.billing_hours
+    blocks = sorted({int(t) // g for t in hours})
+    assert f.rental_t is not None
+    owed = max(0, f.min_rental_hours - len(blocks) * g)
+    return float(sum(g * f.rental_t[k * g] for k in blocks) + owed * f.rental_per_h)
+
+
+def phase_costs(
+    inst: Instance,
+    ent: Entry,
+    facts: Sequence[PhaseFacts],
+    region_of: Mapping[str, str],
+    running: PhaseFacts | None = None,
+) -> PhaseCosts:
+    """One phase's costs, ``facts`` one per segment (one for a phase on one configuration):
+
+    - rental per segment: on-demand/spot the billed blocks ``B = {floor(t / g) : t in H}``,
+      ``sum_{k in B} g rho_{kg} + max(0, min_rental_hours - |B| g) x rho`` (``max(|B| g,
+      min_rental_hours) x ρ`` at a constant price); reserved ``n x (gpus + spare_gpus) x
+      licence`` (the pool itself is paid at plan level);
     - energy: ``Σ_{t∈H} kW x price_t / 1000``;
-    - failure: ``Σ_{t∈H} λ (L (ρ + kW price_t / 1000) - share x mult x D x ρ)``, plus
-      ``(segments - 1) x resume cost`` for a preemptible phase;
-    - storage: ``n x storage/h`` + (preemptible) ``(end - start - n) x pause parking/h`` +
-      ``(T - end) x archive/h``;
+    - failure: ``Σ_{t∈H} λ_t (L (ρ_t + kW price_t / 1000) - share x mult x D x ρ_t)``, plus
+      ``(runs - 1) x resume cost`` per segment for a preemptible phase;
+    - storage: ``Σ n_k x storage/h`` + (preemptible) ``(end - start - n) x pause parking/h`` +
+      ``(T - end) x archive/h`` of the last segment;
     - transfer: ``data.size_gb x read_passes x tier retrieval`` + ``data.size_gb x
-      transfer(home -> region)`` + ``#successors x output GB x archive-tier retrieval`` +
-      ``Σ over successors q in another region of output GB x transfer(region -> region_q)``;
+      transfer(home -> region)`` of the first segment + ``#successors x output GB x
+      archive-tier retrieval`` of the last + ``Σ over successors q in another region of output
+      GB x transfer(last region -> region_q)``;
+    - migrations: between consecutive segments, and from the running configuration into the
+      first unless it goes on from the release (:func:`migration`), into rental, energy and
+      transfer;
     - carbon: ``carbon_usd_per_tonne x Σ_{t∈H} kW x ci_t / 1e6``; porting is plan-wide (0 here).
     """
-    p, e = ent.phase, ent.plan
-    H = np.asarray(ent.hours, dtype=int)
-    n = len(ent.hours)
-    start, end = int(H.min()), int(H.max()) + 1
-    price = inst.price[e.region][H]
-    energy_t = f.facility_kw * price / 1000.0
-    if e.contract == "reserved":
-        rental = n * (e.gpus + e.spare_gpus) * p.licence_usd_per_gpu_hour
-    else:
-        g = f.billing_hours
-        blocks = {int(t) // g for t in H}
-        rental = max(len(blocks) * g, f.min_rental_hours) * f.rental_per_h
-    failure = float(
-        np.sum(
-            f.failure_rate
-            * (
-                f.loss_h * (f.rental_per_h + energy_t)
-                - f.sla_share * f.sla_multiplier * f.downtime_h * f.rental_per_h
+    p = ent.phase
+    parts = ent.parts()
+    costs = dict.fromkeys(COST_KEYS, 0.0)
+    kwh = emissions = 0.0
+    for part, f in zip(parts, facts, strict=True):
+        e = part.plan
+        H = np.asarray(part.hours, dtype=int)
+        price = inst.price[e.region][H]
+        assert f.rental_t is not None and f.failure_t is not None
+        rho, lam = f.rental_t[H], f.failure_t[H]
+        energy_t = f.facility_kw * price / 1000.0
+        costs["rental"] += _rental(e, f, H, p)
+        costs["energy"] += float(np.sum(energy_t))
+        costs["failure"] += float(
+            np.sum(
+                lam
+                * (
+                    f.loss_h * (rho + energy_t)
+                    - f.sla_share * f.sla_multiplier * f.downtime_h * rho
+                )
             )
         )
-    )
-    storage = n * f.storage_per_h + (inst.hours - end) * f.archive_per_h
+        costs["storage"] += len(H) * f.storage_per_h
+        if p.preemptible:
+            costs["failure"] += (count_runs(part.hours) - 1) * f.resume_usd
+        ci = inst.carbon[e.region]
+        emissions += float(np.sum(f.facility_kw * ci[H] / 1e6)) if ci is not None else 0.0
+        kwh += f.facility_kw * len(H)
+    first, last = parts[0].plan, parts[-1].plan
+    f_first, f_last = facts[0], facts[-1]
+    hours = sorted(h for part in parts for h in part.hours)
+    start, end, n = hours[0], hours[-1] + 1, len(hours)
+    costs["storage"] += (inst.hours - end) * f_last.archive_per_h
     if p.preemptible:
-        failure += (count_runs(ent.hours) - 1) * f.resume_usd
-        storage += (end - start - n) * f.pause_per_h
-    region = inst.region(e.region)
-    tier = region.storage[e.tier]
-    _, arch = archive_tier(region, inst.spec.storage.archive)
+        costs["storage"] += (end - start - n) * f_first.pause_per_h
+    tier = inst.region(first.region).storage[first.tier]
     transfer = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
     if p.data.home_region is not None:
-        transfer += p.data.size_gb * transfer_usd_per_gb(inst, p.data.home_region, e.region)
+        transfer += p.data.size_gb * transfer_usd_per_gb(inst, p.data.home_region, first.region)
+    _, arch = archive_tier(inst.region(last.region), inst.spec.storage.archive)
     successors = inst.successors(p.name)
-    transfer += len(successors) * f.output_gb * arch.retrieval_usd_per_gb
+    transfer += len(successors) * f_last.output_gb * arch.retrieval_usd_per_gb
     for q in successors:
         if q in region_of:
-            transfer += f.output_gb * transfer_usd_per_gb(inst, e.region, region_of[q])
-    ci = inst.carbon[e.region]
-    emissions = float(np.sum(f.facility_kw * ci[H] / 1e6)) if ci is not None else 0.0
-    costs = {
-        "rental": float(rental),
-        "energy": float(np.sum(energy_t)),
-        "storage": float(storage),
-        "failure": failure,
-        "transfer": float(transfer),
-        "porting": 0.0,
-        "carbon": inst.spec.objective.carbon_usd_per_tonne * emissions,
-    }
-    return PhaseCosts(costs, f.facility_kw * n, emissions)
+            transfer += f_last.output_gb * transfer_usd_per_gb(inst, last.region, region_of[q])
+    costs["transfer"] += transfer
+    moves = migrations(inst, ent, facts, running)
+    for m in moves:
+        if m is not None:
+            costs["rental"] += m.rental
+            costs["energy"] += m.energy
+            costs["transfer"] += m.transfer
+    costs["carbon"] = inst.spec.objective.carbon_usd_per_tonne * emissions
+    return PhaseCosts(costs, kwh, emissions, tuple(moves))
 
 
-def pool_rental(inst: Instance, pools: Mapping[tuple[str, str], int]) -> float:
-    """``Σ over reserved pools of R x reserved price x T``, paid whether used or not."""
+def goes_on(inst: Instance, ent: Entry) -> bool:
+    """The phase's first segment is the configuration it runs on now and starts at its
+    release: the run goes on, nothing migrates."""
+    run = ent.phase.running
+    first = ent.parts()[0]
+    if run is None:
+        return True
+    same = all(getattr(first.plan, k) == getattr(run, k) for k in CONFIG_FIELDS)
+    same = same and first.plan.term == run.term
+    return same and first.hours[0] == inst.release[ent.name]
+
+
+def migrations(
+    inst: Instance, ent: Entry, facts: Sequence[PhaseFacts], running: PhaseFacts | None
+) -> list[Move | None]:
+    """The migration into each segment (None: none): from the running configuration into the
+    first unless the run goes on, then from each segment into the next."""
+    parts = ent.parts()
+    out: list[Move | None] = [None]
+    run = ent.phase.running
+    if run is not None and running is not None and not goes_on(inst, ent):
+        out[0] = migration(inst, ent.phase, running, run.region, facts[0], parts[0].plan.region)
+    for k in range(1, len(parts)):
+        out.append(
+            migration(
+                inst,
+                ent.phase,
+                facts[k - 1],
+                parts[k - 1].plan.region,
+                facts[k],
+                parts[k].plan.region,
+            )
+        )
+    return out
+
+
+def pool_usd_per_gpu(inst: Instance, region: str, gpu: str, term: str) -> float:
+    """One committed GPU of a reserved pool under ``term``: the sum of the price over the
+    term's hours inside the horizon (the whole horizon without terms), plus, when the term is
+    not prorated, its hours outside the horizon at its mean price inside."""
+    t = inst.term(region, gpu, term)
+    assert t is not None
+    inside = inst.offer_price(region, gpu, "reserved", term)[t.first : t.end]
+    total = float(np.sum(inside))
+    if not t.prorate:
+        total += (t.hours - (t.end - t.first)) * float(np.mean(inside))
+    return total
+
+
+def pool_rental(inst: Instance, pools: Mapping[tuple[str, str, str], int]) -> float:
+    """``Σ over reserved pools and terms of R x pool_usd_per_gpu``, paid whether used or not."""
     total = 0.0
-    for (r, g), n in pools.items():
-        offers = inst.region(r).offers.get(g)
-        if offers is not None and offers.reserved is not None and n > 0:
-            total += n * offers.reserved.usd_per_gpu_hour * inst.hours
+    for (r, g, term), n in pools.items():
+        if n > 0 and inst.term(r, g, term) is not None:
+            total += n * pool_usd_per_gpu(inst, r, g, term)
     return total
 
 
@@ -186,4 +320,53 @@ def compare(
         for k in COST_KEYS:
             if k in e.costs and not within(e.costs[k], pc.costs[k], rel_tol, abs_tol):
                 out.append(_mismatch(f"{k} cost of the phase", e.name, e.costs[k], pc.costs[k]))
+        out.extend(_compare_moves(e, pc, rel_tol, abs_tol))
+    return out
+
+
+def _compare_moves(e: PhasePlan, pc: PhaseCosts, rel_tol: float, abs_tol: float) -> list[Violation]:
+    """Every migration the recomputation finds is stated on its segment at its cost, and no
+    segment states one that does not happen."""
+    out: list[Violation] = []
+    stated = [s.migration for s in e.segments] or [{}]
+    for k, m in enumerate(pc.moves):
+        said = stated[k] if k < len(stated) else {}
+        what = "from the running configuration" if k == 0 else f"from segment {k - 1}"
+        if m is None:
+            if said and float(said.get("total", 0.0)) != 0.0:
+                out.append(
+                    Violation(
+                        "migration",
+                        e.name,
+                        f"segment {k} states a migration ({said.get('total')}) but none "
+                        "happens (the run goes on)",
+                    )
+                )
+            continue
+        if not said or "total" not in said:
+            out.append(
+                Violation(
+                    "migration",
+                    e.name,
+                    f"segment {k}: the migration {what} is left out (it costs "
+                    f"{m.total:,.6f}: rental {m.rental:,.6f}, energy {m.energy:,.6f}, "
+                    f"transfer {m.transfer:,.6f})",
+                )
+            )
+            continue
+        for key, value in (
+            ("total", m.total),
+            ("rental", m.rental),
+            ("energy", m.energy),
+            ("transfer", m.transfer),
+        ):
+            if key in said and not within(float(said[key]), value, rel_tol, abs_tol):
+                out.append(
+                    Violation(
+                        "migration",
+                        e.name,
+                        f"segment {k}: the migration {what} states {key} "
+                        f"{float(said[key]):,.6f} but costs {value:,.6f}",
+                    )
+                )
     return out

@@ -86,13 +86,15 @@ def recomputed(ent: Entry, f: PhaseFacts, failure_usd: float) -> dict[str, float
     }
 
 
-def check_figures(ent: Entry, f: PhaseFacts, failure_usd: float) -> list[Violation]:
+def check_figures(ent: Entry, f: PhaseFacts, failure_usd: float | None) -> list[Violation]:
     """One ``figure`` violation per stated ``info`` figure that differs from its
-    recomputation (a number where none is due, or none where one is, differs too)."""
+    recomputation (a number where none is due, or none where one is, differs too);
+    ``lost_usd`` is compared only when ``failure_usd`` (the entry's recomputed failure cost)
+    is given."""
     out: list[Violation] = []
     info = ent.plan.info
-    for key, want in recomputed(ent, f, failure_usd).items():
-        if key not in info:
+    for key, want in recomputed(ent, f, failure_usd or 0.0).items():
+        if key not in info or (key == "lost_usd" and failure_usd is None):
             continue
         got = info[key]
         if want is None or got is None:

@@ -5,9 +5,10 @@ at the top level). Required: ``horizon_start`` (ISO
 time with a UTC offset), ``objective`` (a number or null), ``costs`` (every component and
 ``total``), ``energy_kwh``, ``emissions_t`` and ``phases``, each phase with ``name``, ``gpu``,
 ``region``, ``contract``, ``gpus``, ``spare_gpus``, ``precision``, ``zero``, ``recompute``,
-``tp``, ``pp``, ``tier`` and ``hours``. Optional: ``reserved``, phase ``costs`` and ``info``,
-and the descriptive fields (``instance``, the ``solve`` header; in ``/1`` ``solver``,
-``status``, ...).
+``tp``, ``pp``, ``tier`` and ``hours``. Optional: ``reserved`` (with a ``term`` in ``/3``),
+phase ``costs``, ``info``, ``term`` and (``/3``) ``segments``, each with the configuration
+fields, ``hours``, ``work``, ``costs`` and ``migration``; ``replan``; and the descriptive
+fields (``instance``, the ``solve`` header; in ``/1`` ``solver``, ``status``, ...).
 """
 
 from __future__ import annotations
@@ -89,6 +90,32 @@ def _check_phase(i: int, ph: Any, errors: list[FieldError]) -> None:
         where += f" ({ph['name']})"
     for key, kind in _PHASE_FIELDS:
         _field(ph, key, kind, f"{where}.{key}", errors)
+    _check_hours_and_costs(ph, where, errors)
+    segs = ph.get("segments", [])
+    if not isinstance(segs, list):
+        errors.append(FieldError(f"{where}.segments", f"expected a list, got {_shown(segs)}"))
+        return
+    for k, seg in enumerate(segs):
+        at = f"{where}.segments[{k}]"
+        if not isinstance(seg, dict):
+            errors.append(FieldError(at, f"expected an object, got {_shown(seg)}"))
+            continue
+        for key, kind in _PHASE_FIELDS[1:]:
+            _field(seg, key, kind, f"{at}.{key}", errors)
+        _check_hours_and_costs(seg, at, errors)
+        _field(seg, "work", "number", f"{at}.work", errors, required=False)
+        mig = seg.get("migration", {})
+        if not isinstance(mig, dict):
+            errors.append(FieldError(f"{at}.migration", "expected an object"))
+        else:
+            for key in ("rental", "energy", "transfer", "total", "hours"):
+                _field(mig, key, "number", f"{at}.migration.{key}", errors, required=False)
+
+
+def _check_hours_and_costs(ph: dict[str, Any], where: str, errors: list[FieldError]) -> None:
+    """``hours`` (whole numbers), optional ``term`` (a string), ``costs`` (numbers) and
+    ``info`` (an object) of a phase entry or a segment."""
+    _field(ph, "term", "str", f"{where}.term", errors, required=False)
     hours = ph.get("hours")
     if "hours" not in ph:
         errors.append(
@@ -207,6 +234,7 @@ def _check(data: Any) -> list[FieldError]:
             _field(r, "region", "str", f"reserved[{i}].region", errors)
             _field(r, "gpu", "str", f"reserved[{i}].gpu", errors)
             _field(r, "gpus", "int", f"reserved[{i}].gpus", errors)
+            _field(r, "term", "str", f"reserved[{i}].term", errors, required=False)
     notes = header.get("notes", [])
     if not isinstance(notes, list):
         errors.append(FieldError(where + "notes", "expected a list of strings"))

@@ -28,7 +28,10 @@ from planner.physics.memory import (
 )
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
 from planner.physics.transformer import ModelDims, expert_params, flops_per_token
-from planner.plan import PhasePlan
+from planner.plan import PhasePlan, SegmentPlan
+
+#: A plan entry or one of its segments: both state a configuration.
+Configured = PhasePlan | SegmentPlan
 
 #: Throughput factor R of activation recomputation (docs/cost-model.md: none 1, selective
 #: 1/1.04, full 0.75; Korthikanti et al. 2022 Table 4, and 6ND against 8ND hardware FLOPs).
@@ -143,27 +146,59 @@ def daly_interval_s(delta_s: float, mtbf_s: float) -> float:
 
 
 def offer_terms(
-    inst: Instance, region: str, gpu: str, contract: str
-) -> tuple[float, int, int, float] | None:
-    """(USD per GPU-hour, billing granularity h, minimum rental h, preemptions per hour) of the
-    region's offer for the GPU type under the contract, or None when it is not offered."""
+    inst: Instance, region: str, gpu: str, contract: str, term: str = ""
+) -> tuple[np.ndarray, int, int, np.ndarray] | None:
+    """(USD per GPU-hour in every horizon hour, billing granularity h, minimum rental h,
+    preemptions per hour in every horizon hour) of the region's offer for the GPU type under
+    the contract (and reserved term), or None when it is not offered."""
     offers = inst.region(region).offers.get(gpu)
     if offers is None:
         return None
-    if contract == "on_demand" and offers.on_demand is not None:
+    zeros = np.zeros(inst.hours)
+    if contract == "on_demand" and offers.on_demand is not None and not term:
         o = offers.on_demand
-        return o.usd_per_gpu_hour, o.billing_granularity_hours, o.min_rental_hours, 0.0
-    if contract == "spot" and offers.spot is not None:
+        return (
+            inst.offer_price(region, gpu, contract),
+            o.billing_granularity_hours,
+            o.min_rental_hours,
+            zeros,
+        )
+    if contract == "spot" and offers.spot is not None and not term:
         s = offers.spot
         return (
-            s.usd_per_gpu_hour,
+            inst.offer_price(region, gpu, contract),
             s.billing_granularity_hours,
             s.min_rental_hours,
-            s.preemptions_per_hour,
+            inst.preemptions(region, gpu),
         )
     if contract == "reserved" and offers.reserved is not None:
-        return offers.reserved.usd_per_gpu_hour, 1, 0, 0.0
+        if inst.term(region, gpu, term) is None:
+            return None
+        return inst.offer_price(region, gpu, contract, term), 1, 0, zeros
     return None
+
+
+def one_value(values: np.ndarray) -> float:
+    """A series as one number where one is needed (Daly's interval, resume and migration
+    time, owed minimum rental): its value when constant, else its mean over the horizon."""
+    first = float(values[0])
+    return first if bool(np.all(values == first)) else float(np.mean(values))
+
+
+def remaining_share(inst: Instance, p: Phase) -> float:
+    """Share of the work still to do: ``1 - progress`` (a fraction; tokens done / work tokens;
+    FLOPs done / W), at least 1e-9; 1 without progress."""
+    pr = p.progress
+    if pr is None:
+        return 1.0
+    if pr.fraction is not None:
+        done = float(pr.fraction)
+    elif pr.tokens is not None:
+        done = pr.tokens / float(p.work.tokens or math.inf)
+    else:
+        w = work_flops(inst, p)
+        done = float(pr.flops or 0.0) / w if w else 0.0
+    return max(1e-9, 1.0 - done)
 
 
 @dataclass(frozen=True)
@@ -208,6 +243,16 @@ class PhaseFacts:
     sla_multiplier: float
     resume_usd: float
     pause_per_h: float
+    #: Fractional hours of the (remaining) work, max(compute h, I/O h): a segment of h hours
+    #: does h / work_h of the phase.
+    work_h: float = 0.0
+    #: Per horizon hour: the rental (gpus + spares)(price_t + licence) and the job failure
+    #: rate gpus f + preempt_t.
+    rental_t: np.ndarray | None = None
+    failure_t: np.ndarray | None = None
+    #: Hours to read the checkpoint from the tier, sharded over the nodes (a migration's).
+    read_h: float = 0.0
+    term: str = ""
 
     @property
     def effective_training_time(self) -> float:
@@ -252,7 +297,7 @@ def scale_efficiency(
 
 
 def layout_efficiency(
-    inst: Instance, p: Phase, e: PhasePlan, m: ModelDims, dp: int, per_gpu: float, step_s: float
+    inst: Instance, p: Phase, e: Configured, m: ModelDims, dp: int, per_gpu: float, step_s: float
 ) -> float:
     """``eff_layout`` with ``scaling.layout: modeled``: ``0.98 ** log2(tp)`` x (pp > 1:
     ``v m / (v m + pp - 1)`` x ``(L / pp) / ceil(L / pp)``) x (ZeRO-3, dp x cp > 1, more GPUs than a
@@ -283,13 +328,13 @@ def layout_efficiency(
     return eff
 
 
-def rank_params(m: ModelDims, e: PhasePlan) -> float:
+def rank_params(m: ModelDims, e: Configured) -> float:
     """Parameters of the most loaded rank: dense / tp and experts / ep on ceil(L / pp) layers."""
     return params_per_rank(m.params, e.tp, e.pp, m.layers, expert_params(m), e.ep)
 
 
 def checkpoint_times(
-    inst: Instance, e: PhasePlan, scheme: str, ck_gb: float, tier: StorageTier
+    inst: Instance, e: Configured, scheme: str, ck_gb: float, tier: StorageTier
 ) -> tuple[float, float, float]:
     """(stall δ, persist, reload) seconds of one checkpoint of ``ck`` GB. Sharded over the
     job's nodes ``N = ceil(gpus / gpus_per_node)``: write ``W = ck / min(write_gb_per_s x N,
@@ -323,7 +368,7 @@ def checkpoint_times(
     return snapshot, snapshot + write, read
 
 
-def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
+def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     """The configuration physics of entry ``e`` of phase ``p``.
 
     Requires a configuration the instance can price: known GPU type and region, the tier in
@@ -332,12 +377,14 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     g = inst.gpu(e.gpu)
     r = inst.region(e.region)
     tier = r.storage[e.tier]
-    terms = offer_terms(inst, e.region, e.gpu, e.contract)
+    terms = offer_terms(inst, e.region, e.gpu, e.contract, e.term)
     pk = peak_tflops(inst, e.gpu, e.precision)
     flops = work_flops(inst, p)
     if terms is None or pk is None or flops is None or e.gpus <= 0:
         raise ValueError(f"phase {p.name}: configuration cannot be priced")
-    price, bill_h, min_h, preempt = terms
+    flops = flops * remaining_share(inst, p)
+    price_t, bill_h, min_h, preempt_t = terms
+    price, preempt = one_value(price_t), one_value(preempt_t)
     m = phase_model(inst, p)
     train = is_training(p)
     gpus, spare = float(e.gpus), float(e.spare_gpus)
@@ -419,10 +466,15 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
     read_bw = tier.read_gb_per_s * max(1, nodes_ceil)
     if tier.aggregate_gb_per_s is not None:
         read_bw = min(read_bw, tier.aggregate_gb_per_s)
-    io_h = p.data.size_gb * p.data.read_passes / read_bw / 3600.0
+    io_h = p.data.size_gb * p.data.read_passes / read_bw / 3600.0 * remaining_share(inst, p)
     hours = max(1, math.ceil(max(compute_h, io_h) - 1e-9))
 
     rental = (gpus + spare) * (price + p.licence_usd_per_gpu_hour)
+    rental_t = (gpus + spare) * (price_t + p.licence_usd_per_gpu_hour)
+    job_t = gpus * inst.failures_per_gpu_hour[e.gpu] + (
+        preempt_t if e.contract == "spot" else 0.0
+    ) * np.ones(inst.hours)
+    failure_t = job_t / (1.0 - job_t * loss)  # expected failures per running hour, by hour
     nodes = nodes_ceil if gpus >= 1 else gpus / gpn
     watts = (
         gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
@@ -480,4 +532,36 @@ def derive(inst: Instance, p: Phase, e: PhasePlan) -> PhaseFacts:
         sla_multiplier=mult,
         resume_usd=resume,
         pause_per_h=pause_usd_per_h(inst, p) if p.preemptible else 0.0,
+        work_h=max(compute_h, io_h),
+        rental_t=rental_t,
+        failure_t=failure_t,
+        read_h=ck / read_bw / 3600.0,
+        term=e.term,
     )
+
+
+def running_facts(inst: Instance, p: Phase) -> PhaseFacts | None:
+    """The physics of the configuration a re-planned phase runs on now (``running``), or None
+    (none, or one the instance cannot price)."""
+    run = p.running
+    if run is None:
+        return None
+    entry = SegmentPlan(
+        gpu=run.gpu,
+        region=run.region,
+        contract=run.contract,
+        gpus=float(run.gpus),
+        spare_gpus=run.spare_gpus,
+        precision=run.precision,
+        zero=run.zero,
+        recompute=run.recompute,
+        tp=run.tp,
+        pp=run.pp,
+        tier=run.tier,
+        hours=(),
+        term=run.term,
+    )
+    try:
+        return derive(inst, p, entry)
+    except ValueError:
+        return None

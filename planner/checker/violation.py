@@ -17,12 +17,14 @@ Kind = Literal[
     "work",  # the number of running hours differs from the hours the work needs
     "window",  # hours repeated, outside [release, deadline), or a different horizon
     "contiguity",  # a non-preemptible phase pauses
+    "segments",  # segments too many, out of order, repeating or changing what may not change
     "precedence",  # a phase starts before a predecessor ends
     "capacity",  # GPUs of a (region, GPU type) pool above its capacity in some hour
     "reserved",  # reserved-contract GPUs above the committed pool, or a bad commitment
     "carbon_cap",  # emissions above objective.carbon_cap_tonnes
     "cost",  # a stated figure differs from its recomputation
     "figure",  # a derived figure in an entry's info (memory, failures) differs
+    "migration",  # a migration between segments stated missing or at the wrong cost
 ]
 
 #: Every violation kind, in the order the checker looks for them.

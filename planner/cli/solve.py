@@ -34,6 +34,7 @@ from planner.consistency import NumericWarning
 from planner.emissions import carbon_coverage
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, InstanceRef, Plan
+from planner.replan import describe
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
 
@@ -74,6 +75,21 @@ def print_plan(inst: Instance, plan: Plan, title: str) -> None:
             f"{len(p.hours)}" + ("" if p.contiguous else f" in {p.end_hour - p.start_hour}"),
             money(cost),
         )
+        for k, seg in enumerate(p.segments if len(p.segments) > 1 else ()):
+            move = seg.migration.get("total")
+            t.add_row(
+                f"  segment {k}",
+                f"{seg.gpus:g}" + (f"+{seg.spare_gpus}" if seg.spare_gpus else "") + f" {seg.gpu}",
+                seg.contract + (f":{seg.term}" if seg.term else ""),
+                seg.region,
+                f"{seg.precision} ZeRO-{seg.zero} tp{seg.tp} pp{seg.pp}",
+                seg.tier,
+                "",
+                "",
+                f"hours {seg.start_hour}-{seg.end_hour - 1}",
+                f"{len(seg.hours)} ({seg.work:.0%} of the work)",
+                "" if move is None else f"migration {money(float(move))}",
+            )
     console.print(t)
     if plan.reserved:
         console.print("reserved: " + ", ".join(f"{n} x {g} in {r}" for r, g, n in plan.reserved))
@@ -139,17 +155,43 @@ def solve_cmd(
         "--no-attribution",
         help="skip the baseline and the saving per lever (the report computes them later)",
     ),
+    from_hour: int | None = typer.Option(
+        None, "--from", help="re-plan from this horizon hour: keep --plan's hours before it"
+    ),
+    old_plan: Path | None = typer.Option(
+        None, "--plan", help="the plan to continue from --from (a plan JSON)"
+    ),
 ) -> None:
     """Solve INSTANCE and print the answer first (total cost against the lever-free
     baseline, the saving per cost component and per lever), then the plan and the solver's
-    status, bound and gap."""
+    status, bound and gap. With --from HOUR --plan OLD: keep OLD's hours before HOUR and
+    re-plan the rest (after a failure, a price change or a lost region); the derived instance
+    (progress, running configurations) is written next to the plan, and what changed is
+    shown."""
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
     if output is not None and output.is_dir():
         fail(f"-o {output}: is a directory; expected a file name")
+    if (from_hour is None) != (old_plan is None):
+        fail("--from and --plan go together: --from HOUR --plan OLD.json")
     inst = load_instance(instance)
+    if from_hour is not None and old_plan is not None:
+        _replan_cmd(
+            inst,
+            instance,
+            old_plan,
+            from_hour,
+            output,
+            time_limit,
+            gap,
+            threads,
+            solver,
+            backend,
+            as_json,
+        )
+        return
     from planner.summary import kind_notes
 
     for w in (*inst.warnings, *kind_notes(inst)):
@@ -223,4 +265,77 @@ def solve_cmd(
         note(
             f"plan written to {output}; check it with: trainplan verify {instance} {output}; "
             f"report: trainplan report {output}"
+        )
+
+
+def print_changes(plan: Plan) -> None:
+    """What a re-plan changed against the old plan, phase by phase."""
+    block = plan.replan or {}
+    t = Table(title=f"changes from hour {block.get('from_hour')}", title_justify="left")
+    for col in ("phase", "old plan from then", "new plan", "changed"):
+        t.add_column(col, overflow="fold")
+
+    for ch in block.get("changes", []):
+        t.add_row(
+            ch["phase"],
+            describe(ch["before"]),
+            describe(ch["after"]),
+            "yes" if ch["changed"] else "no",
+        )
+    console.print(t)
+    hist, prev = block.get("history_usd"), block.get("previous_total")
+    if hist is not None and prev is not None:
+        console.print(
+            f"old plan {money(float(prev))}; spent before hour {block.get('from_hour')} "
+            f"{money(float(hist))}; the rest now {money(plan.costs['total'])}; projected "
+            f"{money(float(hist) + plan.costs['total'])}"
+        )
+
+
+def _replan_cmd(
+    inst: Instance,
+    instance: Path,
+    old_path: Path,
+    hour: int,
+    output: Path | None,
+    time_limit: float,
+    gap: float,
+    threads: int | None,
+    solver: str,
+    backend: str,
+    as_json: bool,
+) -> None:
+    from planner.checker.planfile import read_plan
+    from planner.replan import ReplanError, replan, write_instance
+
+    old = read_plan(old_path)
+    try:
+        r = replan(inst, old, hour, solver, time_limit, gap, threads, backend)
+    except ReplanError as e:
+        fail(f"{old_path}: {e}")
+    res = r.result
+    if res.plan is None:
+        err_console.print(f"no plan: {res.message}", soft_wrap=True)
+        code = (
+            EXIT_INFEASIBLE
+            if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION)
+            else EXIT_SOLVER
+        )
+        raise typer.Exit(code)
+    derived = None
+    if output is not None:
+        res.write(output)
+        derived = output.with_suffix(".instance.json")
+        write_instance(r.instance, derived)
+    if as_json:
+        print(json.dumps(res.to_dict(), indent=2))
+        return
+    print_plan(r.instance, res.plan, f"re-plan of {inst.name} from hour {hour} ({res.solver})")
+    print_costs(res.plan, None)
+    print_changes(res.plan)
+    print_status(res)
+    if output is not None:
+        console.print(
+            f"plan written to {output}, the state at hour {hour} to {derived}; check it with: "
+            f"trainplan verify {derived} {output}"
         )

@@ -248,6 +248,17 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "The cloud's own region name, for `trainplan export` (default: this region's key).",
         "eu-central-1",
     ),
+    "Region.link_gb_per_s": (
+        "GB/s",
+        "Bandwidth of the link to another region, by region, for moving a checkpoint when a "
+        "phase migrates.",
+        "{us-tex: 2.5}",
+    ),
+    "Region.default_link_gb_per_s": (
+        "GB/s",
+        "Link bandwidth to regions not listed in link_gb_per_s (1.25 GB/s = 10 Gbit/s).",
+        "1.25",
+    ),
     # ------------------------------------------------------------------ Series
     "Series.values": (
         "per hour",
@@ -346,6 +357,12 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     ),
     "Reserved.min_gpus": ("GPUs", "Least commitment when any is made.", "8"),
     "Reserved.max_gpus": ("GPUs", "Largest commitment (no limit when absent).", "64"),
+    "Reserved.terms": (
+        "",
+        "Reservation terms offered side by side (one-year, three-year, a month): each a pool of"
+        " its own, paid for the whole term whether used or not and usable only inside it.",
+        "[{name: 1y, start: 0, hours: 8760, usd_per_gpu_hour: 2.2}]",
+    ),
     # ------------------------------------------------------------------ StorageTier, Sla
     "StorageTier.usd_per_gb_month": ("USD per GB-month", "Storage price.", "0.023"),
     "StorageTier.write_gb_per_s": (
@@ -443,6 +460,153 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
     "MLA.qk_nope_head_dim": ("", "Per-head query/key dimension without RoPE.", "128"),
     "MLA.qk_rope_head_dim": ("", "Per-head query/key dimension with RoPE.", "64"),
     "MLA.v_head_dim": ("", "Per-head value dimension.", "128"),
+    "Progress.fraction": (
+        "",
+        "Share of the phase's work done.",
+        "0.4",
+    ),
+    "Progress.tokens": (
+        "tokens",
+        "Tokens done (against work.tokens).",
+        "6.0e10",
+    ),
+    "Progress.flops": (
+        "FLOPs",
+        "FLOPs done (against the phase's work).",
+        "1.0e21",
+    ),
+    "ReservedTerm.name": (
+        "",
+        "The term's name (plans and reports name the pool by it).",
+        "1y",
+    ),
+    "ReservedTerm.start": (
+        "hour or time",
+        "When the term begins: an hour of the horizon (negative: bought before it) or an ISO "
+        "date-time with a UTC offset.",
+        "0",
+    ),
+    "ReservedTerm.hours": (
+        "h",
+        "The term's length.",
+        "8760",
+    ),
+    "ReservedTerm.usd_per_gpu_hour": (
+        "USD/GPU-h",
+        "The term's price (a number or an hourly series; default: the offer's).",
+        "2.2",
+    ),
+    "ReservedTerm.min_gpus": (
+        "GPUs",
+        "Least commitment (default: the offer's).",
+        "64",
+    ),
+    "ReservedTerm.max_gpus": (
+        "GPUs",
+        "Largest commitment (default: the offer's).",
+        "512",
+    ),
+    "ReservedTerm.prorate": (
+        "",
+        "Charge only the term's hours inside the horizon to this plan (the rest belongs to the "
+        "plans before and after it); false: the whole term.",
+        "true",
+    ),
+    "Running.gpu": (
+        "",
+        "GPU type of the running configuration.",
+        "H100-SXM",
+    ),
+    "Running.region": (
+        "",
+        "Region it runs in.",
+        "eu-de",
+    ),
+    "Running.contract": (
+        "",
+        "Its contract: on_demand, spot or reserved.",
+        "on_demand",
+    ),
+    "Running.gpus": (
+        "GPUs",
+        "Working GPUs.",
+        "64",
+    ),
+    "Running.spare_gpus": (
+        "GPUs",
+        "Spare GPUs held.",
+        "8",
+    ),
+    "Running.precision": (
+        "",
+        "Training precision.",
+        "bf16",
+    ),
+    "Running.zero": (
+        "",
+        "ZeRO stage.",
+        "1",
+    ),
+    "Running.recompute": (
+        "",
+        "Activation recomputation: none, selective, full.",
+        "selective",
+    ),
+    "Running.tp": (
+        "",
+        "Tensor-parallel degree.",
+        "8",
+    ),
+    "Running.pp": (
+        "",
+        "Pipeline-parallel degree.",
+        "1",
+    ),
+    "Running.tier": (
+        "",
+        "Storage tier of its checkpoints.",
+        "hot",
+    ),
+    "Running.term": (
+        "",
+        "Reserved term it runs under (empty: none).",
+        "1y",
+    ),
+    "Running.sp": (
+        "",
+        "Sequence parallelism on.",
+        "true",
+    ),
+    "Running.cp": (
+        "",
+        "Context-parallel degree.",
+        "1",
+    ),
+    "Running.ep": (
+        "",
+        "Expert-parallel degree.",
+        "1",
+    ),
+    "Running.microbatches": (
+        "",
+        "Micro-batches per step.",
+        "16",
+    ),
+    "Running.virtual": (
+        "",
+        "Interleaved model chunks per device.",
+        "1",
+    ),
+    "Running.offload": (
+        "",
+        "CPU offload: none, optimizer, params.",
+        "none",
+    ),
+    "Running.checkpoint": (
+        "",
+        "Its checkpoint scheme (none: the phase's default).",
+        "async",
+    ),
     # ------------------------------------------------------------------ Phase
     "Phase.name": (
         "",
@@ -541,6 +705,18 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "",
         "The phase's output exists already (reuse): it is not planned.",
         "false",
+    ),
+    "Phase.progress": (
+        "",
+        "Work already done when the phase is re-planned: a fraction, or {tokens: ...} or "
+        "{flops: ...} done; only the rest is planned.",
+        "0.4",
+    ),
+    "Phase.running": (
+        "",
+        "The configuration the phase is running on when re-planned (where its latest checkpoint"
+        " is): going on with it costs nothing more, any other start is a migration.",
+        "{gpu: H100-SXM, region: eu-de, contract: on_demand, gpus: 64, tier: hot}",
     ),
     # ------------------------------------------------------------------ Work
     "Work.tokens": ("tokens", "Tokens processed (6 N D FLOPs to train, 2 N D forward).", "2.0e9"),
@@ -645,6 +821,19 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         " in_memory.",
         "[async, in_memory]",
     ),
+    "Options.max_segments": (
+        "",
+        "At most this many segments: the phase may change configuration at checkpoints (region,"
+        " GPU type and count, contract, layout), each change a migration (docs/cost-model.md, "
+        "Segments); 1: one configuration for the whole run.",
+        "2",
+    ),
+    "Options.segment_changes": (
+        "",
+        "What may change from one segment to the next: region (with its storage tier), "
+        "gpu_type, gpus (count and spares), contract (with the reserved term), layout.",
+        "[region]",
+    ),
     "Scaling.per_doubling": (
         "share",
         "Efficiency kept per doubling of nodes (0.98: 2% lost each time).",
@@ -688,6 +877,12 @@ FIELD_DOCS: dict[str, tuple[str, str, str]] = {
         "",
         "Times the data is read (I/O time is size x passes / read bandwidth).",
         "1",
+    ),
+    "DataSpec.residency": (
+        "",
+        "The regions the data may be staged to (data residency); a configuration or segment "
+        "elsewhere is refused (none: anywhere).",
+        "[eu-de, eu-fr]",
     ),
     "Family.porting_usd": ("USD", "One-time cost of porting the stack to the family.", "20000"),
     # ------------------------------------------------------------------ FailureModel

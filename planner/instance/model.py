@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.instance.offers import Rates, Term
 from planner.instance.paths import set_path
 from planner.instance.schema import GpuType, InstanceSpec, Phase, Region
 from planner.physics.transformer import ModelDims
@@ -44,6 +45,10 @@ class Instance:
     #: Phase names in a topological order of the precedence graph.
     order: tuple[str, ...]
     failures_per_gpu_hour: Mapping[str, float]
+    #: Every offer's price per GPU-hour and spot's preemptions per hour, per horizon hour, and
+    #: the reserved terms (:mod:`planner.instance.offers`); read through :meth:`offer_price`,
+    #: :meth:`preemptions` and :meth:`reserved_terms`.
+    rates: Rates
     #: The function that built this instance from its raw document (``from_dict``): what
     #: :meth:`replace` calls, so that this module needs no import of the reader. A
     #: module-level function, so the instance pickles. Called as
@@ -127,6 +132,25 @@ class Instance:
         """Phases still to run that name ``name`` as a predecessor (a done successor needs
         nothing handed on)."""
         return self._successors.get(name, ())
+
+    def offer_price(self, region: str, gpu: str, contract: str, term: str = "") -> np.ndarray:
+        """USD per GPU-hour of an offer in every horizon hour (``term``: a reserved offer's
+        named term; "" for the offer itself). KeyError when it is not offered."""
+        return self.rates.price[(region, gpu, contract, term)]
+
+    def preemptions(self, region: str, gpu: str) -> np.ndarray:
+        """Spot preemptions per hour of a (region, GPU type) in every horizon hour (zeros
+        when the region offers no spot)."""
+        arr = self.rates.preemptions.get((region, gpu))
+        return arr if arr is not None else np.zeros(self.hours)
+
+    def reserved_terms(self, region: str, gpu: str) -> tuple[Term, ...]:
+        """The reserved terms of a (region, GPU type) offer (one implicit term ``""`` over the
+        horizon when the offer lists none); () without a reserved offer."""
+        return self.rates.terms.get((region, gpu), ())
+
+    def term(self, region: str, gpu: str, name: str) -> Term | None:
+        return self.rates.term(region, gpu, name)
 
     def replace(self, updates: Mapping[str, Any]) -> Instance:
         """A variant: ``updates`` maps dotted field paths (``regions.de.pue``,

@@ -252,10 +252,70 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
     for fam in spec.families:
         if fam not in families:
             errors.append(FieldError(f"families.{fam}", "no GPU type belongs to this family"))
+    check_state_references(spec, errors)
     if not errors:
         cycle = find_cycle(spec.phases)
         if cycle:
             errors.append(FieldError("phases", "precedence cycle: " + " -> ".join(cycle)))
+
+
+def check_state_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
+    """Names in the fields of segments and re-plans: data residency regions, link bandwidths,
+    the configuration a phase is running on (GPU type, region, its offer, tier and reserved
+    term), and a ``progress`` in tokens only for work in tokens."""
+    gpus, regions = spec.gpu_types, spec.regions
+    for rname, region in regions.items():
+        for other in region.link_gb_per_s:
+            if other not in regions:
+                errors.append(
+                    FieldError(f"regions.{rname}.link_gb_per_s", f"unknown region {other!r}")
+                )
+    for i, p in enumerate(spec.phases):
+        where = f"phases[{i}] ({p.name})"
+        for r in p.data.residency or ():
+            if r not in regions:
+                errors.append(
+                    FieldError(
+                        f"{where}.data.residency", f"unknown region {r!r}; known: {sorted(regions)}"
+                    )
+                )
+        pr = p.progress
+        if pr is not None and pr.tokens is not None and p.work.tokens is None:
+            errors.append(
+                FieldError(
+                    f"{where}.progress.tokens",
+                    "progress in tokens needs work in tokens; give a fraction or flops",
+                )
+            )
+        run = p.running
+        if run is None:
+            continue
+        at = f"{where}.running"
+        if run.gpu not in gpus:
+            errors.append(FieldError(f"{at}.gpu", f"unknown GPU type {run.gpu!r}"))
+        if run.region not in regions:
+            errors.append(FieldError(f"{at}.region", f"unknown region {run.region!r}"))
+            continue
+        region = regions[run.region]
+        if run.tier not in region.storage:
+            errors.append(
+                FieldError(
+                    f"{at}.tier",
+                    f"region {run.region!r} has no storage tier {run.tier!r}; it has "
+                    f"{sorted(region.storage)}",
+                )
+            )
+        offers = region.offers.get(run.gpu)
+        offer = getattr(offers, run.contract) if offers is not None else None
+        if offer is None:
+            errors.append(
+                FieldError(
+                    f"{at}.contract",
+                    f"region {run.region!r} offers no {run.gpu} under {run.contract}",
+                )
+            )
+        elif run.term and run.term not in getattr(offer, "term_names", lambda: ())():
+            errors.append(FieldError(f"{at}.term", f"the reserved offer has no term {run.term!r}"))
 
 
 def find_cycle(phases: tuple[Phase, ...]) -> list[str] | None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.model import Instance
+from planner.instance.offers import resolve_offers
 from planner.instance.references import topological, window
 from planner.instance.schema import InstanceSpec
 from planner.instance.series import SeriesError, resolve_series
@@ -73,6 +74,8 @@ def resolve(
             )
             arr.setflags(write=False)
             capacity[(rname, g)] = arr
+    rates, rate_errors = resolve_offers(spec, base_dir)
+    errors.extend(rate_errors)
     if errors:
         raise InstanceError(file, errors)
     models: dict[str, ModelDims] = {}
@@ -121,6 +124,7 @@ def resolve(
         models=MappingProxyType(models),
         order=topological(spec.phases),
         failures_per_gpu_hour=MappingProxyType(fr),
+        rates=rates,
         warnings=tuple(warnings),
         rebuild=rebuild,
         data_root=data_root,

@@ -238,6 +238,19 @@ class Series(Strict):
         return self
 
 
+def _not_a_number(v: object) -> object:
+    """Refuse numbers in the date-time branch of ``release``/``deadline``: a number there is a
+    horizon hour, never a Unix timestamp (pydantic would otherwise read ``deadline: 0`` as
+    1970-01-01T00:00:00Z once the hour branch has refused it)."""
+    if isinstance(v, int | float):
+        raise ValueError("a number here is an hour of the horizon, not a time")
+    return v
+
+
+#: A point in time written as an ISO date-time (YAML may hand over a datetime object).
+Time = Annotated[datetime, BeforeValidator(_not_a_number)]
+
+
 # ----------------------------------------------------------------------------- hardware
 
 
@@ -303,32 +316,75 @@ class GpuType(Strict):
         return self
 
 
+#: A price or rate per GPU-hour: one number for the whole horizon, or an hourly series in any
+#: form electricity accepts (inline list, CSV file, time-of-use bands in the region's local
+#: time, constant), on the same clock; resolved by :mod:`planner.instance.offers`, where
+#: negative values are refused.
+Rate = NonNegFloat | Series
+
+
 class OnDemand(Strict):
-    usd_per_gpu_hour: NonNegFloat
+    usd_per_gpu_hour: Rate
     billing_granularity_hours: PosInt = 1
     min_rental_hours: NonNegInt = 0
 
 
 class Spot(Strict):
-    usd_per_gpu_hour: NonNegFloat
-    preemptions_per_hour: NonNegFloat = 0.01
+    usd_per_gpu_hour: Rate
+    preemptions_per_hour: Rate = 0.01
     billing_granularity_hours: PosInt = 1
     min_rental_hours: NonNegInt = 0
 
 
+def _not_a_bool(v: object) -> object:
+    if isinstance(v, bool):
+        raise ValueError("expected an hour of the horizon or an ISO date-time")
+    return v
+
+
+class ReservedTerm(Strict):
+    """One commitment term of a reserved offer: it begins at ``start`` (an hour of the horizon,
+    negative for a term bought before the horizon, or an ISO date-time with a UTC offset) and
+    lasts ``hours``; the GPUs committed are paid for the whole term whether used or not and
+    usable only inside it. Price and commitment sizes default to the offer's. ``prorate``
+    (default): only the term's hours inside the horizon are charged to this plan (the rest
+    belongs to the plans before and after it); ``prorate: false`` charges the whole term."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    start: Annotated[int | Time, BeforeValidator(_not_a_bool)]
+    hours: PosInt
+    usd_per_gpu_hour: Rate | None = None
+    min_gpus: NonNegInt | None = None
+    max_gpus: NonNegInt | None = None
+    prorate: bool = True
+
+
 class Reserved(Strict):
     """Reserved capacity: ``gpus`` chosen by the planner in [min_gpus, max_gpus] (or 0), paid
-    every hour of the horizon whether used or not."""
+    every hour of the horizon whether used or not; or, with ``terms``, per term (one-year and
+    three-year commitments side by side), paid for the term and usable only inside it."""
 
-    usd_per_gpu_hour: NonNegFloat
+    usd_per_gpu_hour: Rate
     min_gpus: NonNegInt = 0
     max_gpus: NonNegInt | None = None
+    terms: tuple[ReservedTerm, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Reserved:
         if self.max_gpus is not None and self.max_gpus < self.min_gpus:
             raise ValueError("max_gpus must be at least min_gpus")
+        names = [t.name or f"term-{i + 1}" for i, t in enumerate(self.terms)]
+        _once("term name", tuple(names))
+        for name, t in zip(names, self.terms, strict=True):
+            lo = self.min_gpus if t.min_gpus is None else t.min_gpus
+            hi = self.max_gpus if t.max_gpus is None else t.max_gpus
+            if hi is not None and hi < lo:
+                raise ValueError(f"term {name}: max_gpus must be at least min_gpus")
         return self
+
+    def term_names(self) -> tuple[str, ...]:
+        """The terms' names (``term-<i>`` for an unnamed i-th term, from 1)."""
+        return tuple(t.name or f"term-{i + 1}" for i, t in enumerate(self.terms))
 
 
 class Offers(Strict):
@@ -381,6 +437,10 @@ class Region(Strict):
     )
     transfer_usd_per_gb: dict[str, NonNegFloat] = Field(default_factory=dict)
     default_transfer_usd_per_gb: NonNegFloat = 0.02
+    #: Bandwidth of the link to another region (GB/s), for moving a checkpoint when a phase
+    #: migrates; ``default_link_gb_per_s`` for regions not listed (1.25 GB/s = 10 Gbit/s).
+    link_gb_per_s: dict[str, PosFloat] = Field(default_factory=dict)
+    default_link_gb_per_s: PosFloat = 1.25
     sla: Sla | None = None
     cloud: Name | None = None
     cloud_region: Name | None = None
@@ -580,6 +640,10 @@ _CHOICES = (
 )
 
 
+SegmentChange = Literal["region", "gpu_type", "gpus", "contract", "layout"]
+SEGMENT_CHANGES: tuple[SegmentChange, ...] = ("region", "gpu_type", "gpus", "contract", "layout")
+
+
 class Options(Strict):
     """What the planner may choose among for a phase. Every list is a choice the planner
     makes per configuration; the defaults keep one value each (the list multiplies the
@@ -622,6 +686,14 @@ class Options(Strict):
     contracts: tuple[Contract, ...] = ("on_demand", "spot", "reserved")
     storage_tiers: Annotated[tuple[str, ...], Field(max_length=MAX_STORAGE_TIERS)] | None = None
     extra_spare_nodes: Annotated[tuple[NonNegInt, ...], Field(max_length=MAX_CHOICES)] = (0, 1)
+    #: At most this many segments: the phase may change configuration (region, GPU type and
+    #: count, contract, layout) at a checkpoint, each change a migration (docs/cost-model.md,
+    #: "Segments"). 1: one configuration for the whole run.
+    max_segments: Annotated[int, Field(ge=1, le=24)] = 1
+    #: What may change from one segment to the next: ``region`` (with its storage tier),
+    #: ``gpu_type``, ``gpus`` (count and spares), ``contract`` (with the reserved term),
+    #: ``layout`` (precision, ZeRO, recomputation, tp, pp).
+    segment_changes: tuple[SegmentChange, ...] = SEGMENT_CHANGES
 
     @model_validator(mode="after")
     def _check(self) -> Options:
@@ -630,6 +702,7 @@ class Options(Strict):
         for name in _CHOICES:
             if len(getattr(self, name)) == 0:
                 raise ValueError(f"{name}: expected at least one choice")
+        _once("change", self.segment_changes)
         return self
 
     @field_validator(*_CHOICES, "gpu_counts", "storage_tiers", "checkpoint")
@@ -676,24 +749,65 @@ class Redundancy(Strict):
 
 
 class DataSpec(Strict):
-    """Input data: size, the region it lives in, and bytes read per token (I/O bound, lever 3.1)."""
+    """Input data: size, the region it lives in, and bytes read per token (I/O bound, lever 3.1).
+    ``residency``: the regions the data may be staged to (data residency; None: anywhere); a
+    configuration or segment in another region is refused."""
 
     size_gb: NonNegFloat = 0.0
     home_region: str | None = None
     read_passes: PosFloat = 1.0
+    residency: tuple[str, ...] | None = None
 
 
-def _not_a_number(v: object) -> object:
-    """Refuse numbers in the date-time branch of ``release``/``deadline``: a number there is a
-    horizon hour, never a Unix timestamp (pydantic would otherwise read ``deadline: 0`` as
-    1970-01-01T00:00:00Z once the hour branch has refused it)."""
-    if isinstance(v, int | float):
-        raise ValueError("a number here is an hour of the horizon, not a time")
+class Progress(Strict):
+    """Work a phase has already done, given exactly one way: a ``fraction`` of its work, or
+    the ``tokens`` or ``flops`` done (against the phase's own work)."""
+
+    fraction: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)] | None = None
+    tokens: NonNegFloat | None = None
+    flops: NonNegFloat | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Progress:
+        given = [k for k in ("fraction", "tokens", "flops") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"expected exactly one of 'fraction', 'tokens', 'flops'; got {given or 'none'}"
+            )
+        return self
+
+
+class Running(Strict):
+    """The configuration a phase is running on when it is re-planned: where its latest
+    checkpoint is. Continuing on it from the phase's release costs nothing more; any other
+    start is a migration from it (docs/cost-model.md, "Segments")."""
+
+    gpu: str
+    region: str
+    contract: Contract
+    gpus: PosFloat
+    spare_gpus: NonNegInt = 0
+    precision: Precision = "bf16"
+    zero: Annotated[int, Field(ge=0, le=3)] = 0
+    recompute: Recompute = "none"
+    tp: PosInt = 1
+    pp: PosInt = 1
+    tier: str
+    term: str = ""
+    sp: bool = True
+    cp: PosInt = 1
+    ep: PosInt = 1
+    microbatches: PosInt = 16
+    virtual: PosInt = 1
+    offload: Offload = "none"
+    checkpoint: CheckpointScheme | None = None
+
+
+def _progress(v: object) -> object:
+    """``progress: 0.4`` is a fraction."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return {"fraction": v}
     return v
-
-
-#: A point in time written as an ISO date-time (YAML may hand over a datetime object).
-Time = Annotated[datetime, BeforeValidator(_not_a_number)]
 
 
 class Phase(Strict):
@@ -722,6 +836,10 @@ class Phase(Strict):
     memory_gb: NonNegFloat = 0.0
     licence_usd_per_gpu_hour: NonNegFloat = 0.0
     done: bool = False
+    #: Work already done (a re-plan from now): the planner plans the rest.
+    progress: Annotated[Progress, BeforeValidator(_progress)] | None = None
+    #: The configuration the phase runs on now (its checkpoint is there).
+    running: Running | None = None
 
     @field_validator("predecessors", "gpu_types", "regions")
     @classmethod

@@ -37,6 +37,7 @@ from planner.report.facts import (
     pool_usage,
     utc,
 )
+from planner.schedule import hour_runs
 
 #: Width of every chart in inches; heights grow with the rows shown.
 WIDTH_IN = 11.0
@@ -128,22 +129,27 @@ def _lanes(spans: Sequence[tuple[str, int, int]]) -> dict[str, int]:
 
 def gantt(plan: Plan, inst: Instance | None = None) -> Figure:
     """Phases as bars on rows of (region, GPU type) pools over the horizon; a pool gets one
-    row per set of phases that overlap in time there."""
+    row per set of phases that overlap in time there. A phase in segments is one bar that
+    moves across pools: each segment in its pool's row, in the phase's colour, joined at
+    every migration by a dashed line from one row to the next."""
     hours = horizon_hours(plan, inst)
     colours = phase_colours(plan)
-    pools = sorted({(p.region, p.gpu) for p in plan.phases})
+    # the pieces: (key, phase, pool, hours), one per segment
+    pieces = [
+        (f"{p.name}#{k}", p.name, (seg.region, seg.gpu), seg.hours, seg)
+        for p in plan.phases
+        for k, seg in enumerate(p.parts())
+        if seg.hours
+    ]
+    pools = sorted({pool for _, _, pool, _, _ in pieces})
     rows: list[str] = []
     where: dict[str, int] = {}
     for pool in pools:
-        members = [
-            (p.name, p.start_hour, p.end_hour)
-            for p in plan.phases
-            if (p.region, p.gpu) == pool and p.hours
-        ]
+        members = [(key, min(hs), max(hs) + 1) for key, _, pl, hs, _ in pieces if pl == pool]
         lanes = _lanes(members)
         n = max(lanes.values(), default=0) + 1
-        for name, k in lanes.items():
-            where[name] = len(rows) + k
+        for key, k in lanes.items():
+            where[key] = len(rows) + k
         rows += [f"{pool[0]} / {pool[1]}" + (f" ({k + 1})" if n > 1 else "") for k in range(n)]
     legend_rows = math.ceil(len(plan.phases) / 4)
     fig, _ = _new(1.2 + 0.45 * max(1, len(rows)) + 0.2 * legend_rows)
@@ -152,23 +158,43 @@ def gantt(plan: Plan, inst: Instance | None = None) -> Figure:
     # Bar width in points: the axes span about WIDTH_IN - 2 inches of the figure.
     pt_per_hour = (WIDTH_IN - 2.0) * 72.0 / max(hours, 1)
     for p in plan.phases:
-        if not p.hours or p.name not in where:
+        mine = [x for x in pieces if x[1] == p.name and x[0] in where]
+        if not mine:
             continue
-        y = where[p.name]
-        runs = phase_facts(p).segments
-        bars = [(_x(plan, s), (e - s) / 24.0) for s, e in runs]
-        gpus = f"{p.gpus:g}" + (f"+{p.spare_gpus}" if p.spare_gpus else "")
-        ax.broken_barh(
-            bars,
-            (y - 0.38, 0.76),
-            facecolors=colours[p.name],
-            edgecolor="white",
-            linewidth=0.5,
-            label=label(f"{p.name}: {gpus} x {p.gpu} {p.contract}"),
-        )
+        longest: tuple[int, int, int] | None = None
+        for i, (key, _, _, hs, seg) in enumerate(mine):
+            y = where[key]
+            runs = hour_runs(hs)
+            bars = [(_x(plan, s), (e - s) / 24.0) for s, e in runs]
+            gpus = f"{seg.gpus:g}" + (f"+{seg.spare_gpus}" if seg.spare_gpus else "")
+            what = f"{p.name}: {gpus} x {seg.gpu} {seg.contract}"
+            if len(mine) > 1:
+                what = f"{p.name}: {len(mine)} segments, from {gpus} x {seg.gpu} {seg.contract}"
+            ax.broken_barh(
+                bars,
+                (y - 0.38, 0.76),
+                facecolors=colours[p.name],
+                edgecolor="white",
+                linewidth=0.5,
+                label=label(what) if i == 0 else None,
+            )
+            for s, e in runs:
+                if longest is None or e - s > longest[1] - longest[0]:
+                    longest = (s, e, y)
+            if i + 1 < len(mine):  # the migration: the bar goes on in the next pool
+                nxt_key, _, _, nxt_hours, _ = mine[i + 1]
+                x = _x(plan, min(nxt_hours))
+                ax.plot(
+                    [x, x],
+                    [y, where[nxt_key]],
+                    color=colours[p.name],
+                    linestyle="--",
+                    linewidth=1.2,
+                )
         # The name goes inside the longest run when it fits (DejaVu Sans bold averages about
         # 0.65 em a glyph), dark on light colours and white on dark ones.
-        s, e = max(runs, key=lambda r: r[1] - r[0])
+        assert longest is not None
+        s, e, y = longest
         if len(p.name) * 0.65 * 8.0 + 6 <= (e - s) * pt_per_hour:
             ax.text(
                 _x(plan, (s + e) / 2),
@@ -336,9 +362,10 @@ def prices(plan: Plan, inst: Instance) -> Figure:
         price = np.asarray(inst.price[r], dtype=float)
         ax.stairs(price, edges, color="#555555", linewidth=1.0, baseline=None)
         for p in plan.phases:
-            if p.region != r:
+            here = [h for seg in p.parts() if seg.region == r for h in seg.hours]
+            if not here:
                 continue
-            for s, e in phase_facts(p).segments:
+            for s, e in hour_runs(tuple(here)):
                 ax.axvspan(edges[s], edges[e], color=colours[p.name], alpha=0.18, linewidth=0)
                 ax.stairs(
                     price[s:e],
@@ -346,7 +373,7 @@ def prices(plan: Plan, inst: Instance) -> Figure:
                     color=colours[p.name],
                     linewidth=2.2,
                     baseline=None,
-                    label=label(p.name) if s == p.start_hour else "_nolegend_",
+                    label=label(p.name) if s == min(here) else "_nolegend_",
                 )
         paid = energy_weighted_price(plan, inst, r)
         paid_s = f"; paid {paid:,.1f} (energy-weighted)" if paid is not None else "; unused"
@@ -366,7 +393,8 @@ def prices(plan: Plan, inst: Instance) -> Figure:
 
 def capacity_pools(plan: Plan, inst: Instance) -> list[tuple[str, str]]:
     """Pools drawn in the capacity chart: those the plan uses or reserves."""
-    return sorted({(p.region, p.gpu) for p in plan.phases} | {(r, g) for r, g, _ in plan.reserved})
+    used = {(seg.region, seg.gpu) for p in plan.phases for seg in p.parts()}
+    return sorted(used | {(r, g) for r, g, _ in plan.reserved})
 
 
 def capacity(plan: Plan, inst: Instance) -> Figure:

@@ -178,10 +178,11 @@ def pool_usage(plan: Plan, hours: int) -> dict[tuple[str, str], dict[str, np.nda
     hours outside the range are ignored."""
     out: dict[tuple[str, str], dict[str, np.ndarray]] = {}
     for p in plan.phases:
-        use = np.zeros(hours)
-        idx = np.asarray([h for h in p.hours if 0 <= h < hours], dtype=int)
-        use[idx] = p.gpus + p.spare_gpus
-        out.setdefault((p.region, p.gpu), {})[p.name] = use
+        for seg in p.parts():  # each segment in its own pool
+            pool = out.setdefault((seg.region, seg.gpu), {})
+            use = pool.setdefault(p.name, np.zeros(hours))
+            idx = np.asarray([h for h in seg.hours if 0 <= h < hours], dtype=int)
+            use[idx] = seg.gpus + seg.spare_gpus
     return out
 
 
@@ -191,13 +192,15 @@ def energy_weighted_price(plan: Plan, inst: Instance, region: str) -> float | No
     num = den = 0.0
     price = inst.price[region]
     for p in plan.phases:
-        if p.region != region:
-            continue
-        kw = number(p.info, "facility_kw") or 1.0
-        for h in p.hours:
-            if 0 <= h < len(price):
-                num += kw * float(price[h])
-                den += kw
+        for seg in p.parts():
+            if seg.region != region:
+                continue
+            info = seg.info or p.info
+            kw = number(info, "facility_kw") or 1.0
+            for h in seg.hours:
+                if 0 <= h < len(price):
+                    num += kw * float(price[h])
+                    den += kw
     return num / den if den > 0 else None
 
 

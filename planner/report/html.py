@@ -21,6 +21,7 @@ import numpy as np
 from planner.attribution import Attribution
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
+from planner.replan import describe
 from planner.report.charts import capacity_pools, figures, svg
 from planner.report.facts import (
     HEADROOM_ALERT,
@@ -303,6 +304,67 @@ def _answer(plan: Plan, a: Attribution | None, why_none: str) -> str:
     )
 
 
+def _moves(plan: Plan) -> str:
+    """The segments of phases that change configuration at checkpoints, and each migration."""
+    rows = []
+    for p in plan.phases:
+        if not p.segments:
+            continue
+        for k, seg in enumerate(p.segments):
+            m = seg.migration
+            move = ""
+            if m:
+                move = f"{usd(float(m['total']))} from {esc(m.get('from', ''))}"
+                move += f" ({float(m.get('hours', 0)):.3f} h)"
+            rows.append(
+                (
+                    esc(p.name),
+                    str(k),
+                    esc(f"{seg.gpus:g} x {seg.gpu} {seg.contract} @{seg.region}"),
+                    esc(f"{seg.start_hour}-{seg.end_hour - 1}"),
+                    f"{seg.work:.1%}",
+                    move,
+                )
+            )
+    if not rows:
+        return ""
+    return "<h3>Segments and migrations</h3>" + _table(
+        ("phase", "segment", "configuration", "hours", "work", "migration into it"),
+        rows,
+        (False, True, False, False, True, False),
+    )
+
+
+def _changes(plan: Plan) -> str:
+    """What a re-plan changed against the plan it continues."""
+    block = plan.replan
+    if not block:
+        return ""
+
+    rows = [
+        (
+            esc(ch["phase"]),
+            esc(describe(ch["before"])),
+            esc(describe(ch["after"])),
+            "yes" if ch["changed"] else "no",
+        )
+        for ch in block.get("changes", [])
+    ]
+    hist, prev = block.get("history_usd"), block.get("previous_total")
+    line = ""
+    if hist is not None and prev is not None:
+        line = (
+            f"<p>Old plan {usd(float(prev))}; spent before hour {esc(block.get('from_hour'))} "
+            f"{usd(float(hist))}; the rest now {usd(plan.total)}; projected "
+            f"{usd(float(hist) + plan.total)}.</p>"
+        )
+    return (
+        f"<h3>Changes from hour {esc(block.get('from_hour'))} against the old plan</h3>"
+        + _table(("phase", "old plan from then", "new plan", "changed"), rows, (False,) * 4)
+        + line
+    )
+
+
 def _costs(plan: Plan) -> str:
     rows = []
     for name, c in cost_rows(plan):
@@ -445,12 +507,17 @@ def render(
     body["answer"] = _answer(plan, attribution, attribution_note)
     body["solver"] = _solver(plan, head, emissions)
     body["monitoring"] = _monitoring(facts)
-    body["schedule"] = _figure(
-        charts["gantt"],
-        "Each bar is a phase on the (region, GPU) pool "
-        "it runs on; gaps in a bar are hours a preemptible phase is "
-        "paused.",
-    ) + _schedule(plan, inst, local_times)
+    body["schedule"] = (
+        _figure(
+            charts["gantt"],
+            "Each bar is a phase on the (region, GPU) pool "
+            "it runs on; gaps in a bar are hours a preemptible phase is "
+            "paused; a phase in segments moves across pools (dashed: a migration).",
+        )
+        + _schedule(plan, inst, local_times)
+        + _moves(plan)
+        + _changes(plan)
+    )
     body["costs"] = _figure(
         charts["costs"],
         "Cost components per phase; the plan-wide row "
