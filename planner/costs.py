@@ -13,7 +13,8 @@ multiplier. In hour t of region r with price ``p_t`` (USD/MWh) and carbon intens
 (gCO2/kWh):
 
 - energy      ``E_t = kW p_t / 1000``
-- failure     ``F_t = lambda (L (rho + E_t) - share m D rho)``
+- failure     ``F_t = lambda (L (rho + E_t) - share min(m D, L) rho)`` (the SLA credit
+  refunds at most the rental the failure lost)
 - carbon      ``C_t = kW ci_t / 1e6`` tonnes, priced at ``carbon_usd_per_tonne``
 
 and the weighted cost of the hour (weights default to 1) splits into a part that does not
@@ -130,13 +131,21 @@ def energy_usd(c: Config, price: np.ndarray) -> np.ndarray:
     return c.facility_kw * price / 1000.0
 
 
+def sla_credit_h(c: Config) -> float:
+    """Hours of rental the provider's SLA credit returns per failure, averaged over failures:
+    ``share x min(m x D, L)``. The credit is m times the downtime's rental for the provider's
+    share of failures, capped at the L hours of rental the failure lost: a credit refunds
+    rental, so a failure never earns money (share 1.0 and m = 2.0 with D > L / 2 did)."""
+    return c.sla_share * min(c.sla_multiplier * c.downtime_h, c.loss_h)
+
+
 def failure_usd(c: Config, price: np.ndarray) -> np.ndarray:
-    """``F_t = lambda (L (rho + E_t) - share x m x D x rho)``: the work lost per failure is
-    paid at the hour's full rate; the provider's SLA credit returns m times the downtime's
-    rental for its share of failures (Young 1974, Daly 2006; docs/cost-model.md)."""
+    """``F_t = lambda (L (rho + E_t) - share x min(m D, L) x rho)``: the work lost per failure
+    is paid at the hour's full rate; the provider's SLA credit returns m times the downtime's
+    rental for its share of failures, at most the rental lost (:func:`sla_credit_h`; Young
+    1974, Daly 2006; docs/cost-model.md)."""
     return c.failure_rate * (
-        c.loss_h * (c.rental_per_h + energy_usd(c, price))
-        - c.sla_share * c.sla_multiplier * c.downtime_h * c.rental_per_h
+        c.loss_h * (c.rental_per_h + energy_usd(c, price)) - sla_credit_h(c) * c.rental_per_h
     )
 
 
@@ -156,7 +165,7 @@ class HourlyTerms:
     """The weighted cost of one running hour t of a configuration is
     ``fixed + per_mwh x price_t + per_gco2 x ci_t``:
 
-    - ``fixed = rental(mode) + w_s storage + w_f lambda (L - share m D) rho``
+    - ``fixed = rental(mode) + w_s storage + w_f lambda (L - share min(m D, L)) rho``
     - ``per_mwh = kW (w_e + w_f lambda L) / 1000``
     - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``."""
 
@@ -181,7 +190,7 @@ def rental_per_hour(inst: Instance, c: Config, w: Weights, mode: RentalMode) -> 
 
 def hourly_terms(inst: Instance, c: Config, w: Weights, mode: RentalMode = "billed") -> HourlyTerms:
     """The split of :class:`HourlyTerms`."""
-    fail_fixed = c.failure_rate * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
+    fail_fixed = c.failure_rate * (c.loss_h - sla_credit_h(c))
     return HourlyTerms(
         fixed=rental_per_hour(inst, c, w, mode)
         + w.storage * c.storage_per_h

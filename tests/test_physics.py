@@ -263,12 +263,22 @@ def test_failure_cost_and_downtime() -> None:
     # Downtime: spare node -> swap (0.1 h) else restart (0.5 h), plus reload 0.05 h.
     assert reliability.downtime_hours(1, 0.5, 0.1, 0.05) == pytest.approx(0.15)
     assert reliability.downtime_hours(0, 0.5, 0.1, 0.05) == pytest.approx(0.55)
-    # lambda 0.1/h, L = 0.6 h, $100/h running: 0.1 x 0.6 x 100 = $6/h; SLA credit for half of
-    # the failures at 2x downtime 0.5 h on $80/h rental: 0.1 x 0.5 x 2 x 0.5 x 80 = $4/h.
+    # lambda 0.1/h, L = 0.6 h, $100/h running: 0.1 x 0.6 x 100 = $6/h. SLA credit for half
+    # of the failures at 1x downtime 0.5 h on $80/h rental: 0.1 x 0.5 x 0.5 x 80 = $2/h.
     assert reliability.expected_failure_cost_per_hour(0.1, 0.6, 100.0) == pytest.approx(6.0)
     assert reliability.expected_failure_cost_per_hour(
+        0.1, 0.6, 100.0, sla_share=0.5, credit_multiplier=1.0, downtime_h=0.5, rental_per_h=80.0
+    ) == pytest.approx(4.0)
+    # at 2x the credit would be 2 x 0.5 = 1.0 h of rental for a failure that lost 0.6 h:
+    # capped at 0.6 h, 0.1 x 0.5 x 0.6 x 80 = $2.4/h (uncapped it was $4/h)
+    assert reliability.expected_failure_cost_per_hour(
         0.1, 0.6, 100.0, sla_share=0.5, credit_multiplier=2.0, downtime_h=0.5, rental_per_h=80.0
-    ) == pytest.approx(2.0)
+    ) == pytest.approx(3.6)
+    # every failure the provider's at 2x: the credit is the whole rental lost, 0.1 x 0.6 x 80
+    # = $4.8/h, and what remains is the energy lost, 0.1 x 0.6 x (100 - 80) = $1.2/h >= 0
+    assert reliability.expected_failure_cost_per_hour(
+        0.1, 0.6, 100.0, sla_share=1.0, credit_multiplier=2.0, downtime_h=0.5, rental_per_h=80.0
+    ) == pytest.approx(1.2)
 
 
 # ----------------------------------------------------------------------------- energy

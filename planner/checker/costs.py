@@ -38,6 +38,13 @@ def count_runs(hours: Iterable[int]) -> int:
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
+def sla_credit_h(f: PhaseFacts) -> float:
+    """Hours of rental the SLA credit returns per failure: ``share x min(mult x D, L)``, m
+    times the downtime for the provider's share of failures but never more than the L hours
+    of rental a failure loses (docs/cost-model.md, "SLA")."""
+    return f.sla_share * min(f.sla_multiplier * f.downtime_h, f.loss_h)
+
+
 def phase_costs(
     inst: Instance, ent: Entry, f: PhaseFacts, region_of: Mapping[str, str]
 ) -> PhaseCosts:
@@ -47,7 +54,8 @@ def phase_costs(
       ``B = {floor(t / g) : t in H}``; reserved ``n x (gpus + spare_gpus) x licence`` (the pool
       itself is paid at plan level);
     - energy: ``Σ_{t∈H} kW x price_t / 1000``;
-    - failure: ``Σ_{t∈H} λ (L (ρ + kW price_t / 1000) - share x mult x D x ρ)``, plus
+    - failure: ``Σ_{t∈H} λ (L (ρ + kW price_t / 1000) - share x min(mult x D, L) x ρ)``
+      (the SLA credit refunds at most the rental lost, :func:`sla_credit_h`), plus
       ``(segments - 1) x resume cost`` for a preemptible phase;
     - storage: ``n x storage/h`` + (preemptible) ``(end - start - n) x pause parking/h`` +
       ``(T - end) x archive/h``;
@@ -71,10 +79,7 @@ def phase_costs(
     failure = float(
         np.sum(
             f.failure_rate
-            * (
-                f.loss_h * (f.rental_per_h + energy_t)
-                - f.sla_share * f.sla_multiplier * f.downtime_h * f.rental_per_h
-            )
+            * (f.loss_h * (f.rental_per_h + energy_t) - sla_credit_h(f) * f.rental_per_h)
         )
     )
     storage = n * f.storage_per_h + (inst.hours - end) * f.archive_per_h

@@ -69,12 +69,12 @@ def expected_failure_cost_per_hour(
     rental_per_h: float = 0.0,
 ) -> float:
     """Expected failure-restart cost per running hour:
-    lambda x L x (rental + energy per hour)  -  lambda x share x m x downtime x rental per hour,
-    the second term being the provider's SLA credit (m times the downtime, for the share of
-    failures that are the provider's fault)."""
-    return rate_per_h * (
-        loss_h * hourly_cost - sla_share * credit_multiplier * downtime_h * rental_per_h
-    )
+    lambda x L x (rental + energy per hour)  -  lambda x share x min(m x downtime, L) x rental
+    per hour, the second term being the provider's SLA credit (m times the downtime, for the
+    share of failures that are the provider's fault), capped at the L hours of rental a
+    failure loses: a credit refunds rental, it never pays out more than was lost."""
+    credit_h = sla_share * min(credit_multiplier * downtime_h, loss_h)
+    return rate_per_h * (loss_h * hourly_cost - credit_h * rental_per_h)
 
 
 # ----------------------------------------------------------------------------- fleets at scale
