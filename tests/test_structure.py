@@ -50,6 +50,7 @@ UPPER = (
     "planner.cli",
     "planner.estimate",
     "planner.summary",
+    "planner.terminal",
 )
 #: What the independent checker may import of the project.
 CHECKER_MAY = ("planner.instance", "planner.physics", "planner.plan", "planner.result")

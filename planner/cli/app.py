@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from planner.instance import Instance, InstanceError, read
-from planner.instance.errors import printable
+from planner.terminal import TextConsole, styled
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -28,11 +27,10 @@ def _root() -> None:
     """trainplan: plan where, when and on what hardware to train a large model, at least cost."""
 
 
-# emoji codes off everywhere: ':x:' in a name or a message stays ':x:'
-console = Console(highlight=False, width=_WIDTH, emoji=False)
-err_console = Console(
-    stderr=True, highlight=False, emoji=False, width=None if sys.stderr.isatty() else 160
-)
+# every command prints through these two: user text is shown as text (no markup, no emoji
+# codes, control characters escaped; planner.terminal), styles come from styled()
+console = TextConsole(width=_WIDTH)
+err_console = TextConsole(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,25 +40,20 @@ EXIT_INPUT = 2
 EXIT_INFEASIBLE = 1
 #: Exit status when the solver failed or found no plan in time.
 EXIT_SOLVER = 3
+#: Exit status of an internal error: a bug in trainplan, never the user's input.
+EXIT_INTERNAL = 4
 
 
 def say_plain(text: str, *, end: str = "\n") -> None:
     """Print ``text`` on stderr exactly as text: no rich markup (``[/]`` in a name is not a
     tag), no emoji codes (``:x:`` stays ``:x:``) and no control characters (an ESC in a
-    name is shown as ``\\x1b``, never sent to the terminal)."""
-    err_console.print(
-        "\n".join(printable(line) for line in text.split("\n")),
-        soft_wrap=True,
-        markup=False,
-        emoji=False,
-        highlight=False,
-        end=end,
-    )
+    name is shown as ``\\x1b``, never sent to the terminal): :class:`TextConsole`."""
+    err_console.print(text, soft_wrap=True, end=end)
 
 
 def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
     """Print ``error: <message>`` (the message as plain text, see :func:`say_plain`) and exit."""
-    err_console.print("[bold red]error:[/]", end=" ")
+    err_console.print(styled("error:", "bold red"), end=" ")
     say_plain(message)
     raise typer.Exit(code)
 
@@ -68,7 +61,7 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 def print_instance_error(e: InstanceError, title: str = "invalid instance") -> None:
     """The title and file, then one line per problem (``<file>: <field>: <message>``), all
     user text printed plain (:func:`say_plain`)."""
-    err_console.print(f"[bold red]{title}[/]", end=" ")
+    err_console.print(styled(title, "bold red"), end=" ")
     say_plain(e.file)
     for line in e.lines():
         say_plain(f"  {line}")
@@ -84,8 +77,9 @@ def load_instance(path: Path) -> Instance:
 
 
 def guarded(fn: F) -> F:
-    """Commands never show a traceback: input errors exit 2, anything unexpected exits 1 with
-    the message (set TRAINPLAN_DEBUG=1 to see the traceback)."""
+    """Commands never show a traceback: input errors exit 2; anything unexpected is an
+    internal error: a short "please report" line with the exception's type and message, and
+    exit :data:`EXIT_INTERNAL` (set TRAINPLAN_DEBUG=1 to see the traceback)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -109,11 +103,13 @@ def guarded(fn: F) -> F:
         except Exception as e:
             if os.environ.get("TRAINPLAN_DEBUG"):
                 raise
-            err_console.print("[bold red]internal error:[/]", end=" ")
+            err_console.print(styled("internal error:", "bold red"), end=" ")
             say_plain(f"{type(e).__name__}: {e}")
             err_console.print(
-                "set TRAINPLAN_DEBUG=1 for the traceback; please report it", soft_wrap=True
+                "this is a bug in trainplan, please report it with the line above "
+                "(TRAINPLAN_DEBUG=1 shows the traceback)",
+                soft_wrap=True,
             )
-            raise typer.Exit(EXIT_INFEASIBLE) from None
+            raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
