@@ -87,3 +87,38 @@ def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
     with Store(store, readonly=True) as s:
         df = s.frame()
     assert len(df) == 8 and set(df["status"]) == {"ok"}
+
+
+def test_cli_without_the_auth_mode_says_what_to_set(cluster: ModuleType, tmp_path: Path) -> None:
+    # the cluster started above uses token authentication (Ray 2.60's default for ray.init,
+    # which set RAY_AUTH_MODE=token in this process); a process without it cannot attach,
+    # and trainplan says what to set instead of Ray's bare "Failed to connect"
+    address = cluster.get_runtime_context().gcs_address
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from planner.cli import main; main()",
+            "grid",
+            str(SMALL),
+            "--executor",
+            "ray",
+            "--address",
+            address,
+            "-o",
+            str(tmp_path / "no-auth.sqlite"),
+            "--no-chart",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "COLUMNS": "200"},
+    )
+    assert res.returncode == 3, res.stdout + res.stderr
+    err = " ".join(res.stderr.split())
+    assert f"error: cannot attach to a Ray cluster at {address}" in err
+    assert "the cluster answers but refused this process" in err
+    assert "set RAY_AUTH_MODE=token" in err
+    assert "Traceback" not in res.stderr
