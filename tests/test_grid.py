@@ -542,16 +542,8 @@ def test_a_worker_killed_from_outside_is_not_blamed_on_memory(tmp_path: Path) ->
     victim = spec.scenarios[2].id
     store = tmp_path / "k.sqlite"
     before = oom_kills()
-    res = run_cli(
-        "grid",
-        str(SMALL),
-        "-o",
-        str(store),
-        "--workers",
-        "1",
-        "--no-chart",
-        env={"TRAINPLAN_GRID_TEST_KILL": victim},
-    )
+    args = ["grid", str(SMALL), "-o", str(store), "--workers", "1", "--no-chart"]
+    res = run_cli(*args, env={"TRAINPLAN_GRID_TEST_KILL": victim})
     after = oom_kills()
     assert res.returncode == 0, res.stdout + res.stderr
     got = rows(store)
