@@ -82,8 +82,8 @@ def empty_plan(instance: Instance, solver: str, t0: float) -> Result:
     )
 
 
-#: Seconds at most for each of the two solves that tell whether a carbon cap alone makes an
-#: instance infeasible (without the cap; the least emissions), when the solve said infeasible.
+#: Seconds at most for the solve that tells whether a carbon cap alone makes an instance
+#: infeasible (the least emissions without the cap), run when a solve said infeasible.
 CARBON_CHECK_S = 30.0
 
 
@@ -115,18 +115,22 @@ def _name_the_carbon_cap(
     if green.plan is None:
         return res  # infeasible (or undecided) without the cap too: the cap is not the reason
     least = green.plan.emissions_t
+    if least <= cap * (1 + 1e-9) + 1e-12:
+        return res  # a plan within the cap exists: the cap is not what makes it infeasible
     low = None if green.bound is None else max(0.0, green.bound / 1000.0)
     if green.status.value == "optimal" or (low is not None and least - low <= 1e-6 * least):
-        what = f"{least:.6g} t"
-    elif low is not None:
-        what = f"between {low:.6g} t and {least:.6g} t (not proved closer within {limit:g} s)"
+        what, fix = f"{least:.6g} t", f"raise the cap to at least {least:.6g} t"
     else:
-        what = f"at most {least:.6g} t (the least found within {limit:g} s)"
+        what = (
+            f"between {low:.6g} t and {least:.6g} t (not proved closer within {limit:g} s)"
+            if low is not None
+            else f"at most {least:.6g} t (the least found within {limit:g} s)"
+        )
+        fix = f"a cap of {least:.6g} t admits a plan"
     message = (
         f"infeasible: the carbon cap objective.carbon_cap_tonnes = {cap:g} t is below the "
         f"least emissions of any plan that meets every deadline, precedence and capacity "
-        f"limit, {what}; raise the cap to at least {least:.6g} t, or see the trade-off with "
-        "`trainplan pareto --vs carbon`"
+        f"limit, {what}; {fix}, or see the trade-off with `trainplan pareto --vs carbon`"
     )
     return replace(res, message=message)
 
