@@ -1,7 +1,8 @@
 """A cheap valid lower bound, and the configurations it proves useless.
 
 Relaxation: drop capacity, precedence beyond the tightened time windows, transfers between
-phases, porting, pause parking and resumes — all costs that are >= 0 — and replace a
+phases, porting, pause parking and resumes — all costs that are >= 0, but for a resume with
+negative power prices, whose least total is kept (:func:`pause_floor`) — and replace a
 reservation's commitment R x price x T by the reserved GPU-hours actually used x price (never
 more). What remains separates
 by phase: each phase independently picks the configuration and hours of least cost inside its
@@ -26,7 +27,13 @@ import numpy as np
 
 from formulations.segment_bound import SegmentBound, segment_bound
 from planner.configs import Config, ConfigSpace
-from planner.costs import fixed_cost, hourly_cost, least_block_rental, weights
+from planner.costs import (
+    fixed_cost,
+    hourly_cost,
+    least_block_rental,
+    pause_usd_per_h,
+    weights,
+)
 from planner.instance.model import Instance
 
 
@@ -39,6 +46,24 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     cb = np.concatenate([[0], np.cumsum(blocked)])
     sums = cs[n:] - cs[:-n]
     return np.where(cb[n:] - cb[:-n] > 0, np.inf, sums)
+
+
+def pause_floor(inst: Instance, c: Config, width: int) -> float:
+    """The least that resumes and pause parking can add to a run of preemptible c in a window
+    of ``width`` hours. Both are dropped from the bound when a resume costs >= 0; a resume can
+    cost less than 0 (``resume_overhead_hours x (rho + kW x mean price / 1000)`` with negative
+    power prices), and then every extra segment lowers the cost. k segments pay k - 1 resumes
+    and park at least k - 1 paused hours, and the n hours fit at most
+    ``k_max = min(n, width - n + 1)`` segments into the window, so the two together cost at
+    least ``(k_max - 1) x min(0, w_f resume + w_s pause/h)`` (0 when a resume costs >= 0)."""
+    w = weights(inst)
+    if w.failure * c.resume_usd >= 0:
+        return 0.0  # the common case: parking costs >= 0 too
+    per_segment = w.failure * c.resume_usd + w.storage * pause_usd_per_h(inst, inst.phase(c.phase))
+    if per_segment >= 0:
+        return 0.0
+    k_max = min(c.hours, width - c.hours + 1)
+    return max(0, k_max - 1) * per_segment
 
 
 @dataclass(frozen=True)
@@ -75,7 +100,7 @@ def phase_bounds(
             # rental billed per block: at least ceil(n / g) blocks of g hours
             rent = least_block_rental(inst, c, w, e, l_)
             if pre:
-                run = float(np.sort(h)[: c.hours].sum())
+                run = float(np.sort(h)[: c.hours].sum()) + pause_floor(inst, c, l_ - e)
             else:
                 sums = window_sums(h, c.hours)
                 sums = sums[np.isfinite(sums)]

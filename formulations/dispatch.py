@@ -56,6 +56,8 @@ PORTFOLIO_FIRST_MAX_S = 20.0
 def choose(inst: Instance) -> tuple[str, str]:
     """("milp" | "cpsat" | "highs", a one-sentence reason)."""
     active = inst.active_phases
+    if not active:
+        return "milp", "nothing to plan: every phase is done (the plan is empty)"
     pre = [p.name for p in active if p.preemptible]
     if pre:
         names = ", ".join(pre[:3]) + (" ..." if len(pre) > 3 else "")
@@ -143,6 +145,7 @@ def solve_nonpreemptive(
     t0 = time.perf_counter()
     space = space or config_space(inst)
     pre = [p.name for p in inst.active_phases if p.preemptible]
+    capped = inst.spec.objective.carbon_cap_tonnes is not None
     notes: tuple[str, ...] = ()
     if pre:
         notes = (
@@ -194,7 +197,7 @@ def solve_nonpreemptive(
             res = _relabel(
                 first, f"portfolio: {first.solver} closed the gap in {first.runtime_s:.1f} s"
             )
-            return _restricted(res, pre)
+            return _restricted(res, pre, capped)
         if first is not None and first.plan is not None:
             hint = first.plan
     if solver == "cpsat":
@@ -207,7 +210,7 @@ def solve_nonpreemptive(
         )
     if first is not None:
         res = _merge(res, first, time.perf_counter() - t0)
-    return _restricted(res, pre)
+    return _restricted(res, pre, capped)
 
 
 def _relabel(res: Result, note: str) -> Result:
@@ -249,10 +252,28 @@ def _merge(res: Result, first: Result, runtime: float) -> Result:
     )
 
 
-def _restricted(res: Result, preemptible: list[str]) -> Result:
-    """Without pauses the optimum is only of a restriction: no bound, not optimal."""
-    if not preemptible or res.plan is None:
+def _restricted(res: Result, preemptible: list[str], capped: bool = False) -> Result:
+    """Without pauses the optimum is only of a restriction: no bound, not optimal. And no
+    contiguous schedule is no proof of infeasibility: a plan that pauses may exist, which
+    only the hourly MILP can find (termination ``unknown``: the solver found no plan)."""
+    if not preemptible:
         return res
+    if res.plan is None:
+        if res.termination != Termination.INFEASIBLE:
+            return res
+        names = ", ".join(preemptible[:3]) + (" ..." if len(preemptible) > 3 else "")
+        return dataclasses.replace(
+            res,
+            termination=Termination.UNKNOWN,
+            bound=None,
+            message=(
+                f"the contiguous model ({res.solver}) cannot plan this instance: no schedule "
+                "without pauses meets every deadline, precedence and capacity limit"
+                f"{' and the carbon cap' if capped else ''}, and {names} may pause, which "
+                "only the hourly MILP plans; "
+                "solve it with --solver milp (or --solver auto)"
+            ),
+        )
     term = Termination.HEURISTIC if res.termination == Termination.OPTIMAL else res.termination
     return dataclasses.replace(
         res,

@@ -127,10 +127,7 @@ class LinearProgram:
         lo, hi = a["lower"], a["upper"]
         bad = np.where((x < lo - tol) | (x > hi + tol))[0]
         out.extend(f"bound {self.var_name(int(j))} = {x[j]}" for j in bad[:10])
-        ptr, idx, val = a["row_ptr"], a["row_idx"], a["row_val"]
-        act = np.add.reduceat(val * x[idx], ptr[:-1]) if len(idx) else np.zeros(0)
-        empty = ptr[:-1] == ptr[1:]
-        act = np.where(empty, 0.0, act) if len(act) else act
+        act = _activities(a, x)
         bad_rows = np.where((act < a["row_lower"] - tol) | (act > a["row_upper"] + tol))[0]
         for r in bad_rows[:10]:
             out.append(
@@ -139,11 +136,25 @@ class LinearProgram:
             )
         return out
 
+    def activities(self, x: np.ndarray) -> np.ndarray:
+        """``sum(val * x[idx])`` of every row at the point ``x``."""
+        return _activities(self.arrays(), x)
+
     def _row_name(self, r: int) -> str:
         for fam in self.row_families.values():
             if r in fam.members:
                 return f"{fam.name}[{_fmt(fam.keys[fam.members.index(r)])}]"
         return f"r{r}"
+
+
+def _activities(a: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Row activities from the arrays of :meth:`LinearProgram.arrays`; 0 for a row without
+    nonzeros wherever it stands (``np.add.reduceat`` cannot take the offset of an empty last
+    row: a carbon cap over no emissions raised IndexError there)."""
+    ptr, idx, val = a["row_ptr"], a["row_idx"], a["row_val"]
+    rows = len(ptr) - 1
+    row_of = np.repeat(np.arange(rows), np.diff(ptr))
+    return np.bincount(row_of, weights=val * x[idx], minlength=rows).astype(float)
 
 
 def _broadcast(v: float | Sequence[float] | np.ndarray, n: int) -> list[float]:

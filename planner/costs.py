@@ -14,7 +14,8 @@ the SLA share and multiplier. In hour t of region r with price ``p_t`` (USD/MWh)
 intensity ``ci_t`` (gCO2/kWh):
 
 - energy      ``E_t = kW p_t / 1000``
-- failure     ``F_t = f (L (rho + E_t) - share m D rho)``
+- failure     ``F_t = f (L (rho + E_t) - share min(m D, L) rho)`` (the SLA credit refunds at
+  most the rental the failure lost)
 - carbon      ``C_t = kW ci_t / 1e6`` tonnes, priced at ``carbon_usd_per_tonne``
 
 and the weighted cost of the hour (weights default to 1) splits into a part that does not
@@ -179,26 +180,29 @@ def energy_usd(c: Config, price: np.ndarray) -> np.ndarray:
     return c.facility_kw * price / 1000.0
 
 
+def sla_credit_h(c: Config) -> float:
+    """Hours of rental the provider's SLA credit returns per failure, averaged over failures:
+    ``share x min(m x D, L)``. The credit is m times the downtime's rental for the provider's
+    share of failures, capped at the L hours of rental the failure lost: a credit refunds
+    rental, so a failure never earns money (share 1.0 and m = 2.0 with D > L / 2 did)."""
+    return c.sla_share * min(c.sla_multiplier * c.downtime_h, c.loss_h)
+
+
 def failure_usd(
     c: Config,
     price: np.ndarray,
     rho: float | np.ndarray | None = None,
     lam: float | np.ndarray | None = None,
 ) -> np.ndarray:
-    """``F_t = f_t (L (rho_t + E_t) - share x m x D x rho_t)`` with ``f`` the expected failures
-    per running hour: the work lost per failure is paid at the hour's full rate; the
-    provider's SLA credit returns m times the downtime's rental for its share of failures
-    (Young 1974, Daly 2006; docs/cost-model.md). ``rho`` and ``lam`` default to c's reference
-    rates (their hourly values: :func:`hour_rates`)."""
+    """``F_t = f_t (L (rho_t + E_t) - share x min(m D, L) x rho_t)`` with ``f`` the expected
+    failures per running hour: the work lost per failure is paid at the hour's full rate; the
+    provider's SLA credit returns m times the downtime's rental for its share of failures, at
+    most the rental lost (:func:`sla_credit_h`; Young 1974, Daly 2006; docs/cost-model.md).
+    ``rho`` and ``lam`` default to c's reference rates (their hourly values:
+    :func:`hour_rates`)."""
     rho = c.rental_per_h if rho is None else rho
     lam = c.failure_rate if lam is None else lam
-    return np.asarray(
-        lam
-        * (
-            c.loss_h * (rho + energy_usd(c, price))
-            - c.sla_share * c.sla_multiplier * c.downtime_h * rho
-        )
-    )
+    return np.asarray(lam * (c.loss_h * (rho + energy_usd(c, price)) - sla_credit_h(c) * rho))
 
 
 def carbon_t(c: Config, intensity: np.ndarray | None) -> np.ndarray | float:
@@ -217,7 +221,7 @@ class HourlyTerms:
     """The weighted cost of one running hour t of a configuration is
     ``fixed + per_mwh x price_t + per_gco2 x ci_t``:
 
-    - ``fixed = rental(mode) + w_s storage + w_f f (L - share m D) rho``
+    - ``fixed = rental(mode) + w_s storage + w_f f (L - share min(m D, L)) rho``
     - ``per_mwh = kW (w_e + w_f f L) / 1000``
     - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``.
 
@@ -252,7 +256,7 @@ def rental_per_hour(
 def hourly_terms(inst: Instance, c: Config, w: Weights, mode: RentalMode = "billed") -> HourlyTerms:
     """The split of :class:`HourlyTerms`."""
     rho, lam = hour_rates(inst, c)
-    fail_fixed = lam * (c.loss_h - c.sla_share * c.sla_multiplier * c.downtime_h)
+    fail_fixed = lam * (c.loss_h - sla_credit_h(c))
     return HourlyTerms(
         fixed=rental_per_hour(inst, c, w, mode, rho)
         + w.storage * c.storage_per_h

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from planner.instance.model import Instance
-from planner.result import Result
+from planner.result import Result, Termination
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 
@@ -37,7 +38,12 @@ def solve(
 
     warn_numerics(instance)
     try:
-        return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
+        if not instance.active_phases:
+            return empty_plan(instance, solver, t0)
+        res = _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
+        if res.termination == Termination.INFEASIBLE:
+            res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
+        return res
     except MemoryError:
         return Result.failed(
             solver,
@@ -56,6 +62,77 @@ def solve(
             "--solver or --backend; if it persists, please report it",
             runtime_s=time.perf_counter() - t0,
         )
+
+
+def empty_plan(instance: Instance, solver: str, t0: float) -> Result:
+    """Every phase is ``done``: the plan schedules nothing, costs nothing and is optimal (no
+    model is built; HiGHS calls an empty model "Empty", not optimal)."""
+    from planner.costs import cost_plan
+    from planner.schedule import Schedule
+
+    plan = cost_plan(instance, Schedule({}, {}))
+    return Result.solved(
+        solver,
+        plan,
+        Termination.OPTIMAL,
+        bound=plan.objective,
+        runtime_s=time.perf_counter() - t0,
+        message="nothing to plan: every phase is done",
+        notes=("nothing to plan: every phase is done; the plan is empty",),
+    )
+
+
+#: Seconds at most for the solve that tells whether a carbon cap alone makes an instance
+#: infeasible (the least emissions without the cap), run when a solve said infeasible.
+CARBON_CHECK_S = 30.0
+
+
+def _name_the_carbon_cap(
+    instance: Instance,
+    res: Result,
+    solver: str,
+    time_limit: float,
+    threads: int | None,
+    backend: str,
+) -> Result:
+    """An infeasible result on an instance with a carbon cap: when the instance without the
+    cap has a plan, the cap is the reason, and the message says so with the least emissions
+    any plan reaches (the plan that minimises CO2: every cost weight 0, carbon priced, as
+    ``trainplan pareto --vs carbon`` finds it). Otherwise ``res`` is returned as it is."""
+    cap = instance.spec.objective.carbon_cap_tonnes
+    if cap is None:
+        return res
+    limit = min(time_limit, CARBON_CHECK_S)
+    zero = dict.fromkeys(("rental", "energy", "storage", "failure", "transfer", "porting"), 0.0)
+    greenest = instance.replace(
+        {
+            "objective.carbon_cap_tonnes": None,
+            "objective.weights": {**zero, "carbon": 1.0},
+            "objective.carbon_usd_per_tonne": 1000.0,
+        }
+    )
+    green = _dispatch(greenest, solver, limit, 1e-6, threads, backend, False)
+    if green.plan is None:
+        return res  # infeasible (or undecided) without the cap too: the cap is not the reason
+    least = green.plan.emissions_t
+    if least <= cap * (1 + 1e-9) + 1e-12:
+        return res  # a plan within the cap exists: the cap is not what makes it infeasible
+    low = None if green.bound is None else max(0.0, green.bound / 1000.0)
+    if green.status.value == "optimal" or (low is not None and least - low <= 1e-6 * least):
+        what, fix = f"{least:.6g} t", f"raise the cap to at least {least:.6g} t"
+    else:
+        what = (
+            f"between {low:.6g} t and {least:.6g} t (not proved closer within {limit:g} s)"
+            if low is not None
+            else f"at most {least:.6g} t (the least found within {limit:g} s)"
+        )
+        fix = f"a cap of {least:.6g} t admits a plan"
+    message = (
+        f"infeasible: the carbon cap objective.carbon_cap_tonnes = {cap:g} t is below the "
+        f"least emissions of any plan that meets every deadline, precedence and capacity "
+        f"limit, {what}; {fix}, or see the trade-off with `trainplan pareto --vs carbon`"
+    )
+    return replace(res, message=message)
 
 
 def _dispatch(

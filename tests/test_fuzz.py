@@ -13,7 +13,18 @@ control-character and duplicate names; wrong units), must each end in one of
   message saying why;
 
 never another exception, never a solver ``error`` result, and never a hang: each case runs
-under a wall-clock alarm (:data:`CASE_DEADLINE_S`).
+under a wall-clock alarm (:data:`CASE_DEADLINE_S`). And never a leak: a planted secret file
+outside the instance's folder (:func:`world`) and the process environment (what
+``/proc/self/environ`` holds) appear in no message, warning or summary of any case.
+
+Besides the random mutations (drop, duplicate, retype, extreme numbers, huge lists, renames,
+unit mistakes), families aimed at what issue 16 found: file references of csv series
+(absolute paths, ``..``, symbolic links in and out of the folder, ``/proc``, FIFOs,
+directories, with and without a data root), time zones of regions and of csv series, huge
+integers, markup and control characters in names (a valid name must come out literally
+through the console the CLI prints with), quoted numbers (always refused), option lists,
+phases and regions at and over their caps, and instances whose phases are all done (an
+empty optimal plan).
 
 Bugs the fuzzer found that are not fixed yet are recognised narrowly (:func:`known_bug`) and
 counted as ``known:<id>`` outcomes (:data:`KNOWN`); each has a minimal xfail(strict=True)
@@ -23,16 +34,22 @@ other failure fails the test, and hypothesis prints the mutations that led to it
 The default run tries :data:`SHORT_EXAMPLES` cases (derandomised: the same cases every run).
 ``pytest -m fuzz_long tests/test_fuzz.py -s`` runs :data:`LONG_EXAMPLES` random cases, most of
 them validation only and a share (:data:`LONG_SOLVE_PERCENT` of the tiny-based ones) solved,
-and prints how many cases ended in each outcome.
+and prints how many cases ended in each outcome and how often each family was drawn.
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
 import functools
+import io
 import math
+import os
 import re
+import secrets
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -47,13 +64,23 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from planner.checker import verify
+from planner.cli.check import render
 from planner.hygiene import check_numerics
-from planner.instance import Instance, InstanceError
+from planner.instance import InstanceError
 from planner.instance.read import from_dict, load_document
-from planner.instance.schema import InstanceSpec
+from planner.instance.schema import (
+    MAX_CHOICES,
+    MAX_DIGITS,
+    MAX_FRACTIONS,
+    MAX_GPU_COUNTS,
+    MAX_PHASES,
+    MAX_REGIONS,
+    InstanceSpec,
+)
 from planner.result import Result, Termination
 from planner.solve import solve
 from planner.summary import summarize
+from planner.terminal import TextConsole, shown
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -164,6 +191,16 @@ NAMES: list[str] = [
     "east",
     "prep",
     "zero\u200bwidth",
+    # markup, emoji codes and terminal escapes: valid names print literally, the others are
+    # refused and shown escaped
+    "[/]",
+    "[bold]",
+    "[red]x[/red]",
+    ":x:",
+    ":warning: done",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "a\x9bb",
 ]
 
 
@@ -282,16 +319,24 @@ def op_rename(draw: Draw, doc: dict[str, Any]) -> str:
     return f"rename phase {old!r} -> {new!r} (references left)"
 
 
+def _times(x: Any, factor: float) -> Any:
+    """``x * factor``; a huge integer (beyond floats) is left as it is."""
+    try:
+        return x * factor
+    except OverflowError:
+        return x
+
+
 def _scale_all(node: Any, keys: set[str], factor: float) -> None:
     """Multiply every number under a key in ``keys`` (anywhere in the document) by factor."""
     if isinstance(node, dict):
         for k, v in list(node.items()):
             if k in keys and is_number(v):
-                node[k] = v * factor
+                node[k] = _times(v, factor)
             elif k in keys and isinstance(v, dict):
                 for kk, vv in v.items():
                     if is_number(vv):
-                        v[kk] = vv * factor
+                        v[kk] = _times(vv, factor)
             else:
                 _scale_all(v, keys, factor)
     elif isinstance(node, list):
@@ -305,15 +350,15 @@ def _per_kwh(doc: dict[str, Any]) -> None:
         if not isinstance(region, dict):
             continue
         if is_number(region.get("price_adder_usd_per_mwh")):
-            region["price_adder_usd_per_mwh"] /= 1000
+            region["price_adder_usd_per_mwh"] = _times(region["price_adder_usd_per_mwh"], 1e-3)
         series = region.get("electricity")
         if not isinstance(series, dict):
             continue
         if "csv" in series:
-            series["scale"] = (series.get("scale") or 1.0) / 1000
+            series["scale"] = _times(series.get("scale") or 1.0, 1e-3)
         _scale_all(series, {"constant", "default", "weekend", "holiday", "price"}, 1e-3)
         if isinstance(series.get("values"), list):
-            series["values"] = [v / 1000 if is_number(v) else v for v in series["values"]]
+            series["values"] = [_times(v, 1e-3) if is_number(v) else v for v in series["values"]]
 
 
 UNITS: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -338,6 +383,256 @@ def op_units(draw: Draw, doc: dict[str, Any]) -> str:
     return f"units: {which}"
 
 
+# ----------------------------------------------------------------------------- files
+
+
+@dataclass(frozen=True)
+class World:
+    """Files that fuzzed csv references point at, made once per process in a temporary
+    folder: ``inst`` is the instance folder (a valid prices file, links in and out, a FIFO, a
+    folder), ``secret`` a sibling folder with a file that must never be shown, and the
+    ``leaks`` no message may contain (the secret's lines, the process environment)."""
+
+    root: Path
+    inst: Path
+    secret: Path
+    leaks: tuple[str, ...]
+
+
+@functools.cache
+def world() -> World:
+    root = Path(tempfile.mkdtemp(prefix="trainplan-fuzz-"))
+    atexit.register(shutil.rmtree, root, True)
+    inst, secret = root / "inst", root / "secret"
+    (inst / "sub").mkdir(parents=True)
+    secret.mkdir()
+    token = secrets.token_hex(8)
+    rows = [f"SECRET_HEADER_{token},time", f"SECRET_ROW_{token},2023-06-05T00:00"]
+    (secret / "secret.txt").write_text("\n".join(rows) + "\n")
+    # the same secret, as a csv the data root lets in: its header may be named (quoted, cut)
+    # but its rows never
+    (secret / "secret.csv").write_text("time,price\n" + f"SECRET_CELL_{token},1\n")
+    prices = (DATA / "fixture_prices_newyork.csv").read_text()
+    (inst / "prices.csv").write_text(prices)
+    (inst / "sub" / "prices.csv").write_text(prices)
+    (inst / "dir.csv").mkdir()
+    links = {
+        "link_inside.csv": "prices.csv",
+        "link_secret.csv": "../secret/secret.txt",
+        "link_secret_csv.csv": "../secret/secret.csv",
+        "link_environ.csv": "/proc/self/environ",
+        "link_loop.csv": "link_loop.csv",
+        "link_dev.csv": "/dev/zero",
+    }
+    if hasattr(os, "symlink"):
+        for name, target in links.items():
+            (inst / name).symlink_to(target)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(inst / "fifo.csv")
+    leaks = [f"SECRET_ROW_{token}", f"SECRET_CELL_{token}", f"SECRET_HEADER_{token}"]
+    try:
+        environ = Path("/proc/self/environ").read_bytes().decode("utf-8", "replace")
+        leaks += [e for e in environ.split("\0") if len(e) >= 16 and "=" in e]
+    except OSError:
+        pass
+    return World(root, inst, secret, tuple(leaks))
+
+
+def csv_refs() -> list[str]:
+    w = world()
+    return [
+        "prices.csv",
+        "./prices.csv",
+        "sub/../prices.csv",
+        "sub/prices.csv",
+        "link_inside.csv",
+        str(w.inst / "prices.csv"),  # absolute, inside: refused without a data root
+        "../secret/secret.txt",
+        "../secret/secret.csv",
+        "../../" * len(w.inst.parts) + "etc/passwd",
+        str(w.secret / "secret.txt"),
+        "link_secret.csv",
+        "link_secret_csv.csv",
+        "/proc/self/environ",
+        "link_environ.csv",
+        "link_loop.csv",
+        "link_dev.csv",
+        "/dev/zero",
+        "fifo.csv",
+        "dir.csv",
+        "missing.csv",
+        "",
+        "\x00.csv",
+        "x" * 5000,
+    ]
+
+
+COLUMNS = ["price", "time", "", "SECRET", "nope", "[/]", "\x1b[31m"]
+TIMEZONES = [
+    "UTC",
+    "Europe/Berlin",
+    "America/New_York",
+    "Etc/GMT+14",
+    "EST5EDT",
+    "Mars/Olympus",
+    "",
+    "utc",
+    "+02:00",
+    "America/New_York ",
+    "../../etc/passwd",
+    "/etc/localtime",
+    "posix/Europe/Berlin",
+    "right/UTC",
+    "localtime",
+    "\x00",
+    "A" * 300,
+    "Europe/Berlin\n",
+]
+
+
+def _tiny_region(draw: Draw, doc: dict[str, Any]) -> dict[str, Any] | None:
+    regions = doc.get("regions")
+    if not isinstance(regions, dict):
+        return None
+    names = [k for k, v in regions.items() if isinstance(v, dict)]
+    return regions[draw(st.sampled_from(names))] if names else None
+
+
+def op_file_ref(draw: Draw, doc: dict[str, Any]) -> str:
+    """A region's electricity or carbon intensity read from a csv reference (valid, outside
+    the folder, a link, /proc, a FIFO, a folder, missing), with drawn column names."""
+    region = _tiny_region(draw, doc)
+    if region is None:
+        return "file ref: no region"
+    field = draw(st.sampled_from(["electricity", "electricity", "carbon_intensity"]))
+    ref = draw(st.sampled_from(csv_refs()))
+    series: dict[str, Any] = {
+        "csv": ref,
+        "column": draw(st.sampled_from(COLUMNS[:2] + COLUMNS)),
+        "time_column": draw(st.sampled_from(["time", "time", *COLUMNS])),
+    }
+    if draw(st.booleans()):
+        series["timezone"] = draw(st.sampled_from(TIMEZONES))
+    region[field] = series
+    return f"file ref {field} = {series!r:.120}"
+
+
+def op_timezone(draw: Draw, doc: dict[str, Any]) -> str:
+    """A region's time zone, or a csv series' (read from the folder's valid prices file)."""
+    region = _tiny_region(draw, doc)
+    if region is None:
+        return "time zone: no region"
+    tz = draw(st.sampled_from(TIMEZONES))
+    if draw(st.booleans()):
+        region["timezone"] = tz
+        return f"region time zone {tz!r:.60}"
+    region["electricity"] = {
+        "csv": "prices.csv",
+        "column": "price",
+        "time_column": "time",
+        "timezone": tz,
+    }
+    return f"csv time zone {tz!r:.60}"
+
+
+def _numeric_paths(doc: dict[str, Any]) -> list[Where]:
+    return [w for w in walk(doc) if is_number(parent(doc, w)[w[-1]])]
+
+
+def op_huge_int(draw: Draw, doc: dict[str, Any]) -> str:
+    """A number replaced by an integer of about MAX_DIGITS digits (at, just over, far over)."""
+    paths = _numeric_paths(doc) or list(walk(doc))
+    where = draw(st.sampled_from(paths))
+    digits = draw(st.sampled_from([MAX_DIGITS - 1, MAX_DIGITS, MAX_DIGITS + 1, 400, 5000]))
+    value = draw(st.sampled_from([1, -1, 7])) * 10 ** (digits - 1)
+    parent(doc, where)[where[-1]] = value
+    return f"huge integer {where} of {digits} digits"
+
+
+QUOTED = ["12", "1e308", "-1", "0", "0x10", " 5", "1_000", "inf", "NaN", "2.0e9", "1e-3"]
+
+
+def op_quote_number(draw: Draw, doc: dict[str, Any], quoted: list[tuple[Where, str]]) -> str:
+    """A number written as text: its own digits, or another number's. ``quoted`` collects
+    where, so that the judge can insist on a refusal while the text is still there."""
+    paths = _numeric_paths(doc)
+    if not paths:
+        return "quoted number: none"
+    where = draw(st.sampled_from(paths))
+    up = parent(doc, where)
+    old = up[where[-1]]
+    own = "1" + "0" * 400 if isinstance(old, int) and abs(old) > 10**4000 else repr(old)
+    text = draw(st.sampled_from([own, *QUOTED]))
+    up[where[-1]] = text
+    quoted.append((where, text))
+    return f"quoted number {where} = {text!r}"
+
+
+def value_at(doc: Any, where: Where) -> Any:
+    """The value at ``where`` in ``doc``, or a fresh object() when the path is gone."""
+    node = doc
+    for k in where:
+        try:
+            node = node[k]
+        except (KeyError, IndexError, TypeError):
+            return object()
+    return node
+
+
+#: (option list, cap, distinct values of length n)
+OPTION_LISTS: dict[str, tuple[int, Callable[[int], list[Any]]]] = {
+    "gpu_counts": (MAX_GPU_COUNTS, lambda n: list(range(1, n + 1))),
+    "fractions": (MAX_FRACTIONS, lambda n: [1.0 / (k + 1) for k in range(n)]),
+    "tensor_parallel": (MAX_CHOICES, lambda n: [2**k for k in range(n)]),
+    "pipeline_parallel": (MAX_CHOICES, lambda n: [2**k for k in range(n)]),
+    "extra_spare_nodes": (MAX_CHOICES, lambda n: list(range(n))),
+}
+
+
+def op_long_list(draw: Draw, doc: dict[str, Any]) -> str:
+    """An option list, or the phases or regions, at, just under or over their caps."""
+    what = draw(st.sampled_from([*OPTION_LISTS, "phases", "regions"]))
+    if what == "phases":
+        cap, items = MAX_PHASES, doc.get("phases")
+    elif what == "regions":
+        cap, items = MAX_REGIONS, doc.get("regions")
+    else:
+        cap, items = OPTION_LISTS[what][0], doc.get("phases")
+    if not items:
+        return f"long {what}: none"
+    n = draw(st.sampled_from([cap - 1, cap, cap + 1, 10 * cap, 2000]))
+    if what == "phases":
+        assert isinstance(items, list)
+        first = copy.deepcopy(items[0]) if isinstance(items[0], dict) else {}
+        for k in range(n - len(items)):
+            extra = copy.deepcopy(first)
+            extra["name"] = f"copy{k}"
+            extra.pop("predecessors", None)
+            items.append(extra)
+    elif what == "regions":
+        assert isinstance(items, dict)
+        name, body = next(iter(items.items()))
+        for k in range(n - len(items)):
+            items[f"{name}-{k}"] = copy.deepcopy(body)
+    else:
+        phases = [p for p in items if isinstance(p, dict)]
+        if not phases:
+            return f"long {what}: no phase"
+        p = draw(st.sampled_from(phases))
+        options = p.setdefault("options", {})
+        if isinstance(options, dict):
+            options[what] = OPTION_LISTS[what][1](n)
+    return f"long {what} x {n} (cap {cap})"
+
+
+def op_all_done(draw: Draw, doc: dict[str, Any]) -> str:
+    """Every phase done (a finished campaign): a valid, empty plan."""
+    for p in doc.get("phases") or []:
+        if isinstance(p, dict):
+            p["done"] = True
+    return "all done"
+
+
 # ----------------------------------------------------------------------------- cases
 
 
@@ -347,6 +642,14 @@ class Case:
     doc: dict[str, Any]
     mutations: tuple[str, ...]
     solve: bool
+    #: The folder files are named relative to (default: the base's own), and the data root.
+    base_dir: Path | None = None
+    data_root: Path | None = None
+    #: Numbers written as text (where, text) by op_quote_number.
+    quoted: tuple[tuple[Where, str], ...] = ()
+
+    def family(self, name: str) -> bool:
+        return any(m.startswith(name) for m in self.mutations)
 
 
 @st.composite
@@ -363,16 +666,25 @@ def cases(draw: Draw, solve_percent: int, most_items: int) -> Case:
         op_units,
         lambda dr, d: op_huge_list(dr, d, most_items),
     ]
+    quoted: list[tuple[Where, str]] = []
+    ops += [op_huge_int, lambda dr, d: op_quote_number(dr, d, quoted), op_all_done]
+    if not solving:  # validation only: solving at the caps is the benchmarks' business
+        ops.append(op_long_list)
+    base_dir = data_root = None
+    if base == "tiny":  # its folder may be changed: tiny names no file of its own
+        ops += [op_file_ref, op_file_ref, op_timezone, op_timezone]
+        base_dir = world().inst
+        data_root = draw(st.sampled_from([None, None, None, world().root]))
     if solving:
         # most structural mutations are refused at the door; a solve case leans on the
         # ones that keep a document valid and change its numbers and names
-        ops += [op_extreme, op_extreme, op_units, op_units, op_rename]
+        ops += [op_extreme, op_extreme, op_units, op_units, op_rename, op_all_done]
     done = []
     for _ in range(draw(st.integers(1, 3))):
         if not doc:
             break
         done.append(draw(st.sampled_from(ops))(draw, doc))
-    return Case(base, doc, tuple(done), solving)
+    return Case(base, doc, tuple(done), solving, base_dir, data_root, tuple(quoted))
 
 
 # ----------------------------------------------------------------------------- known bugs
@@ -395,16 +707,6 @@ KNOWN: dict[str, Known] = {}  # every bug found so far is fixed
 #: work sizes and parameter counts may be larger.
 MAGNITUDE = (1e-12, 1e15)
 SIZES = {"tokens", "flops", "params", "gpu_hours"}
-CHOICE_LISTS = (
-    "precision",
-    "zero",
-    "recompute",
-    "tensor_parallel",
-    "pipeline_parallel",
-    "contracts",
-    "extra_spare_nodes",
-    "storage_tiers",
-)
 
 
 def has_extreme(node: Any, key: str = "") -> bool:
@@ -417,16 +719,6 @@ def has_extreme(node: Any, key: str = "") -> bool:
         return False
     top = 1e30 if key in SIZES else MAGNITUDE[1]
     return not MAGNITUDE[0] <= abs(node) <= top
-
-
-def repeated_choices(inst: Instance) -> bool:
-    """Some phase lists a choice (GPU type, region, precision, ...) more than 10 times over."""
-    for p in inst.phases:
-        lists = [p.gpu_types or (), p.regions or ()]
-        lists += [getattr(p.options, name) or () for name in CHOICE_LISTS]
-        if any(len(xs) - len(set(xs)) > 10 for xs in lists):
-            return True
-    return False
 
 
 def known_bug(case: Case, e: BaseException) -> str | None:
@@ -445,8 +737,9 @@ def known_bug(case: Case, e: BaseException) -> str | None:
     return None
 
 
-class Hang(Exception):
-    """A case ran past its deadline."""
+class Hang(BaseException):
+    """A case ran past its deadline (a BaseException: planner.solve turns every Exception
+    from a solver into an error result, which would hide the hang)."""
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
@@ -475,36 +768,79 @@ def check_error(e: InstanceError, doc: dict[str, Any]) -> None:
 
 
 def check_result(inst: Any, res: Result) -> str:
-    """A verified plan, or no plan with a message; never a solver error."""
+    """A verified plan, or no plan with a message; never a solver error. Every phase done:
+    the empty plan, optimal and free."""
+    no_leak(res.message, *res.notes)
     if res.plan is not None:
         v = verify(inst, res.plan)
         assert v.ok, f"{res.solver}: checker rejected the plan: " + "; ".join(
             f"{x.kind} {x.phase}: {x.message}" for x in v.violations[:5]
         )
+        if not inst.active_phases:
+            assert res.plan.phases == () and res.plan.objective == 0.0, res.summary()
         return "plan"
+    assert inst.active_phases, f"{res.solver}: no plan for an instance with nothing to do"
     assert res.termination.value in NO_PLAN, f"{res.solver}: {res.termination.value}: {res.message}"
     assert res.message.strip(), f"{res.solver}: {res.termination.value} without a message"
     return res.termination.value
 
 
+def no_leak(*texts: str) -> None:
+    """No planted secret and no entry of the process environment in any of ``texts``."""
+    for text in texts:
+        for secret in world().leaks:
+            assert secret not in text, f"leaked {secret[:40]!r}: {text[:300]!r}"
+
+
+#: Where the CLI's console would print (what a terminal would receive).
+_SCREEN = io.StringIO()
+_CONSOLE = TextConsole(file=_SCREEN, width=160)
+
+
+def on_screen(lines: list[str]) -> str:
+    """``lines`` as the CLI's console prints them."""
+    _SCREEN.seek(0)
+    _SCREEN.truncate()
+    for line in lines:
+        _CONSOLE.print(line, soft_wrap=True)
+    return _SCREEN.getvalue()
+
+
 def judge(case: Case) -> str:
     """Run one case to its outcome (see the module docstring); assertion errors are bugs."""
-    base_dir = BASES[case.base].parent
+    base_dir = case.base_dir or BASES[case.base].parent
     try:
-        inst = from_dict(case.doc, SOURCE, base_dir)
+        inst = from_dict(case.doc, SOURCE, base_dir, data_root=case.data_root)
     except InstanceError as e:
         check_error(e, case.doc)
+        text = str(e)
+        assert "\x1b" not in text and "\x07" not in text, repr(text[:300])
+        no_leak(text, *(fe.message for fe in e.errors))
         return "invalid"
-    if repeated_choices(inst):
-        return "known:duplicate-choices"  # would hang in build_config_space
+    base = _parsed(case.base)
+    for where, text in case.quoted:
+        if is_number(value_at(base, where)):  # a number field (not one retyped to a number)
+            assert value_at(case.doc, where) != text, f"{text!r} at {where} read as a number"
     warnings = check_numerics(inst)
     assert all(isinstance(w, str) and w.strip() for w in warnings)
+    no_leak(*warnings, *inst.warnings)
     if not case.solve:
-        summarize(inst)  # what `trainplan check` prints
+        shown_text = on_screen(render(summarize(inst)))  # what `trainplan check` prints
+        assert "\x1b" not in shown_text
+        for p in inst.phases:
+            assert f"  {shown(p.name)} [" in shown_text, p.name  # literally: no markup read
+        no_leak(shown_text)
         return "valid+warnings" if warnings else "valid"
     outcome = check_result(inst, solve(inst, time_limit=SOLVE_TIME_LIMIT_S, threads=1))
     check_result(inst, solve(inst, solver="baseline"))
     return outcome
+
+
+#: The family of a mutation, from the text its operation returns.
+FAMILY = re.compile(
+    r"^(drop|duplicate|retype|extreme|huge list|huge integer|rename|units|file ref|"
+    r"region time zone|csv time zone|time zone|quoted number|long \w+|all done)"
+)
 
 
 def run_case(case: Case, tally: Counter[str]) -> None:
@@ -528,6 +864,9 @@ def run_case(case: Case, tally: Counter[str]) -> None:
     assert outcome in OUTCOMES or outcome.removeprefix("known:") in KNOWN, outcome
     tally[outcome] += 1
     tally["cases"] += 1
+    for m in case.mutations:
+        fam = FAMILY.match(m)
+        tally[f"family:{fam.group(1) if fam else m[:20]}"] += 1
 
 
 _SETTINGS: dict[str, Any] = {
@@ -565,8 +904,29 @@ def test_mutations_do_what_they_say() -> None:
     assert ("phases", 1, "deadline") in set(walk(fresh("tiny")))
 
 
-def test_fuzz_short() -> None:
+#: Families every run must draw (the short run's derandomised cases included).
+FAMILIES = {
+    "file ref",
+    "region time zone",
+    "csv time zone",
+    "huge integer",
+    "rename",
+    "quoted number",
+    "all done",
+}
+
+
+def _outcomes(tally: Counter[str]) -> dict[str, int]:
+    return {k: v for k, v in tally.items() if k != "cases" and not k.startswith("family:")}
+
+
+def _families(tally: Counter[str]) -> dict[str, int]:
+    return {k.removeprefix("family:"): v for k, v in tally.items() if k.startswith("family:")}
+
+
+def test_fuzz_short(monkeypatch: pytest.MonkeyPatch) -> None:
     """SHORT_EXAMPLES derandomised cases, a SHORT_SOLVE_PERCENT share of tiny ones solved."""
+    monkeypatch.delenv("TRAINPLAN_DATA_ROOT", raising=False)
     tally: Counter[str] = Counter()
 
     @settings(max_examples=SHORT_EXAMPLES, derandomize=True, **_SETTINGS)
@@ -578,12 +938,16 @@ def test_fuzz_short() -> None:
     assert tally["cases"] >= SHORT_EXAMPLES
     # the mix exercises both doors: refused documents and valid ones
     assert tally["invalid"] > 0 and tally["valid"] + tally["valid+warnings"] > 0
+    families = _families(tally)
+    assert set(families) >= FAMILIES, families
+    assert any(f.startswith("long ") for f in families), families
 
 
 @pytest.mark.fuzz_long
 @pytest.mark.timeout(6 * 3600)
-def test_fuzz_long(capsys: pytest.CaptureFixture[str]) -> None:
-    """LONG_EXAMPLES random cases; prints the count per outcome."""
+def test_fuzz_long(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """LONG_EXAMPLES random cases; prints the count per outcome and per family."""
+    monkeypatch.delenv("TRAINPLAN_DATA_ROOT", raising=False)
     tally: Counter[str] = Counter()
     t0 = time.perf_counter()
 
@@ -596,14 +960,16 @@ def test_fuzz_long(capsys: pytest.CaptureFixture[str]) -> None:
         run()
     finally:
         with capsys.disabled():
-            outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()) if k != "cases")
+            outcomes = ", ".join(f"{k} {v}" for k, v in sorted(_outcomes(tally).items()))
+            families = ", ".join(f"{k} {v}" for k, v in sorted(_families(tally).items()))
             print(
                 f"\nfuzz_long: {tally['cases']} cases in {time.perf_counter() - t0:.0f} s: "
-                f"{outcomes}"
+                f"{outcomes}\nfamilies drawn: {families}"
             )
     assert tally["cases"] >= LONG_EXAMPLES
-    assert all(k in OUTCOMES or k.removeprefix("known:") in KNOWN for k in tally if k != "cases")
+    assert all(k in OUTCOMES or k.removeprefix("known:") in KNOWN for k in _outcomes(tally))
     assert tally["invalid"] > 0 and tally["plan"] > 0
+    assert set(_families(tally)) >= FAMILIES
 
 
 # ----------------------------------------------------------------------------- found by fuzzing

@@ -423,7 +423,162 @@ def test_kill_9_then_resume(tmp_path: Path) -> None:
         assert after[i] == r  # finished before the kill: unchanged, timestamps included
     with Store(store, readonly=True) as s:
         runs = s.runs()
-    assert runs[0]["state"] == "running"  # killed: never marked finished
+    # killed: never marked finished by itself; the rerun found its process gone
+    assert runs[0]["state"] == "interrupted" and runs[0]["finished_at"] is None
     assert runs[-1]["pending"] == 20 - len(before) and runs[-1]["state"] == "finished"
     assert all(after[i]["run"] == runs[-1]["run"] for i in ids - set(before))
     assert all(r["attempts"] == 1 for r in after.values())
+
+
+# ----------------------------------------------------------------------------- stale runs
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    return proc.pid
+
+
+def test_stale_runs_are_marked_interrupted(tmp_path: Path) -> None:
+    import socket
+
+    from planner.grid.task import now
+
+    path = tmp_path / "s.sqlite"
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with Store(path) as s:
+            dead = s.start_run("local", 1, {}, 3, 3)  # its process: killed (gone)
+            reused = s.start_run("local", 1, {}, 3, 3)  # its pid: now another process
+            other = s.start_run("local", 1, {}, 3, 3)  # on another host: cannot tell
+            mine = s.start_run("local", 1, {}, 3, 3)  # this process: still running
+            old = "2000-01-01T00:00:00.000000+00:00"
+            s.db.execute("UPDATE runs SET pid = ? WHERE run = ?", (_dead_pid(), dead))
+            s.db.execute(
+                "UPDATE runs SET pid = ?, started_at = ? WHERE run = ?", (alive.pid, old, reused)
+            )
+            s.db.execute(
+                "UPDATE runs SET pid = ?, host = ? WHERE run = ?",
+                (_dead_pid(), socket.gethostname() + "-elsewhere", other),
+            )
+            assert now() > old
+        # opened again (as a new or resumed run does): only the stale ones change
+        with Store(path) as s:
+            state = {r["run"]: r["state"] for r in s.runs()}
+        assert state == {
+            dead: "interrupted",
+            reused: "interrupted",
+            other: "running",
+            mine: "running",
+        }
+        # a live process that started before its run did is the run's own: left running
+        with Store(path) as s:
+            s.db.execute(
+                "UPDATE runs SET pid = ?, started_at = ?, state = 'running' WHERE run = ?",
+                (alive.pid, now(), reused),
+            )
+        with Store(path) as s:
+            assert {r["run"]: r["state"] for r in s.runs()}[reused] == "running"
+        # a reader does not change the store
+        with Store(path, readonly=True) as s:
+            assert len(s.runs()) == 4
+    finally:
+        alive.kill()
+        alive.wait(timeout=10)
+
+
+def test_a_store_without_the_host_column_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE runs (
+          run INTEGER PRIMARY KEY AUTOINCREMENT,
+          started_at TEXT NOT NULL, finished_at TEXT, pid INTEGER, executor TEXT,
+          workers INTEGER, options TEXT, scenarios INTEGER, pending INTEGER,
+          completed INTEGER DEFAULT 0, state TEXT
+        );
+    """)
+    db.execute(
+        "INSERT INTO runs (started_at, pid, state) VALUES (?, ?, 'running')",
+        ("2024-01-01T00:00:00+00:00", _dead_pid()),
+    )
+    db.commit()
+    db.close()
+    with Store(path) as s:
+        (run,) = s.runs()
+    assert run["state"] == "interrupted" and run["host"] is None
+
+
+# ----------------------------------------------------------------------------- worker deaths
+
+
+def test_describe_exit_tells_the_oom_killer_from_a_kill() -> None:
+    from planner.grid.runner import describe_exit
+
+    kill = -signal.SIGKILL
+    assert describe_exit(1) == "the worker process exited with status 1"
+    assert describe_exit(-signal.SIGSEGV) == "the worker process was killed by SIGSEGV"
+    # the kernel counted out-of-memory kills while the scenario ran
+    oom = describe_exit(kill, oom_kills=1, peak_gb=3.9, limit_gb=4.0)
+    assert oom.startswith("the worker process was killed by SIGKILL, most likely by the kernel's")
+    assert "1 out-of-memory kill(s)" in oom and "3.90 GB of a 4.00 GB limit" in oom
+    # none counted: from outside, whatever the memory
+    out = describe_exit(kill, oom_kills=0, peak_gb=3.9, limit_gb=4.0)
+    assert "from outside" in out and "not by the out-of-memory killer" in out
+    # no count to read: by the peak resident memory against the limit
+    near = describe_exit(kill, peak_gb=3.5, limit_gb=4.0)
+    assert "probably by the out-of-memory killer" in near and "near the limit" in near
+    far = describe_exit(kill, peak_gb=0.2, limit_gb=4.0)
+    assert "from outside, not for memory" in far and "far below the limit" in far
+    assert "cannot" not in describe_exit(kill) and "or by the kernel's" in describe_exit(kill)
+
+
+def test_a_worker_killed_from_outside_is_not_blamed_on_memory(tmp_path: Path) -> None:
+    from planner.grid.runner import oom_kills
+
+    spec = load_grid(SMALL)
+    victim = spec.scenarios[2].id
+    store = tmp_path / "k.sqlite"
+    before = oom_kills()
+    args = ["grid", str(SMALL), "-o", str(store), "--workers", "1", "--no-chart"]
+    res = run_cli(*args, env={"TRAINPLAN_GRID_TEST_KILL": victim})
+    after = oom_kills()
+    assert res.returncode == 0, res.stdout + res.stderr
+    got = rows(store)
+    assert got[victim]["status"] == "failed"
+    error = got[victim]["error"]
+    assert error.startswith("the worker process was killed by SIGKILL")
+    assert error.endswith("while solving this scenario")
+    if before is not None and after == before:  # nothing else on the machine was OOM-killed
+        assert "from outside" in error and "not by the out-of-memory killer" in error, error
+        assert "its peak resident memory was" in error
+    assert {r["status"] for i, r in got.items() if i != victim} == {"ok"}
+
+
+def test_ray_attach_failures_say_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from planner.grid.ray_executor import attach_failure
+
+    err = ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        address = f"127.0.0.1:{port}"
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+        msg = attach_failure(address, err)
+        assert msg.startswith(f"cannot attach to a Ray cluster at {address}: Failed to connect")
+        assert "the cluster answers but refused this process" in msg
+        assert "set RAY_AUTH_MODE=token" in msg
+        monkeypatch.setenv("RAY_AUTH_MODE", "token")
+        msg = attach_failure(address, err)
+        assert "RAY_AUTH_MODE=token is set: check that RAY_AUTH_TOKEN" in msg
+    # the listener is closed: nothing answers there any more
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    msg = attach_failure(address, err)
+    assert f"nothing answers at {address}" in msg and "RAY_AUTH_MODE" not in msg
+    # no address (the cluster on this machine, if any): the hint, conditionally
+    assert "if a cluster runs with token authentication" in attach_failure(None, err)

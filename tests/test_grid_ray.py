@@ -58,10 +58,9 @@ def test_ray_worker_crash_is_isolated(
     assert set(df.drop(index=ids[3])["status"]) == {"ok"}
 
 
-def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
-    address = cluster.get_runtime_context().gcs_address
-    store = tmp_path / "cli.sqlite"
-    res = subprocess.run(
+def _grid_on(address: str, store: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`trainplan grid grid_small.yaml --executor ray --address ADDRESS` in a fresh process."""
+    return subprocess.run(
         [
             sys.executable,
             "-c",
@@ -80,10 +79,31 @@ def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**env, "COLUMNS": "200"},
     )
+
+
+def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
+    address = cluster.get_runtime_context().gcs_address
+    store = tmp_path / "cli.sqlite"
+    res = _grid_on(address, store, dict(os.environ))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "on 2 ray workers" in res.stdout
     with Store(store, readonly=True) as s:
         df = s.frame()
     assert len(df) == 8 and set(df["status"]) == {"ok"}
+
+
+def test_cli_without_the_auth_mode_says_what_to_set(cluster: ModuleType, tmp_path: Path) -> None:
+    # the cluster started above uses token authentication (Ray 2.60's default for ray.init,
+    # which set RAY_AUTH_MODE=token in this process); a process without it cannot attach,
+    # and trainplan says what to set instead of Ray's bare "Failed to connect"
+    address = cluster.get_runtime_context().gcs_address
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    res = _grid_on(address, tmp_path / "no-auth.sqlite", env)
+    assert res.returncode == 3, res.stdout + res.stderr
+    err = " ".join(res.stderr.split())
+    assert f"error: cannot attach to a Ray cluster at {address}" in err
+    assert "the cluster answers but refused this process" in err
+    assert "set RAY_AUTH_MODE=token" in err
+    assert "Traceback" not in res.stderr

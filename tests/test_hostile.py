@@ -1406,3 +1406,51 @@ def test_a_user_gpu_catalog_obeys_the_file_policy(tmp_path: Path) -> None:
         (err,) = e.value.errors
         assert err.path == "gpu_catalog", err
         assert SECRET not in str(e.value)
+
+
+# ----------------------------------------------------------------------------- found by fuzzing
+# Found by the fuzz suite's file-reference family (tests/test_fuzz.py, op_file_ref).
+
+
+@pytest.mark.skipif(not POSIX, reason="symbolic links need POSIX")
+def test_a_csv_name_linking_to_another_file_shows_no_first_line(tmp_path: Path) -> None:
+    # prices.csv -> ../secret/key.txt, with the secret's folder allowed as the data root:
+    # the file may be read, but its first line was shown as "columns are [...]" because the
+    # name as written ends in .csv; the target's name decides
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.txt").write_text(f"{SECRET},time\nrow,1\n")
+    folder = tmp_path / "inst"
+    folder.mkdir()
+    (folder / "prices.csv").symlink_to("../secret/key.txt")
+    msg = _only_error(_csv_instance(folder, "prices.csv"), data_root=tmp_path)
+    assert SECRET not in msg, msg
+    assert msg.endswith(
+        "has no column 'price' (its first line is not shown: the file it links to is not "
+        "named .csv)"
+    ), msg
+    # a link to a .csv file still shows its header
+    (tmp_path / "secret" / "other.csv").write_text("when,price\n")
+    (folder / "other.csv").symlink_to("../secret/other.csv")
+    msg = _only_error(_csv_instance(folder, "other.csv"), data_root=tmp_path)
+    assert msg.endswith("has no column 'time'; columns are ['when', 'price']"), msg
+
+
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("a\x00b.csv", "contains a NUL character, which no file name may hold"),
+        ("x" * 300 + ".csv", "is too long for a file name (304 bytes; at most 255 per file"),
+        ("d/" * 2100 + "p.csv", "is too long for a file name (4,205 bytes; at most 255 per"),
+    ],
+    ids=["nul", "long name", "long path"],
+)
+def test_impossible_file_names_are_refused(tmp_path: Path, name: str, why: str) -> None:
+    # before: ValueError (embedded null byte) and OSError (File name too long) from the
+    # reader's path checks, "internal error" in the CLI
+    f = _csv_instance(tmp_path, name)
+    msg = _only_error(f)
+    assert why in msg, msg
+    assert len(msg) < 400  # the name is cut in the message
+    res, _ = run_check(f)
+    assert res.exit_code == 2, res.output
+    assert "internal error" not in res.output and "Traceback" not in res.output

@@ -57,6 +57,7 @@ UPPER = (
     "planner.estimate",
     "planner.summary",
     "planner.replan",
+    "planner.terminal",
 )
 #: What the independent checker may import of the project.
 CHECKER_MAY = ("planner.instance", "planner.physics", "planner.plan", "planner.result")

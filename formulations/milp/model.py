@@ -121,7 +121,9 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
     """Work and segments: sum_t x[p,c,t] = n_c z[p,c];  x[p,c,t] <= z[p,c] (implied, kept
     for the LP bound only through the sum); u[p,c,t] >= x[p,c,t] - x[p,c,t-1];
     non-preemptible p: sum_t u[p,c,t] <= z[p,c] (one contiguous run); preemptible p: each
-    segment after the first costs the resume overhead (u carries resume_c, z refunds one)."""
+    segment after the first costs the resume overhead (u carries resume_c, z refunds one);
+    a resume that costs less than 0 also gets u <= x[t], u <= 1 - x[t-1]
+    (:func:`_segment_starts_exact`)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
         if name in mm.segmented:
@@ -177,6 +179,8 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                         [1.0, -1.0, 1.0],
                         0.0,
                     )
+            if ucost < 0:
+                _segment_starts_exact(mm, name, c.index, hours, xi, ui)
             if not p.preemptible:
                 lp.add_row(
                     "contiguous",
@@ -185,6 +189,20 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                     [1.0] * len(ui) + [-1.0],
                     upper=0.0,
                 )
+
+
+def _segment_starts_exact(
+    mm: MilpModel, name: str, index: int, hours: np.ndarray, xi: np.ndarray, ui: np.ndarray
+) -> None:
+    """A resume that costs less than 0 (negative power prices) would pull u to 1 in every
+    hour: cap it from above too, u[t] <= x[t] and u[t] <= 1 - x[t-1], so that u = 1 exactly
+    where a segment starts and the model's cost of a plan is its cost."""
+    lp = mm.lp
+    for k in range(len(hours)):
+        key = (name, index, int(hours[k]))
+        lp.add_row("segment_runs", key, [ui[k], xi[k]], [1.0, -1.0], upper=0.0)
+        if k > 0:
+            lp.add_row("segment_after_pause", key, [ui[k], xi[k - 1]], [1.0, 1.0], upper=1.0)
 
 
 def add_progress(mm: MilpModel, wts: Weights) -> None:

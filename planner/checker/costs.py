@@ -41,6 +41,13 @@ def count_runs(hours: Iterable[int]) -> int:
     return sum(1 for i, h in enumerate(hs) if i == 0 or h != hs[i - 1] + 1)
 
 
+def sla_credit_h(f: PhaseFacts) -> float:
+    """Hours of rental the SLA credit returns per failure: ``share x min(mult x D, L)``, m
+    times the downtime for the provider's share of failures but never more than the L hours
+    of rental a failure loses (docs/cost-model.md, "SLA")."""
+    return f.sla_share * min(f.sla_multiplier * f.downtime_h, f.loss_h)
+
+
 @dataclass(frozen=True)
 class Move:
     """A migration's cost (USD by component) and hours."""
@@ -123,7 +130,8 @@ def phase_costs(
       min_rental_hours) x ρ`` at a constant price); reserved ``n x (gpus + spare_gpus) x
       licence`` (the pool itself is paid at plan level);
     - energy: ``Σ_{t∈H} kW x price_t / 1000``;
-    - failure: ``Σ_{t∈H} λ_t (L (ρ_t + kW price_t / 1000) - share x mult x D x ρ_t)``, plus
+    - failure: ``Σ_{t∈H} λ_t (L (ρ_t + kW price_t / 1000) - share x min(mult x D, L) x ρ_t)``
+      (the SLA credit refunds at most the rental lost, :func:`sla_credit_h`), plus
       ``(runs - 1) x resume cost`` per segment for a preemptible phase;
     - storage: ``Σ n_k x storage/h`` + (preemptible) ``(end - start - n) x pause parking/h`` +
       ``(T - end) x archive/h`` of the last segment;
@@ -150,13 +158,7 @@ def phase_costs(
         costs["rental"] += _rental(e, f, H, p)
         costs["energy"] += float(np.sum(energy_t))
         costs["failure"] += float(
-            np.sum(
-                lam
-                * (
-                    f.loss_h * (rho + energy_t)
-                    - f.sla_share * f.sla_multiplier * f.downtime_h * rho
-                )
-            )
+            np.sum(lam * (f.loss_h * (rho + energy_t) - sla_credit_h(f) * rho))
         )
         costs["storage"] += len(H) * f.storage_per_h
         if p.preemptible:

@@ -30,7 +30,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 
 from planner.instance import Instance, InstanceError, read
-from planner.instance.errors import printable
+from planner.terminal import TextConsole, styled
 
 #: Exit status on success.
 EXIT_OK = 0
@@ -112,13 +112,14 @@ app = typer.Typer(
 )
 
 
-class _Console(Console):
+class _Console(TextConsole):
     """A console whose width follows COLUMNS or the terminal at every print (tests and
-    long-lived processes change them), and that ``--quiet`` silences."""
+    long-lived processes change them), that ``--quiet`` silences, and that shows user text as
+    text (:class:`planner.terminal.TextConsole`: no markup, no emoji codes, control
+    characters escaped; styles come from :func:`planner.terminal.styled`)."""
 
     def __init__(self, stderr: bool = False) -> None:
-        # emoji codes off everywhere: ':x:' in a name or a message stays ':x:'
-        super().__init__(stderr=stderr, highlight=False, emoji=False)
+        super().__init__(stderr=stderr)
         self._stderr_stream = stderr
 
     @property
@@ -204,20 +205,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 def say_plain(text: str, *, end: str = "\n") -> None:
     """Print ``text`` on stderr exactly as text: no rich markup (``[/]`` in a name is not a
     tag), no emoji codes (``:x:`` stays ``:x:``) and no control characters (an ESC in a
-    name is shown as ``\\x1b``, never sent to the terminal)."""
-    err_console.print(
-        "\n".join(printable(line) for line in text.split("\n")),
-        soft_wrap=True,
-        markup=False,
-        emoji=False,
-        highlight=False,
-        end=end,
-    )
+    name is shown as ``\\x1b``, never sent to the terminal): :class:`TextConsole`."""
+    err_console.print(text, soft_wrap=True, end=end)
 
 
 def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
     """Print ``error: <message>`` (the message as plain text, see :func:`say_plain`) and exit."""
-    err_console.print("[bold red]error:[/]", end=" ")
+    err_console.print(styled("error:", "bold red"), end=" ")
     say_plain(message)
     raise typer.Exit(code)
 
@@ -225,7 +219,7 @@ def fail(message: str, code: int = EXIT_INPUT) -> NoReturn:
 def print_instance_error(e: InstanceError, title: str = "invalid instance") -> None:
     """The title and file, then one line per problem (``<file>: <field>: <message>``) and the
     error's hint (did you mean ...), all user text printed plain (:func:`say_plain`)."""
-    err_console.print(f"[bold red]{title}[/]", end=" ")
+    err_console.print(styled(title, "bold red"), end=" ")
     say_plain(e.file)
     for line in e.lines():
         say_plain(f"  {line}")
@@ -288,8 +282,9 @@ def progress(message: str) -> Iterator[Callable[[str], None]]:
 
 
 def guarded(fn: F) -> F:
-    """Commands never show a traceback: input errors exit 2, anything unexpected exits 4 (an
-    internal error) with the message (set TRAINPLAN_DEBUG=1 to see the traceback)."""
+    """Commands never show a traceback: input errors exit 2; anything unexpected is an
+    internal error: a short "please report" line with the exception's type and message, and
+    exit :data:`EXIT_INTERNAL` (set TRAINPLAN_DEBUG=1 to see the traceback)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -311,10 +306,12 @@ def guarded(fn: F) -> F:
         except Exception as e:
             if os.environ.get("TRAINPLAN_DEBUG"):
                 raise
-            err_console.print("[bold red]internal error:[/]", end=" ")
+            err_console.print(styled("internal error:", "bold red"), end=" ")
             say_plain(f"{type(e).__name__}: {e}")
             err_console.print(
-                "set TRAINPLAN_DEBUG=1 for the traceback; please report it", soft_wrap=True
+                "this is a bug in trainplan, please report it with the line above "
+                "(TRAINPLAN_DEBUG=1 shows the traceback)",
+                soft_wrap=True,
             )
             raise typer.Exit(EXIT_INTERNAL) from None
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
 from planner.estimate import (
@@ -29,6 +29,7 @@ from planner.estimate import (
     phase_estimates,
 )
 from planner.physics.transformer import active_params
+from planner.terminal import styled
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
 #: Flags that describe the GPU (planner.estimate.gpu_spec) or are parsed before they become
@@ -113,7 +114,7 @@ def _print_phase(pe: PhaseEstimate) -> None:
         ("E[failures]", "right"),
         ("cost", "right"),
     ):
-        t.add_column(escape(col), justify=just)  # type: ignore[arg-type]
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in pe.rows:
         c, lay, mem = r.config, r.config.layout, r.config.memory
         gpus = f"{c.gpus:g}" + (f"+{c.spare_gpus}" if c.spare_gpus else "")
@@ -155,7 +156,7 @@ def _detail(r: EstimateRow) -> Table:
         f"{m.params:.4g} parameters{moe} ({arch}"
         f"{', inferred' if m.inferred else ''}), micro-batch {r.micro_batch}",
     )
-    fit = "[green]fits[/]" if mem.fits else "[bold red]does not fit[/]"
+    fit = styled("fits", "green") if mem.fits else styled("does not fit", "bold red")
     extra = ""
     if mem.gather_gb:
         extra += f" (incl. ZeRO-3 gathered layer {mem.gather_gb:.2f} GB)"
@@ -163,10 +164,13 @@ def _detail(r: EstimateRow) -> Table:
         extra += f", {mem.cpu_gb:.2f} GB offloaded to CPU"
     t.add_row(
         "memory per GPU",
-        f"model states {mem.model_states_gb:.2f} GB{extra} + activations "
-        f"{mem.activations_gb:.2f} GB (+fragmentation) + buffers {mem.buffers_gb:.2f} GB "
-        f"= {mem.total_gb:.2f} GB of {mem.capacity_gb:.2f} GB usable "
-        f"({r.memory_convention} accounting): {fit}",
+        Text.assemble(
+            f"model states {mem.model_states_gb:.2f} GB{extra} + activations "
+            f"{mem.activations_gb:.2f} GB (+fragmentation) + buffers {mem.buffers_gb:.2f} GB "
+            f"= {mem.total_gb:.2f} GB of {mem.capacity_gb:.2f} GB usable "
+            f"({r.memory_convention} accounting): ",
+            fit,
+        ),
     )
     t.add_row(
         "throughput",
@@ -239,7 +243,7 @@ def _summary(rows: list[EstimateRow]) -> Table:
         "cost",
     ):
         left = col in ("prec.", "recompute", "fits")
-        t.add_column(escape(col), justify="left" if left else "right")
+        t.add_column(col, justify="left" if left else "right")
     for r in rows:
         mem, run = r.memory, r.run
         t.add_row(
@@ -248,7 +252,7 @@ def _summary(rows: list[EstimateRow]) -> Table:
             str(r.zero),
             r.recompute,
             f"{mem.total_gb:.1f} of {mem.capacity_gb:.1f}",
-            "yes" if mem.fits else "[red]no[/]",
+            "yes" if mem.fits else styled("no", "red"),
             _fmt(r.hours),
             _fmt(r.gpu_hours),
             _fmt(r.energy_kwh),
@@ -569,9 +573,7 @@ def estimate_command(
         if pe.reason is not None:
             if not as_json:
                 console.print(
-                    f"[bold red]no feasible configuration:[/] {pe.reason}",
-                    soft_wrap=True,
-                    markup=True,
+                    styled("no feasible configuration:", "bold red"), pe.reason, soft_wrap=True
                 )
             raise typer.Exit(EXIT_INFEASIBLE)
         return

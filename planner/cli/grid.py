@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from planner.cli.app import app, console, err_console, fail, guarded
 from planner.grid.api import (
@@ -24,13 +25,20 @@ from planner.grid.spec import GridSpec, load_grid
 from planner.grid.store import StoreError
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
+from planner.terminal import shown, styled
 
 
 def _describe(spec: GridSpec) -> None:
     axes = ", ".join(f"{a.name} ({len(a.values)})" for a in spec.axes) or "none"
     console.print(
-        f"grid [bold]{spec.name}[/]: {len(spec.scenarios)} scenarios ({spec.mode}) "
-        f"over {spec.base.source}; axes: {axes}",
+        Text.assemble(
+            "grid ",
+            styled(spec.name, "bold"),
+            shown(
+                f": {len(spec.scenarios)} scenarios ({spec.mode}) over {spec.base.source}; "
+                f"axes: {axes}"
+            ),
+        ),
         soft_wrap=True,
     )
     for params, kept in spec.duplicates[:5]:

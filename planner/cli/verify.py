@@ -19,6 +19,7 @@ from planner.checker import Verification, read_plan, verify
 from planner.checker.costs import ALL_KEYS, within
 from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
 from planner.plan import Plan
+from planner.terminal import styled
 
 
 def _rows(plan: Plan, v: Verification) -> list[tuple[str, float | None, float]]:
@@ -58,15 +59,15 @@ def _as_json(
 
 
 def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol: float) -> None:
-    verdict = "[bold green]valid[/]" if v.ok else "[bold red]invalid[/]"
-    console.print(f"{plan_path}: {verdict}, {len(v.violations)} violation(s)")
+    verdict = styled("valid", "bold green") if v.ok else styled("invalid", "bold red")
+    console.print(Text.assemble(f"{plan_path}: ", verdict, f", {len(v.violations)} violation(s)"))
     if v.violations:
         table = Table(title="violations", show_lines=False)
         table.add_column("kind")
         table.add_column("phase")
         table.add_column("message", overflow="fold")
         for x in v.violations:
-            table.add_row(Text(x.kind), Text(x.phase or "-"), Text(x.message))
+            table.add_row(x.kind, x.phase or "-", x.message)  # str: shown escaped
         console.print(table)
     costs = Table(title="stated against recomputed (USD unless named)")
     for col in ("figure", "stated", "recomputed", "difference", ""):

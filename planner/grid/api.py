@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pandas as pd
-from rich.console import Console
 
 from planner.grid.spec import GridSpec, base_fingerprint, grid_from_dict, load_grid
 from planner.grid.store import Store
 from planner.grid.task import BasePayload, SolveOptions, Task, hooks_from_env
+from planner.terminal import TextConsole
 
 EXECUTORS = ("local", "ray")
 BACKENDS = ("auto", "highs", "pyomo")
@@ -238,7 +238,7 @@ def solve_grid(
     if progress:
         from planner.grid.report import GridProgress
 
-        console = Console(stderr=True)
+        console = TextConsole(stderr=True)
         holder: list[GridProgress] = []
 
         def start(rep: RunReport) -> None:

@@ -15,12 +15,20 @@ as ``failed`` with Ray's reason; a task running past ``time_limit + grace`` seco
 from submission) is cancelled with ``force=True`` (its worker is killed) and recorded as
 ``timeout``. ``memory_gb`` becomes the task's Ray ``memory`` resource (Ray's memory monitor
 enforces it); Ray workers are reused across tasks, so no ``RLIMIT_AS`` is set in them.
+
+Attaching. Ray 2.60 starts clusters with token authentication by default, and a process
+attaches to one only with ``RAY_AUTH_MODE=token`` set (the token from ``~/.ray/auth_token``,
+``RAY_AUTH_TOKEN_PATH`` or ``RAY_AUTH_TOKEN``); without it Ray retries for about 20 s and
+raises a bare "Failed to connect". :func:`attach_failure` says which it was: nothing answers
+at the address, or the cluster answers and refused this process (then: set
+``RAY_AUTH_MODE=token``, or check the token).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import time
 from collections.abc import Sequence
 from types import ModuleType
@@ -54,6 +62,52 @@ def import_ray() -> ModuleType:
     except ImportError:
         raise RayUnavailable(INSTALL_HINT) from None
     return ray
+
+
+#: What to set to attach to a cluster with token authentication (Ray 2.60's default).
+AUTH_HINT = (
+    "Ray 2.60 clusters use token authentication by default, and attaching to one needs "
+    "RAY_AUTH_MODE=token in this process's environment (with the cluster's token in "
+    "~/.ray/auth_token, RAY_AUTH_TOKEN_PATH or RAY_AUTH_TOKEN): set RAY_AUTH_MODE=token "
+    "and run again"
+)
+
+
+def attach_failure(address: str | None, error: BaseException) -> str:
+    """Why attaching to the Ray cluster at ``address`` (None: the one on this machine)
+    failed, in trainplan's words (see the module docstring)."""
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    where = address or "this machine"
+    msg = f"cannot attach to a Ray cluster at {where}: {first}"
+    token = os.environ.get("RAY_AUTH_MODE", "").strip().lower() == "token"
+    answers = _answers(address) if address else None
+    if answers is False:
+        return (
+            f"{msg}; nothing answers at {address}: is the cluster running? (`ray start "
+            "--head` prints its address)"
+        )
+    if token:
+        return (
+            f"{msg}; RAY_AUTH_MODE=token is set: check that RAY_AUTH_TOKEN, "
+            "RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token holds this cluster's token"
+        )
+    if answers:
+        return f"{msg}; the cluster answers but refused this process: {AUTH_HINT}"
+    return f"{msg}; if a cluster runs with token authentication: {AUTH_HINT}"
+
+
+def _answers(address: str) -> bool | None:
+    """Whether something accepts TCP connections at ``host:port`` (None: not such an
+    address)."""
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2.0):
+            return True
+    except OSError:
+        return False
 
 
 class RayExecutor:
@@ -90,9 +144,8 @@ class RayExecutor:
         if not ray.is_initialized():
             try:
                 ray.init(address=self.address, log_to_driver=False)
-            except (ConnectionError, RuntimeError, ValueError) as e:
-                where = self.address or "this machine"
-                raise RayUnavailable(f"cannot reach a Ray cluster at {where}: {e}") from None
+            except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as e:
+                raise RayUnavailable(attach_failure(self.address, e)) from None
             self._owns_session = True
         self._ray = ray
         return ray

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from planner.grid.task import FEASIBLE, OK, STATUSES
 from planner.plan import COST_KEYS
+from planner.terminal import shown
 
 #: Above this many solved scenarios the table shows the best and worst HALF each.
 MAX_ROWS = 20
@@ -48,10 +49,10 @@ class GridProgress:
     def __init__(self, console: Console, total: int, label: str) -> None:
         self.counts: Counter[str] = Counter()
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
+            TextColumn("{task.description}", style="bold", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"),
+            TextColumn("{task.fields[counts]}", markup=False),
             _RateColumn(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
@@ -60,7 +61,7 @@ class GridProgress:
             refresh_per_second=4,
             transient=False,
         )
-        self.task: TaskID = self.progress.add_task(label, total=total, counts="")
+        self.task: TaskID = self.progress.add_task(shown(label), total=total, counts="")
 
     def __enter__(self) -> GridProgress:
         self.progress.start()

@@ -8,8 +8,13 @@ solver on one thread. The parent waits on every pipe and every process sentinel 
 it learns at once of
 
 - a result: handed to ``on_result`` (which stores it) and the worker gets the next scenario;
-- a dead worker (segfault, ``os._exit``, the kernel's OOM killer): its scenario is recorded
-  as ``failed`` with how the process ended, and a new worker replaces it;
+- a dead worker (segfault, ``os._exit``, the kernel's OOM killer, ``kill -9``): its scenario
+  is recorded as ``failed`` with how the process ended, and a new worker replaces it. A
+  SIGKILL comes from the kernel's out-of-memory killer or from outside (``kill -9``, a
+  supervisor); :func:`describe_exit` tells them apart by the kernel's count of out-of-memory
+  kills (``oom_kill`` in /proc/vmstat) while the scenario ran, else by the worker's peak
+  resident memory (sampled from /proc at least every :data:`SAMPLE_S` seconds) against its
+  memory limit;
 - a hung worker: past ``time_limit + grace`` seconds on one scenario it is killed
   (``SIGKILL``), its scenario recorded as ``timeout``, and replaced.
 
@@ -56,6 +61,10 @@ PRELOAD = [
 ]
 #: Give up when this many workers in a row die before taking any scenario.
 MAX_START_FAILURES = 5
+#: Seconds between samples of the workers' peak resident memory (at most).
+SAMPLE_S = 1.0
+#: A peak resident memory at or above this share of the worker's limit is "near" it.
+NEAR_LIMIT = 0.8
 
 
 def default_workers() -> int:
@@ -72,22 +81,82 @@ def physical_memory_gb() -> float | None:
         return None
 
 
-def describe_exit(exitcode: int | None) -> str:
-    """How a worker process ended, for the scenario's error column."""
+def oom_kills() -> int | None:
+    """Out-of-memory kills the kernel has made since boot (``oom_kill`` in /proc/vmstat,
+    Linux >= 4.13, every cgroup's included); None where it cannot be read."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def peak_rss_bytes(pid: int | None) -> int | None:
+    """The peak resident memory of process ``pid`` so far (``VmHWM``, Linux); None when it
+    cannot be read (gone, a zombie, not Linux)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def describe_exit(
+    exitcode: int | None,
+    *,
+    oom_kills: int | None = None,
+    peak_gb: float | None = None,
+    limit_gb: float | None = None,
+) -> str:
+    """How a worker process ended, for the scenario's error column. For a SIGKILL, whether
+    the kernel's out-of-memory killer sent it: ``oom_kills`` is how many out-of-memory kills
+    the kernel made while the worker ran the scenario (None: unknown); else ``peak_gb``, its
+    peak resident memory, against ``limit_gb``, its memory limit (near: at least
+    :data:`NEAR_LIMIT` of it)."""
     if exitcode is None:
         return "the worker process vanished"
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        extra = (
-            " (the kernel's out-of-memory killer sends SIGKILL)"
-            if -exitcode == signal.SIGKILL
-            else ""
+    if exitcode >= 0:
+        return f"the worker process exited with status {exitcode}"
+    try:
+        name = signal.Signals(-exitcode).name
+    except ValueError:
+        name = f"signal {-exitcode}"
+    head = f"the worker process was killed by {name}"
+    if -exitcode != signal.SIGKILL:
+        return head
+    memory = ""
+    if peak_gb is not None:
+        memory = f"its peak resident memory was {peak_gb:.2f} GB"
+        if limit_gb is not None:
+            memory += f" of a {limit_gb:.2f} GB limit"
+    if oom_kills is not None and oom_kills > 0:
+        return (
+            f"{head}, most likely by the kernel's out-of-memory killer ({oom_kills} "
+            f"out-of-memory kill(s) on this machine while it ran{'; ' + memory if memory else ''})"
+            "; lower --workers or --memory-gb, or simplify the scenario"
         )
-        return f"the worker process was killed by {name}{extra}"
-    return f"the worker process exited with status {exitcode}"
+    if oom_kills == 0:
+        return (
+            f"{head} from outside (kill -9, a supervisor or a job scheduler), not by the "
+            "out-of-memory killer: the kernel recorded no out-of-memory kill while it ran"
+            + (f"; {memory}" if memory else "")
+        )
+    if peak_gb is not None and limit_gb is not None:
+        if peak_gb >= NEAR_LIMIT * limit_gb:
+            return f"{head}, probably by the out-of-memory killer: {memory}, near the limit"
+        return (
+            f"{head} from outside, not for memory: {memory}, far below the limit "
+            "(kill -9, a supervisor or a job scheduler)"
+        )
+    return f"{head} (by another process, or by the kernel's out-of-memory killer)"
 
 
 def _context() -> BaseContext:
@@ -134,9 +203,32 @@ class _Slot:
     proc: BaseProcess
     conn: Connection
     queue: deque[Task] = field(default_factory=deque)
-    #: When the worker started the oldest scenario (monotonic seconds, and as UTC text).
+    #: When the worker started the oldest scenario (monotonic seconds, and as UTC text), and
+    #: the kernel's out-of-memory kill count then (:func:`oom_kills`).
     t0: float = 0.0
     started_at: str = ""
+    oom0: int | None = None
+    #: The worker's peak resident memory seen so far (bytes; :func:`peak_rss_bytes`).
+    peak: int | None = None
+
+    def begin(self) -> None:
+        """The worker starts the oldest scenario of its queue now."""
+        self.t0, self.started_at, self.oom0 = time.monotonic(), now(), oom_kills()
+
+    def sample(self) -> None:
+        got = peak_rss_bytes(self.proc.pid)
+        if got is not None:
+            self.peak = max(self.peak or 0, got)
+
+    def death(self, limit_gb: float | None) -> str:
+        """How the worker ended, with what tells an out-of-memory kill from another."""
+        after = oom_kills()
+        return describe_exit(
+            self.proc.exitcode,
+            oom_kills=None if after is None or self.oom0 is None else after - self.oom0,
+            peak_gb=None if self.peak is None else self.peak / 2**30,
+            limit_gb=limit_gb,
+        )
 
 
 class LocalExecutor:
@@ -197,7 +289,7 @@ class LocalExecutor:
                     pending.appendleft(task)  # the worker is dead; noticed below
                     return
                 if not s.queue:
-                    s.t0, s.started_at = time.monotonic(), now()
+                    s.begin()
                 s.queue.append(task)
 
         def retire(s: _Slot, kill: bool) -> Task | None:
@@ -223,7 +315,13 @@ class LocalExecutor:
                 timeout = 0.5
                 if waiting:
                     timeout = max(0.0, min(s.t0 + limit for s in waiting) - time.monotonic())
-                wait([s.conn for s in waiting] + [s.proc.sentinel for s in slots], timeout=timeout)
+                wait(
+                    [s.conn for s in waiting] + [s.proc.sentinel for s in slots],
+                    timeout=min(timeout, SAMPLE_S),
+                )
+                for s in slots:
+                    if s.proc.is_alive():
+                        s.sample()
                 for s in list(slots):
                     got: list[dict[str, Any]] = []
                     while s.queue and _readable(s.conn):
@@ -232,7 +330,7 @@ class LocalExecutor:
                         except (EOFError, OSError):
                             break  # died mid-send; handled as a dead worker below
                         s.queue.popleft()
-                        s.t0, s.started_at = time.monotonic(), now()
+                        s.begin()
                         start_failures = 0
                     if got:
                         feed(s)  # before storing: the worker goes on meanwhile
@@ -241,13 +339,14 @@ class LocalExecutor:
                     if not s.proc.is_alive():
                         pid, code = s.proc.pid, s.proc.exitcode
                         started = s.started_at
+                        why = s.death(self.memory_gb or physical_memory_gb())
                         current = retire(s, kill=False)
                         if current is not None:
                             on_result(
                                 empty_outcome(
                                     current,
                                     FAILED,
-                                    f"{describe_exit(code)} while solving this scenario",
+                                    f"{why} while solving this scenario",
                                     started,
                                     pid,
                                 )

@@ -16,15 +16,25 @@ stored overwrites the row only when the stored status is a retryable failure (``
 timestamps. ``attempts`` counts the results received for the row.
 
 Tables: ``scenarios`` (the results), ``runs`` (one row per invocation: executor, workers,
-options, how many scenarios it had to solve) and ``meta`` (the grid name and the fingerprint
-of the base instance the IDs refer to).
+options, how many scenarios it had to solve, the process and host that ran it, and its
+state: ``running``, ``finished``, ``interrupted``) and ``meta`` (the grid name and the
+fingerprint of the base instance the IDs refer to).
+
+Stale runs. A run killed with ``kill -9`` (or a machine that went down) never marks its row
+finished. Whenever the store is opened for writing (a new run, a resumed one), every row
+still ``running`` whose process is gone is marked ``interrupted``: it ran on this host (or
+the row names no host) and its pid no longer exists, or it is now a process that started
+after the run did (the pid was reused). A run on another host is left as it is.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +113,7 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._create()
+            self.mark_stale_runs()
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path}: not a grid store ({e})") from None
 
@@ -137,6 +148,9 @@ class Store:
             INSERT OR IGNORE INTO meta VALUES ('schema', '{SCHEMA_VERSION}');
             COMMIT;
         """)
+        cols_now = {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}
+        if "host" not in cols_now:  # stores written before runs recorded their host
+            self.db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
     # ------------------------------------------------------------------ meta and runs
 
@@ -169,12 +183,19 @@ class Store:
     def start_run(
         self, executor: str, workers: int, options: Mapping[str, Any], scenarios: int, pending: int
     ) -> int:
-        import os
-
         cur = self.db.execute(
-            "INSERT INTO runs (started_at, pid, executor, workers, options, scenarios, pending,"
-            " state) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
-            (now(), os.getpid(), executor, workers, json.dumps(dict(options)), scenarios, pending),
+            "INSERT INTO runs (started_at, pid, host, executor, workers, options, scenarios,"
+            " pending, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
+            (
+                now(),
+                os.getpid(),
+                socket.gethostname(),
+                executor,
+                workers,
+                json.dumps(dict(options)),
+                scenarios,
+                pending,
+            ),
         )
         self.run_id = int(cur.lastrowid or 0)
         return self.run_id
@@ -185,6 +206,25 @@ class Store:
         self.db.execute(
             "UPDATE runs SET finished_at = ?, state = ? WHERE run = ?", (now(), state, self.run_id)
         )
+
+    def mark_stale_runs(self) -> list[int]:
+        """Mark the runs still ``running`` whose process is gone as ``interrupted`` (see the
+        module docstring); returns their numbers."""
+        host = socket.gethostname()
+        rows = self.db.execute(
+            "SELECT run, pid, host, started_at FROM runs WHERE state = 'running'"
+        ).fetchall()
+        stale = [
+            int(run)
+            for run, pid, run_host, started in rows
+            if run != self.run_id and (run_host in (None, host)) and _gone(pid, started)
+        ]
+        for run in stale:
+            self.db.execute(
+                "UPDATE runs SET state = 'interrupted' WHERE run = ? AND state = 'running'",
+                (run,),
+            )
+        return stale
 
     def runs(self) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT * FROM runs ORDER BY run")
@@ -261,6 +301,46 @@ class Store:
         )
         df = pd.read_sql_query(f"SELECT {cols} FROM scenarios", self.db)
         return tidy(df, None if ids is None else list(ids))
+
+
+def _gone(pid: int | None, started_at: str | None) -> bool:
+    """The process ``pid`` of a run started at ``started_at`` (UTC ISO text) no longer runs:
+    no such pid, or the pid now belongs to a process that started after the run did."""
+    if pid is None:
+        return True
+    if pid == os.getpid():
+        return False  # this process: its own run, still going
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, ValueError):
+        return False  # exists (another user's), or not a pid this system knows: leave it
+    began = _process_start(int(pid))
+    if began is None or started_at is None:
+        return False
+    try:
+        run_start = datetime.fromisoformat(started_at).timestamp()
+    except ValueError:
+        return False
+    return began > run_start + 1.0
+
+
+def _process_start(pid: int) -> float | None:
+    """When process ``pid`` started (Unix time), from /proc (Linux); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+        with open("/proc/stat", encoding="ascii") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError):
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    try:
+        ticks = int(fields[19])  # field 22 of stat: start time in clock ticks after boot
+    except (IndexError, ValueError):
+        return None
+    return btime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def tidy(df: pd.DataFrame, ids: list[str] | None) -> pd.DataFrame:

@@ -11,6 +11,8 @@ or by a parameter value as text, or several separated by commas:
 
 - ``TRAINPLAN_GRID_TEST_CRASH``: the worker calls ``os._exit(1)`` instead of solving, as a
   segfaulting solver would die, to check that the grid isolates the failure;
+- ``TRAINPLAN_GRID_TEST_KILL``: the worker sends itself SIGKILL, as ``kill -9`` from outside
+  would, to check that the grid does not blame the out-of-memory killer;
 - ``TRAINPLAN_GRID_TEST_RAISE``: the worker raises ``RuntimeError`` instead of solving;
 - ``TRAINPLAN_GRID_TEST_HANG``: the worker sleeps forever, to check the kill after
   ``time_limit + grace``;
@@ -41,6 +43,7 @@ from planner.instance.model import Instance
 from planner.plan import COST_KEYS
 
 HOOK_CRASH = "TRAINPLAN_GRID_TEST_CRASH"
+HOOK_KILL = "TRAINPLAN_GRID_TEST_KILL"
 HOOK_RAISE = "TRAINPLAN_GRID_TEST_RAISE"
 HOOK_HANG = "TRAINPLAN_GRID_TEST_HANG"
 HOOK_ALLOC = "TRAINPLAN_GRID_TEST_ALLOC"
@@ -177,6 +180,10 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
     pid, host = os.getpid(), socket.gethostname()
     if _hooked(HOOK_CRASH, task, opts):
         os._exit(1)
+    if _hooked(HOOK_KILL, task, opts):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     if _hooked(HOOK_HANG, task, opts):
         while True:
             time.sleep(3600)

@@ -30,6 +30,13 @@ SPECIAL_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
 #: How to allow files outside the instance's folder, for the error messages.
 HOW_TO_ALLOW = f"allow a folder with read(..., data_root=...) or {DATA_ROOT_ENV}=<folder>"
 
+#: The longest file or folder name and the longest path the name of a data file may have
+#: (bytes, as Linux's NAME_MAX and PATH_MAX): a longer one fails every system call on it.
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 4095
+#: Characters of a file name shown in a message.
+SHOWN_CHARS = 120
+
 
 class FileRefused(ValueError):
     """A file named by an instance may not be read; the message says why (the caller adds the
@@ -52,20 +59,49 @@ def _special_root(real: Path) -> Path | None:
     return None
 
 
+def shown_name(name: str) -> str:
+    """A file name for a message: quoted, at most SHOWN_CHARS characters of it."""
+    if len(name) <= SHOWN_CHARS:
+        return repr(name)
+    return f"{name[:SHOWN_CHARS]!r}... ({len(name):,} characters)"
+
+
+def bad_name(name: str) -> str | None:
+    """Why no file can have the name ``name`` (a NUL character, a name or path longer than
+    the system allows), or None."""
+    if "\x00" in name:
+        return "contains a NUL character, which no file name may hold"
+    raw = name.encode("utf-8", "surrogateescape")
+    longest = max((len(part) for part in raw.split(b"/")), default=0)
+    if len(raw) > MAX_PATH_BYTES or longest > MAX_NAME_BYTES:
+        return (
+            f"is too long for a file name ({len(raw):,} bytes; at most {MAX_NAME_BYTES} per "
+            f"file or folder name and {MAX_PATH_BYTES:,} in all)"
+        )
+    return None
+
+
 def not_a_file(path: Path) -> str | None:
     """Why ``path`` cannot be read as a data file, or None when it is a regular file outside
     ``/proc``, ``/sys`` and ``/dev``."""
-    special = _special_root(Path(os.path.realpath(path)))
-    if special is not None:
-        return f"is not a regular file (it is under {special}, a special file system)"
-    if path.is_file():
-        return None
-    if path.is_symlink() and not path.exists():
-        return "is a symbolic link that leads nowhere (a loop or a missing target)"
-    if path.is_dir():
-        return "is a directory; expected a file"
-    if path.exists():
-        return "is not a regular file (a FIFO, socket or device); expected a file"
+    why = bad_name(str(path))
+    if why is not None:
+        return why
+    try:
+        special = _special_root(Path(os.path.realpath(path)))
+        if special is not None:
+            return f"is not a regular file (it is under {special}, a special file system)"
+        if path.is_file():
+            return None
+        if path.is_symlink() and not path.exists():
+            return "is a symbolic link that leads nowhere (a loop or a missing target)"
+        if path.is_dir():
+            return "is a directory; expected a file"
+        if path.exists():
+            return "is not a regular file (a FIFO, socket or device); expected a file"
+    except (OSError, ValueError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        return f"cannot be looked at ({reason})"
     return "does not exist"
 
 
@@ -74,6 +110,9 @@ def data_file(name: str, base_dir: Path, data_root: Path | None) -> Path:
     (see the module docstring); raises :class:`FileRefused` saying why not. The path returned
     is ``base_dir / name`` (as the user would write it); its type is checked by the caller
     with :func:`not_a_file` when it opens it."""
+    why = bad_name(name)
+    if why is not None:
+        raise FileRefused(f"file {shown_name(name)} {why}")
     given = Path(name)
     roots = [Path(os.path.realpath(base_dir))]
     if data_root is not None:
@@ -83,20 +122,21 @@ def data_file(name: str, base_dir: Path, data_root: Path | None) -> Path:
     )
     if given.is_absolute() and data_root is None:
         raise FileRefused(
-            f"file {name!r} is an absolute path; give a path relative to {where}, or "
-            + HOW_TO_ALLOW
+            f"file {shown_name(name)} is an absolute path; give a path relative to {where}, "
+            "or " + HOW_TO_ALLOW
         )
     path = given if given.is_absolute() else base_dir / given
     real = Path(os.path.realpath(path))
     special = _special_root(real)
     if special is not None:
         raise FileRefused(
-            f"file {str(path)!r} is not a regular file (it is under {special}, a special "
-            "file system)"
+            f"file {shown_name(str(path))} is not a regular file (it is under {special}, a "
+            "special file system)"
         )
     if not any(real == r or real.is_relative_to(r) for r in roots):
         how = "" if data_root is not None else ", or " + HOW_TO_ALLOW
         raise FileRefused(
-            f"file {name!r} leads outside {where} (links are followed); keep data files there{how}"
+            f"file {shown_name(name)} leads outside {where} (links are followed); keep data "
+            f"files there{how}"
         )
     return path

@@ -165,7 +165,15 @@ def _csv(
     wanted = set(at)
     try:
         with _open_regular(path) as fh:
-            values = _csv_rows(fh, str(path), column, time_column, ZoneInfo(tz_name), wanted)
+            values = _csv_rows(
+                fh,
+                str(path),
+                column,
+                time_column,
+                ZoneInfo(tz_name),
+                wanted,
+                header_ok=_csv_named(os.path.realpath(path)),
+            )
     except UnicodeDecodeError as e:
         raise SeriesError(f"file {str(path)!r} is not UTF-8 text ({e.reason})") from None
     except csv.Error as e:
@@ -223,15 +231,25 @@ def _name(text: str) -> str:
     return repr(text[:SHOWN_NAME]) + ("..." if len(text) > SHOWN_NAME else "")
 
 
-def _no_column(file: str, col: str, names: list[str]) -> SeriesError:
+def _csv_named(file: str) -> bool:
+    return file.lower().endswith((".csv", ".tsv"))
+
+
+def _no_column(file: str, col: str, names: list[str], header_ok: bool = True) -> SeriesError:
     """The error for a missing column. The header is listed only for a file named ``.csv``
     (or ``.tsv``) whose first line has two or more fields (a series needs a time and a value
     column); any other first line may be a file that is not a CSV at all (a key, a ``.env``)
-    and is not shown."""
-    if not file.lower().endswith((".csv", ".tsv")):
+    and is not shown. ``header_ok`` is False when the name leads (through symbolic links) to
+    a file not named so: ``prices.csv -> secret.txt`` shows no first line either."""
+    if not _csv_named(file):
         return SeriesError(
             f"file {file!r} has no column {col!r} (its first line is not shown: the file's "
             "name does not end in .csv)"
+        )
+    if not header_ok:
+        return SeriesError(
+            f"file {file!r} has no column {col!r} (its first line is not shown: the file "
+            "it links to is not named .csv)"
         )
     if len(names) < 2:
         return SeriesError(
@@ -245,7 +263,14 @@ def _no_column(file: str, col: str, names: list[str]) -> SeriesError:
 
 
 def _csv_rows(
-    fh: IO[str], file: str, column: str, time_column: str, tz: ZoneInfo, wanted: set[datetime]
+    fh: IO[str],
+    file: str,
+    column: str,
+    time_column: str,
+    tz: ZoneInfo,
+    wanted: set[datetime],
+    *,
+    header_ok: bool = True,
 ) -> dict[datetime, float]:
     """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
     rows outside it are checked but not kept, so memory follows the horizon, not the file.
@@ -270,7 +295,7 @@ def _csv_rows(
         raise SeriesError(f"file {file!r} is empty")
     for col in (column, time_column):
         if col not in reader.fieldnames:
-            raise _no_column(file, col, list(reader.fieldnames))
+            raise _no_column(file, col, list(reader.fieldnames), header_ok)
     for row in reader:
         lineno = last[0]
         raw_t, raw_v = row.get(time_column), row.get(column)
