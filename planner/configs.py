@@ -45,13 +45,13 @@ from planner.costs import (
 from planner.instance.model import Instance
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, layout, reliability, storage
-from planner.physics.layout import moe_all_to_all_bytes_per_token, params_per_rank
+from planner.physics.layout import Layout, moe_all_to_all_bytes_per_token, params_per_rank
 from planner.physics.memory import (
     ACTIVATION_BYTES,
     WEIGHT_BYTES,
     MemoryBreakdown,
     capacity_bytes,
-    memory_per_gpu,
+    layout_memory_per_gpu,
     offload_seconds_per_step,
 )
 from planner.physics.transformer import ModelDims, expert_params, flops_per_token
@@ -66,36 +66,6 @@ from planner.workload import (
     remaining_share,
     work_flops,
 )
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How a phase's model is split over its GPUs: GPUs = tp x cp x pp x dp, with ``ep``
-    expert-parallel ranks inside them; ``sp`` sequence parallelism (with tp > 1),
-    ``microbatches`` per step and ``virtual`` interleaved chunks per device in the pipeline,
-    ``offload`` of states to CPU memory."""
-
-    precision: str
-    zero: int
-    recompute: str
-    tp: int
-    pp: int
-    dp: int
-    sp: bool = True
-    cp: int = 1
-    ep: int = 1
-    microbatches: int = compute.PIPELINE_MICROBATCHES
-    virtual: int = 1
-    offload: str = "none"
-
-    def extras(self) -> str:
-        """The choices beyond the basic layout that differ from their defaults, for labels."""
-        bits = [f"cp{self.cp}" if self.cp > 1 else "", f"ep{self.ep}" if self.ep > 1 else ""]
-        if self.pp > 1:
-            bits.append(f"m{self.microbatches}")
-        bits += [f"v{self.virtual}" if self.virtual > 1 else "", "" if self.sp else "no-sp"]
-        bits.append(f"offload={self.offload}" if self.offload != "none" else "")
-        return " ".join(b for b in bits if b)
 
 
 @dataclass(frozen=True)
@@ -307,7 +277,7 @@ def layouts(
     o = p.options
     if m is None or gpus < 1:
         for prec in o.precision:
-            yield Layout(prec, 0, "none", 1, 1, 1 if gpus < 1 else int(gpus))
+            yield Layout(prec, 0, "none", 1, 1, dp=max(1, int(gpus)))
         return
     n = int(gpus)
     train = is_training(p)
@@ -342,7 +312,7 @@ def layouts(
                                 ):
                                     for prec, rc in itertools.product(o.precision, o.recompute):
                                         yield Layout(
-                                            prec, zero, rc, tp, pp, dp, sp, cp, ep, mb, v, off
+                                            prec, zero, rc, tp, pp, sp, cp, ep, mb, v, off, dp
                                         )
 
 
@@ -405,30 +375,9 @@ def layout_memory(
     """Memory per GPU of phase p on ``count`` GPUs of type g in layout ``lay``, under the
     instance's memory policy (convention, buffers, fragmentation, headroom), against the GPU's
     capacity in its vendor's unit."""
-    pol = inst.spec.memory
-    return memory_per_gpu(
-        m,
-        g.memory_gb,
-        lay.precision,
-        lay.zero,
-        lay.dp,
-        lay.tp,
-        lay.pp,
-        lay.recompute,
-        p.options.micro_batch,
-        is_training(p),
-        pol.buffer_gb,
-        pol.fragmentation,
-        pol.headroom,
-        p.memory_gb,
-        min(count, 1.0),
-        convention=pol.convention,
-        sequence_parallel=lay.sp,
-        cp=lay.cp,
-        ep=lay.ep,
-        virtual=lay.virtual,
-        offload=lay.offload,
-        memory_unit=g.memory_unit,
+    run = (p.options.micro_batch, is_training(p), p.memory_gb, min(count, 1.0))
+    return layout_memory_per_gpu(
+        m, (g.memory_gb, g.memory_unit), lay, lay.dp, run, inst.memory_allowances
     )
 
 

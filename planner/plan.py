@@ -71,6 +71,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from planner.physics.layout import LayoutChoice
+
 COST_KEYS = ("rental", "energy", "storage", "failure", "transfer", "porting", "carbon")
 PLAN_FORMAT = "trainplan-plan/2"
 #: The format of plans with segments, reserved terms or a re-plan (see the module docstring).
@@ -101,35 +103,24 @@ CONFIG_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class SegmentPlan:
-    """One segment of a phase that changes configuration: a configuration, its hours, the
-    share of the phase's work it does, its running costs and the migration into it."""
+@dataclass(frozen=True, kw_only=True)
+class EntryConfig(LayoutChoice):
+    """What a plan entry and a segment both state: the configuration (:data:`CONFIG_FIELDS`:
+    the layout, :class:`~planner.physics.layout.LayoutChoice`, with the defaults a
+    hand-written plan may leave out, and where and on what it runs), its reserved term, its
+    hours, its costs and the derived figures (``info``)."""
 
     gpu: str
     region: str
     contract: str
     gpus: float
     spare_gpus: int
-    precision: str
-    zero: int
-    recompute: str
-    tp: int
-    pp: int
     tier: str
+    checkpoint: str | None = None
     hours: tuple[int, ...]
     term: str = ""
-    work: float = 0.0
     costs: dict[str, float] = field(default_factory=dict)
-    migration: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
-    sp: bool = True
-    cp: int = 1
-    ep: int = 1
-    microbatches: int = 16
-    virtual: int = 1
-    offload: str = "none"
-    checkpoint: str | None = None
 
     @property
     def start_hour(self) -> int:
@@ -139,8 +130,21 @@ class SegmentPlan:
     def end_hour(self) -> int:
         return max(self.hours) + 1
 
+    def config(self) -> dict[str, Any]:
+        """The configuration fields, by name."""
+        return {k: getattr(self, k) for k in CONFIG_FIELDS}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SegmentPlan(EntryConfig):
+    """One segment of a phase that changes configuration: a configuration, its hours, the
+    share of the phase's work it does, its running costs and the migration into it."""
+
+    work: float = 0.0
+    migration: dict[str, Any] = field(default_factory=dict)
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {**self.config(), **asdict(self)}
         d["hours"] = list(self.hours)
         if not self.term:
             del d["term"]
@@ -149,53 +153,21 @@ class SegmentPlan:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SegmentPlan:
         return cls(
-            **_config_of(d),
-            hours=tuple(int(h) for h in d["hours"]),
-            term=str(d.get("term", "")),
+            **_entry_of(d),
             work=float(d.get("work", 0.0)),
-            costs={k: float(v) for k, v in d.get("costs", {}).items()},
             migration=dict(d.get("migration", {})),
-            info=dict(d.get("info", {})),
-            **_layout_of(d),
         )
 
 
-@dataclass(frozen=True)
-class PhasePlan:
+@dataclass(frozen=True, kw_only=True)
+class PhasePlan(EntryConfig):
+    """A phase's entry in a plan: its configuration (that of its first segment when it has
+    segments), all its hours and costs."""
+
     name: str
-    gpu: str
-    region: str
-    contract: str
-    gpus: float
-    spare_gpus: int
-    precision: str
-    zero: int
-    recompute: str
-    tp: int
-    pp: int
-    tier: str
-    hours: tuple[int, ...]
-    costs: dict[str, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-    sp: bool = True
-    cp: int = 1
-    ep: int = 1
-    microbatches: int = 16
-    virtual: int = 1
-    offload: str = "none"
-    checkpoint: str | None = None
-    term: str = ""
     #: Two or more segments when the phase changes configuration at checkpoints (or one, with
     #: its migration, when it moves off the configuration it was running on); () otherwise.
     segments: tuple[SegmentPlan, ...] = ()
-
-    @property
-    def start_hour(self) -> int:
-        return min(self.hours)
-
-    @property
-    def end_hour(self) -> int:
-        return max(self.hours) + 1
 
     @property
     def contiguous(self) -> bool:
@@ -212,11 +184,7 @@ class PhasePlan:
             return self.segments
         return (
             SegmentPlan(
-                **{k: getattr(self, k) for k in CONFIG_FIELDS},
-                hours=self.hours,
-                term=self.term,
-                work=1.0,
-                costs=dict(self.costs),
+                **self.config(), hours=self.hours, term=self.term, work=1.0, costs=dict(self.costs)
             ),
         )
 
@@ -265,7 +233,7 @@ class Plan:
 
         phases = []
         for p in self.phases:
-            d = asdict(p)
+            d = {"name": p.name, **p.config(), **asdict(p)}
             d["hours"] = list(p.hours)
             del d["segments"], d["term"]
             if p.term:
@@ -306,12 +274,7 @@ class Plan:
         phases = tuple(
             PhasePlan(
                 name=str(p["name"]),
-                **_config_of(p),
-                hours=tuple(int(h) for h in p["hours"]),
-                costs={k: float(v) for k, v in p.get("costs", {}).items()},
-                info=dict(p.get("info", {})),
-                **_layout_of(p),
-                term=str(p.get("term", "")),
+                **_entry_of(p),
                 segments=tuple(SegmentPlan.from_dict(x) for x in p.get("segments", [])),
             )
             for p in d["phases"]
@@ -343,8 +306,10 @@ class Plan:
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
-def _config_of(d: dict[str, Any]) -> dict[str, Any]:
-    """The configuration fields of a plan entry or segment, typed."""
+def _entry_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`EntryConfig` fields of a plan entry or segment, typed, with the defaults a
+    hand-written plan may leave out (one rank each, 16 micro-batches, no offload, the phase's
+    default checkpointing scheme, no term)."""
     return {
         "gpu": str(d["gpu"]),
         "region": str(d["region"]),
@@ -357,14 +322,6 @@ def _config_of(d: dict[str, Any]) -> dict[str, Any]:
         "tp": int(d["tp"]),
         "pp": int(d["pp"]),
         "tier": str(d["tier"]),
-    }
-
-
-def _layout_of(d: dict[str, Any]) -> dict[str, Any]:
-    """The layout fields after ``tier`` of a plan entry or segment, typed, with the defaults a
-    hand-written plan may leave out (one rank each, 16 micro-batches, no offload, the phase's
-    default checkpointing scheme)."""
-    return {
         "sp": bool(d.get("sp", True)),
         "cp": int(d.get("cp", 1)),
         "ep": int(d.get("ep", 1)),
@@ -372,6 +329,10 @@ def _layout_of(d: dict[str, Any]) -> dict[str, Any]:
         "virtual": int(d.get("virtual", 1)),
         "offload": str(d.get("offload", "none")),
         "checkpoint": None if d.get("checkpoint") is None else str(d["checkpoint"]),
+        "hours": tuple(int(h) for h in d["hours"]),
+        "term": str(d.get("term", "")),
+        "costs": {k: float(v) for k, v in d.get("costs", {}).items()},
+        "info": dict(d.get("info", {})),
     }
 
 

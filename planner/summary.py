@@ -79,6 +79,17 @@ def _offer_notes(inst: Instance) -> list[str]:
     return notes
 
 
+#: The GPU type figures a summary states as they are.
+_GPU_FIGURES = [
+    "family",
+    "memory_gb",
+    "memory_unit",
+    "board_power_w",
+    "idle_power_w",
+    "gpus_per_node",
+]
+
+
 def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any]:
     """The check summary of a valid instance (``space`` is built when not given).
 
@@ -117,22 +128,16 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
             }
         )
 
-    gpus: list[dict[str, Any]] = []
-    for gname, g in inst.spec.gpu_types.items():
-        gpus.append(
-            {
-                "name": gname,
-                "family": g.family,
-                "memory_gb": g.memory_gb,
-                "memory_unit": g.memory_unit,
-                "peak_tflops": {k: v for k, v in g.peak_tflops.items() if v},
-                "board_power_w": g.board_power_w,
-                "idle_power_w": g.idle_power_w,
-                "gpus_per_node": g.gpus_per_node,
-                "failures_per_gpu_hour": inst.failures_per_gpu_hour[gname],
-                "regions": sorted(r for r, reg in inst.spec.regions.items() if gname in reg.offers),
-            }
-        )
+    gpus = [
+        {
+            "name": gname,
+            **{k: getattr(g, k) for k in _GPU_FIGURES},
+            "peak_tflops": {k: v for k, v in g.peak_tflops.items() if v},
+            "failures_per_gpu_hour": inst.failures_per_gpu_hour[gname],
+            "regions": sorted(r for r, reg in inst.spec.regions.items() if gname in reg.offers),
+        }
+        for gname, g in inst.spec.gpu_types.items()
+    ]
 
     regions: list[dict[str, Any]] = []
     for rname, r in inst.spec.regions.items():

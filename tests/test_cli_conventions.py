@@ -15,14 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import _register, app
-from planner.cli.app import (
-    EXIT_CODES,
-    EXIT_INTERNAL,
-    PIPE_WIDTH,
-    hoist_global_options,
-    output_width,
-    progress_shown,
-)
+from planner.cli.app import PIPE_WIDTH, hoist_global_options, output_width, progress_shown
+from planner.cli.exits import EXIT_CODES, EXIT_INTERNAL
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
@@ -55,7 +49,7 @@ def test_version_and_short_help() -> None:
 
 
 def test_readme_exit_codes_are_the_codes() -> None:
-    """README's table of exit codes has exactly the rows of planner.cli.app.EXIT_CODES."""
+    """README's table of exit codes has exactly the rows of planner.cli.exits.EXIT_CODES."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("### Exit status", 1)[1].split("\n#", 1)[0]
     rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
 from planner.cli import COMMANDS
-from planner.cli.app import EXIT_INPUT, EXIT_INTERNAL, app
+from planner.cli.app import app
+from planner.cli.exits import EXIT_INPUT, EXIT_INTERNAL
 from planner.instance.errors import printable
 
 for _name in COMMANDS:  # register every command on app

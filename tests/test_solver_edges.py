@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 import planner.cli.solve  # registers the command
 import planner.cli.verify  # noqa: F401  (registers the command)
 from formulations.linear import LinearProgram
-from planner.cli.app import EXIT_INFEASIBLE, EXIT_SOLVER, app
+from planner.cli.app import app
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.instance import read
 from planner.result import SolutionStatus, Termination
 from planner.solve import solve

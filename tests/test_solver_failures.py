@@ -32,7 +32,8 @@ import formulations.milp.solve as milp_solve
 import formulations.starttime.data as starttime_data
 import formulations.starttime.solve as starttime_solve
 from formulations.highs_runner import RawSolution
-from planner.cli.app import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER, app
+from planner.cli.app import app
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER
 from planner.grid.api import grid_frame, resolve_options, run_grid
 from planner.grid.spec import build_instance, load_grid
 from planner.grid.task import BasePayload, SolveOptions, Task, run_scenario

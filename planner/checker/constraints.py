@@ -25,7 +25,7 @@ from planner.checker.recompute import (
 from planner.checker.violation import Violation
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.plan import CONFIG_FIELDS, PhasePlan, Plan, SegmentPlan
+from planner.plan import PhasePlan, Plan, SegmentPlan
 
 CONTRACTS = ("on_demand", "spot", "reserved")
 
@@ -60,7 +60,7 @@ def segment_entry(ent: Entry, k: int, seg: SegmentPlan) -> Entry:
     """Segment k of a phase as an entry of its own (its configuration, hours and term)."""
     plan = PhasePlan(
         name=ent.plan.name,
-        **{k: getattr(seg, k) for k in CONFIG_FIELDS},
+        **seg.config(),
         hours=seg.hours,
         costs=dict(seg.costs),
         info=dict(seg.info),

@@ -245,19 +245,15 @@ def pool_usd_per_gpu(inst: Instance, region: str, gpu: str, term: str) -> float:
 
 def pool_rental(inst: Instance, pools: Mapping[tuple[str, str, str], int]) -> float:
     """``Σ over reserved pools and terms of R x pool_usd_per_gpu``, paid whether used or not."""
-    total = 0.0
-    for (r, g, term), n in pools.items():
-        if n > 0 and inst.term(r, g, term) is not None:
-            total += n * pool_usd_per_gpu(inst, r, g, term)
-    return total
+    held = [(key, n) for key, n in pools.items() if n > 0 and inst.term(*key) is not None]
+    return float(sum(n * pool_usd_per_gpu(inst, *key) for key, n in held))
 
 
 def porting_usd(inst: Instance, gpus: Iterable[str]) -> float:
     """``families[f].porting_usd`` once per family of a GPU type the plan's phases use."""
-    families = {inst.gpu(g).family for g in gpus}
-    return float(
-        sum(inst.spec.families[f].porting_usd for f in families if f in inst.spec.families)
-    )
+    priced = inst.spec.families
+    used = {inst.gpu(g).family for g in gpus} & priced.keys()
+    return float(sum(priced[f].porting_usd for f in used))
 
 
 def objective_of(inst: Instance, costs: Mapping[str, float]) -> float:

@@ -23,7 +23,7 @@ from planner.physics.memory import (
     ACTIVATION_BYTES,
     WEIGHT_BYTES,
     MemoryBreakdown,
-    memory_per_gpu,
+    layout_memory_per_gpu,
     offload_seconds_per_step,
 )
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
@@ -411,31 +411,8 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     )
     fps = gpus * per_gpu * eff_scale * eff_layout
 
-    pol = inst.spec.memory
-    mem = memory_per_gpu(
-        m,
-        g.memory_gb,
-        e.precision,
-        e.zero,
-        dp,
-        e.tp,
-        e.pp,
-        e.recompute,
-        p.options.micro_batch,
-        train,
-        pol.buffer_gb,
-        pol.fragmentation,
-        pol.headroom,
-        p.memory_gb,
-        min(gpus, 1.0),
-        convention=pol.convention,
-        sequence_parallel=e.sp,
-        cp=e.cp,
-        ep=e.ep,
-        virtual=e.virtual,
-        offload=e.offload,
-        memory_unit=g.memory_unit,
-    )
+    run = (p.options.micro_batch, train, p.memory_gb, min(gpus, 1.0))
+    mem = layout_memory_per_gpu(m, (g.memory_gb, g.memory_unit), e, dp, run, inst.memory_allowances)
 
     # reliability: λ, the scheme's stall δ / persist / reload, interval τ = max(Daly, lag),
     # overhead δ/(τ+δ), downtime D, loss per failure L, failures per running hour f
@@ -546,21 +523,7 @@ def running_facts(inst: Instance, p: Phase) -> PhaseFacts | None:
     run = p.running
     if run is None:
         return None
-    entry = SegmentPlan(
-        gpu=run.gpu,
-        region=run.region,
-        contract=run.contract,
-        gpus=float(run.gpus),
-        spare_gpus=run.spare_gpus,
-        precision=run.precision,
-        zero=run.zero,
-        recompute=run.recompute,
-        tp=run.tp,
-        pp=run.pp,
-        tier=run.tier,
-        hours=(),
-        term=run.term,
-    )
+    entry = SegmentPlan.from_dict({**run.model_dump(), "hours": ()})
     try:
         return derive(inst, p, entry)
     except ValueError:

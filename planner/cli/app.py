@@ -2,7 +2,8 @@
 the command line's conventions: exit codes, output width, ``--quiet``/``--verbose`` and the
 progress shown on a terminal.
 
-Exit codes (:data:`EXIT_CODES`, the single source: README's table is checked against it):
+Exit codes (:data:`planner.cli.exits.EXIT_CODES`, the single source: README's table is
+checked against it; re-exported here):
 
 ====  ==================================================================================
 0     success
@@ -29,32 +30,15 @@ from typing import IO, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console, ConsoleDimensions
 
+from planner.cli.exits import (
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SOLVER,
+)
 from planner.instance import Instance, InstanceError, read
 from planner.terminal import TextConsole, styled
-
-#: Exit status on success.
-EXIT_OK = 0
-#: Exit status when the instance is infeasible or a plan is invalid.
-EXIT_INFEASIBLE = 1
-#: Exit status for bad input (files, fields, flags).
-EXIT_INPUT = 2
-#: Exit status when the solver failed or found no plan in time.
-EXIT_SOLVER = 3
-#: Exit status of an internal error (a bug): never the code of a user's mistake.
-EXIT_INTERNAL = 4
-#: Exit status when interrupted (128 + SIGINT, the shell's convention).
-EXIT_INTERRUPTED = 130
-
-#: Every exit status and what it means; README's table is generated from (and tested
-#: against) this mapping.
-EXIT_CODES: dict[int, str] = {
-    EXIT_OK: "success",
-    EXIT_INFEASIBLE: "the instance is infeasible, or a plan is invalid",
-    EXIT_INPUT: "bad input: a file, a field or a flag (the message names which)",
-    EXIT_SOLVER: "the solver found no plan in time, or failed",
-    EXIT_INTERNAL: "internal error: a bug in trainplan (TRAINPLAN_DEBUG=1 shows the traceback)",
-    EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
-}
 
 #: Width of output that goes to a pipe or file when COLUMNS is not set: wide enough that no
 #: table is cut (rich sizes tables to their content; it does not pad them to this width).

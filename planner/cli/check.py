@@ -13,15 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli.app import (
-    EXIT_INFEASIBLE,
-    EXIT_INPUT,
-    app,
-    console,
-    guarded,
-    load_instance,
-    print_instance_error,
-)
+from planner.cli.app import app, console, guarded, load_instance, print_instance_error
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.instance import InstanceError, read
 from planner.summary import summarize
 

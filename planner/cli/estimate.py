@@ -17,7 +17,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
+from planner.cli.app import app, console, fail, guarded, load_instance
+from planner.cli.exits import EXIT_INFEASIBLE
 from planner.estimate import (
     EstimateError,
     EstimateRow,

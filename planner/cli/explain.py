@@ -16,16 +16,8 @@ from pathlib import Path
 
 import typer
 
-from planner.cli.app import (
-    EXIT_INFEASIBLE,
-    EXIT_SOLVER,
-    app,
-    console,
-    fail,
-    guarded,
-    load_instance,
-    progress,
-)
+from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.explain import ExplainError, explain
 
 

@@ -138,9 +138,7 @@ def grid_cmd(
         ex = make_executor(executor, workers, address, memory_gb, grace)
     except RuntimeError as e:
         fail(str(e))
-    from planner.grid.report import GridProgress, summary
-
-    bars: list[GridProgress] = []
+    from planner.grid.report import ProgressHooks, summary
 
     def start(rep: RunReport) -> None:
         for w in rep.warnings:
@@ -154,9 +152,6 @@ def grid_cmd(
                 f"solving {rep.pending} with {opts.solver} (time limit "
                 f"{opts.time_limit:g} s) on {rep.workers} {rep.executor} workers"
             )
-            bar = GridProgress(console, rep.pending, spec.name)
-            bar.__enter__()
-            bars.append(bar)
 
     def on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # stop the workers and leave the store consistent
@@ -164,19 +159,11 @@ def grid_cmd(
     with contextlib.suppress(ValueError):  # only the main thread may set handlers
         signal.signal(signal.SIGTERM, on_term)
 
-    def close_bars() -> None:
-        while bars:
-            bars.pop().__exit__(None, None, None)
-
+    hooks = ProgressHooks(console, spec.name, before=start)
+    close_bars = hooks.close
     try:
         report = run_grid(
-            spec,
-            store,
-            ex,
-            opts,
-            retry_failed,
-            on_start=start,
-            on_result=lambda o: bars[0].update(o) if bars else None,
+            spec, store, ex, opts, retry_failed, on_start=hooks.on_start, on_result=hooks.on_result
         )
     except StoreError as e:
         close_bars()

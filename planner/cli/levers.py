@@ -20,15 +20,8 @@ import typer
 from rich.table import Table
 
 from planner.attribution import Attribution
-from planner.cli.app import (
-    EXIT_INFEASIBLE,
-    app,
-    console,
-    fail,
-    guarded,
-    load_instance,
-    progress,
-)
+from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.exits import EXIT_INFEASIBLE
 from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
 from planner.plan import COST_KEYS
 

@@ -16,16 +16,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from planner.cli.app import (
-    EXIT_INFEASIBLE,
-    EXIT_INPUT,
-    app,
-    console,
-    fail,
-    guarded,
-    load_instance,
-    progress,
-)
+from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.pareto import VS, ParetoError, ParetoPoint, frontier
 
 

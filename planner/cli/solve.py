@@ -16,8 +16,6 @@ from rich.table import Table
 
 from planner.attribution import Attribution, BaselineError, attribute
 from planner.cli.app import (
-    EXIT_INFEASIBLE,
-    EXIT_SOLVER,
     app,
     console,
     err_console,
@@ -28,6 +26,7 @@ from planner.cli.app import (
     progress,
     settings,
 )
+from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money
 from planner.consistency import NumericWarning

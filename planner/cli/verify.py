@@ -17,7 +17,8 @@ from rich.text import Text
 
 from planner.checker import Verification, read_plan, verify
 from planner.checker.costs import ALL_KEYS, within
-from planner.cli.app import EXIT_INFEASIBLE, app, console, fail, guarded, load_instance
+from planner.cli.app import app, console, fail, guarded, load_instance
+from planner.cli.exits import EXIT_INFEASIBLE
 from planner.plan import Plan
 from planner.terminal import styled
 

@@ -236,29 +236,11 @@ def solve_grid(
     ex = make_executor(executor, workers, address, memory_gb, grace_s)
     path = Path(store) if store is not None else default_store(spec)
     if progress:
-        from planner.grid.report import GridProgress
+        from planner.grid.report import ProgressHooks
 
-        console = TextConsole(stderr=True)
-        holder: list[GridProgress] = []
-
-        def start(rep: RunReport) -> None:
-            bar = GridProgress(console, rep.pending, spec.name)
-            bar.__enter__()
-            holder.append(bar)
-
-        try:
-            run_grid(
-                spec,
-                path,
-                ex,
-                opts,
-                retry_failed,
-                on_start=start,
-                on_result=lambda o: holder[0].update(o) if holder else None,
-            )
-        finally:
-            for bar in holder:
-                bar.__exit__(None, None, None)
+        with ProgressHooks(TextConsole(stderr=True), spec.name) as hooks:
+            start, result = hooks.on_start, hooks.on_result
+            run_grid(spec, path, ex, opts, retry_failed, on_start=start, on_result=result)
     else:
         run_grid(spec, path, ex, opts, retry_failed)
     return grid_frame(spec, path)

@@ -34,17 +34,9 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
+from planner.grid import task as tk
 from planner.grid.runner import OnResult
-from planner.grid.task import (
-    FAILED,
-    TIMEOUT,
-    BasePayload,
-    SolveOptions,
-    Task,
-    empty_outcome,
-    now,
-    run_scenario,
-)
+from planner.grid.task import BasePayload, SolveOptions, Task
 
 INSTALL_HINT = (
     "the Ray executor needs Ray: pip install -e '.[ray]' (or pip install 'trainplan[ray]')"
@@ -164,7 +156,7 @@ class RayExecutor:
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
         if self.memory_gb:
             options["memory"] = int(self.memory_gb * 2**30)
-        remote = ray.remote(**options)(run_scenario)
+        remote = ray.remote(**options)(tk.run_scenario)
         base_ref = ray.put(base)
         limit = opts.time_limit + self.grace_s
         todo = list(reversed(tasks))
@@ -174,7 +166,11 @@ class RayExecutor:
             while todo or inflight:
                 while todo and len(inflight) < width:
                     task = todo.pop()
-                    inflight[remote.remote(base_ref, task, opts)] = (task, time.monotonic(), now())
+                    inflight[remote.remote(base_ref, task, opts)] = (
+                        task,
+                        time.monotonic(),
+                        tk.now(),
+                    )
                 first = min(t0 for _, t0, _ in inflight.values())
                 ready, _ = ray.wait(
                     list(inflight),
@@ -189,9 +185,9 @@ class RayExecutor:
                         ray.cancel(ref, force=True)
                         del inflight[ref]
                         on_result(
-                            empty_outcome(
+                            tk.empty_outcome(
                                 task,
-                                TIMEOUT,
+                                tk.TIMEOUT,
                                 f"cancelled after {limit:g} s (time limit "
                                 f"{opts.time_limit:g} s + grace {self.grace_s:g} s)",
                                 started,
@@ -215,4 +211,4 @@ class RayExecutor:
         except ray.exceptions.RayError as e:
             text = str(e).strip().splitlines()
             why = f"Ray: {type(e).__name__}: {text[0] if text else ''}"
-        return empty_outcome(task, FAILED, why, started)
+        return tk.empty_outcome(task, tk.FAILED, why, started)

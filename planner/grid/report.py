@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,41 @@ class GridProgress:
         self.counts[str(outcome.get("status"))] += 1
         text = " ".join(f"{s} {self.counts[s]}" for s in STATUSES if self.counts[s])
         self.progress.update(self.task, advance=1, counts=text)
+
+
+class ProgressHooks:
+    """``run_grid``'s ``on_start`` and ``on_result``: once the run knows how many scenarios are
+    pending, ``before`` (if given) sees its report and a :class:`GridProgress` bar is drawn on
+    ``console`` (none when nothing is pending); every result advances it; :meth:`close` (or
+    leaving the ``with`` block) ends it, also after an error."""
+
+    def __init__(
+        self, console: Console, label: str, before: Callable[[Any], None] | None = None
+    ) -> None:
+        self.console, self.label, self.before = console, label, before
+        self.bars: list[GridProgress] = []
+
+    def on_start(self, report: Any) -> None:
+        if self.before is not None:
+            self.before(report)
+        if report.pending:
+            bar = GridProgress(self.console, report.pending, self.label)
+            bar.__enter__()
+            self.bars.append(bar)
+
+    def on_result(self, outcome: dict[str, Any]) -> None:
+        if self.bars:
+            self.bars[0].update(outcome)
+
+    def close(self) -> None:
+        while self.bars:
+            self.bars.pop().__exit__(None, None, None)
+
+    def __enter__(self) -> ProgressHooks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _money(x: Any) -> str:

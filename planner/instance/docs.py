@@ -44,7 +44,7 @@ names every problem with its field, `trainplan schema` prints the JSON Schema fo
 `# yaml-language-server: $schema=trainplan.schema.json`).
 
 This page is generated from the schema (`planner/instance/schema.py`) and the field table
-(`planner/instance/fielddocs.py`) by `docs/make_instance_format.py`; a test fails when they
+(`planner/data/field_docs.yaml`) by `docs/make_instance_format.py`; a test fails when they
 differ, so what is written here is what the reader accepts. Units are in the field names
 (`_gb` 10^9 bytes, `_w` watts, `_usd_per_mwh` US dollars per megawatt-hour) and in the unit
 column; hours are slots of the horizon counted from `horizon.start` (UTC).

@@ -186,6 +186,15 @@ def _plain_branch(errs: Sequence[Mapping[str, Any]], data: Any) -> list[Mapping[
     ]
 
 
+#: pydantic's length errors: (the bound's words, the context key holding it).
+_LENGTHS = {
+    "string_too_short": ("at least", "min_length"),
+    "too_short": ("at least", "min_length"),
+    "string_too_long": ("at most", "max_length"),
+    "too_long": ("at most", "max_length"),
+}
+
+
 def _explain(err: Mapping[str, Any]) -> str:
     """What the field expected and what the file gave, from one pydantic error.
 
@@ -264,22 +273,13 @@ def _explain(err: Mapping[str, Any]) -> str:
         text = f"expected a number {op} {num(ctx[key])}"
     elif kind == "literal_error" and "expected" in ctx:
         text = f"expected one of {ctx['expected']}"
-    elif kind in ("string_too_short", "too_short") and "min_length" in ctx:
-        n = ctx["min_length"]
-        text = (
-            f"expected at least {n} character{'s' if n != 1 else ''}"
-            if kind.startswith("string")
-            else f"expected at least {n} item{'s' * (n != 1)}"
-        )
     elif kind == "too_long" and "max_length" in ctx and isinstance(inp, dict):
         return f"expected at most {ctx['max_length']} entries (got {len(inp)})"
-    elif kind in ("string_too_long", "too_long") and "max_length" in ctx:
-        n = ctx["max_length"]
-        text = (
-            f"expected at most {n} character{'s' if n != 1 else ''}"
-            if kind.startswith("string")
-            else f"expected at most {n} item{'s' * (n != 1)}"
-        )
+    elif kind in _LENGTHS and _LENGTHS[kind][1] in ctx:
+        least, key = _LENGTHS[kind]
+        n = ctx[key]
+        unit = "character" if kind.startswith("string") else "item"
+        text = f"expected {least} {n} {unit}{'s' * (n != 1)}"
     else:
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         if text.startswith("Input should be "):

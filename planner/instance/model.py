@@ -14,6 +14,7 @@ import numpy as np
 from planner.instance.offers import Rates, Term
 from planner.instance.paths import set_path
 from planner.instance.schema import GpuType, InstanceSpec, Phase, Region
+from planner.physics.memory import MemoryAllowances
 from planner.physics.transformer import ModelDims
 
 
@@ -124,6 +125,11 @@ class Instance:
 
     def gpu(self, name: str) -> GpuType:
         return self.spec.gpu_types[name]
+
+    @property
+    def memory_allowances(self) -> MemoryAllowances:
+        """The memory policy (``memory:``) as physics takes it."""
+        return MemoryAllowances(**self.spec.memory.model_dump())
 
     def region(self, name: str) -> Region:
         return self.spec.regions[name]

@@ -148,6 +148,10 @@ def _iana(v: str) -> str:
     return v
 
 
+#: An IANA time zone name (``Europe/Berlin``), checked when read.
+TimeZone = Annotated[str, AfterValidator(_iana)]
+
+
 #: Typical power usage effectiveness by cooling type. Air: Uptime Institute Global Data Center
 #: Survey 2023 industry average PUE 1.58. Liquid (direct-to-chip): 1.15, vendor figures for
 #: liquid-cooled GPU halls (e.g. Supermicro/NVIDIA DLC reference designs quote 1.1-1.2).
@@ -210,16 +214,11 @@ class Series(Strict):
     csv: Name | None = None
     column: Name | None = None
     time_column: Name | None = None
-    timezone: str = "UTC"
+    timezone: TimeZone = "UTC"
     tou: TimeOfUse | None = None
     constant: FiniteFloat | None = None
     scale: FiniteFloat = 1.0
     reference_year: Annotated[int, Field(ge=1900, le=2200)] | None = None
-
-    @field_validator("timezone")
-    @classmethod
-    def _tz(cls, v: str) -> str:
-        return _iana(v)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Series:
@@ -422,7 +421,7 @@ class Sla(Strict):
 
 
 class Region(Strict):
-    timezone: str
+    timezone: TimeZone
     pue: Annotated[float, Field(ge=1.0, le=5.0, allow_inf_nan=False), Number] | None = None
     cooling: Cooling | None = None
     electricity: Series
@@ -444,11 +443,6 @@ class Region(Strict):
     sla: Sla | None = None
     cloud: Name | None = None
     cloud_region: Name | None = None
-
-    @field_validator("timezone")
-    @classmethod
-    def _tz(cls, v: str) -> str:
-        return _iana(v)
 
     @model_validator(mode="after")
     def _check(self) -> Region:

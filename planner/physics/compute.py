@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.physics.layout import pipeline_efficiency, stage_imbalance
+from planner.physics.layout import PIPELINE_MICROBATCHES, pipeline_efficiency, stage_imbalance
 
 #: Throughput factor of activation recomputation on model FLOPs utilisation.
 #: Full recomputation repeats the forward pass: hardware FLOPs 8ND instead of 6ND, so model
@@ -40,11 +40,6 @@ def effective_flops_per_s(
 def hours_for(flops: float, flops_per_s: float) -> float:
     """time = FLOPs / sustained FLOP/s, in hours."""
     return flops / flops_per_s / 3600.0
-
-
-#: Micro-batches per optimiser step assumed for the pipeline bubble (gradient accumulation),
-#: the default of ``options.microbatches``.
-PIPELINE_MICROBATCHES = 16
 
 
 def layout_efficiency(

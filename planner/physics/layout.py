@@ -9,6 +9,49 @@ activations, uneven stages in the model states) are in :mod:`planner.physics.mem
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+#: Micro-batches per optimiser step assumed for the pipeline bubble (gradient accumulation),
+#: the default of ``options.microbatches``.
+PIPELINE_MICROBATCHES = 16
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """The layout a plan entry states: precision, ZeRO stage, recomputation, tensor and
+    pipeline parallel degrees, and the choices with defaults: ``sp`` sequence parallelism
+    (with tp > 1), ``cp`` context and ``ep`` expert parallel ranks, ``microbatches`` per step
+    and ``virtual`` interleaved chunks per device in the pipeline, ``offload`` of states to
+    CPU memory."""
+
+    precision: str
+    zero: int
+    recompute: str
+    tp: int
+    pp: int
+    sp: bool = True
+    cp: int = 1
+    ep: int = 1
+    microbatches: int = PIPELINE_MICROBATCHES
+    virtual: int = 1
+    offload: str = "none"
+
+
+@dataclass(frozen=True)
+class Layout(LayoutChoice):
+    """How a phase's model is split over its GPUs: GPUs = tp x cp x pp x dp, with ``ep``
+    expert-parallel ranks inside them (a :class:`LayoutChoice` with its ``dp`` replicas)."""
+
+    dp: int = 1
+
+    def extras(self) -> str:
+        """The choices beyond the basic layout that differ from their defaults, for labels."""
+        bits = [f"cp{self.cp}" if self.cp > 1 else "", f"ep{self.ep}" if self.ep > 1 else ""]
+        if self.pp > 1:
+            bits.append(f"m{self.microbatches}")
+        bits += [f"v{self.virtual}" if self.virtual > 1 else "", "" if self.sp else "no-sp"]
+        bits.append(f"offload={self.offload}" if self.offload != "none" else "")
+        return " ".join(b for b in bits if b)
 
 
 def stage_layers(layers: int, pp: int) -> tuple[int, ...]:

@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from planner.physics.layout import interleaved_activation_factor, max_stage_layers, params_per_rank
+from planner.physics.layout import (
+    LayoutChoice,
+    interleaved_activation_factor,
+    max_stage_layers,
+    params_per_rank,
+)
 from planner.physics.transformer import ModelDims
 
 #: Bytes of optimizer state per parameter, K in the ZeRO paper (Rajbhandari et al. 2020, §3.1):
@@ -302,6 +307,57 @@ def memory_per_gpu(
     total = (states + acts) * (1 + fragmentation) + buffer_gb + fixed_gb
     usable = capacity_bytes(gpu_memory_gb, memory_unit) / 1e9 * fraction * (1 - headroom)
     return MemoryBreakdown(states, acts, buffer_gb, total, usable, gather, cpu)
+
+
+@dataclass(frozen=True)
+class MemoryAllowances:
+    """An instance's memory policy (``memory:``): the accounting convention of the model
+    states and the allowances on top of them (buffers GB, fragmentation and headroom
+    fractions)."""
+
+    convention: str = "zero"
+    buffer_gb: float = 1.5
+    fragmentation: float = 0.05
+    headroom: float = 0.05
+
+
+def layout_memory_per_gpu(
+    m: ModelDims | None,
+    gpu: tuple[float, str],
+    lay: LayoutChoice,
+    dp: int,
+    run: tuple[int, bool, float, float],
+    pol: MemoryAllowances,
+) -> MemoryBreakdown:
+    """:func:`memory_per_gpu` of layout ``lay`` on ``dp`` replicas of a GPU ``(memory,
+    unit)`` for a run ``(micro-batch, training?, fixed need GB, fraction of the GPU)``, under
+    the memory policy ``pol``: the one mapping from layout fields to memory arguments, used by
+    the configuration space and the checker alike."""
+    micro_batch, train, fixed_gb, fraction = run
+    return memory_per_gpu(
+        m,
+        gpu[0],
+        lay.precision,
+        lay.zero,
+        dp,
+        lay.tp,
+        lay.pp,
+        lay.recompute,
+        micro_batch,
+        train,
+        pol.buffer_gb,
+        pol.fragmentation,
+        pol.headroom,
+        fixed_gb,
+        fraction,
+        convention=pol.convention,
+        sequence_parallel=lay.sp,
+        cp=lay.cp,
+        ep=lay.ep,
+        virtual=lay.virtual,
+        offload=lay.offload,
+        memory_unit=gpu[1],
+    )
 
 
 # ----------------------------------------------------------------------------- conventions
