@@ -26,7 +26,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -45,7 +45,12 @@ from planner.costs import (
 from planner.instance.model import Instance
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, layout, reliability, storage
-from planner.physics.layout import Layout, moe_all_to_all_bytes_per_token, params_per_rank
+from planner.physics.layout import (
+    Layout,
+    LayoutChoice,
+    moe_all_to_all_bytes_per_token,
+    params_per_rank,
+)
 from planner.physics.memory import (
     ACTIVATION_BYTES,
     WEIGHT_BYTES,
@@ -149,29 +154,11 @@ class Config:
         return (1.0 - self.checkpoint_overhead) * (1.0 - self.job_failure_rate * self.loss_h)
 
     def plan_fields(self) -> dict[str, object]:
-        """The fields a plan entry states for this configuration (planner.plan.PhasePlan)."""
-        lay = self.layout
-        return {
-            "gpu": self.gpu,
-            "region": self.region,
-            "contract": self.contract,
-            "gpus": self.gpus,
-            "spare_gpus": self.spare_gpus,
-            "precision": lay.precision,
-            "zero": lay.zero,
-            "recompute": lay.recompute,
-            "tp": lay.tp,
-            "pp": lay.pp,
-            "tier": self.tier,
-            "sp": lay.sp,
-            "cp": lay.cp,
-            "ep": lay.ep,
-            "microbatches": lay.microbatches,
-            "virtual": lay.virtual,
-            "offload": lay.offload,
-            "checkpoint": self.checkpoint,
-            "term": self.term,
-        }
+        """The fields a plan entry states for this configuration (planner.plan.PhasePlan):
+        where and on what it runs, its layout but ``dp``, its checkpointing and reserved term."""
+        mine = ("gpu", "region", "contract", "gpus", "spare_gpus", "tier", "checkpoint", "term")
+        layout = {f.name: getattr(self.layout, f.name) for f in fields(LayoutChoice)}
+        return {**{k: getattr(self, k) for k in mine}, **layout}
 
     @property
     def label(self) -> str:

@@ -324,18 +324,6 @@ class EstimateRow:
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def precision(self) -> str:
-        return self.layout.precision
-
-    @property
-    def zero(self) -> int:
-        return self.layout.zero
-
-    @property
-    def recompute(self) -> str:
-        return self.layout.recompute
-
-    @property
     def flops_per_s(self) -> float:
         return self.config.flops_per_s
 
@@ -462,6 +450,34 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+#: EstimateInput fields that must be positive numbers, and whole numbers of at least 1 (the
+#: flag is the field's name with dashes).
+_POSITIVE = (
+    "tokens",
+    "params",
+    "mtbf_hours",
+    "checkpoint_write_s",
+    "write_gb_per_s",
+    "read_gb_per_s",
+    "aggregate_gb_per_s",
+    "reference_gpus",
+)
+_AT_LEAST_ONE = (
+    "seq_len",
+    "layers",
+    "hidden",
+    "heads",
+    "vocab",
+    "micro_batch",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "microbatches",
+    "interleave",
+)
+
+
 def _check(inp: EstimateInput) -> None:
     def positive(flag: str, v: float | None) -> None:
         if v is not None and not (math.isfinite(v) and v > 0):
@@ -475,29 +491,10 @@ def _check(inp: EstimateInput) -> None:
         if v not in choices:
             raise EstimateError(f"{flag}: expected one of {', '.join(choices)}, got {v!r}")
 
-    positive("--tokens", inp.tokens)
-    positive("--params", inp.params)
-    positive("--mtbf-hours", inp.mtbf_hours)
-    positive("--checkpoint-write-s", inp.checkpoint_write_s)
-    positive("--write-gb-per-s", inp.write_gb_per_s)
-    positive("--read-gb-per-s", inp.read_gb_per_s)
-    positive("--aggregate-gb-per-s", inp.aggregate_gb_per_s)
-    positive("--reference-gpus", inp.reference_gpus)
-    for flag, iv in (
-        ("--seq-len", inp.seq_len),
-        ("--layers", inp.layers),
-        ("--hidden", inp.hidden),
-        ("--heads", inp.heads),
-        ("--vocab", inp.vocab),
-        ("--micro-batch", inp.micro_batch),
-        ("--tp", inp.tp),
-        ("--pp", inp.pp),
-        ("--cp", inp.cp),
-        ("--ep", inp.ep),
-        ("--microbatches", inp.microbatches),
-        ("--interleave", inp.interleave),
-    ):
-        at_least_one(flag, iv)
+    for name in _POSITIVE:
+        positive("--" + name.replace("_", "-"), getattr(inp, name))
+    for name in _AT_LEAST_ONE:
+        at_least_one("--" + name.replace("_", "-"), getattr(inp, name))
     for g in inp.gpus:
         if g < 1:
             raise EstimateError(f"--gpus: expected a whole number of at least 1, got {g}")

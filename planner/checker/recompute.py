@@ -155,27 +155,16 @@ def offer_terms(
     if offers is None:
         return None
     zeros = np.zeros(inst.hours)
-    if contract == "on_demand" and offers.on_demand is not None and not term:
-        o = offers.on_demand
-        return (
-            inst.offer_price(region, gpu, contract),
-            o.billing_granularity_hours,
-            o.min_rental_hours,
-            zeros,
-        )
-    if contract == "spot" and offers.spot is not None and not term:
-        s = offers.spot
-        return (
-            inst.offer_price(region, gpu, contract),
-            s.billing_granularity_hours,
-            s.min_rental_hours,
-            inst.preemptions(region, gpu),
-        )
-    if contract == "reserved" and offers.reserved is not None:
-        if inst.term(region, gpu, term) is None:
+    if contract == "reserved":
+        if offers.reserved is None or inst.term(region, gpu, term) is None:
             return None
         return inst.offer_price(region, gpu, contract, term), 1, 0, zeros
-    return None
+    o = {"on_demand": offers.on_demand, "spot": offers.spot}.get(contract)
+    if o is None or term:
+        return None
+    preempt = inst.preemptions(region, gpu) if contract == "spot" else zeros
+    price = inst.offer_price(region, gpu, contract)
+    return price, o.billing_granularity_hours, o.min_rental_hours, preempt
 
 
 def one_value(values: np.ndarray) -> float:

@@ -8,13 +8,13 @@ window; 1 when some phase can never fit (the summary is still printed, with the 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from planner.cli.app import app, console, guarded, load_instance, print_instance_error
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
+from planner.cli.options import InstanceFile
 from planner.instance import InstanceError, read
 from planner.summary import summarize
 
@@ -93,7 +93,7 @@ def render(summary: dict[str, Any]) -> list[str]:
 @app.command()
 @guarded
 def check(
-    file: Annotated[Path, typer.Argument(help="Instance file (.yaml, .yml or .json).")],
+    file: InstanceFile,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Validate an instance and summarise it: horizon, phases (work, window, configurations,

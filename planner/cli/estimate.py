@@ -249,9 +249,9 @@ def _summary(rows: list[EstimateRow]) -> Table:
         mem, run = r.memory, r.run
         t.add_row(
             str(r.gpus),
-            r.precision,
-            str(r.zero),
-            r.recompute,
+            r.layout.precision,
+            str(r.layout.zero),
+            r.layout.recompute,
             f"{mem.total_gb:.1f} of {mem.capacity_gb:.1f}",
             "yes" if mem.fits else styled("no", "red"),
             _fmt(r.hours),

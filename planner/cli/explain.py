@@ -12,20 +12,20 @@ findings); 3 when the relaxation stopped at its time limit without deciding; 2 o
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 
 from planner.cli.app import app, console, fail, guarded, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
+from planner.cli.options import InstanceFile, TimeLimit
 from planner.explain import ExplainError, explain
 
 
 @app.command("explain")
 @guarded
 def explain_cmd(
-    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
+    instance: InstanceFile,
+    time_limit: TimeLimit = 60.0,
     as_json: bool = typer.Option(False, "--json", help="print the explanation as JSON"),
 ) -> None:
     """Explain why INSTANCE has no plan: the conflicts that hold for any plan, and the

@@ -22,6 +22,7 @@ from rich.table import Table
 from planner.attribution import Attribution
 from planner.cli.app import app, console, fail, guarded, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE
+from planner.cli.options import InstanceFile, TimeLimit
 from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
 from planner.plan import COST_KEYS
 
@@ -100,8 +101,8 @@ def render(report: LeverReport) -> None:
 @app.command("levers")
 @guarded
 def levers_cmd(
-    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
+    instance: InstanceFile,
+    time_limit: TimeLimit = 60.0,
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Path | None = typer.Option(None, "--png", help="write a waterfall chart (PNG) here"),
     only: str | None = typer.Option(

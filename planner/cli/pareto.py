@@ -18,6 +18,7 @@ from rich.table import Table
 
 from planner.cli.app import app, console, fail, guarded, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
+from planner.cli.options import InstanceFile, TimeLimit
 from planner.pareto import VS, ParetoError, ParetoPoint, frontier
 
 
@@ -62,10 +63,10 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
 @app.command("pareto")
 @guarded
 def pareto_cmd(
-    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
+    instance: InstanceFile,
     vs: str = typer.Option(..., "--vs", help="deadline or carbon"),
     points: int = typer.Option(8, "--points", min=1, max=200, help="caps to try"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds per MILP solve"),
+    time_limit: TimeLimit = 60.0,
     png: Path | None = typer.Option(None, "--png", help="write the frontier chart (PNG) here"),
     as_json: bool = typer.Option(False, "--json", help="print the points as JSON"),
 ) -> None:

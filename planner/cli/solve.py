@@ -29,6 +29,7 @@ from planner.cli.app import (
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money
+from planner.cli.options import InstanceFile, TimeLimit
 from planner.consistency import NumericWarning
 from planner.emissions import carbon_coverage
 from planner.instance.model import Instance
@@ -136,9 +137,9 @@ def plan_extras(instance: Path, output: Path, a: Attribution | None) -> dict[str
 @app.command("solve")
 @guarded
 def solve_cmd(
-    instance: Path = typer.Argument(..., help="instance file (.yaml or .json)"),
+    instance: InstanceFile,
     output: Path | None = typer.Option(None, "-o", "--output", help="write the plan JSON here"),
-    time_limit: float = typer.Option(60.0, "--time-limit", min=0.1, help="seconds"),
+    time_limit: TimeLimit = 60.0,
     gap: float = typer.Option(1e-4, "--gap", min=0.0, max=1.0, help="relative MIP gap"),
     threads: int | None = typer.Option(
         None, "--threads", min=1, help="solver threads (default: HiGHS 1, CP-SAT every core)"
@@ -212,15 +213,7 @@ def solve_cmd(
                 except ImportError:
                     pass
             step(f"{solver} (time limit {time_limit:g} s)")
-            res = solve(
-                inst,
-                solver=solver,
-                time_limit=time_limit,
-                gap=gap,
-                threads=threads,
-                backend=backend,
-                verbose=settings.verbose,
-            )
+            res = solve(inst, solver, time_limit, gap, threads, backend, settings.verbose)
         if res.plan is None:
             err_console.print(f"no plan: {res.message}", soft_wrap=True)
             if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):

@@ -19,6 +19,7 @@ from planner.checker import Verification, read_plan, verify
 from planner.checker.costs import ALL_KEYS, within
 from planner.cli.app import app, console, fail, guarded, load_instance
 from planner.cli.exits import EXIT_INFEASIBLE
+from planner.cli.options import InstanceFile
 from planner.plan import Plan
 from planner.terminal import styled
 
@@ -97,7 +98,7 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
 @app.command("verify")
 @guarded
 def verify_command(
-    instance: Path = typer.Argument(..., help="Instance file (.yaml, .yml or .json)."),
+    instance: InstanceFile,
     plan: Path = typer.Argument(..., help="Plan file (JSON, trainplan-plan/1)."),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     rel_tol: float = typer.Option(1e-6, "--rel-tol", help="Relative tolerance on figures."),

@@ -201,14 +201,8 @@ def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str,
         t0 = time.perf_counter()
         inst = base_instance(base).replace(task.updates)
         t1, c1 = time.perf_counter(), time.process_time()
-        res = solve(
-            inst,
-            solver=opts.solver,
-            time_limit=opts.time_limit,
-            gap=opts.gap,
-            threads=opts.threads,
-            backend=opts.backend,
-        )
+        o = opts
+        res = solve(inst, o.solver, o.time_limit, o.gap, o.threads, o.backend)
         t2, c2 = time.perf_counter(), time.process_time()
     except MemoryError:
         return empty_outcome(
