@@ -14,12 +14,15 @@ per phase is steered through GPU counts, contracts and tiers and reported as bui
 
 from __future__ import annotations
 
+import copy
 import csv
 import math
 import random
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICES = ROOT / "instances" / "data" / "prices"
@@ -86,6 +89,20 @@ def _prices(market: str, start_index: int, hours: int) -> list[float]:
 def generate(size: str, seed: int = 0) -> dict[str, Any]:
     """An instance dict (valid for planner.instance.read.from_dict)."""
     n_phases, n_configs, hours = SIZES[size]
+    return _generated(size, n_phases, n_configs, hours, seed)
+
+
+def _generated(
+    size: str,
+    n_phases: int,
+    n_configs: int,
+    hours: int,
+    seed: int,
+    pipelines: int | None = None,
+) -> dict[str, Any]:
+    """The named sizes' builder: ``size`` names the instance and seeds its random choices;
+    ``pipelines`` (default: one per 8 phases, rounded) splits the phases into that many
+    independent chains that share the pools."""
     rng = random.Random(f"{size}-{seed}")
     n_regions = 2 if n_configs <= 12 else (3 if n_configs <= 40 else 4)
     markets = MARKETS[:n_regions]
@@ -146,7 +163,8 @@ def generate(size: str, seed: int = 0) -> dict[str, Any]:
     }
     # configurations per phase ~ regions x GPU types x counts x contracts x tiers (pruned)
     phases: list[dict[str, Any]] = []
-    pipelines = max(1, n_phases // 8 + (1 if n_phases % 8 >= 4 else 0))
+    if pipelines is None:
+        pipelines = max(1, n_phases // 8 + (1 if n_phases % 8 >= 4 else 0))
     kinds = [
         "data_preparation",
         "validation",
@@ -232,6 +250,7 @@ def _fastest_finish(d: dict[str, Any]) -> dict[str, float]:
     finish: dict[str, float] = {}
     for ph in d["phases"]:
         start = max([finish[q] for q in ph["predecessors"]], default=0.0)
+        start = max(start, float(ph.get("release", 0)))
         finish[ph["name"]] = start + fastest[ph["name"]]
     return finish
 
@@ -262,10 +281,512 @@ def _set_deadlines(d: dict[str, Any], rng: random.Random) -> None:
         ph["deadline"] = int(min(hours, math.ceil(finish[ph["name"]] * slack) + 2))
 
 
+# ----------------------------------------------------------------------------- families
+#
+# Instances that stress the MILP (issue "The solver where the problem is hard"). Each is built
+# from a named size by a stated change, or by its own builder; all are deterministic in
+# (name, seed). The named sizes above stay byte-identical so that old figures stay comparable.
+
+SHIPPED = ROOT / "instances"
+FULL_YEAR_PRICES = "instances/data/prices/price_{market}_2023.csv"
+
+#: family -> instance names, in the order the suite runs them.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "size": ("small", "medium", "large", "xlarge"),
+    "capacity": ("large-cap0.5", "large-cap0.49", "medium-compete"),
+    "crowded": ("medium-x4", "large-x2-cap0.5"),
+    "tight": ("medium-tight", "large-tight"),
+    "shipped": ("small-finetune", "week-7b", "month-70b"),
+    "long": ("long-4380", "long-8760"),
+    "dag": ("dag30-static", "dag30-tou", "dag30-static-preempt", "dag30-tou-preempt"),
+}
+
+#: What the issue expects of an instance, printed beside its result.
+EXPECT: dict[str, str] = {
+    "large-cap0.49": "infeasible (proved at once)",
+}
+
+
+def names(selection: list[str] | None = None) -> list[str]:
+    """Instance names for family or instance names (all families when ``selection`` is
+    empty), each once, in the order of FAMILIES."""
+    every = [n for fam in FAMILIES.values() for n in fam]
+    if not selection:
+        return every
+    out: list[str] = []
+    for item in selection:
+        picked = FAMILIES.get(item, (item,) if item in every else None)
+        if picked is None:
+            known = ", ".join([*FAMILIES, *every])
+            raise KeyError(f"unknown family or instance {item!r}; choose from {known}")
+        out.extend(n for n in picked if n not in out)
+    return out
+
+
+def family_of(name: str) -> str:
+    for fam, members in FAMILIES.items():
+        if name in members:
+            return fam
+    raise KeyError(name)
+
+
+def document(name: str, seed: int = 0) -> dict[str, Any]:
+    """The instance document of a generated benchmark instance (not of a shipped one: those
+    are files, see :func:`load`)."""
+    if name in SIZES:
+        return generate(name, seed)
+    if name.startswith("large-cap"):
+        return scale_capacity(generate("large", seed), float(name.removeprefix("large-cap")))
+    if name == "medium-compete":
+        return medium_compete(seed)
+    if name == "medium-x4":
+        return copies(generate("medium", seed), 4)
+    if name == "large-x2-cap0.5":
+        return copies(scale_capacity(generate("large", seed), 0.5), 2)
+    if name in ("medium-tight", "large-tight"):
+        return tighten(generate(name.removesuffix("-tight"), seed), random.Random(f"{name}-{seed}"))
+    if name in ("long-4380", "long-8760"):
+        return long_horizon(int(name.removeprefix("long-")), seed)
+    if name.startswith("dag30-"):
+        parts = name.split("-")
+        return dag(parts[1], preempt="preempt" in parts, seed=seed)
+    raise KeyError(f"no generated instance named {name!r}")
+
+
+def load(name: str, seed: int = 0) -> Any:
+    """The validated instance (``planner.Instance``) for a benchmark name: a shipped file read
+    with ``planner.read``, or a generated document read with ``from_dict`` (relative CSV paths
+    resolved from the repository root)."""
+    import planner
+    from planner.instance.read import from_dict
+
+    if name in FAMILIES["shipped"]:
+        return planner.read(SHIPPED / f"{name}.yaml")
+    return from_dict(document(name, seed), f"<bench {name} seed {seed}>", ROOT)
+
+
+def scale_capacity(d: dict[str, Any], factor: float) -> dict[str, Any]:
+    """A copy with every (region, GPU) capacity multiplied by ``factor`` and rounded down
+    (whole GPUs), hour by hour."""
+    out = copy.deepcopy(d)
+    for region in out["regions"].values():
+        cap = region["capacity"]
+        for g, v in cap.items():
+            cap[g] = [int(x * factor) for x in v] if isinstance(v, list) else int(v * factor)
+    out["name"] = f"{d['name']}-cap{factor:g}"
+    out["description"] = f"{d['description']}; capacity x{factor:g} (rounded down)"
+    return out
+
+
+def copies(d: dict[str, Any], k: int) -> dict[str, Any]:
+    """``k`` copies of every phase (names prefixed ``c1.`` .. ``ck.``, predecessors renamed
+    with them), same windows, same pools: k teams crowd the same capacity."""
+    out = copy.deepcopy(d)
+    phases = []
+    for i in range(1, k + 1):
+        for ph in d["phases"]:
+            c = copy.deepcopy(ph)
+            c["name"] = f"c{i}.{ph['name']}"
+            c["predecessors"] = [f"c{i}.{q}" for q in ph["predecessors"]]
+            phases.append(c)
+    out["phases"] = phases
+    out["name"] = f"{d['name']}-x{k}"
+    out["description"] = f"{d['description']}; {k} copies of its phases sharing the pools"
+    return out
+
+
+def tighten(
+    d: dict[str, Any], rng: random.Random, slack: tuple[float, float] = (1.05, 1.2)
+) -> dict[str, Any]:
+    """A copy whose deadlines are ``slack`` (default 1.05-1.2) x the fastest finish of each
+    phase plus 2 h, instead of the sizes' 1.4-2x: little room to wait for cheap hours or to
+    move work out of a full pool."""
+    out = copy.deepcopy(d)
+    for ph in out["phases"]:
+        ph.pop("deadline", None)
+    finish = _fastest_finish(out)
+    hours = out["horizon"]["hours"]
+    for ph in out["phases"]:
+        ph["deadline"] = int(min(hours, math.ceil(finish[ph["name"]] * rng.uniform(*slack)) + 2))
+    out["name"] = f"{d['name']}-tight"
+    out["description"] = (
+        f"{d['description']}; deadlines {slack[0]:g}-{slack[1]:g}x the fastest finish"
+    )
+    return out
+
+
+def medium_compete(seed: int = 0) -> dict[str, Any]:
+    """medium's size (8 phases x 40 configurations x 336 h, the same three markets and pools)
+    as three pipelines (data preparation -> validation -> pre-training, twice, and data
+    preparation -> validation), each scaled so that its fastest schedule takes 55% of the
+    horizon: the pipelines run at the same time and want the same pools, where medium is one
+    chain whose phases never overlap."""
+    return _generated("medium-compete", 8, 40, 336, seed, pipelines=3)
+
+
+# ----------------------------------------------------------------------------- long horizons
+
+#: Ten of the twelve markets (US-CAL-CISO and US-NY-NYIS left out: their timestamps look
+#: shifted, instances/data/SOURCES.md): (market file stem, IANA zone, PUE). PUE values are
+#: assumptions in the range of the sizes' markets.
+LONG_MARKETS = [
+    ("US-TEX-ERCO", "America/Chicago", 1.35),
+    ("DE-LU", "Europe/Berlin", 1.2),
+    ("JP-TK", "Asia/Tokyo", 1.4),
+    ("SG", "Asia/Singapore", 1.5),
+    ("ES", "Europe/Madrid", 1.25),
+    ("FR", "Europe/Paris", 1.2),
+    ("NL", "Europe/Amsterdam", 1.2),
+    ("US-MIDA-PJM", "America/New_York", 1.3),
+    ("AU-NSW", "Australia/Sydney", 1.35),
+    ("CA-ON", "America/Toronto", 1.25),
+]
+LONG_KINDS = [
+    "data_preparation",
+    "validation",
+    "pretraining",
+    "fine_tuning",
+    "evaluation",
+    "fine_tuning",
+    "evaluation",
+    "validation",
+    "fine_tuning",
+    "evaluation",
+]
+
+
+def _capacity_series(base: int, tz: str, start: datetime, hours: int) -> list[int]:
+    """GPUs free per hour: 25% taken by other tenants 09:00-18:00 local, half the pool in a
+    maintenance window on Thursdays 02:00-06:00 local (local time with daylight saving)."""
+    zone = ZoneInfo(tz)
+    out = []
+    for t in range(hours):
+        local = (start + timedelta(hours=t)).astimezone(zone)
+        busy = 0.25 if 9 <= local.hour < 18 else 0.0
+        maint = 0.5 if local.weekday() == 3 and 2 <= local.hour < 6 else 0.0
+        out.append(int(base * (1 - busy - maint)))
+    return out
+
+
+def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
+    """50 phases (five pipelines of ten) over ``hours`` hours from 2023-01-01 00:00 UTC in ten
+    markets, with the full-year 2023 prices (instances/data/prices/price_<market>_2023.csv,
+    read through the reader's CSV series, paths relative to the repository root).
+
+    Pipeline p is released at p x 12% of the horizon; its work is scaled so that its fastest
+    schedule takes 30% of the horizon; deadlines are 1.4-2x the fastest finish after the
+    release, capped at the horizon (fastest configurations found on the first market,
+    :func:`_one_market`). H100 and A100 capacity follow a local daily cycle and a
+    weekly maintenance window (:func:`_capacity_series`); L4 capacity is constant. Other
+    choices (GPU prices, models, options) are those of the named sizes."""
+    rng = random.Random(f"long-{hours}-{seed}")
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    n_pipes, per_pipe, n_configs = 5, 10, 80
+    regions: dict[str, Any] = {}
+    for market, tz, pue in LONG_MARKETS:
+        regions[market] = {
+            "timezone": tz,
+            "pue": pue,
+            "electricity": {
+                "csv": FULL_YEAR_PRICES.format(market=market),
+                "column": "Price (USD/MWh)",
+                "time_column": "Datetime (UTC)",
+            },
+            "price_adder_usd_per_mwh": 30.0,
+            "capacity": {
+                "H100": _capacity_series(256, tz, start, hours),
+                "A100": _capacity_series(256, tz, start, hours),
+                "L4": 64,
+            },
+            "offers": {
+                g: {
+                    "on_demand": {"usd_per_gpu_hour": round(PRICE[g] * rng.uniform(0.9, 1.1), 3)},
+                    "spot": {
+                        "usd_per_gpu_hour": round(PRICE[g] * 0.45, 3),
+                        "preemptions_per_hour": 0.02,
+                    },
+                }
+                for g in GPUS
+            },
+            "storage": {
+                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
+                "cold": {
+                    "usd_per_gb_month": 0.02,
+                    "write_gb_per_s": 1.0,
+                    "read_gb_per_s": 1.0,
+                    "retrieval_usd_per_gb": 0.01,
+                },
+            },
+        }
+    phases: list[dict[str, Any]] = []
+    for pipe in range(n_pipes):
+        release = round(pipe * 0.12 * hours)
+        for step, kind in enumerate(LONG_KINDS[:per_pipe]):
+            phases.append(
+                _phase(rng, f"p{pipe}-{step}-{kind}", kind, hours, n_configs, len(LONG_MARKETS))
+            )
+            phases[-1]["release"] = release
+            phases[-1]["predecessors"] = [phases[-2]["name"]] if step else []
+    d: dict[str, Any] = {
+        "name": f"bench-long-{hours}-{seed}",
+        "description": (
+            f"generated long-horizon benchmark instance: {hours} h, {len(phases)} phases, "
+            f"{len(LONG_MARKETS)} markets, seed {seed}"
+        ),
+        "horizon": {"start": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "hours": hours},
+        "gpu_types": GPUS,
+        "regions": regions,
+        "models": MODELS,
+        "phases": phases,
+    }
+    finish = _scale_work(d, 0.30)
+    for ph in d["phases"]:
+        rel = ph["release"]
+        slack = rng.uniform(1.4, 2.0)
+        ph["deadline"] = int(min(hours, rel + math.ceil((finish[ph["name"]] - rel) * slack) + 2))
+    return d
+
+
+MODELS = {
+    "m1b": {"layers": 24, "hidden": 2048, "heads": 16, "seq_len": 2048},
+    "m7b": {"layers": 32, "hidden": 4096, "heads": 32, "seq_len": 4096},
+    "m13b": {"layers": 40, "hidden": 5120, "heads": 40, "seq_len": 4096},
+}
+
+
+def _phase(
+    rng: random.Random, name: str, kind: str, hours: int, n_configs: int, n_regions: int
+) -> dict[str, Any]:
+    """One phase as the named sizes build it (work before scaling, options, MFU)."""
+    model = rng.choice(["m1b", "m7b"]) if kind != "pretraining" else rng.choice(["m7b", "m13b"])
+    if kind == "pretraining":
+        counts = [8, 16, 32, 64, 128, 256]
+        work: dict[str, Any] = {"tokens": round(rng.uniform(0.3, 0.8) * 20e9, -6)}
+        gpu_types = ["H100", "A100"]
+    elif kind == "data_preparation":
+        counts = [1, 2, 4, 8, 16, 32]
+        work = {"gpu_hours": round(rng.uniform(50, 200)), "gpu": "A100"}
+        gpu_types = ["A100", "L4"]
+    elif kind == "evaluation":
+        counts = [1, 2, 4, 8, 16, 32]
+        work = {"tokens": round(rng.uniform(0.5, 2) * 1e9, -6), "passes": "forward"}
+        gpu_types = ["A100", "L4"]
+    else:
+        counts = [8, 16, 32, 64, 128]
+        work = {"tokens": round(rng.uniform(0.5, 2.0) * 1e9, -6)}
+        gpu_types = ["H100", "A100"]
+    preemptible = kind in ("data_preparation", "validation", "evaluation")
+    per_count = n_regions * len(gpu_types) * 2 * (2 if preemptible else 1)
+    keep = max(1, min(len(counts), round(n_configs / per_count)))
+    phase: dict[str, Any] = {
+        "name": name,
+        "kind": kind,
+        "work": work,
+        "predecessors": [],
+        "gpu_types": gpu_types,
+        "preemptible": preemptible,
+        "options": {
+            "gpu_counts": counts[-keep:],
+            "tensor_parallel": [1, 2, 4, 8],
+            "contracts": ["on_demand", "spot"],
+            "extra_spare_nodes": [0],
+            "recompute": ["selective", "full"],
+            "zero": [1, 3],
+        },
+        "mfu": {"H100": 0.38, "A100": 0.45, "L4": 0.4},
+    }
+    if kind == "data_preparation":
+        phase["data"] = {"size_gb": 2000, "read_passes": 1}
+    else:
+        phase["model"] = model
+    return phase
+
+
+def _one_market(d: dict[str, Any]) -> dict[str, Any]:
+    """The document with its first market only (phases shared, not copied). The long-horizon
+    markets have the same GPU types, storage tiers and capacity levels, so a phase's fastest
+    configuration takes as many hours there as anywhere; building the configuration space of
+    one market instead of ten makes generating the instance ten times faster."""
+    first = next(iter(d["regions"]))
+    return {**d, "regions": {first: d["regions"][first]}}
+
+
+def _scale_work(d: dict[str, Any], share: float) -> dict[str, float]:
+    """Scale each pipeline's work (pipeline = the name's prefix before the first '-') so that
+    its fastest schedule, from its release, takes about ``share`` of the horizon (within 10%);
+    returns the fastest finish per phase of the scaled document (on its first market)."""
+    hours = d["horizon"]["hours"]
+    target = share * hours
+    for _ in range(4):
+        finish = _fastest_finish(_one_market(d))
+        span: dict[str, float] = {}
+        for ph in d["phases"]:
+            pipe = ph["name"].split("-")[0]
+            took = finish[ph["name"]] - float(ph.get("release", 0))
+            span[pipe] = max(span.get(pipe, 0.0), took)
+        if all(abs(f - target) < 0.1 * target for f in span.values()):
+            return finish
+        for ph in d["phases"]:
+            k = target / max(span[ph["name"].split("-")[0]], 1.0)
+            w = ph["work"]
+            for key in ("tokens", "gpu_hours"):
+                if key in w:
+                    w[key] = float(f"{w[key] * k:.4g}")
+    return _fastest_finish(_one_market(d))
+
+
+# ----------------------------------------------------------------------------- DAG
+
+#: Markets of the DAG instances (those of week-7b): (market, IANA zone, PUE).
+DAG_MARKETS = [
+    ("US-TEX-ERCO", "America/Chicago", 1.35),
+    ("DE-LU", "Europe/Berlin", 1.2),
+    ("JP-TK", "Asia/Tokyo", 1.4),
+]
+DAG_TASKS = 30
+DAG_HOURS = 168
+#: The 1-hour task (0.5 A100-hours on one A100) that the "-preempt" variants mark preemptible.
+DAG_ONE_HOUR = "t07-smoke-test"
+
+
+def _tou_from_prices(market: str, tz: str, start_index: int, hours: int) -> dict[str, Any]:
+    """A time-of-use tariff fitted to the real prices of the week: the mean price of weekday
+    hours 08:00-20:00 local (the day band), of the other weekday hours (the default) and of
+    weekend hours (the weekend price), USD/MWh, rounded to cents. (With solar in the mix the
+    day band need not be the dearer one: in Germany that June week it is the cheaper.)"""
+    vals = _prices(market, start_index, hours)
+    zone = ZoneInfo(tz)
+    t0 = datetime(2023, 6, 1, tzinfo=UTC) + timedelta(hours=start_index)
+    peak, off, weekend = [], [], []
+    for t, v in enumerate(vals):
+        local = (t0 + timedelta(hours=t)).astimezone(zone)
+        if local.weekday() >= 5:
+            weekend.append(v)
+        elif 8 <= local.hour < 20:
+            peak.append(v)
+        else:
+            off.append(v)
+    return {
+        "default": round(sum(off) / len(off), 2),
+        "bands": [
+            {
+                "start_hour": 8,
+                "end_hour": 20,
+                "price": round(sum(peak) / len(peak), 2),
+                "weekdays": [0, 1, 2, 3, 4],
+            }
+        ],
+        "weekend": round(sum(weekend) / len(weekend), 2),
+    }
+
+
+def dag(prices: str, preempt: bool = False, seed: int = 0) -> dict[str, Any]:
+    """A 30-task DAG on three markets over one week (from Mon 2023-06-05), non-preemptive
+    tasks (data preparation, fine-tuning, evaluation measured in GPU-hours) each with 1-2
+    predecessors among the six before it, capacity far above any plan's use (1,024 GPUs of
+    each type per market), deadlines 1.5x the fastest finish of the whole DAG.
+
+    ``prices``: "static" (each market's mean price of that week, a constant) or "tou" (a
+    three-level time-of-use tariff fitted to the week's real prices, :func:`_tou_from_prices`).
+    ``preempt``: the 1-hour task ``DAG_ONE_HOUR`` is marked preemptible (nothing else changes)."""
+    if prices not in ("static", "tou"):
+        raise KeyError(f"dag prices must be 'static' or 'tou', got {prices!r}")
+    rng = random.Random(f"dag30-{seed}")  # the same tasks for every variant
+    start_index = 24 * 4  # 2023-06-05 00:00 UTC, a Monday
+    regions: dict[str, Any] = {}
+    for market, tz, pue in DAG_MARKETS:
+        week = _prices(market, start_index, DAG_HOURS)
+        electricity: dict[str, Any] = (
+            {"constant": round(sum(week) / len(week), 2)}
+            if prices == "static"
+            else {"tou": _tou_from_prices(market, tz, start_index, DAG_HOURS)}
+        )
+        regions[market] = {
+            "timezone": tz,
+            "pue": pue,
+            "electricity": electricity,
+            "price_adder_usd_per_mwh": 30.0,
+            "capacity": {"H100": 1024, "A100": 1024, "L4": 1024},
+            "offers": {
+                g: {"on_demand": {"usd_per_gpu_hour": round(PRICE[g] * rng.uniform(0.9, 1.1), 3)}}
+                for g in GPUS
+            },
+            "storage": {
+                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0}
+            },
+        }
+    phases: list[dict[str, Any]] = []
+    for k in range(DAG_TASKS):
+        kind = ("data_preparation", "fine_tuning", "evaluation")[k % 3]
+        name = f"t{k:02d}-{kind}"
+        if kind == "data_preparation":
+            work = {"gpu_hours": float(rng.randint(8, 64)), "gpu": "A100"}
+            gpu_types, counts = ["A100", "L4"], [1, 2, 4, 8]
+        elif kind == "fine_tuning":
+            work = {"gpu_hours": float(rng.randint(16, 128)), "gpu": "H100"}
+            gpu_types, counts = ["H100", "A100"], [4, 8, 16]
+        else:
+            work = {"gpu_hours": float(rng.randint(2, 16)), "gpu": "A100"}
+            gpu_types, counts = ["A100", "L4"], [1, 2, 4]
+        if k == 7:  # the 1-hour task: 0.5 A100-hours on one A100
+            name, work, gpu_types, counts = (
+                DAG_ONE_HOUR,
+                {"gpu_hours": 0.5, "gpu": "A100"},
+                ["A100"],
+                [1],
+            )
+        earlier = [p["name"] for p in phases[max(0, k - 6) :]]
+        preds = rng.sample(earlier, min(len(earlier), rng.choice([1, 2]))) if k >= 3 else []
+        phases.append(
+            {
+                "name": name,
+                "kind": kind,
+                "work": work,
+                "predecessors": sorted(preds),
+                "gpu_types": gpu_types,
+                "preemptible": preempt and name == DAG_ONE_HOUR,
+                "options": {
+                    "gpu_counts": counts,
+                    "contracts": ["on_demand"],
+                    "extra_spare_nodes": [0],
+                },
+            }
+        )
+    d: dict[str, Any] = {
+        "name": f"bench-dag30-{prices}{'-preempt' if preempt else ''}-{seed}",
+        "description": (
+            f"generated 30-task DAG, {prices} prices"
+            + (f", {DAG_ONE_HOUR} preemptible" if preempt else "")
+            + f", seed {seed}"
+        ),
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": DAG_HOURS},
+        "gpu_types": GPUS,
+        "regions": regions,
+        "phases": phases,
+    }
+    makespan = max(_fastest_finish(d).values())
+    for ph in d["phases"]:
+        ph["deadline"] = int(min(DAG_HOURS, math.ceil(1.5 * makespan)))
+    return d
+
+
+# ----------------------------------------------------------------------------- files
+
+
 def write(size: str, seed: int, path: Path) -> Path:
+    """Write a generated instance as YAML; CSV paths are made relative to the file's folder
+    (the reader resolves them from there)."""
+    import os
+
     import yaml
 
-    path.write_text(yaml.safe_dump(generate(size, seed), sort_keys=False))
+    d = document(size, seed)
+    for region in d["regions"].values():
+        for key in ("electricity", "carbon_intensity"):
+            series = region.get(key)
+            if isinstance(series, dict) and "csv" in series:
+                series["csv"] = os.path.relpath(ROOT / series["csv"], path.resolve().parent)
+    path.write_text(yaml.safe_dump(d, sort_keys=False))
     return path
 
 

@@ -2,12 +2,16 @@
 """Rebuild the price / carbon-intensity / network-cost extracts in this folder.
 
 Usage:
-    python instances/data/make_extracts.py /path/to/shared/data [--out DIR]
+    python instances/data/make_extracts.py SHARED_DATA_DIR [--out DIR]
 
-The shared data dir is the read-only copy of upstream MIT-licensed data described in its
-README.md (folders electricity_prices/, carbon_intensity/, network_cost/).  By default the
-extracts are written next to this script (instances/data/).  Standard library only, so that
-rows can be copied byte-for-byte.  See SOURCES.md for provenance and transformations.
+SHARED_DATA_DIR is the project's shared data folder (the read-only copy of upstream
+MIT-licensed data described in its README.md, with folders electricity_prices/,
+carbon_intensity/, network_cost/).  By default the extracts are written next to this script
+(instances/data/).  Standard library only, so that rows can be copied byte-for-byte.  See
+SOURCES.md for provenance and transformations.
+
+Two windows are cut from every series: June-August 2023 (the shipped instances use these) and
+the full year 2023 (the long-horizon benchmark instances use these).
 
 The script is deterministic: running it twice gives identical files.  It exits non-zero if any
 check fails (row count, hourly gaps, duplicate hours, an empty cell it cannot interpolate).
@@ -54,6 +58,23 @@ CI_END = datetime(2022, 9, 1, tzinfo=UTC)  # exclusive
 CI_SHIFT = timedelta(days=365)  # 2022-06-01 + 365 d = 2023-06-01 (no 29 Feb in between)
 EXPECTED_HOURS = int((PRICE_END - PRICE_START) / HOUR)  # 2208
 
+YEAR_START = datetime(2023, 1, 1, tzinfo=UTC)
+YEAR_END = datetime(2024, 1, 1, tzinfo=UTC)  # exclusive
+CI_YEAR_START = datetime(2022, 1, 1, tzinfo=UTC)
+CI_YEAR_END = datetime(2023, 1, 1, tzinfo=UTC)  # exclusive; + 365 d = the 2023 year
+YEAR_HOURS = int((YEAR_END - YEAR_START) / HOUR)  # 8760
+
+#: (start, end exclusive, output file stem suffix) of the price windows written.
+PRICE_WINDOWS = [
+    (PRICE_START, PRICE_END, f"{PRICE_START:%Y-%m-%d}_{PRICE_END:%Y-%m-%d}"),
+    (YEAR_START, YEAR_END, "2023"),
+]
+#: (source start, source end exclusive, output file stem suffix) of the carbon windows.
+CI_WINDOWS = [
+    (CI_START, CI_END, f"{CI_START:%Y-%m-%d}_{CI_END:%Y-%m-%d}_as_2023"),
+    (CI_YEAR_START, CI_YEAR_END, "2022_as_2023"),
+]
+
 PRICE_HEADER = "Datetime (UTC),Datetime (Local),Price (USD/MWh)"
 CI_OUT_HEADER = ["Datetime (UTC)", "avg_CI (gCO2/kWh)"]
 
@@ -92,6 +113,21 @@ def check_hourly(stamps: list[datetime], start: datetime, end: datetime, what: s
             )
 
 
+def check_price_cells(lines: list[str], what: str) -> None:
+    """Every row has three cells and a finite number in the price column (rows are copied
+    byte for byte, so an empty or malformed price cell is an error, not a fill)."""
+    for i, line in enumerate(lines):
+        cells = line.split(",")
+        if len(cells) != 3:
+            raise CheckError(f"{what}: row {i + 1} has {len(cells)} cells, expected 3: {line!r}")
+        try:
+            value = float(cells[2])
+        except ValueError:
+            raise CheckError(f"{what}: row {i + 1} has no price: {line!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise CheckError(f"{what}: row {i + 1} has a non-finite price: {line!r}")
+
+
 def extract_prices(src_dir: Path, out_dir: Path) -> list[str]:
     notes = []
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -101,26 +137,25 @@ def extract_prices(src_dir: Path, out_dir: Path) -> list[str]:
         lines = raw.splitlines()  # source uses "\n"; rows themselves are kept verbatim
         if lines[0] != PRICE_HEADER:
             raise CheckError(f"{src}: unexpected header {lines[0]!r}")
-        # Whole-year check first, so that gaps/duplicates in the source are reported.
-        all_stamps = [parse_utc(line.split(",", 1)[0]) for line in lines[1:] if line]
-        year_start = datetime(2023, 1, 1, tzinfo=UTC)
-        year_end = datetime(2024, 1, 1, tzinfo=UTC)
+        body = [line for line in lines[1:] if line]
+        # Whole-year check first, so that gaps/duplicates in the source are reported; the
+        # full-year extract below makes it binding.
+        all_stamps = [parse_utc(line.split(",", 1)[0]) for line in body]
         try:
-            check_hourly(all_stamps, year_start, year_end, f"{src.name} (full year)")
-        except CheckError as exc:  # reported, but only the window must be complete
+            check_hourly(all_stamps, YEAR_START, YEAR_END, f"{src.name} (full year)")
+        except CheckError as exc:  # reported here; each window is checked on its own below
             notes.append(f"WARNING {exc}")
-        kept, stamps = [], []
-        for line in lines[1:]:
-            if not line:
-                continue
-            ts = parse_utc(line.split(",", 1)[0])
-            if PRICE_START <= ts < PRICE_END:
-                kept.append(line)
-                stamps.append(ts)
-        check_hourly(stamps, PRICE_START, PRICE_END, src.name)
-        dst = out_dir / f"price_{region}_{PRICE_START:%Y-%m-%d}_{PRICE_END:%Y-%m-%d}.csv"
-        dst.write_bytes(("\n".join([lines[0], *kept]) + "\n").encode("utf-8"))
-        notes.append(f"{dst.name}: {len(kept)} rows")
+        for start, end, suffix in PRICE_WINDOWS:
+            kept, stamps = [], []
+            for line, ts in zip(body, all_stamps, strict=True):
+                if start <= ts < end:
+                    kept.append(line)
+                    stamps.append(ts)
+            check_hourly(stamps, start, end, f"{src.name} [{fmt_utc(start)}, {fmt_utc(end)})")
+            check_price_cells(kept, src.name)
+            dst = out_dir / f"price_{region}_{suffix}.csv"
+            dst.write_bytes(("\n".join([lines[0], *kept]) + "\n").encode("utf-8"))
+            notes.append(f"{dst.name}: {len(kept)} rows")
     return notes
 
 
@@ -162,35 +197,30 @@ def extract_carbon(src_dir: Path, out_dir: Path) -> list[str]:
         ci_col = header.index("avg_CI")
         stamps = [parse_utc(r[0]) for r in body]
         values = [r[ci_col] for r in body]
-        check_hourly(
-            stamps,
-            datetime(2022, 1, 1, tzinfo=UTC),
-            datetime(2023, 1, 1, tzinfo=UTC),
-            f"{src.name} (full year)",
-        )
+        check_hourly(stamps, CI_YEAR_START, CI_YEAR_END, f"{src.name} (full year)")
         # Interpolate on the whole year so that neighbours outside the window are used if needed.
         filled = interpolate_gaps(stamps, values)
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(CI_OUT_HEADER)
-        count = 0
-        out_stamps = []
-        for k, (ts, v) in enumerate(zip(stamps, values, strict=True)):
-            if not (CI_START <= ts < CI_END):
-                continue
-            shifted = ts + CI_SHIFT
-            if k in filled:
-                v = repr(filled[k])
-                notes.append(
-                    f"filled {ba}: source {fmt_utc(ts)} -> output {fmt_utc(shifted)} = {v}"
-                )
-            w.writerow([fmt_utc(shifted), v])
-            out_stamps.append(shifted)
-            count += 1
-        check_hourly(out_stamps, CI_START + CI_SHIFT, CI_END + CI_SHIFT, f"ci {ba} output")
-        dst = out_dir / (f"ci_{ba}_{CI_START:%Y-%m-%d}_{CI_END:%Y-%m-%d}_as_2023.csv")
-        dst.write_text(buf.getvalue(), encoding="utf-8", newline="")
-        notes.append(f"{dst.name}: {count} rows")
+        for start, end, suffix in CI_WINDOWS:
+            buf = io.StringIO()
+            w = csv.writer(buf, lineterminator="\n")
+            w.writerow(CI_OUT_HEADER)
+            out_stamps = []
+            for k, (ts, v) in enumerate(zip(stamps, values, strict=True)):
+                if not (start <= ts < end):
+                    continue
+                shifted = ts + CI_SHIFT
+                if k in filled:
+                    v = repr(filled[k])
+                    notes.append(
+                        f"filled {ba} ({suffix}): source {fmt_utc(ts)} -> output "
+                        f"{fmt_utc(shifted)} = {v}"
+                    )
+                w.writerow([fmt_utc(shifted), v])
+                out_stamps.append(shifted)
+            check_hourly(out_stamps, start + CI_SHIFT, end + CI_SHIFT, f"ci {ba} output {suffix}")
+            dst = out_dir / f"ci_{ba}_{suffix}.csv"
+            dst.write_text(buf.getvalue(), encoding="utf-8", newline="")
+            notes.append(f"{dst.name}: {len(out_stamps)} rows")
     return notes
 
 
@@ -212,7 +242,7 @@ def copy_network_and_licences(shared: Path, out: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shared_data_dir", type=Path, help="e.g. /work/shared/data")
+    ap.add_argument("shared_data_dir", type=Path, help="the shared data folder (see its README.md)")
     ap.add_argument(
         "--out",
         type=Path,
