@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from planner.instance.model import Instance
+from planner.progress import ProgressFn
 from planner.result import Result
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
@@ -18,6 +19,7 @@ def solve(
     threads: int | None = None,
     backend: str = "auto",
     verbose: bool = False,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
@@ -25,7 +27,14 @@ def solve(
     infeasible instance, a solver error or running out of memory become its termination and
     message, never an exception (bad arguments still raise ValueError). Numbers in the
     instance that look like a unit mistake are issued as
-    :class:`~planner.consistency.NumericWarning` warnings first."""
+    :class:`~planner.consistency.NumericWarning` warnings first.
+
+    A plan is "optimal" exactly when it is proved within ``gap`` (planner.result). The
+    solve takes at most ``time_limit`` seconds plus about a second (building, the HiGHS
+    child's start-up and a last check of the clock). ``on_progress`` is called with a
+    :class:`planner.progress.Progress` (elapsed seconds, the best plan's objective, the best
+    proved bound, stage) whenever either improves, and about every second while a solver
+    works; ``verbose`` shows the solvers' own logs."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
     if not time_limit > 0:
@@ -37,7 +46,7 @@ def solve(
         from planner.consistency import warn_numerics
 
         warn_numerics(instance)
-        return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
+        return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose, on_progress)
     except MemoryError:
         return Result.failed(
             solver,
@@ -66,6 +75,7 @@ def _dispatch(
     threads: int | None,
     backend: str,
     verbose: bool,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
@@ -74,15 +84,25 @@ def _dispatch(
     if solver in ("cpsat", "highs"):
         from formulations.dispatch import solve_nonpreemptive
 
-        return solve_nonpreemptive(instance, solver, time_limit, gap, threads, verbose)
+        return solve_nonpreemptive(
+            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress
+        )
     if solver == "auto":
         from formulations.dispatch import choose
 
         picked, _why = choose(instance)
         if picked != "milp":
-            return _dispatch(instance, picked, time_limit, gap, threads, backend, verbose)
+            return _dispatch(
+                instance, picked, time_limit, gap, threads, backend, verbose, on_progress
+            )
     from formulations.milp import solve_milp
 
     return solve_milp(
-        instance, time_limit=time_limit, gap=gap, threads=threads, backend=backend, verbose=verbose
+        instance,
+        time_limit=time_limit,
+        gap=gap,
+        threads=threads,
+        backend=backend,
+        verbose=verbose,
+        on_progress=on_progress,
     )

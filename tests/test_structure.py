@@ -38,6 +38,7 @@ LOWER = (
     "planner.jsonable",
     "planner.plan",
     "planner.result",
+    "planner.progress",
     "planner.checker",
 )
 UPPER = (

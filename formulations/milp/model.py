@@ -25,6 +25,7 @@ All costs are per docs/cost-model.md, multiplied by the objective weights.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,8 +44,15 @@ class MilpModel:
     space: ConfigSpace
     lp: LinearProgram
     windows: Windows
-    #: Hours each configuration may use (False: fixed to 0), from bound-based pruning.
+    #: Hours each configuration may use, from bound-based pruning: only those get a column
+    #: (an hour the bound fixed to 0 is not built at all).
     masks: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    #: GPUs available per pool and hour (default: the instance's; a neighbourhood of the
+    #: large-neighbourhood search passes what the phases it keeps fixed leave free).
+    capacity: Mapping[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    #: Per phase, the x column of configuration k (in space order) at window hour j, -1 where
+    #: none was built.
+    grid: dict[str, np.ndarray] = field(default_factory=dict)
     z: dict[tuple[str, int], int] = field(default_factory=dict)
     x: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     u: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
@@ -92,20 +100,28 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
     """Work and segments: sum_t x[p,c,t] = n_c z[p,c];  x[p,c,t] <= z[p,c] (implied, kept
     for the LP bound only through the sum); u[p,c,t] >= x[p,c,t] - x[p,c,t-1];
     non-preemptible p: sum_t u[p,c,t] <= z[p,c] (one contiguous run); preemptible p: each
-    segment after the first costs the resume overhead (u carries resume_c, z refunds one)."""
+    segment after the first costs the resume overhead (u carries resume_c, z refunds one).
+
+    x[p,c,t] exists only for the hours of p's window that c may use (``mm.masks``; all of
+    them without masks); a missing x is 0 (then u[p,c,t] >= x[p,c,t] at the hour after it).
+    A configuration with fewer usable hours than n_c gets no x: its work row forces z = 0."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
         p = inst.phase(name)
         e, l_ = mm.windows.start[name], mm.windows.end[name]
-        for c in configs:
+        width = max(0, l_ - e)
+        grid = np.full((len(configs), width), -1, dtype=np.int64)
+        for k, c in enumerate(configs):
             hours = np.arange(e, l_)
+            mask = mm.masks.get((name, c.index))
+            if mask is not None and len(hours):
+                hours = hours[np.asarray(mask, dtype=bool)]
             if len(hours) < c.hours:
                 hours = hours[:0]
             cost = hourly_cost(inst, c, wts)[hours] if len(hours) else np.zeros(0)
-            mask = mm.masks.get((name, c.index))
-            upper = np.ones(len(hours)) if mask is None or not len(hours) else mask.astype(float)
-            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, upper, True, cost)
+            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, 1, True, cost)
             mm.x[(name, c.index)] = (hours, xi)
+            grid[k, hours - e] = xi
             zj = mm.z[(name, c.index)]
             lp.add_row(
                 "work",
@@ -120,19 +136,19 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
             ucost = wts.failure * c.resume_usd if p.preemptible else 0.0
             ui = lp.add_vars("u", [(name, c.index, int(t)) for t in hours], 0, 1, False, ucost)
             mm.u[(name, c.index)] = ui
-            for k in range(len(hours)):
-                if k == 0:
-                    lp.add_row(
-                        "segment", (name, c.index, int(hours[k])), [ui[k], xi[k]], [1.0, -1.0], 0.0
-                    )
+            prev = np.concatenate([[False], np.diff(hours) == 1])
+            rows_i: list[np.ndarray] = []
+            rows_v: list[np.ndarray] = []
+            for j in range(len(hours)):
+                if prev[j]:
+                    rows_i.append(np.array([ui[j], xi[j], xi[j - 1]]))
+                    rows_v.append(_SEG3)
                 else:
-                    lp.add_row(
-                        "segment",
-                        (name, c.index, int(hours[k])),
-                        [ui[k], xi[k], xi[k - 1]],
-                        [1.0, -1.0, 1.0],
-                        0.0,
-                    )
+                    rows_i.append(np.array([ui[j], xi[j]]))
+                    rows_v.append(_SEG2)
+            lp.add_rows(
+                "segment", [(name, c.index, int(t)) for t in hours], rows_i, rows_v, lower=0.0
+            )
             if not p.preemptible:
                 lp.add_row(
                     "contiguous",
@@ -141,6 +157,23 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                     [1.0] * len(ui) + [-1.0],
                     upper=0.0,
                 )
+        mm.grid[name] = grid
+
+
+_SEG3 = np.array([1.0, -1.0, 1.0])
+_SEG2 = np.array([1.0, -1.0])
+
+
+def columns_at(mm: MilpModel, name: str, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """The x columns of phase ``name`` at hour t, and the positions (in space order) of their
+    configurations; empty outside the window."""
+    grid = mm.grid[name]
+    j = t - mm.windows.start[name]
+    if j < 0 or j >= grid.shape[1]:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    col = grid[:, j]
+    pos = np.flatnonzero(col >= 0)
+    return col[pos], pos
 
 
 def add_progress(mm: MilpModel, wts: Weights) -> None:
@@ -165,27 +198,28 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
         Fi = lp.add_vars("F", [(name, t) for t in ts], 0, 1, True, 0.0)
         mm.P[name] = {t: int(j) for t, j in zip(ts, Pi, strict=True)}
         mm.F[name] = {t: int(j) for t, j in zip(ts, Fi, strict=True)}
+        inv_n = np.array([-1.0 / c.hours for c in configs])
+        rows_i: list[np.ndarray] = []
+        rows_v: list[np.ndarray] = []
         for k, t in enumerate(ts):
-            idx: list[int] = [int(Pi[k])]
-            val: list[float] = [1.0]
+            cols, pos = columns_at(mm, name, t - 1)
             if k > 0:
-                idx.append(int(Pi[k - 1]))
-                val.append(-1.0)
-            for c in configs:
-                hours, xi = mm.x[(name, c.index)]
-                pos = t - 1 - e
-                if 0 <= pos < len(hours):
-                    idx.append(int(xi[pos]))
-                    val.append(-1.0 / c.hours)
-            lp.add_row("progress", (name, t), idx, val, 0.0, 0.0)
-            lp.add_row("finished_ub", (name, t), [int(Fi[k]), int(Pi[k])], [1.0, -1.0], upper=0.0)
-            lp.add_row(
-                "finished_lb",
-                (name, t),
-                [int(Fi[k]), int(Pi[k])],
-                [1.0, -float(n_max)],
-                lower=1.0 - n_max,
-            )
+                rows_i.append(np.concatenate([[Pi[k], Pi[k - 1]], cols]))
+                rows_v.append(np.concatenate([[1.0, -1.0], inv_n[pos]]))
+            else:
+                rows_i.append(np.concatenate([[Pi[k]], cols]))
+                rows_v.append(np.concatenate([[1.0], inv_n[pos]]))
+        keys = [(name, t) for t in ts]
+        lp.add_rows("progress", keys, rows_i, rows_v, 0.0, 0.0)
+        pairs = [np.array([Fi[k], Pi[k]]) for k in range(len(ts))]
+        lp.add_rows("finished_ub", keys, pairs, [np.array([1.0, -1.0])] * len(ts), upper=0.0)
+        lp.add_rows(
+            "finished_lb",
+            keys,
+            pairs,
+            [np.array([1.0, -float(n_max)])] * len(ts),
+            lower=1.0 - n_max,
+        )
 
 
 def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
@@ -206,23 +240,26 @@ def add_precedence(mm: MilpModel, wts: Weights) -> None:
         for p in inst.phase(q).predecessors:
             if p not in mm.space.by_phase:
                 continue  # a done phase: its artifact already exists
+            keys: list[tuple[str, str, int]] = []
+            rows_i: list[np.ndarray] = []
+            rows_v: list[np.ndarray] = []
+            uppers: list[float] = []
             for t in range(mm.windows.start[q], mm.windows.end[q]):
                 var, const = finished(mm, p, t)
                 if var is None and const >= 1.0:
                     continue
-                idx: list[int] = []
-                for c in mm.space.by_phase[q]:
-                    hours, xi = mm.x[(q, c.index)]
-                    pos = t - mm.windows.start[q]
-                    if 0 <= pos < len(hours):
-                        idx.append(int(xi[pos]))
-                if not idx:
+                cols, _ = columns_at(mm, q, t)
+                if not len(cols):
                     continue
-                vals = [1.0] * len(idx)
                 if var is not None:
-                    idx.append(var)
-                    vals.append(-1.0)
-                lp.add_row("precedence", (p, q, t), idx, vals, upper=const)
+                    rows_i.append(np.concatenate([cols, [var]]))
+                    rows_v.append(np.concatenate([np.ones(len(cols)), [-1.0]]))
+                else:
+                    rows_i.append(cols)
+                    rows_v.append(np.ones(len(cols)))
+                keys.append((p, q, t))
+                uppers.append(const)
+            lp.add_rows("precedence", keys, rows_i, rows_v, upper=np.asarray(uppers))
 
 
 def pool_columns(
@@ -250,7 +287,7 @@ def add_capacity(mm: MilpModel, wts: Weights) -> None:
     pools = pool_columns(mm)
     reserved = pool_columns(mm, reserved_only=True)
     for (r, g, t), (ids, vals) in sorted(pools.items()):
-        cap = float(inst.capacity[(r, g)][t])
+        cap = float(mm.capacity[(r, g)][t])
         if sum(vals) <= cap:
             continue  # never binding
         lp.add_row("capacity", (r, g, t), ids, vals, upper=cap)
@@ -336,8 +373,6 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
             si = lp.add_vars("s", [(name, t) for t in ts], 0, 1, False, rate)
             mm.s[name] = {t: int(j) for t, j in zip(ts, si, strict=True)}
             for k, t in enumerate(ts):
-                idx = [int(si[k])]
-                val = [1.0]
                 if k > 0:
                     lp.add_row(
                         "started_monotone",
@@ -346,13 +381,16 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
                         [1.0, -1.0],
                         lower=0.0,
                     )
-                for c in configs:
-                    hours, xi = mm.x[(name, c.index)]
-                    if len(hours):
-                        idx.append(int(xi[k]))
-                        val.append(-1.0)
-                        lp.cost[int(xi[k])] -= rate
-                lp.add_row("started", (name, t), idx, val, lower=0.0)
+                cols, _ = columns_at(mm, name, t)
+                for j in cols.tolist():
+                    lp.cost[j] -= rate
+                lp.add_row(
+                    "started",
+                    (name, t),
+                    [int(si[k]), *cols.tolist()],
+                    [1.0, *([-1.0] * len(cols))],
+                    lower=0.0,
+                )
                 var, const = finished(mm, name, t)
                 if var is not None:
                     lp.cost[var] -= rate
@@ -476,15 +514,18 @@ def build(
     space: ConfigSpace,
     windows: Windows | None = None,
     masks: dict[tuple[str, int], np.ndarray] | None = None,
+    capacity: Mapping[tuple[str, str], np.ndarray] | None = None,
 ) -> MilpModel:
     """Build the hourly MILP of ``inst`` over the configuration space ``space``; ``masks``
-    fixes hours a configuration provably cannot use to 0 (see formulations.bounds)."""
+    leaves out the hours a configuration provably cannot use (see formulations.bounds);
+    ``capacity`` replaces the instance's GPUs per pool and hour (default: the instance's)."""
     mm = MilpModel(
         inst,
         space,
         LinearProgram(),
         windows or time_windows(inst, space.fewest_hours()),
         dict(masks or {}),
+        dict(inst.capacity if capacity is None else capacity),
     )
     wts = weights(inst)
     for family in FAMILIES:
