@@ -87,7 +87,8 @@ def test_scale_capacity_rounds_down_hour_by_hour() -> None:
             got = half["regions"][r]["capacity"][g]
             assert got == [math.floor(v * 0.5) for v in series]
     # 0.49 x 256 = 125.44 -> 125 and 0.49 x 512 = 250.88 -> 250; constants scale too
-    tiny = {"name": "x", "description": "", "regions": {"r": {"capacity": {"H": [256, 512]}}}}
+    tiny: dict[str, Any] = {"name": "x", "description": "", "regions": {"r": {}}}
+    tiny["regions"]["r"]["capacity"] = {"H": [256, 512]}
     assert G.scale_capacity(tiny, 0.49)["regions"]["r"]["capacity"]["H"] == [125, 250]
     tiny["regions"]["r"]["capacity"]["H"] = 72
     assert G.scale_capacity(tiny, 0.5)["regions"]["r"]["capacity"]["H"] == 36
@@ -403,7 +404,9 @@ def test_binding_labels() -> None:
     assert suite.binding_label({"termination": "infeasible"}, None)["capacity"] == "infeasible"
     lost = {"termination": "killed_memory", "has_plan": False}
     assert suite.binding_label(lost, breaks)["capacity"] == "no plan with capacity"
-    assert suite.binding_label(main, None)["capacity"].startswith("unknown")
+    assert suite.binding_label(main, None)["capacity"] == "not measured"
+    no_plan = {"has_plan": False, "termination": "killed_memory"}
+    assert suite.binding_label(main, no_plan)["capacity"].startswith("unknown")
 
 
 def test_ladder_and_medians() -> None:
@@ -491,6 +494,7 @@ def test_run_one_uses_on_progress_when_solve_takes_it(monkeypatch: pytest.Monkey
 
     def solve_with_progress(inst: Any, on_progress: Any = None, **kw: Any) -> Any:
         res = real(inst, **kw)
+        assert res.objective is not None
         on_progress((0.25, None, 0.9 * res.objective))
         on_progress({"elapsed_s": 0.5, "incumbent": res.objective, "bound": 0.95 * res.objective})
         on_progress(SimpleNamespace(elapsed_s=0.75, incumbent=res.objective, bound=res.bound))
@@ -502,3 +506,33 @@ def test_run_one_uses_on_progress_when_solve_takes_it(monkeypatch: pytest.Monkey
     assert rec["progress_events"] == 3
     assert rec["first_plan_s"] == 0.5 and rec["to_1pct_s"] == 0.75
     assert rec["verified"] is True
+
+
+_FORKSERVER = """
+import json, multiprocessing as mp, os, resource, sys
+sys.path.insert(0, {bench!r})
+import suite
+
+if __name__ == "__main__":
+    ctx = mp.get_context("forkserver")  # as formulations/highs_runner starts the HiGHS child
+    child = ctx.Process(target=os.urandom, args=(150 * 1024 * 1024,))  # 150 MB, touched
+    child.start()
+    child.join()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    reaped = suite.reap_forkserver()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps([before, reaped, after]))
+"""
+
+
+def test_reaping_the_forkserver_brings_its_child_into_ru_maxrss(tmp_path: Path) -> None:
+    """A child started through the fork server is the server's child, not ours: its peak shows
+    in RUSAGE_CHILDREN only once the server is reaped."""
+    script = tmp_path / "fs.py"
+    script.write_text(_FORKSERVER.format(bench=str(ROOT / "benchmarks")))
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
+    )
+    before, reaped, after = json.loads(out.stdout.strip().splitlines()[-1])
+    assert reaped is True
+    assert before < 100 < 150 <= after, (before, after)
