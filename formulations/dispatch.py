@@ -122,7 +122,6 @@ def solve_nonpreemptive(
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
     but may cost more than one that pauses, so it is reported as feasible, without a bound
     (use the hourly MILP, ``--solver milp``, for those instances)."""
-    from formulations.cpsat import solve_cpsat
     from formulations.starttime import build_data, solve_starttime
 
     if solver not in ("cpsat", "highs"):
@@ -142,6 +141,8 @@ def solve_nonpreemptive(
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
     first: Result | None = None
+    if solver == "cpsat" or portfolio:  # ortools (and pandas) load only when CP-SAT runs
+        from formulations.cpsat import solve_cpsat
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
         if solver == "highs":

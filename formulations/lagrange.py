@@ -473,6 +473,17 @@ class Relaxation:
         use = np.zeros_like(lam)
         if not math.isfinite(first) or not (self.binding.any() or len(mu)):
             return self._result(best, first, 0, t0, use)
+        if len(mu):
+            # reserved prices in proportion to the relaxed plan's reserved use: the whole
+            # commitment charged to the hours it is used (often where every plan must use it)
+            _, ruse = self.usage(ev, lam, mu)
+            total = ruse.sum(axis=1, keepdims=True)
+            cap_mu = (self.rprice_arr * self.T)[:, None]
+            mu2 = np.where(total > 0, cap_mu * ruse / np.where(total > 0, total, 1.0), mu)
+            ev2 = self.evaluate(lam, mu2)
+            if ev2.bound > best[0]:
+                mu, ev = mu2, ev2
+                best = (ev.bound, lam.copy(), mu.copy(), ev)
         while done < iterations:
             if deadline is not None and time.perf_counter() > deadline:
                 break
@@ -486,10 +497,14 @@ class Relaxation:
             norm = float(np.sum(g * g) + np.sum(gr * gr))
             if norm <= 1e-12:
                 break  # the relaxed plan fits: its bound is the best these prices give
-            step = theta * max(aim - ev.bound, 1e-6 * max(1.0, abs(aim))) / norm
-            lam = np.maximum(0.0, lam + step * g)
-            if len(mu):
-                mu = _project_capped(mu + step * gr, self.rprice_arr * self.T)
+            # Polyak steps per block (capacity prices, reserved prices): each block moves at
+            # the full rate towards the aim (one joint step starves the smaller block)
+            gap_ = theta * max(aim - ev.bound, 1e-6 * max(1.0, abs(aim)))
+            ng, nr = float(np.sum(g * g)), float(np.sum(gr * gr))
+            if ng > 1e-12:
+                lam = np.maximum(0.0, lam + gap_ / ng * g)
+            if len(mu) and nr > 1e-12:
+                mu = _project_capped(mu + gap_ / nr * gr, self.rprice_arr * self.T)
             ev = self.evaluate(lam, mu)
             if ev.bound > best[0] + 1e-9 * max(1.0, abs(best[0])):
                 best = (ev.bound, lam.copy(), mu.copy(), ev)

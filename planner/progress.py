@@ -40,6 +40,14 @@ class Progress:
         """``max(0, incumbent - bound) / max(|incumbent|, 1e-9)``, as ``Result.gap``."""
         return relative_gap(self.incumbent, self.bound)
 
+    def line(self) -> str:
+        """One line for a terminal: ``milp: plan 120,293.80  bound 118,791.37  gap 1.25%  12 s``."""
+        inc = "no plan yet" if self.incumbent is None else f"plan {self.incumbent:,.2f}"
+        bnd = "" if self.bound is None else f"  bound {self.bound:,.2f}"
+        g = self.gap
+        gap = "" if g is None else f"  gap {g:.2%}"
+        return f"{self.stage}: {inc}{bnd}{gap}  {self.elapsed_s:.0f} s"
+
 
 ProgressFn = Callable[[Progress], None]
 

@@ -46,7 +46,9 @@ def solve(
         from planner.consistency import warn_numerics
 
         warn_numerics(instance)
-        return _dispatch(instance, solver, time_limit, gap, threads, backend, verbose, on_progress)
+        # the checks count against the time limit: the solver gets what is left
+        left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
+        return _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress)
     except MemoryError:
         return Result.failed(
             solver,

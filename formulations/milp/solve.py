@@ -507,6 +507,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
             plan = cost_plan(st.inst, early)
             if plan.objective <= st.plan.objective + 1e-9 * max(1.0, abs(st.plan.objective)):
                 st.schedule, st.plan = early, plan
+                st.tracker.offer_plan(plan.objective, "earliest among equal costs")
     runtime = time.perf_counter() - t0
     st.tracker.stage("done")
     raw = st.raw

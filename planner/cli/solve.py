@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -25,6 +27,7 @@ from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.consistency import NumericWarning
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
+from planner.progress import Progress, ProgressFn
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
 
@@ -98,6 +101,21 @@ def print_status(res: Result) -> None:
         console.print(f"note: {note}")
 
 
+@contextmanager
+def live_progress(quiet: bool) -> Iterator[ProgressFn | None]:
+    """A progress line on stderr while the block runs, fed by the solver's progress events;
+    nothing (None) when stderr is not a terminal or with ``quiet``."""
+    if quiet or not err_console.is_terminal:
+        yield None
+        return
+    with err_console.status("solving ...") as status:
+
+        def show(ev: Progress) -> None:
+            status.update(ev.line())
+
+        yield show
+
+
 @app.command("solve")
 @guarded
 def solve_cmd(
@@ -114,9 +132,14 @@ def solve_cmd(
         False, "--baseline", help="output the hand-made baseline plan instead"
     ),
     as_json: bool = typer.Option(False, "--json", help="print the plan JSON only"),
+    quiet: bool = typer.Option(
+        False, "-q", "--quiet", help="no progress line while the solver works"
+    ),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="show the solver's own log"),
 ) -> None:
     """Solve INSTANCE and print the plan, its costs against the baseline, and the solver's
-    status, bound and gap."""
+    status, bound and gap. On a terminal a progress line (best plan, bound, gap, seconds)
+    shows while the solver works; not when the output is piped or with --quiet."""
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
@@ -139,9 +162,17 @@ def solve_cmd(
                     console.print(f"solver auto -> {why}")
             except ImportError:
                 pass
-        res = solve(
-            inst, solver=solver, time_limit=time_limit, gap=gap, threads=threads, backend=backend
-        )
+        with live_progress(quiet) as on_progress:
+            res = solve(
+                inst,
+                solver=solver,
+                time_limit=time_limit,
+                gap=gap,
+                threads=threads,
+                backend=backend,
+                verbose=verbose,
+                on_progress=on_progress,
+            )
     if res.plan is None:
         err_console.print(f"no plan: {res.message}", soft_wrap=True)
         if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
