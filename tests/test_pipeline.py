@@ -390,3 +390,49 @@ def test_earliest_never_raises_the_cost() -> None:
     moved = earliest(inst, sched, win)
     assert cost_plan(inst, moved).objective <= res.objective + 1e-9
     assert_valid(inst, cost_plan(inst, moved))
+
+
+# ----------------------------------------------------------------------------- the CLI
+
+
+def test_cli_progress_line_on_a_terminal_and_quiet_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    import planner.cli.solve as cli_solve
+    from planner.cli.app import app
+
+    tiny = str(ROOT / "tests" / "data" / "tiny.yaml")
+    # piped (CliRunner is not a terminal): no progress line, the plan as usual
+    seen: list[Any] = []
+    real = cli_solve.solve
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append((kwargs.get("on_progress"), kwargs.get("verbose")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli_solve, "solve", spy)
+    res = CliRunner().invoke(app, ["solve", tiny, "--time-limit", "10"])
+    assert res.exit_code == 0, res.output
+    assert seen[-1] == (None, False)
+    # a terminal: the solver's events update a status line on stderr
+    term = Console(file=io.StringIO(), force_terminal=True, width=120)
+    monkeypatch.setattr(cli_solve, "err_console", term)
+    res = CliRunner().invoke(app, ["solve", tiny, "--time-limit", "10", "--verbose"])
+    assert res.exit_code == 0, res.output
+    on_progress, verbose = seen[-1]
+    assert on_progress is not None and verbose is True
+    # --quiet: nothing, even on a terminal
+    res = CliRunner().invoke(app, ["solve", tiny, "--time-limit", "10", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert seen[-1][0] is None
+
+
+def test_progress_line_reads_like_the_result() -> None:
+    ev = Progress(12.4, 120293.8, 118791.37, "lns", "")
+    assert ev.line() == "lns: plan 120,293.80  bound 118,791.37  gap 1.25%  12 s"
+    assert Progress(0.2, None, None, "bound").line() == "bound: no plan yet  0 s"

@@ -64,13 +64,16 @@ BYTES_PER_NONZERO = 400
 #: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
 NONZEROS_PER_COLUMN = 5.5
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
-LAGRANGE_SHARE = 0.25
-LAGRANGE_MAX_ITERATIONS = 60
+LAGRANGE_SHARE = 0.4
+LAGRANGE_MAX_ITERATIONS = 100
 #: Seconds per DP cell of one relaxation evaluation (measured on this machine, idle),
 #: turning the model's size into a fixed iteration count.
 SECONDS_PER_CELL = 5e-9
-#: Seconds a neighbourhood may take at most.
+#: Seconds a neighbourhood may take at most, and its largest model (nonzeros).
 NEIGHBOURHOOD_S = 5.0
+NEIGHBOURHOOD_MAX_NONZEROS = 60_000
+#: No neighbourhood starts when less than this is left of the time limit.
+LNS_MARGIN_S = 1.0
 #: HiGHS options for the reduced MILP. Presolve off: on the fixed time-indexed models it
 #: removes little and takes most of the time (week-7b: 1.4 s to 0.01% without, 12.3 s with),
 #: and HiGHS does not check its time limit while it runs.
@@ -472,7 +475,15 @@ def _search(
     size = min(4, len(space.by_phase))
     tried = improved = 0
     ts = time.perf_counter()
-    while not st.closed and st.left() > 0.3 and st.schedule is not None and st.plan is not None:
+    # HiGHS checks its limit only between the LPs of its tree: a neighbourhood may overrun
+    # by a second or two, so each gets at most 80% of what is left and none starts in the
+    # last LNS_MARGIN_S
+    while (
+        not st.closed
+        and st.left() > LNS_MARGIN_S
+        and st.schedule is not None
+        and st.plan is not None
+    ):
         hood = neighbourhoods(inst, st.schedule, rng, size)
         out = reoptimise(
             inst,
@@ -481,16 +492,17 @@ def _search(
             st.schedule,
             st.plan.objective,
             hood,
-            min(NEIGHBOURHOOD_S, st.left() - 0.2),
+            min(NEIGHBOURHOOD_S, 0.8 * (st.left() - 0.5)),
             masks,
             threads,
+            max_nonzeros=NEIGHBOURHOOD_MAX_NONZEROS,
         )
         tried += 1
         if out.schedule is not None and st.offer(out.schedule, f"neighbourhood ({hood.kind})"):
             improved += 1
         if out.status == "optimal" and out.seconds < 1.0 and size < len(space.by_phase):
             size += 1
-        elif out.status not in ("optimal",) and size > 2:
+        elif out.status != "optimal" and size > 1:
             size -= 1
         st.tracker.tick()
     st.stats["lns_tried"] = tried
@@ -535,7 +547,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     message = "stopped at the time limit"
     if raw is not None and raw.termination == Termination.ERROR:
         term, message = Termination.ERROR, raw.message
-    elif st.left() > 0.3:
+    elif st.left() > LNS_MARGIN_S + 0.5:
         term, message = Termination.HEURISTIC, "best plan found"
     st.stats["best_from_" + st.source.split(" ")[0].replace("-", "_")] = 1.0
     return Result.solved(
