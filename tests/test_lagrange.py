@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import assert_valid, instance_from
 from hard_instances import hard_dict
-from test_milp import generated, one_phase, region
+from test_milp import generated, one_phase, region, three_cheap_hours
 
 from formulations.bounds import lower_bound, phase_bounds
 from formulations.lagrange import Relaxation
@@ -86,17 +86,7 @@ def test_resumes_and_parking_enter_the_bound() -> None:
     # + energy 3 x 0.05 = 30.15 plus two resumes 10.44375 = 40.59375; three consecutive
     # hours with one cheap one (e.g. 1-3: 0.5 + 0.05 + 0.5) cost 30 + 1.05 = 31.05, the
     # optimum. The separable bound ignores resumes and says 30.15; the DP bound is exact.
-    prices = [50.0] * 24
-    for t in (2, 7, 11):
-        prices[t] = 5.0
-    d = one_phase(
-        {"r": region("UTC", {"values": prices}, {"on_demand": {"usd_per_gpu_hour": 1.0}})},
-        30,
-        deadline=24,
-        preemptible=True,
-    )
-    d["phases"][0]["resume_overhead_hours"] = 0.5
-    inst = instance_from(d)
+    inst = instance_from(three_cheap_hours(0.5))
     space = config_space(inst)
     win = time_windows(inst, space.fewest_hours())
     assert lower_bound(phase_bounds(inst, space, win.start, win.end)) == pytest.approx(30.15)
