@@ -488,8 +488,9 @@ def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
     release, capped at the horizon (fastest configurations found on the first market,
     :func:`_one_market`, among those that fit their pool in every hour: ``steady`` in
     :func:`_fastest_finish`, so that the instance is feasible). H100 and A100 capacity follow
-    a local daily cycle and a weekly maintenance window (:func:`_capacity_series`); L4 capacity is constant. Other
-    choices (GPU prices, models, options) are those of the named sizes."""
+    a local daily cycle and a weekly maintenance window (:func:`_capacity_series`); L4
+    capacity is constant. Other choices (GPU prices, models, options) are those of the named
+    sizes."""
     rng = random.Random(f"long-{hours}-{seed}")
     start = datetime(2023, 1, 1, tzinfo=UTC)
     n_pipes, per_pipe, n_configs = 5, 10, 80
