@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from formulations.cpsat import Progress, solve_cpsat
 from formulations.dispatch import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE, choose
-from formulations.highs_runner import _threads
+from formulations.highs_runner import use_threads
 from formulations.linear import LinearProgram
 from formulations.starttime.data import (
     build_data,
@@ -255,7 +255,7 @@ def _highs_progress(
     h.setOptionValue("presolve", "on" if presolve else "off")
     h.setOptionValue("time_limit", float(max(limit, 0.05)))
     h.setOptionValue("mip_rel_gap", 0.0)
-    h.setOptionValue("threads", _threads(threads))
+    h.setOptionValue("threads", use_threads(threads))
     load_arrays(h, a, lp.offset, start)
 
     def sample(e: Any) -> None:

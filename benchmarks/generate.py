@@ -241,12 +241,22 @@ def _generated(
     return inst
 
 
-def _fastest_finish(d: dict[str, Any]) -> dict[str, float]:
+def _fastest_finish(d: dict[str, Any], steady: bool = False) -> dict[str, float]:
+    """Earliest finish per phase with each phase on its fastest configuration. ``steady``:
+    only configurations whose GPUs every hour of their pool can hold (the pool's least
+    capacity over the horizon), so that the chain of fastest runs fits as contiguous runs
+    whatever the daily cycle and the maintenance windows take (the long horizons' rule: with
+    the plain fastest, a 256-GPU pre-training needs 893 contiguous hours that a pool which
+    drops to 192 GPUs every day never has)."""
     from planner.configs import build_config_space
     from planner.instance.read import from_dict
 
-    space = build_config_space(from_dict(d, "<generated>", ROOT))
-    fastest = {p: min((c.hours for c in cs), default=0) for p, cs in space.by_phase.items()}
+    inst = from_dict(d, "<generated>", ROOT)
+    space = build_config_space(inst)
+    fastest: dict[str, int] = {}
+    for p, cs in space.by_phase.items():
+        ok = [c for c in cs if c.total_gpus <= inst.capacity[(c.region, c.gpu)].min()]
+        fastest[p] = min((c.hours for c in (ok if steady and ok else cs)), default=0)
     finish: dict[str, float] = {}
     for ph in d["phases"]:
         start = max([finish[q] for q in ph["predecessors"]], default=0.0)
@@ -476,9 +486,11 @@ def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
     Pipeline p is released at p x 12% of the horizon; its work is scaled so that its fastest
     schedule takes 30% of the horizon; deadlines are 1.4-2x the fastest finish after the
     release, capped at the horizon (fastest configurations found on the first market,
-    :func:`_one_market`). H100 and A100 capacity follow a local daily cycle and a
-    weekly maintenance window (:func:`_capacity_series`); L4 capacity is constant. Other
-    choices (GPU prices, models, options) are those of the named sizes."""
+    :func:`_one_market`, among those that fit their pool in every hour: ``steady`` in
+    :func:`_fastest_finish`, so that the instance is feasible). H100 and A100 capacity follow
+    a local daily cycle and a weekly maintenance window (:func:`_capacity_series`); L4
+    capacity is constant. Other choices (GPU prices, models, options) are those of the named
+    sizes."""
     rng = random.Random(f"long-{hours}-{seed}")
     start = datetime(2023, 1, 1, tzinfo=UTC)
     n_pipes, per_pipe, n_configs = 5, 10, 80
@@ -618,7 +630,7 @@ def _scale_work(d: dict[str, Any], share: float) -> dict[str, float]:
     hours = d["horizon"]["hours"]
     target = share * hours
     for _ in range(4):
-        finish = _fastest_finish(_one_market(d))
+        finish = _fastest_finish(_one_market(d), steady=True)
         span: dict[str, float] = {}
         for ph in d["phases"]:
             pipe = ph["name"].split("-")[0]
@@ -632,7 +644,7 @@ def _scale_work(d: dict[str, Any], share: float) -> dict[str, float]:
             for key in ("tokens", "gpu_hours"):
                 if key in w:
                     w[key] = float(f"{w[key] * k:.4g}")
-    return _fastest_finish(_one_market(d))
+    return _fastest_finish(_one_market(d), steady=True)
 
 
 # ----------------------------------------------------------------------------- DAG

@@ -9,8 +9,9 @@ names). Every solve runs in a fresh process (``--one``), so its peak memory is i
 parent samples the resident memory of that process and all its descendants (the HiGHS child
 included) from /proc every 50 ms, and stops the process tree if it passes ``--mem-limit-gb``
 (the machine is shared; the issue's target is 8 GB). The child also reports
-``getrusage(RUSAGE_SELF)`` and ``getrusage(RUSAGE_CHILDREN)`` ``ru_maxrss``, the latter after
-reaping multiprocessing's fork server so that it covers the HiGHS child.
+``getrusage(RUSAGE_SELF)`` and ``getrusage(RUSAGE_CHILDREN)`` ``ru_maxrss``; the HiGHS child
+is a direct subprocess of the solve (``python -m formulations.highs_child``), reaped by it, so
+RUSAGE_CHILDREN covers it (a fork server, which older versions used, is still reaped first).
 
 Per instance (medians over ``--repeat``):
 
@@ -263,11 +264,13 @@ def free_instance(inst: Any) -> Any:
 
 
 def reap_forkserver() -> bool:
-    """Stop multiprocessing's fork server and wait for it. The HiGHS child is started through
-    it (``formulations/highs_runner``, context "forkserver") and reaped by it, so only once the
-    server itself is reaped does ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of this process cover
-    the HiGHS child (Linux propagates the largest reaped descendant's peak). Uses the private
-    ``ForkServer._stop`` (CPython 3.8+); returns whether a server was stopped."""
+    """Stop multiprocessing's fork server, if one runs, and wait for it: a child started
+    through it is reaped by it, so only once the server itself is reaped does
+    ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of this process cover that child (Linux propagates
+    the largest reaped descendant's peak). The HiGHS child no longer goes through a fork server
+    (``formulations/highs_runner`` starts ``python -m formulations.highs_child``); this stays for
+    other multiprocessing users. Uses the private ``ForkServer._stop`` (CPython 3.8+); returns
+    whether a server was stopped."""
     try:
         from multiprocessing import forkserver
 

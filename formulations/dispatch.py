@@ -39,10 +39,10 @@ import dataclasses
 import time
 
 from formulations.starttime.data import Hint, estimate_nonzeros
-from formulations.starttime.solve import highs_takes_options
 from planner.configs import ConfigSpace, config_space
 from planner.instance.model import Instance
-from planner.result import Result, SolutionStatus, Termination, relative_gap
+from planner.progress import ProgressFn
+from planner.result import Result, SolutionStatus, Termination, within_gap
 
 #: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP on
 #: HiGHS (when its presolve can be turned off); above it, CP-SAT (see the table above).
@@ -53,12 +53,25 @@ PORTFOLIO_SHARE = 0.3
 PORTFOLIO_FIRST_MAX_S = 20.0
 
 
+def pausable(inst: Instance, space: ConfigSpace) -> list[str]:
+    """The preemptible phases that can actually pause: some configuration runs more than one
+    hour. A phase whose every configuration runs a single hour has one run whatever it may
+    do, so the non-preemptive models are exact for it (no resume, no parking)."""
+    return [
+        p.name
+        for p in inst.active_phases
+        if p.preemptible and any(c.hours > 1 for c in space.by_phase.get(p.name, ()))
+    ]
+
+
 def choose(inst: Instance) -> tuple[str, str]:
-    """("milp" | "cpsat" | "highs", a one-sentence reason)."""
+    """("milp" | "cpsat" | "highs", a one-sentence reason), from the model that would be
+    built: the start-time MILP's size counts only the capacity rows it keeps."""
     active = inst.active_phases
     if not active:
         return "milp", "nothing to plan: every phase is done (the plan is empty)"
-    pre = [p.name for p in active if p.preemptible]
+    space = config_space(inst)
+    pre = pausable(inst, space)
     if pre:
         names = ", ".join(pre[:3]) + (" ..." if len(pre) > 3 else "")
         return "milp", (
@@ -78,7 +91,6 @@ def choose(inst: Instance) -> tuple[str, str]:
             f"milp: {', '.join(running[:3])} continue from a running configuration, and "
             "the hourly MILP models the migration off it"
         )
-    space = config_space(inst)
     if _has_terms(space):
         return "milp", "milp: reserved terms are modelled by the hourly MILP only"
     if space.infeasible:
@@ -87,12 +99,6 @@ def choose(inst: Instance) -> tuple[str, str]:
         )
     nvar, nnz = estimate_nonzeros(inst, space)
     n = len(active)
-    if not highs_takes_options():
-        return "cpsat", (
-            f"cpsat: all {n} phases are non-preemptive, and HiGHS cannot run the "
-            f"start-time MILP ({_si(nnz)} capacity nonzeros) without its slow "
-            "presolve here"
-        )
     if nnz <= HIGHS_MAX_NONZEROS:
         return "highs", (
             f"highs: all {n} phases are non-preemptive and the start-time MILP is "
@@ -130,6 +136,7 @@ def solve_nonpreemptive(
     hint: Hint | None = None,
     portfolio: bool = False,
     space: ConfigSpace | None = None,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     """Solve with "cpsat" (CP-SAT) or "highs" (the start-time MILP). ``hint`` is a schedule or
     plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint, HiGHS as a MIP start.
@@ -137,14 +144,13 @@ def solve_nonpreemptive(
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
     but may cost more than one that pauses, so it is reported as feasible, without a bound
     (use the hourly MILP, ``--solver milp``, for those instances)."""
-    from formulations.cpsat import solve_cpsat
     from formulations.starttime import build_data, solve_starttime
 
     if solver not in ("cpsat", "highs"):
         raise ValueError(f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or 'highs'")
     t0 = time.perf_counter()
     space = space or config_space(inst)
-    pre = [p.name for p in inst.active_phases if p.preemptible]
+    pre = pausable(inst, space)
     capped = inst.spec.objective.carbon_cap_tonnes is not None
     notes: tuple[str, ...] = ()
     if pre:
@@ -175,11 +181,22 @@ def solve_nonpreemptive(
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
     first: Result | None = None
+    if solver == "cpsat" or portfolio:  # ortools (and pandas) load only when CP-SAT runs
+        from formulations.cpsat import solve_cpsat
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
         if solver == "highs":
             first = solve_cpsat(
-                inst, space, share, gap, threads, hint=hint, verbose=verbose, data=data, notes=notes
+                inst,
+                space,
+                share,
+                gap,
+                threads,
+                hint=hint,
+                verbose=verbose,
+                data=data,
+                notes=notes,
+                on_progress=on_progress,
             )
         elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
             first = solve_starttime(
@@ -192,6 +209,7 @@ def solve_nonpreemptive(
                 verbose=verbose,
                 data=data,
                 notes=notes,
+                on_progress=on_progress,
             )
         if first is not None and first.status == SolutionStatus.OPTIMAL:
             res = _relabel(
@@ -202,14 +220,32 @@ def solve_nonpreemptive(
             hint = first.plan
     if solver == "cpsat":
         res = solve_cpsat(
-            inst, space, left(), gap, threads, hint=hint, verbose=verbose, data=data, notes=notes
+            inst,
+            space,
+            left(),
+            gap,
+            threads,
+            hint=hint,
+            verbose=verbose,
+            data=data,
+            notes=notes,
+            on_progress=on_progress,
         )
     else:
         res = solve_starttime(
-            inst, space, left(), gap, threads, start=hint, verbose=verbose, data=data, notes=notes
+            inst,
+            space,
+            left(),
+            gap,
+            threads,
+            start=hint,
+            verbose=verbose,
+            data=data,
+            notes=notes,
+            on_progress=on_progress,
         )
     if first is not None:
-        res = _merge(res, first, time.perf_counter() - t0)
+        res = _merge(res, first, time.perf_counter() - t0, gap)
     return _restricted(res, pre, capped)
 
 
@@ -217,7 +253,7 @@ def _relabel(res: Result, note: str) -> Result:
     return res.with_notes(note)
 
 
-def _merge(res: Result, first: Result, runtime: float) -> Result:
+def _merge(res: Result, first: Result, runtime: float, gap: float) -> Result:
     """The better plan of a portfolio run, with the better of the two bounds."""
     bounds = [b for b in (res.bound, first.bound) if b is not None]
     bound = max(bounds) if bounds else None
@@ -237,9 +273,8 @@ def _merge(res: Result, first: Result, runtime: float) -> Result:
         return dataclasses.replace(
             best, bound=bound, runtime_s=runtime, stats=stats, message=f"{best.message}; {note}"
         )
-    g = relative_gap(best.objective, bound)
     term, status = best.termination, best.status
-    if g is not None and g <= 1e-9:
+    if within_gap(best.objective, bound, gap):
         term, status = Termination.OPTIMAL, SolutionStatus.OPTIMAL
     return dataclasses.replace(
         best,

@@ -12,13 +12,14 @@ runs; preemptible ones the cheapest free hours before a candidate end.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 import numpy as np
 
 from planner.configs import Config, ConfigSpace
 from planner.costs import block_rental, fixed_cost, hourly_cost, run_costs, weights
 from planner.instance.model import Instance
-from planner.schedule import Assignment, Schedule, count_runs, reservations_for
+from planner.schedule import Assignment, Pool, Schedule, count_runs, reservations_for
 from planner.windows import Windows, time_windows
 
 #: Candidate end hours tried for a preemptible phase (evenly spread over its window).
@@ -32,17 +33,25 @@ class LookAhead:
         space: ConfigSpace,
         windows: Windows | None = None,
         allow_reserved: bool = False,
+        prices: Mapping[Pool, np.ndarray] | None = None,
+        capacity: Mapping[Pool, np.ndarray] | None = None,
     ) -> None:
         self.inst = inst
         self.space = space
         self.w = weights(inst)
         self.win = windows or time_windows(inst, space.fewest_hours())
         self.allow_reserved = allow_reserved
+        self.capacity = dict(inst.capacity if capacity is None else capacity)
         self.hourly = {
             (p, c.index): hourly_cost(inst, c, self.w, "as_used")
             for p, cs in space.by_phase.items()
             for c in cs
         }
+        for p, cs in space.by_phase.items() if prices else ():
+            for c in cs:
+                lam = prices.get((c.region, c.gpu)) if prices else None
+                if lam is not None:
+                    self.hourly[(p, c.index)] = self.hourly[(p, c.index)] + c.total_gpus * lam
         self.G: dict[str, np.ndarray] = {}
         self.failed: str | None = None
         self._backward()
@@ -75,7 +84,7 @@ class LookAhead:
                     continue
                 # capacity alone (no other phase) must admit the run: a static filter
                 h = np.where(
-                    self.inst.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
+                    self.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
                     self.hourly[(name, c.index)],
                     np.inf,
                 )
@@ -116,7 +125,7 @@ class LookAhead:
                 if l_ - ready < n:
                     continue
                 free = (
-                    inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)]
+                    self.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)]
                     >= c.total_gpus - 1e-9
                 )
                 h = self.hourly[(name, c.index)]
@@ -175,8 +184,16 @@ class LookAhead:
 
 
 def lookahead_schedule(
-    inst: Instance, space: ConfigSpace, windows: Windows | None = None, allow_reserved: bool = False
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows | None = None,
+    allow_reserved: bool = False,
+    prices: Mapping[Pool, np.ndarray] | None = None,
 ) -> Schedule | None:
     """The look-ahead schedule; with ``allow_reserved`` reserved configurations compete at
-    their reserved price per GPU-hour used (the pool is then sized to the peak)."""
-    return LookAhead(inst, space, windows, allow_reserved).schedule()
+    their reserved price per GPU-hour used (the pool is then sized to the peak). ``prices``
+    (USD per GPU-hour by pool and hour, e.g. the Lagrangian capacity prices of
+    :mod:`formulations.lagrange`) are added to the hours' costs the placement sees, steering
+    phases away from crowded pool-hours; the schedule is costed by the caller at the real
+    costs."""
+    return LookAhead(inst, space, windows, allow_reserved, prices).schedule()

@@ -1,7 +1,22 @@
 """Run a :class:`LinearProgram` on HiGHS: straight through highspy, or through Pyomo.
 
-The time limit is honoured twice: HiGHS gets it as an option, and a watchdog cancels the
-solve from outside if HiGHS overruns it (seen here by 100 s on a large model).
+Two ways to run highspy, one result (:class:`RawSolution`):
+
+- **in this process** (small models): HiGHS gets the time limit as an option, and a watchdog
+  cancels the solve if HiGHS overruns it;
+- **in a child process** (models of :data:`ISOLATE_MIN_NONZEROS` nonzeros or more), started
+  as ``python -m formulations.highs_child``: a fresh interpreter that imports only this
+  package, never the caller's main module (multiprocessing's ``spawn`` and ``forkserver``
+  re-run a library script that has no ``if __name__ == "__main__":`` guard). The child
+  streams every improving solution and, every :data:`BOUND_EVERY_S` seconds, HiGHS's
+  current dual bound (``mip_dual_bound`` of the MIP interrupt callback) back through a pipe;
+  it stops itself at the deadline (the interrupt callback) and is killed if it overruns it
+  by :data:`GRACE_S` (HiGHS does not check its limit during presolve), or if its resident
+  memory passes the cap (:func:`memory_cap`). Whatever happens to the child, the caller gets
+  the best solution and the best bound streamed so far.
+
+``on_event(kind, objective, bound, x)`` (both ways) hears ``"incumbent"`` (an improving
+solution, with its vector) and ``"bound"`` (HiGHS's primal and dual bounds, no vector).
 
 Threads: HiGHS runs its parallel work on one scheduler per process, created with the thread
 count of the first solve; a later solve asking for another count would fail (HiGHS returns
@@ -15,7 +30,15 @@ termination condition).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,8 +50,10 @@ import numpy as np
 from formulations.linear import LinearProgram
 from planner.result import Termination
 
-#: Seconds past the time limit before the watchdog cancels HiGHS.
-GRACE_S = 2.0
+#: Seconds past the deadline before the child is killed (the in-process watchdog cancels).
+GRACE_S = 0.5
+#: Seconds between the bound reports a running MIP sends.
+BOUND_EVERY_S = 0.25
 
 _MS = highspy.HighsModelStatus
 #: highspy model status -> termination (anything else: UNKNOWN).
@@ -47,6 +72,9 @@ HIGHS_TERMINATION: dict[Any, Termination] = {
     _MS.kPostsolveError: Termination.ERROR,
     _MS.kMemoryLimit: Termination.ERROR,
 }
+
+#: What a running solve reports: (kind, objective, bound, x or None).
+EventFn = Callable[[str, float | None, float | None, np.ndarray | None], None]
 
 
 @dataclass
@@ -76,9 +104,6 @@ def new_highs() -> highspy.Highs:
     global _BANNER_SILENCED
     if _BANNER_SILENCED:
         return highspy.Highs()
-    import os
-    import sys
-
     sys.stdout.flush()
     saved = os.dup(1)
     try:
@@ -145,7 +170,8 @@ def load_arrays(
 @dataclass(frozen=True)
 class HighsJob:
     """One HiGHS solve: the model's arrays (``LinearProgram.arrays()``) and offset, and how
-    to run it. Picklable, so it can be handed to a child process."""
+    to run it; ``deadline`` is a ``time.monotonic()`` instant (the system's monotonic clock,
+    the same in a child process) by which the solve stops. Picklable."""
 
     arrays: dict[str, np.ndarray]
     offset: float
@@ -156,31 +182,51 @@ class HighsJob:
     verbose: bool
     seed: int
     options: Mapping[str, object]
+    deadline: float
 
 
-def _solve_arrays(
-    job: HighsJob,
-    on_incumbent: Callable[[float, float | None, np.ndarray], None] | None = None,
-) -> RawSolution:
-    """Solve in this process, reporting every improving MIP solution to ``on_incumbent``."""
-    a, offset, time_limit, threads = job.arrays, job.offset, job.time_limit, job.threads
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
+
+
+def _solve_arrays(job: HighsJob, on_event: EventFn | None = None) -> RawSolution:
+    """Solve in this process; report improving solutions and, every BOUND_EVERY_S, the bound
+    to ``on_event``; stop at ``job.deadline`` (the interrupt callback, and a watchdog that
+    cancels the solve GRACE_S later)."""
+    a, offset, threads = job.arrays, job.offset, job.threads
     n_col = len(a["cost"])
     h = new_highs()
     for key, value in job.options.items():
         h.setOptionValue(key, value)  # type: ignore[arg-type]
     h.setOptionValue("output_flag", bool(job.verbose))
-    h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+    left = min(job.time_limit, job.deadline - time.monotonic())
+    h.setOptionValue("time_limit", float(max(left, 0.01)))
     h.setOptionValue("mip_rel_gap", float(job.gap))
     h.setOptionValue("threads", use_threads(threads))
     h.setOptionValue("random_seed", int(job.seed))
     load_arrays(h, a, offset, job.start)
-    if on_incumbent is not None:
+    last = [-math.inf]
+    deadline = job.deadline
+
+    def interrupt(e: Any) -> None:
+        now = time.monotonic()
+        if now >= deadline and e.data_in is not None:
+            e.data_in.user_interrupt = True
+        if on_event is not None and now - last[0] >= BOUND_EVERY_S:
+            last[0] = now
+            d = e.data_out
+            on_event("bound", _finite(d.mip_primal_bound), _finite(d.mip_dual_bound), None)
+
+    h.cbMipInterrupt.subscribe(interrupt)
+    if on_event is not None:
 
         def improving(e: Any) -> None:
             d = e.data_out
-            bound = float(d.mip_dual_bound) if math.isfinite(d.mip_dual_bound) else None
-            on_incumbent(
-                float(d.objective_function_value), bound, np.asarray(d.mip_solution, dtype=float)
+            on_event(
+                "incumbent",
+                float(d.objective_function_value),
+                _finite(d.mip_dual_bound),
+                np.asarray(d.mip_solution, dtype=float),
             )
 
         h.cbMipImprovingSolution.subscribe(improving)
@@ -192,7 +238,7 @@ def _solve_arrays(
         done, _ = h.wait(0.05)
         if done:
             break
-        if not cancelled and time.perf_counter() - t0 > time_limit + GRACE_S:
+        if not cancelled and time.monotonic() > deadline + GRACE_S:
             h.cancelSolve()
             cancelled = True
     thread.join(timeout=5.0)
@@ -202,9 +248,11 @@ def _solve_arrays(
     has_sol = info.primal_solution_status == 2  # kSolutionStatusFeasible
     x = np.asarray(h.getSolution().col_value, dtype=float) if has_sol else None
     obj = float(info.objective_function_value) if has_sol else None
-    bound = float(info.mip_dual_bound) if math.isfinite(info.mip_dual_bound) else None
+    bound = _finite(info.mip_dual_bound)
     mgap = float(info.mip_gap) if has_sol and math.isfinite(info.mip_gap) else None
     term = HIGHS_TERMINATION.get(ms, Termination.UNKNOWN)
+    if term == Termination.INTERRUPTED and time.monotonic() >= deadline - 0.01:
+        term = Termination.TIME_LIMIT  # our interrupt at the deadline
     if cancelled and term in (Termination.INTERRUPTED, Termination.UNKNOWN):
         term = Termination.TIME_LIMIT  # the watchdog stopped it at the time limit
     if term == Termination.OPTIMAL:
@@ -216,8 +264,8 @@ def _solve_arrays(
 
 
 #: Models with at least this many nonzeros are solved in a child process that is killed at
-#: the hard limit (time limit + grace) if HiGHS does not stop by itself; smaller ones in
-#: this process, where HiGHS honours its limit closely.
+#: the hard limit (deadline + grace) if HiGHS does not stop by itself; smaller ones in this
+#: process, where HiGHS honours its limit closely (its presolve is short on them).
 ISOLATE_MIN_NONZEROS = 100_000
 
 
@@ -231,15 +279,18 @@ def solve_highs(
     seed: int = 0,
     isolate: bool | None = None,
     options: Mapping[str, object] | None = None,
+    on_event: EventFn | None = None,
+    memory_limit: float | None = None,
 ) -> RawSolution:
-    """Solve with highspy from arrays (CSR rows), with an optional MIP start.
+    """Solve with highspy from arrays (CSR rows), with an optional MIP start, within
+    ``time_limit`` seconds from now.
 
     With ``isolate`` (default: models of ISOLATE_MIN_NONZEROS or more) HiGHS runs in a child
-    process that streams each improving solution back; if HiGHS overruns the limit by more
-    than GRACE_S, the child is killed and the best solution streamed so far is returned with
-    the last bound HiGHS reported, and a child that dies (out of memory) is reported as an
-    error instead of taking the caller down. ``options`` are further HiGHS options (e.g.
-    ``{"presolve": "off"}``)."""
+    process (module docstring): if it overruns, dies or passes ``memory_limit`` bytes of
+    resident memory (default :func:`memory_cap`), the best solution and the best bound it
+    streamed are returned (termination TIME_LIMIT when it was stopped at the deadline, ERROR
+    otherwise, with the reason). ``options`` are further HiGHS options (e.g.
+    ``{"presolve": "off"}``); ``on_event`` hears incumbents and bounds as they come."""
     job = HighsJob(
         lp.arrays(),
         lp.offset,
@@ -250,81 +301,185 @@ def solve_highs(
         verbose,
         seed,
         dict(options or {}),
+        time.monotonic() + max(0.0, time_limit),
     )
     if isolate is None:
         isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
-    return _solve_isolated(job) if isolate else _solve_arrays(job)
+    if not isolate:
+        return _solve_arrays(job, on_event)
+    return _solve_isolated(job, on_event, memory_cap() if memory_limit is None else memory_limit)
 
 
-def _child(job: HighsJob, conn: Any) -> None:
-    def send(obj: float, bound: float | None, x: np.ndarray) -> None:
-        conn.send(("incumbent", obj, bound, x))
+# ----------------------------------------------------------------------------- the child
 
+
+def memory_cap() -> float:
+    """Bytes of resident memory the HiGHS child may use before it is stopped:
+    ``TRAINPLAN_MEMORY_GB`` if set, else 85% of the memory available when the solve starts
+    (``MemAvailable`` of /proc/meminfo; 8 GB where that cannot be read)."""
+    env = os.environ.get("TRAINPLAN_MEMORY_GB")
+    if env:
+        try:
+            return float(env) * 1024**3
+        except ValueError:
+            pass
+    return 0.85 * available_memory()
+
+
+def available_memory() -> float:
+    """``MemAvailable`` in bytes (8 GB where /proc/meminfo cannot be read)."""
     try:
-        raw = _solve_arrays(job, send)
-        conn.send(("final", raw))
-    except MemoryError:
-        conn.send(("error", "HiGHS ran out of memory"))
-    except Exception as e:  # reported to the parent, which turns it into a result
-        conn.send(("error", f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8.0 * 1024**3
 
 
-def _solve_isolated(job: HighsJob) -> RawSolution:
-    import multiprocessing as mp
+def _rss(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return float(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
-    ctx = mp.get_context("forkserver")
-    recv_conn, send_conn = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(job, send_conn), daemon=True)
-    time_limit, threads = job.time_limit, job.threads
+
+def send_frame(fd: int, obj: object) -> None:
+    """Write one length-prefixed pickle to a pipe (the child's side of the stream)."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(struct.pack("<Q", len(data)) + data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+class _FrameReader:
+    """Reassembles length-prefixed pickles from a non-blocking pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = bytearray()
+        self.eof = False
+
+    def read(self) -> list[Any]:
+        try:
+            chunk = os.read(self.fd, 1 << 20)
+        except BlockingIOError:
+            chunk = None
+        if chunk == b"":
+            self.eof = True
+        elif chunk:
+            self.buf += chunk
+        out = []
+        while len(self.buf) >= 8:
+            (n,) = struct.unpack("<Q", self.buf[:8])
+            if len(self.buf) < 8 + n:
+                break
+            out.append(pickle.loads(bytes(self.buf[8 : 8 + n])))
+            del self.buf[: 8 + n]
+        return out
+
+
+def _child_env() -> dict[str, str]:
+    """The child's environment: the caller's, with this interpreter's import path (so that
+    ``formulations`` is found however the caller found it) and stdout unbuffered."""
+    env = dict(os.environ)
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here, *paths])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _solve_isolated(job: HighsJob, on_event: EventFn | None, mem_cap: float) -> RawSolution:
     t0 = time.perf_counter()
-    proc.start()
-    send_conn.close()
-    hard = t0 + time_limit + GRACE_S + 1.0  # the child also needs to start up
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    err = tempfile.TemporaryFile()  # noqa: SIM115 (closed on every path below)
+    out: Any = subprocess.DEVNULL
+    if job.verbose:
+        try:
+            out = sys.stderr.fileno()  # HiGHS's log, kept off the caller's stdout
+        except (AttributeError, OSError, ValueError):
+            out = subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "formulations.highs_child", str(w)],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            pass_fds=(w,),
+            env=_child_env(),
+            close_fds=True,
+        )
+    finally:
+        os.close(w)
     best: tuple[float, float | None, np.ndarray] | None = None
     last_bound: float | None = None
     final: RawSolution | None = None
     error: str | None = None
-    killed = False
-    while True:
-        left = hard - time.perf_counter()
-        if left <= 0:
-            proc.kill()
-            killed = True
-            break
+    why_killed: str | None = None
+    reader = _FrameReader(r)
+    try:
+        assert proc.stdin is not None
         try:
-            ready = recv_conn.poll(min(left, 0.2))
-        except (EOFError, OSError):
-            break
-        if ready:
-            try:
-                msg = recv_conn.recv()
-            except (EOFError, OSError):
+            pickle.dump(job, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass  # the child died before reading: reported below
+        hard = job.deadline + GRACE_S
+        next_mem = 0.0
+        while final is None and error is None:
+            now = time.monotonic()
+            if now > hard:
+                why_killed = "deadline"
                 break
-            if msg[0] == "incumbent":
-                best = (msg[1], msg[2], msg[3])
-                last_bound = msg[2] if msg[2] is not None else last_bound
-            elif msg[0] == "final":
-                final = msg[1]
-                break
-            else:
-                error = msg[1]
-                break
-        elif not proc.is_alive():
-            break
-    proc.join(timeout=2.0)
-    if proc.is_alive():
-        proc.kill()
-        proc.join(timeout=2.0)
+            if now >= next_mem:
+                next_mem = now + 0.1
+                if _rss(proc.pid) > mem_cap:
+                    why_killed = "memory"
+                    break
+            ready, _, _ = select.select([r], [], [], min(0.1, max(0.0, hard - now)))
+            if ready:
+                for msg in reader.read():
+                    kind = msg[0]
+                    if kind == "incumbent":
+                        best = (msg[1], msg[2], msg[3])
+                        last_bound = msg[2] if msg[2] is not None else last_bound
+                        if on_event is not None:
+                            on_event("incumbent", msg[1], msg[2], msg[3])
+                    elif kind == "bound":
+                        last_bound = msg[2] if msg[2] is not None else last_bound
+                        if on_event is not None:
+                            on_event("bound", msg[1], msg[2], None)
+                    elif kind == "final":
+                        final = msg[1]
+                    else:
+                        error = msg[1]
+                if reader.eof:
+                    break
+            elif proc.poll() is not None:
+                break  # gone without closing the pipe (cannot happen; no wait forever)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5.0)
+        os.close(r)
     runtime = time.perf_counter() - t0
     if final is not None:
         final.runtime_s = runtime
+        err.close()
         return final
+    err.seek(0)
+    tail = err.read()[-600:].decode(errors="replace").strip()
+    err.close()
     x = best[2] if best is not None else None
     obj = best[0] if best is not None else None
     g = None if obj is None or last_bound is None else abs(obj - last_bound) / max(abs(obj), 1e-9)
-    if killed:
+    if why_killed == "deadline":
         return RawSolution(
             Termination.TIME_LIMIT,
             x,
@@ -332,12 +487,41 @@ def _solve_isolated(job: HighsJob) -> RawSolution:
             last_bound,
             g,
             runtime,
-            f"HiGHS overran its time limit by more than {GRACE_S:g} s and was "
-            "stopped from outside; the best plan it had found is returned",
-            threads,
+            f"HiGHS overran its time limit by more than {GRACE_S:g} s and was stopped from "
+            "outside; the best solution and bound it had reported are kept",
+            job.threads,
         )
-    why = error or (f"the HiGHS process died (exit code {proc.exitcode}; out of memory?)")
-    return RawSolution(Termination.ERROR, x, obj, last_bound, g, runtime, why, threads)
+    if why_killed == "memory":
+        why = (
+            f"HiGHS passed the memory cap of {mem_cap / 1024**3:.1f} GB and was stopped; "
+            "the best solution and bound it had reported are kept"
+        )
+    else:
+        why = error or (
+            f"the HiGHS process died (exit code {proc.returncode}; out of memory?)"
+            + (f": {tail}" if tail else "")
+        )
+    return RawSolution(Termination.ERROR, x, obj, last_bound, g, runtime, why, job.threads)
+
+
+def child_main(fd: int) -> int:
+    """The child's work (``python -m formulations.highs_child FD``): read a pickled
+    :class:`HighsJob` from stdin, solve it, stream events and the final result to ``fd``."""
+    job = pickle.load(sys.stdin.buffer)
+
+    def send(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
+        send_frame(fd, (kind, obj, bound, x))
+
+    try:
+        raw = _solve_arrays(job, send)
+        send_frame(fd, ("final", raw))
+    except MemoryError:
+        send_frame(fd, ("error", "HiGHS ran out of memory"))
+    except Exception as e:  # reported to the parent, which turns it into a result
+        send_frame(fd, ("error", f"{type(e).__name__}: {e}"))
+    finally:
+        os.close(fd)
+    return 0
 
 
 def solve_pyomo(

@@ -7,6 +7,13 @@ with one definition of the gap (:func:`relative_gap`). Results are built through
 constructors :meth:`Result.solved`, :meth:`Result.no_plan` and :meth:`Result.failed`; each
 backend translates its native status through one table (``formulations``' ``*_TERMINATION``
 tables) into a :class:`Termination`.
+
+One vocabulary for every solver: a plan is **optimal** (termination ``optimal``, solution
+``optimal``) exactly when its proved gap is within the gap the caller asked for, whoever proved
+it (HiGHS, CP-SAT, or the pipeline's own bound); a plan without that proof is ``feasible``, and
+the termination says why the solver stopped (``time_limit``, ``interrupted``, ``heuristic``,
+``error`` when it failed after a plan was found). :meth:`Result.solved` takes the requested
+``gap`` and applies the rule.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ class Termination(StrEnum):
 
     OPTIMAL = "optimal"
     TIME_LIMIT = "time_limit"
+    #: Read from plan files written before the one vocabulary; no solver returns it now (a
+    #: plan proved within the requested gap is OPTIMAL).
     GAP_REACHED = "gap_reached"
     INFEASIBLE = "infeasible"
     NO_CONFIGURATION = "no_configuration"
@@ -41,6 +50,19 @@ class SolutionStatus(StrEnum):
     NONE = "none"
     FEASIBLE = "feasible"
     OPTIMAL = "optimal"
+
+
+#: Relative slack on "within the requested gap": costs are re-summed by the cost model after
+#: the solver (rounding in the last digits), and CP-SAT's bound carries the rounding of its
+#: integer costs (up to ~0.5 / 10^4 USD per term, a few 1e-6 of small objectives).
+GAP_TOLERANCE = 1e-5
+
+
+def within_gap(objective: float | None, bound: float | None, gap: float) -> bool:
+    """Whether ``bound`` proves ``objective`` within the relative ``gap``
+    (:func:`relative_gap` <= gap + :data:`GAP_TOLERANCE`)."""
+    g = relative_gap(objective, bound)
+    return g is not None and g <= gap + GAP_TOLERANCE
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -88,14 +110,34 @@ class Result:
         bound: float | None = None,
         runtime_s: float,
         optimal: bool | None = None,
+        gap: float | None = None,
         message: str = "",
         notes: tuple[str, ...] = (),
         stats: Mapping[str, float] | None = None,
         threads: int | None = None,
     ) -> Result:
-        """A result with a plan. Its solution status is OPTIMAL when ``optimal`` (default: when
-        ``termination`` is OPTIMAL), else FEASIBLE."""
-        is_opt = termination == Termination.OPTIMAL if optimal is None else optimal
+        """A result with a plan.
+
+        With the requested ``gap``, the one rule of the module docstring: OPTIMAL (termination
+        and solution) exactly when ``bound`` proves the plan within ``gap``
+        (:func:`within_gap`); a termination OPTIMAL that the bound does not support becomes
+        UNKNOWN, with a note. Without ``gap`` (a solver that proves nothing, or a caller that
+        decided): OPTIMAL when ``optimal`` (default: when ``termination`` is OPTIMAL)."""
+        notes = tuple(notes)
+        if gap is not None:
+            is_opt = within_gap(plan.objective, bound, gap)
+            if is_opt:
+                termination = Termination.OPTIMAL
+            elif termination in (Termination.OPTIMAL, Termination.GAP_REACHED):
+                g = relative_gap(plan.objective, bound)
+                shown = "no bound" if g is None else f"a proved gap of {g:.4%}"
+                notes = (
+                    *notes,
+                    f"the solver reported optimal, but the plan has {shown} (asked: {gap:.4%})",
+                )
+                termination = Termination.UNKNOWN
+        else:
+            is_opt = termination == Termination.OPTIMAL if optimal is None else optimal
         return cls(
             solver,
             termination,
@@ -104,7 +146,7 @@ class Result:
             bound,
             runtime_s,
             message,
-            tuple(notes),
+            notes,
             dict(stats or {}),
             threads,
         )

@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 
 from planner.instance.model import Instance
+from planner.progress import ProgressFn
 from planner.result import Result, Termination
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
@@ -19,6 +20,7 @@ def solve(
     threads: int | None = None,
     backend: str = "auto",
     verbose: bool = False,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
@@ -26,7 +28,14 @@ def solve(
     infeasible instance, a solver error or running out of memory become its termination and
     message, never an exception (bad arguments still raise ValueError). Numbers in the
     instance that look like a unit mistake are issued as
-    :class:`~planner.consistency.NumericWarning` warnings first."""
+    :class:`~planner.consistency.NumericWarning` warnings first.
+
+    A plan is "optimal" exactly when it is proved within ``gap`` (planner.result). The
+    solve takes at most ``time_limit`` seconds plus about a second (building, the HiGHS
+    child's start-up and a last check of the clock). ``on_progress`` is called with a
+    :class:`planner.progress.Progress` (elapsed seconds, the best plan's objective, the best
+    proved bound, stage) whenever either improves, and about every second while a solver
+    works; ``verbose`` shows the solvers' own logs."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
     if not time_limit > 0:
@@ -40,7 +49,9 @@ def solve(
     try:
         if not instance.active_phases:
             return empty_plan(instance, solver, t0)
-        res = _dispatch(instance, solver, time_limit, gap, threads, backend, verbose)
+        # the checks count against the time limit: the solver gets what is left
+        left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
+        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress)
         if res.termination == Termination.INFEASIBLE:
             res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
         return res
@@ -143,6 +154,7 @@ def _dispatch(
     threads: int | None,
     backend: str,
     verbose: bool,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
@@ -151,15 +163,25 @@ def _dispatch(
     if solver in ("cpsat", "highs"):
         from formulations.dispatch import solve_nonpreemptive
 
-        return solve_nonpreemptive(instance, solver, time_limit, gap, threads, verbose)
+        return solve_nonpreemptive(
+            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress
+        )
     if solver == "auto":
         from formulations.dispatch import choose
 
         picked, _why = choose(instance)
         if picked != "milp":
-            return _dispatch(instance, picked, time_limit, gap, threads, backend, verbose)
+            return _dispatch(
+                instance, picked, time_limit, gap, threads, backend, verbose, on_progress
+            )
     from formulations.milp import solve_milp
 
     return solve_milp(
-        instance, time_limit=time_limit, gap=gap, threads=threads, backend=backend, verbose=verbose
+        instance,
+        time_limit=time_limit,
+        gap=gap,
+        threads=threads,
+        backend=backend,
+        verbose=verbose,
+        on_progress=on_progress,
     )

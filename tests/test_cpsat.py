@@ -28,7 +28,6 @@ from formulations.starttime.data import (
     schedule_of,
 )
 from formulations.starttime.model import point_of
-from formulations.starttime.solve import highs_takes_options
 from planner.configs import build_config_space
 from planner.costs import cost_plan
 from planner.instance.model import Instance
@@ -355,7 +354,7 @@ def test_choose() -> None:
     inst = instance_from(d)
     pick, why = choose(inst)
     _, nnz = estimate_nonzeros(inst, build_config_space(inst))
-    small = nnz <= HIGHS_MAX_NONZEROS and highs_takes_options()
+    small = nnz <= HIGHS_MAX_NONZEROS
     assert pick == ("highs" if small else "cpsat")
     assert why.startswith(pick + ":") and "2 phases are non-preemptive" in why
     # a long horizon with many phases: the start-time model is too large
@@ -519,8 +518,8 @@ def test_cpsat_time_limit_is_honoured() -> None:
 
 
 def test_starttime_time_limit_is_honoured() -> None:
-    from formulations.starttime.solve import highs_takes_options
+    from formulations.starttime.solve import HIGHS_OPTIONS
 
-    assert highs_takes_options()  # presolve off: HiGHS presolve ignores the time limit
+    assert HIGHS_OPTIONS["presolve"] == "off"  # HiGHS presolve ignores the time limit
     inst = big()
     _stops_in_time(solve_starttime(inst, time_limit=2.0, gap=0.0, threads=2), 2.0, inst)

@@ -174,9 +174,9 @@ def test_billing_granularity_rounds_up_blocks() -> None:
     assert res.plan.costs["energy"] == pytest.approx(0.0)
 
 
-def test_preemptible_phase_takes_the_cheap_hours() -> None:
-    # A preemptible 3-hour job, prices 50 except hours 2, 7, 11 at $5/MWh; resume overhead 0.
-    # It runs exactly those three hours: energy 3 x 10 kW x $5/MWh = $0.15, rental $30.
+def three_cheap_hours(resume_overhead_hours: float) -> dict[str, Any]:
+    """A preemptible 3-hour job on 10 GPUs (10 kW, $1/GPU-h), 24 h at 50 USD/MWh except hours
+    2, 7 and 11 at 5."""
     prices = [50.0] * 24
     for t in (2, 7, 11):
         prices[t] = 5.0
@@ -186,8 +186,14 @@ def test_preemptible_phase_takes_the_cheap_hours() -> None:
         deadline=24,
         preemptible=True,
     )
-    d["phases"][0]["resume_overhead_hours"] = 0.0
-    _, res = solved(d)
+    d["phases"][0]["resume_overhead_hours"] = resume_overhead_hours
+    return d
+
+
+def test_preemptible_phase_takes_the_cheap_hours() -> None:
+    # A preemptible 3-hour job, prices 50 except hours 2, 7, 11 at $5/MWh; resume overhead 0.
+    # It runs exactly those three hours: energy 3 x 10 kW x $5/MWh = $0.15, rental $30.
+    _, res = solved(three_cheap_hours(0.0))
     assert res.plan.phase("job").hours == (2, 7, 11)
     assert res.plan.costs["total"] == pytest.approx(30.15)
 

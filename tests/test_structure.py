@@ -42,6 +42,7 @@ LOWER = (
     "planner.plan",
     "planner.result",
     "planner.emissions",
+    "planner.progress",
     "planner.checker",
 )
 UPPER = (

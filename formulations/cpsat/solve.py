@@ -1,10 +1,11 @@
 """Solve the CP-SAT model and return the common :class:`~planner.result.Result`.
 
-Status mapping (CP-SAT -> termination, solution), :data:`CPSAT_TERMINATION`:
-OPTIMAL with objective = bound -> optimal, optimal; OPTIMAL with objective > bound (stopped
-by ``relative_gap_limit``) -> gap_reached, feasible; FEASIBLE -> time_limit (or interrupted
-when stopped well before the limit), feasible; INFEASIBLE -> infeasible, none; MODEL_INVALID
--> error, none; UNKNOWN -> time_limit (or unknown when stopped well before it), none.
+Status mapping (CP-SAT -> termination, solution), :data:`CPSAT_TERMINATION`, then the one
+rule of :mod:`planner.result` (optimal exactly when the bound proves the plan within the
+requested gap): OPTIMAL (objective = bound, or stopped by ``relative_gap_limit``) ->
+optimal, optimal; FEASIBLE -> time_limit (or interrupted when stopped well before the
+limit), feasible; INFEASIBLE -> infeasible, none; MODEL_INVALID -> error, none; UNKNOWN ->
+time_limit (or unknown when stopped well before it), none.
 
 The bound reported is CP-SAT's best objective bound divided by the scale, minus the rounding
 bound of the integer costs, so it stays a valid lower bound on the exact objective (none
@@ -35,6 +36,7 @@ from formulations.starttime.data import (
 )
 from planner.configs import ConfigSpace, build_config_space
 from planner.instance.model import Instance
+from planner.progress import ProgressFn, Tracker
 from planner.result import Result, Termination
 
 SOLVER = "cpsat"
@@ -64,18 +66,26 @@ class Progress:
 
 
 class _Recorder(cp_model.CpSolverSolutionCallback):
-    def __init__(self, scale: float, t0: float, out: list[Progress]) -> None:
+    def __init__(
+        self,
+        scale: float,
+        t0: float,
+        out: list[Progress],
+        tracker: Tracker | None = None,
+        rounding: float = 0.0,
+    ) -> None:
         super().__init__()
         self.scale, self.t0, self.out = scale, t0, out
+        self.tracker, self.rounding = tracker, rounding
 
     def on_solution_callback(self) -> None:
-        self.out.append(
-            Progress(
-                time.perf_counter() - self.t0,
-                self.objective_value / self.scale,
-                self.best_objective_bound / self.scale,
-            )
-        )
+        obj = self.objective_value / self.scale
+        bound = self.best_objective_bound / self.scale
+        self.out.append(Progress(time.perf_counter() - self.t0, obj, bound))
+        if self.tracker is not None:
+            # the scaled objective is within the rounding bound of the exact one
+            self.tracker.offer_plan(obj + self.rounding)
+            self.tracker.offer_bound(bound - self.rounding)
 
 
 def canonical(cm: CpsatModel, choice: Mapping[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
@@ -155,6 +165,7 @@ def solve_cpsat(
     notes: tuple[str, ...] = (),
     seed: int = 0,
     params: Mapping[str, object] | None = None,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     """Build and solve the CP-SAT model of a non-preemptive instance.
 
@@ -165,6 +176,7 @@ def solve_cpsat(
     solving. ``progress`` collects every improving solution. ``params`` are further CP-SAT
     parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
     t0 = time.perf_counter()
+    tracker = Tracker(on_progress, t0)
     space = space or build_config_space(inst)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
@@ -203,15 +215,24 @@ def solve_cpsat(
     for key, value in {**DEFAULT_PARAMS, **(params or {})}.items():
         setattr(prm, key, value)
     out: list[Progress] = [] if progress is None else progress
+    if st is not None and st.objective is not None and st.violation is None:
+        tracker.offer_plan(st.objective, f"{st.source} hint")
+    tracker.stage("cpsat", "CP-SAT")
+    if on_progress is not None:
+
+        def on_bound(b: float) -> None:
+            tracker.offer_bound(b / cm.scale - cm.rounding_bound)
+
+        solver.best_bound_callback = on_bound
     ts = time.perf_counter()
-    status = solver.solve(cm.model, _Recorder(cm.scale, ts, out))
+    status = solver.solve(cm.model, _Recorder(cm.scale, ts, out, tracker, cm.rounding_bound))
     wall = time.perf_counter() - ts
     stats["solve_s"] = wall
     stats["branches"] = float(solver.num_branches)
     stats["conflicts"] = float(solver.num_conflicts)
     if out:
         stats["first_solution_s"] = out[0].seconds
-    return _result(
+    res = _result(
         cm,
         solver,
         status,
@@ -222,7 +243,12 @@ def solve_cpsat(
         stats,
         fallback,
         prm.num_workers,
+        gap,
     )
+    tracker.offer_plan(res.objective)
+    tracker.offer_bound(res.bound)
+    tracker.stage("done")
+    return res
 
 
 def _result(
@@ -236,6 +262,7 @@ def _result(
     stats: dict[str, float],
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None,
     threads: int,
+    gap: float | None = None,
 ) -> Result:
     # CP-SAT stops without proof only at a limit or when interrupted
     hit_limit = wall >= 0.5 * limit
@@ -248,7 +275,7 @@ def _result(
     optimal = False
     if status == cp_model.OPTIMAL:
         optimal = solver.objective_value <= solver.best_objective_bound
-        term = Termination.OPTIMAL if optimal else Termination.GAP_REACHED
+        term = Termination.OPTIMAL
     name = solver.status_name(status)
     if not has_sol and fallback is not None and term == Termination.TIME_LIMIT:
         choice, reserved = fallback
@@ -268,6 +295,7 @@ def _result(
             stats,
             exact,
             threads=threads,
+            gap=gap,
         )
     if not has_sol:
         msg = no_plan_message(term)
@@ -312,4 +340,5 @@ def _result(
         stats,
         exact,
         threads=threads,
+        gap=gap,
     )

@@ -172,7 +172,7 @@ def add_segment_runs(mm: MilpModel, wts: Weights) -> None:
         for k in range(n_seg):
             for c in configs:
                 cost = hourly_cost(inst, c, wts)[hours]
-                cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
+                cap_ok = mm.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
                 ok = cap_ok & np.isfinite(cost)
                 mask = mm.masks.get((name, c.index))  # hours the bound rules out
                 if mask is not None:

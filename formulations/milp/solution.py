@@ -123,7 +123,9 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule) -> np.ndarray | None:
             run[pos[t]] = 1.0
         v[xi] = run
         if (name, c.index) in mm.u:
-            prev = np.concatenate([[0.0], run[:-1]])
+            # the previous hour's x, 0 where that hour has no column
+            follows = np.concatenate([[False], np.diff(hs) == 1])
+            prev = np.where(follows, np.concatenate([[0.0], run[:-1]]), 0.0)
             v[mm.u[(name, c.index)]] = np.maximum(0.0, run - prev)
         end = max(hours) + 1
         start = min(hours)

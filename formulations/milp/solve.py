@@ -1,33 +1,90 @@
-"""Solve the hourly MILP and return the common :class:`~planner.result.Result`."""
+"""Solve the hourly MILP and return the common :class:`~planner.result.Result`.
+
+The pipeline (each stage checks the clock; every plan it finds is costed by
+:func:`planner.costs.cost_plan`, and the best one and the best bound are kept whatever
+happens later):
+
+1. **Bounds that need no model.** The separable bound (:mod:`formulations.bounds`): if some
+   phase has no placement in its window even with the capacity to itself, the instance is
+   infeasible and the solve ends at once. Then the precedence-chained DP bound of
+   :mod:`formulations.lagrange` at zero capacity prices (pauses, resumes and successors
+   included) and, when pools can bind or reserved pools are offered, its Lagrangian ascent
+   over capacity and reserved prices; the iteration count is fixed by the model's size (not
+   by the clock), so a command's bound is reproducible.
+2. **Plans that need no model.** The look-ahead list schedule (:mod:`formulations.heuristic`)
+   and the relaxation's own plan (:meth:`~formulations.lagrange.Relaxation.primal`, at zero
+   prices and at the Lagrangian prices).
+3. If the best plan is within ``gap`` of the best bound, it is **proved** (status optimal).
+4. **Fixing.** Configurations whose Lagrangian bound exceeds the incumbent, starts of
+   contiguous phases and hours of preemptible ones that cannot be part of a cheaper plan are
+   not built (exact: no plan cheaper than the incumbent is lost).
+5. **The reduced MILP** when it is small enough (:data:`FULL_MILP_MAX_NONZEROS`, and its
+   estimated memory within :func:`formulations.highs_runner.memory_cap`): HiGHS from the
+   incumbent, in a child process for large models, streaming its incumbents and bound; the
+   bound is ``max(L, min(U0, MILP bound))`` with U0 the incumbent the fixing used, valid for
+   the full problem. Otherwise (the size guard) and after it, **large-neighbourhood search**
+   (:mod:`formulations.milp.neighbourhood`) until the time limit.
+
+``solve_milp(prune=False, warm_start=False)`` is the plain reference: the full hourly model,
+no bound, no start.
+"""
 
 from __future__ import annotations
 
 import math
+import os
 import time
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from formulations.bounds import (
+    PhaseBound,
     hour_masks,
     lower_bound,
     phase_bounds,
     prune_by_bound,
     single_segment,
 )
+from formulations.compact import earliest
 from formulations.greedy import greedy
 from formulations.heuristic import lookahead_schedule
-from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
+from formulations.highs_runner import RawSolution, memory_cap, solve_highs, solve_pyomo
+from formulations.lagrange import Evaluation, Relaxation
 from formulations.milp.model import MilpModel, build
+from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.solution import point_from_schedule, schedule_from_point
-from planner.configs import ConfigSpace, config_space
+from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.plan import Plan
-from planner.result import Result, Termination
-from planner.schedule import Schedule
+from planner.progress import ProgressFn, Tracker
+from planner.result import Result, Termination, within_gap
+from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
 
-#: Above this many nonzeros the "auto" backend passes arrays to highspy instead of Pyomo
-#: (Pyomo builds at ~20 us per nonzero, measured here).
-PYOMO_MAX_NONZEROS = 150_000
+#: The reduced MILP is solved whole up to this many (estimated) nonzeros; above, the
+#: large-neighbourhood search works on it piece by piece (measured: docs/benchmarks.md).
+FULL_MILP_MAX_NONZEROS = 300_000
+#: Bytes per nonzero HiGHS needs (model, presolved copy, LP factors), for the size guard.
+BYTES_PER_NONZERO = 400
+#: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
+NONZEROS_PER_COLUMN = 5.5
+#: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
+LAGRANGE_SHARE = 0.4
+LAGRANGE_MAX_ITERATIONS = 100
+#: Seconds per DP cell of one relaxation evaluation (measured on this machine, idle),
+#: turning the model's size into a fixed iteration count.
+SECONDS_PER_CELL = 5e-9
+#: Seconds a neighbourhood may take at most, and its largest model (nonzeros).
+NEIGHBOURHOOD_S = 5.0
+NEIGHBOURHOOD_MAX_NONZEROS = 60_000
+#: No neighbourhood starts when less than this is left of the time limit.
+LNS_MARGIN_S = 1.0
+#: HiGHS options for the reduced MILP. Presolve off: on the fixed time-indexed models it
+#: removes little and takes most of the time (week-7b: 1.4 s to 0.01% without, 12.3 s with),
+#: and HiGHS does not check its time limit while it runs.
+HIGHS_OPTIONS: dict[str, object] = {"presolve": "off"}
 
 
 def _no_plan_message(raw: RawSolution) -> str:
@@ -44,57 +101,11 @@ def _no_plan_message(raw: RawSolution) -> str:
     return f"the solver found no plan ({raw.message})"
 
 
-def result_from_raw(
-    inst: Instance,
-    mm: MilpModel,
-    raw: RawSolution,
-    solver: str,
-    t0: float,
-    notes: tuple[str, ...] = (),
-    stats: dict[str, float] | None = None,
-) -> Result:
-    """The Result of a MILP run: the costed plan of its point (with a note when the solver's
-    objective and the costed plan disagree), or why there is none."""
-    runtime = time.perf_counter() - t0
-    stats = {**_stats(mm, raw), **(stats or {})}
-    if raw.x is None:
-        return Result.no_plan(
-            solver,
-            raw.termination,
-            _no_plan_message(raw),
-            runtime_s=runtime,
-            bound=raw.bound,
-            notes=notes,
-            stats=stats,
-            threads=raw.threads,
-        )
-    plan = cost_plan(inst, schedule_from_point(mm, raw.x))
-    mismatch = abs(plan.objective - (raw.objective or 0.0))
-    if mismatch > 1e-6 * max(1.0, abs(plan.objective)) + 1e-3:
-        notes = (
-            *notes,
-            f"solver objective {raw.objective} differs from the costed plan by {mismatch:.4g}",
-        )
-    return Result.solved(
-        solver,
-        plan,
-        raw.termination,
-        bound=raw.bound,
-        runtime_s=runtime,
-        message=raw.message,
-        notes=notes,
-        stats=stats,
-        threads=raw.threads,
-    )
-
-
-def _stats(mm: MilpModel, raw: RawSolution) -> dict[str, float]:
+def _model_stats(mm: MilpModel) -> dict[str, float]:
     return {
         "variables": mm.lp.num_vars,
         "constraints": mm.lp.num_rows,
         "nonzeros": mm.lp.num_nonzeros,
-        "solve_s": raw.runtime_s,
-        "solver_objective": raw.objective if raw.objective is not None else float("nan"),
     }
 
 
@@ -125,6 +136,75 @@ def _best_heuristic(
     return best
 
 
+def relaxed_plan(
+    inst: Instance,
+    rel: Relaxation,
+    lam: np.ndarray,
+    mu: np.ndarray,
+    ev: Evaluation | None = None,
+) -> Schedule | None:
+    """The relaxation's plan at these prices (None when it cannot place a phase)."""
+    found = rel.primal(ev if ev is not None else rel.evaluate(lam, mu), lam, mu)
+    return None if found is None else with_reservations(inst, found)
+
+
+@dataclass
+class _State:
+    """The best plan and bound of one solve, and what the stages noted."""
+
+    inst: Instance
+    gap: float
+    tracker: Tracker
+    deadline: float
+    windows: Windows | None = None
+    schedule: Schedule | None = None
+    plan: Plan | None = None
+    bound: float = -math.inf
+    notes: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+    #: the reduced (or plain) MILP's run, when one ran
+    raw: RawSolution | None = None
+    #: phases that may run in segments but are modelled on one configuration (they cannot
+    #: gain from segments within the gap, :func:`formulations.bounds.single_segment`), and
+    #: the least cost of a plan so left out: every later bound is capped by it
+    single: set[str] = field(default_factory=set)
+    cap: float = math.inf
+
+    def left(self) -> float:
+        return self.deadline - time.perf_counter()
+
+    def offer(self, schedule: Schedule | None, source: str) -> bool:
+        """Cost a schedule; keep it if it is the best plan so far (and meets the cap)."""
+        if schedule is None:
+            return False
+        plan = cost_plan(self.inst, schedule)
+        cap = self.inst.spec.objective.carbon_cap_tonnes
+        if cap is not None and plan.emissions_t > cap + 1e-9:
+            return False
+        if self.plan is not None and plan.objective >= self.plan.objective - 1e-9 * max(
+            1.0, abs(plan.objective)
+        ):
+            return False
+        self.schedule, self.plan, self.source = schedule, plan, source
+        self.tracker.offer_plan(plan.objective, source)
+        return True
+
+    def prove(self, bound: float, source: str) -> None:
+        bound = min(bound, self.cap)
+        if bound > self.bound:
+            self.bound = bound
+            self.tracker.offer_bound(bound, source)
+
+    @property
+    def closed(self) -> bool:
+        return self.plan is not None and within_gap(self.plan.objective, self.bound, self.gap)
+
+    @property
+    def upper(self) -> float:
+        return math.inf if self.plan is None else self.plan.objective
+
+
 def solve_milp(
     inst: Instance,
     space: ConfigSpace | None = None,
@@ -135,124 +215,472 @@ def solve_milp(
     warm_start: bool = True,
     verbose: bool = False,
     prune: bool = True,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds.
-
-    1. a valid lower bound L (phases separated, formulations.bounds) and an incumbent U from
-       the look-ahead heuristic (formulations.heuristic); if (U - L) / U <= gap, U is proved;
-    2. otherwise configurations and hours that cannot appear in a plan cheaper than U are
-       fixed out (exact: no plan better than U is lost) and the MILP is solved from U;
-    3. the bound reported is max(L, min(U, MILP bound)), valid for the full hourly problem.
-
-    ``backend``: "highs" (arrays into highspy), "pyomo" (Pyomo's HiGHS interface) or "auto"
-    (Pyomo up to PYOMO_MAX_NONZEROS nonzeros). ``prune=False`` solves the plain model."""
+    """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
+    docstring's pipeline). ``backend``: "highs" (arrays into highspy, from the incumbent) or
+    "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start), "auto" = highs.
+    ``prune=False`` builds the full model (with the look-ahead start unless
+    ``warm_start=False``: the plain reference). ``on_progress`` hears every improvement."""
     t0 = time.perf_counter()
+    tracker = Tracker(on_progress, t0)
     space = space or config_space(inst)
     if space.infeasible:
         return Result.no_configuration(
             "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
         )
     windows = time_windows(inst, space.fewest_hours())
-    notes: list[str] = []
+    st = _State(inst, gap, tracker, t0 + time_limit, windows)
+    try:
+        if not prune:
+            return _plain(inst, space, windows, st, t0, threads, backend, warm_start, verbose)
+        return _pipeline(
+            inst, space, windows, st, t0, time_limit, threads, backend, warm_start, verbose
+        )
+    except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
+        if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
+            raise
+        why = "out of memory" if isinstance(e, MemoryError) else f"{type(e).__name__}: {e}"
+        st.raw = RawSolution(Termination.ERROR, None, None, None, None, 0.0, why)
+        st.notes.append(f"a later stage failed ({why}); the best plan found before is kept")
+        return _finish(st, t0, "milp", "")
+
+
+def _pipeline(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: _State,
+    t0: float,
+    time_limit: float,
+    threads: int | None,
+    backend: str,
+    warm_start: bool,
+    verbose: bool,
+) -> Result:
+    gap, tracker = st.gap, st.tracker
+    # 1. the separable bound: infeasibility at once
+    tracker.stage("bound", "separable bound")
     bounds = phase_bounds(inst, space, windows.start, windows.end)
     lower = lower_bound(bounds)
-    found = _best_heuristic(inst, space, windows, notes) if warm_start else None
-    upper = found[1].objective if found is not None else math.inf
-    if (
-        found is not None
-        and math.isfinite(lower)
-        and prune
-        and (upper - lower) <= gap * abs(upper) + 1e-9
-    ):
-        notes.append(
-            f"the look-ahead plan is within {gap:.2%} of the separable lower bound "
-            f"{lower:,.2f}: proved without branching"
-        )
-        return Result.solved(
+    st.stats["lower_bound"] = lower
+    if not math.isfinite(lower):
+        stuck = [n for n, b in bounds.items() if not math.isfinite(b.best)]
+        return Result.no_plan(
             "milp-bound",
-            found[1],
-            Termination.GAP_REACHED,
-            bound=lower,
+            Termination.INFEASIBLE,
+            f"infeasible: {', '.join(stuck)} cannot run in {'its' if len(stuck) == 1 else 'their'}"
+            " window (release, deadline and predecessors' fastest runs) in any hours whose "
+            "capacity can hold a configuration, even with every pool to itself; run "
+            "`trainplan explain` to see which constraints conflict",
             runtime_s=time.perf_counter() - t0,
-            message="gap closed by the bound",
-            notes=tuple(notes),
-            stats={
-                "lower_bound": lower,
-                "heuristic": upper,
-                "build_s": 0.0,
-                "variables": 0,
-                "constraints": 0,
-                "nonzeros": 0,
-            },
+            stats={"lower_bound": lower},
         )
-    masks = None
-    model_space = space
-    incumbent = found[0] if found is not None else None
-    if prune and incumbent is not None and math.isfinite(lower):
-        pruned = prune_by_bound(space, bounds, upper)
-        # keep the incumbent's configurations whatever the pruning says (ties, rounding)
-        model_space = space.restricted(
-            {
-                name: tuple(
-                    c
-                    for c in space.by_phase[name]
-                    if c in pruned.by_phase[name] or c == incumbent[name].config
+    st.prove(lower, "separable bound")
+    # 2. the look-ahead plan
+    if warm_start:
+        tracker.stage("heuristic", "look-ahead plan")
+        found = _best_heuristic(inst, space, windows, st.notes)
+        if found is not None:
+            st.offer(found[0], "look-ahead")
+    st.stats["heuristic"] = st.upper
+    if st.closed:
+        return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
+    segmented = {
+        p.name
+        for p in inst.active_phases
+        if p.options.max_segments > 1 and len(space.by_phase.get(p.name, ())) > 1
+    }
+    if segmented:
+        if st.plan is not None:
+            st.single, st.cap = single_segment(bounds, st.upper, gap)
+            st.single &= segmented
+        if st.single:
+            st.notes.append(
+                f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
+                f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
+            )
+        if segmented - st.single:
+            # the DP bound, its plans and its fixing have one configuration per phase
+            st.notes.append(
+                f"{', '.join(sorted(segmented - st.single))} may change configuration at "
+                "checkpoints: the separable bound (with the segment-path bound) and the MILP "
+                "in segments"
+            )
+            model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
+            solver = "milp-bound"
+            if st.left() > 0.3:
+                solver = _full_milp(
+                    inst, model_space, windows, masks, st, threads, backend, verbose, t0
                 )
-                for name in space.by_phase
-            }
+            return _finish(st, t0, solver, "")
+    # the DP bound and its plan, then the Lagrangian prices
+    tracker.stage("lagrange", "precedence-chained DP bound")
+    rel = Relaxation(inst, space, windows)
+    lam, mu = rel.zero_prices()
+    ev = rel.evaluate(lam, mu)
+    st.stats["dp_bound"] = ev.bound
+    if not math.isfinite(ev.bound):
+        return Result.no_plan(
+            "milp-bound",
+            Termination.INFEASIBLE,
+            "infeasible: no chain of runs meets the deadlines and predecessors in hours whose "
+            "capacity can hold a configuration; run `trainplan explain` to see which "
+            "constraints conflict",
+            runtime_s=time.perf_counter() - t0,
+            stats=st.stats,
         )
-        masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, upper)
-        for name, (c, hours) in incumbent.items():
+    st.prove(ev.bound, "DP bound")
+    if warm_start:
+        st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
+    if st.closed:
+        return _finish(st, t0, "milp-bound", "proved by the DP bound")
+    res = None
+    if (rel.binding.any() or rel.reserved_pools) and st.left() > 0.5:
+        share = min(LAGRANGE_SHARE * time_limit, st.left() * 0.5)
+        iterations = int(
+            min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL))
+        )
+        target = st.upper * (1 - gap) if st.plan is not None else None
+        res = rel.solve(
+            st.upper,
+            iterations=iterations,
+            deadline=time.perf_counter() + share,
+            target=target,
+        )
+        st.stats["lagrange_bound"] = res.bound
+        st.stats["lagrange_iterations"] = res.iterations
+        st.stats["lagrange_s"] = res.seconds
+        st.prove(res.bound, "Lagrangian bound")
+        if warm_start and res.evaluation is not None and not st.closed:
+            st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
+            st.offer(
+                lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead"
+            )
+    if st.closed:
+        return _finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
+    # 4. fixing
+    best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
+    config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
+    model_space, masks = _fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
+    # 5. the reduced MILP, or the neighbourhood search
+    columns = sum(int(np.sum(m)) for m in masks.values())
+    est = int(columns * NONZEROS_PER_COLUMN)
+    st.stats["estimated_nonzeros"] = est
+    fits = memory_cap() / BYTES_PER_NONZERO
+    # without an incumbent the MILP is the only way to a plan: any size that fits in memory
+    guard = fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+    solver = "milp-lns"
+    if est <= guard and st.left() > 0.3:
+        solver = _full_milp(inst, model_space, windows, masks, st, threads, backend, verbose, t0)
+    elif est > guard:
+        st.notes.append(
+            f"the reduced model would have ~{est:,} nonzeros (> {guard:,.0f}): "
+            "large-neighbourhood search instead of one MILP"
+        )
+    if not st.closed and st.schedule is not None and st.left() > 0.3:
+        _search(inst, space, windows, masks, st, threads)
+    return _finish(st, t0, solver, "")
+
+
+def _fixing(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    rel: Relaxation,
+    ev: Evaluation,
+    config_bound: dict[str, np.ndarray],
+    bounds: dict[str, PhaseBound],
+    st: _State,
+) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
+    """The configurations and hours a plan cheaper than the incumbent may use (module
+    docstring, step 4); the incumbent's own always stay."""
+    upper = st.upper
+    tol = 1e-7 * max(1.0, abs(upper))
+    keep: dict[str, tuple[Config, ...]] = {}
+    inc = st.schedule
+    for name, configs in space.by_phase.items():
+        cb = config_bound[name]
+        keep[name] = tuple(
+            c
+            for k, c in enumerate(configs)
+            if cb[k] <= upper + tol or (inc is not None and inc[name].config == c)
+        )
+    model_space = space.restricted(keep)
+    masks: dict[tuple[str, int], np.ndarray] = {}
+    if math.isfinite(upper):
+        masks.update(rel.start_masks(ev, upper))
+        pre_space = model_space.restricted(
+            {n: cs for n, cs in model_space.by_phase.items() if inst.phase(n).preemptible}
+        )
+        masks.update(hour_masks(inst, pre_space, bounds, windows.start, windows.end, upper))
+    else:
+        for name, configs in model_space.by_phase.items():
+            for c in configs:
+                masks[(name, c.index)] = np.ones(windows.end[name] - windows.start[name], bool)
+    masks = {k: v for k, v in masks.items() if k[1] in {c.index for c in model_space[k[0]]}}
+    if inc is not None:
+        for name, (c, hours) in inc.items():
             m = masks.get((name, c.index))
             if m is not None:
-                for t in hours:
-                    m[t - windows.start[name]] = True
-        kept = sum(len(v) for v in model_space.by_phase.values())
-        notes.append(
-            f"bound pruning kept {kept} of {space.size} configurations "
-            f"(incumbent {upper:,.2f}, bound {lower:,.2f})"
-        )
-    single: set[str] = set()
-    left_out = math.inf  # the least cost of a plan in segments the model leaves out
-    if prune and incumbent is not None and math.isfinite(lower):
-        single, left_out = single_segment(bounds, upper, gap)
-        if single & {p.name for p in inst.active_phases if p.options.max_segments > 1}:
-            notes.append(
-                f"{len(single)} phase(s) may run in segments but cannot gain from them within "
-                f"the gap: modelled on one configuration ({', '.join(sorted(single))})"
-            )
-    mm = build(inst, model_space, windows, masks, single)
-    build_s = time.perf_counter() - t0
-    start = None
-    if incumbent is not None:
-        start = point_from_schedule(mm, incumbent)
-        if start is not None and mm.lp.violations(start):
-            notes.append("heuristic start rejected: " + mm.lp.violations(start)[0])
-            start = None
-    if backend == "auto":
-        backend = "pyomo" if mm.lp.num_nonzeros <= PYOMO_MAX_NONZEROS else "highs"
-    remaining = max(0.1, time_limit - (time.perf_counter() - t0))
-    if backend == "pyomo":
-        raw = solve_pyomo(mm.lp, remaining, gap, threads, verbose)
-    else:
-        raw = solve_highs(mm.lp, remaining, gap, threads, start, verbose)
-    # combine: the MILP's bound holds for plans cheaper than the incumbent
-    if raw.bound is not None and math.isfinite(lower):
-        raw.bound = max(lower, min(upper, raw.bound, left_out))
-    elif math.isfinite(lower):
-        raw.bound = lower
-    if incumbent is not None and (raw.x is None or (raw.objective or math.inf) > upper + 1e-6):
-        start_pt = point_from_schedule(mm, incumbent)
-        if start_pt is not None:
-            raw.x = start_pt
-            raw.objective = upper
-            notes.append("the solver did not improve on the look-ahead plan")
-    return result_from_raw(
-        inst,
-        mm,
-        raw,
-        f"milp-{backend}",
-        t0,
-        tuple(notes),
-        {"build_s": build_s, "lower_bound": lower, "heuristic": upper},
+                m[np.asarray(hours) - windows.start[name]] = True
+    kept = model_space.size
+    st.notes.append(
+        f"fixing kept {kept} of {space.size} configurations and "
+        f"{sum(int(m.sum()) for m in masks.values()):,} hours (incumbent {upper:,.2f}, "
+        f"bound {st.bound:,.2f})"
     )
+    st.stats["configs_kept"] = kept
+    return model_space, masks
+
+
+def _bound_fixing(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    bounds: dict[str, PhaseBound],
+    st: _State,
+) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
+    """Fixing by the separable bound alone (phases in segments): configurations and hours
+    that cannot be part of a plan cheaper than the incumbent; the incumbent's always stay."""
+    inc = st.schedule
+    if inc is None or not math.isfinite(st.upper):
+        return space, {}
+    pruned = prune_by_bound(space, bounds, st.upper)
+    model_space = space.restricted(
+        {
+            name: tuple(
+                c
+                for c in cs
+                if c in pruned.by_phase[name] or any(a.config == c for a in inc.parts(name))
+            )
+            for name, cs in space.by_phase.items()
+        }
+    )
+    masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
+    for name, a in inc.all_parts():
+        m = masks.get((name, a.config.index))
+        if m is not None:
+            m[np.asarray(a.hours) - windows.start[name]] = True
+    st.notes.append(
+        f"bound pruning kept {model_space.size} of {space.size} configurations "
+        f"(incumbent {st.upper:,.2f}, bound {st.bound:,.2f})"
+    )
+    return model_space, masks
+
+
+def _full_milp(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: _State,
+    threads: int | None,
+    backend: str,
+    verbose: bool,
+    t0: float,
+) -> str:
+    """Build and solve the reduced MILP from the incumbent; returns the solver's name."""
+    st.tracker.stage("milp", "reduced MILP")
+    u0 = st.upper
+    tb = time.perf_counter()
+    try:
+        mm = build(inst, space, windows, masks, st.single)
+    except MemoryError:
+        if st.plan is None:
+            raise
+        st.notes.append("building the reduced MILP ran out of memory; keeping the best plan")
+        return "milp-bound"
+    st.stats["build_s"] = time.perf_counter() - tb
+    st.stats.update(_model_stats(mm))
+    start = point_from_schedule(mm, st.schedule) if st.schedule is not None else None
+    if start is not None and mm.lp.violations(start):
+        st.notes.append(
+            "the incumbent is not a start of the reduced model: " + mm.lp.violations(start)[0]
+        )
+        start = None
+    lower = st.bound
+
+    def combined(b: float | None) -> float:
+        return lower if b is None else max(lower, min(u0, b))
+
+    def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
+        if x is not None:
+            st.offer(schedule_from_point(mm, x), "MILP")
+        st.prove(combined(bound), "MILP bound")
+        st.tracker.tick()
+
+    left = st.left()
+    if left <= 0.1:
+        return "milp-bound"
+    if backend == "pyomo":
+        raw = solve_pyomo(mm.lp, left, st.gap, threads, verbose)
+        name = "milp-pyomo"
+    else:
+        raw = solve_highs(
+            mm.lp, left, st.gap, threads, start, verbose, options=HIGHS_OPTIONS, on_event=on_event
+        )
+        name = "milp-highs"
+    st.stats["solve_s"] = raw.runtime_s
+    if raw.x is not None:
+        st.offer(schedule_from_point(mm, raw.x), "MILP")
+    if raw.termination == Termination.OPTIMAL and raw.bound is None and raw.objective is not None:
+        raw.bound = raw.objective
+    st.prove(combined(raw.bound), "MILP bound")
+    if raw.termination == Termination.INFEASIBLE and st.plan is None:
+        st.stats["milp_infeasible"] = 1.0
+    if raw.termination == Termination.ERROR:
+        st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
+        st.stats["milp_error"] = 1.0
+    st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
+    st.raw = raw
+    return name
+
+
+def _search(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: _State,
+    threads: int | None,
+) -> None:
+    """Large-neighbourhood search from the incumbent until the deadline or the gap."""
+    st.tracker.stage("lns", "large-neighbourhood search")
+    rng = np.random.default_rng(0)
+    size = min(4, len(space.by_phase))
+    tried = improved = 0
+    ts = time.perf_counter()
+    # HiGHS checks its limit only between the LPs of its tree: a neighbourhood may overrun
+    # by a second or two, so each gets at most 80% of what is left and none starts in the
+    # last LNS_MARGIN_S
+    while (
+        not st.closed
+        and st.left() > LNS_MARGIN_S
+        and st.schedule is not None
+        and st.plan is not None
+    ):
+        hood = neighbourhoods(inst, st.schedule, rng, size)
+        out = reoptimise(
+            inst,
+            space,
+            windows,
+            st.schedule,
+            st.plan.objective,
+            hood,
+            min(NEIGHBOURHOOD_S, 0.8 * (st.left() - 0.5)),
+            masks,
+            threads,
+            max_nonzeros=NEIGHBOURHOOD_MAX_NONZEROS,
+        )
+        tried += 1
+        if out.schedule is not None and st.offer(out.schedule, f"neighbourhood ({hood.kind})"):
+            improved += 1
+        if out.status == "optimal" and out.seconds < 1.0 and size < len(space.by_phase):
+            size += 1
+        elif out.status != "optimal" and size > 1:
+            size -= 1
+        st.tracker.tick()
+    st.stats["lns_tried"] = tried
+    st.stats["lns_improved"] = improved
+    st.stats["lns_s"] = time.perf_counter() - ts
+
+
+def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
+    if why:
+        st.notes.append(why)
+    if st.schedule is not None and st.plan is not None and st.windows is not None:
+        early = earliest(st.inst, st.schedule, st.windows)
+        if early is not st.schedule:
+            plan = cost_plan(st.inst, early)
+            if plan.objective <= st.plan.objective + 1e-9 * max(1.0, abs(st.plan.objective)):
+                st.schedule, st.plan = early, plan
+                st.tracker.offer_plan(plan.objective, "earliest among equal costs")
+    runtime = time.perf_counter() - t0
+    st.tracker.stage("done")
+    raw = st.raw
+    if st.plan is None:
+        if raw is not None:
+            term, msg = raw.termination, _no_plan_message(raw)
+        else:
+            term, msg = (
+                Termination.TIME_LIMIT,
+                (
+                    "no plan found in time: the solver stopped at its time limit without a "
+                    "feasible plan; raise --time-limit or relax the instance"
+                ),
+            )
+        return Result.no_plan(
+            solver,
+            term,
+            msg,
+            runtime_s=runtime,
+            bound=st.bound if math.isfinite(st.bound) else None,
+            notes=tuple(st.notes),
+            stats=st.stats,
+        )
+    term = Termination.TIME_LIMIT
+    message = "stopped at the time limit"
+    if raw is not None and raw.termination == Termination.ERROR:
+        term, message = Termination.ERROR, raw.message
+    elif st.left() > LNS_MARGIN_S + 0.5:
+        term, message = Termination.HEURISTIC, "best plan found"
+    st.stats["best_from_" + st.source.split(" ")[0].replace("-", "_")] = 1.0
+    return Result.solved(
+        solver,
+        st.plan,
+        term,
+        bound=st.bound if math.isfinite(st.bound) else None,
+        gap=st.gap,
+        runtime_s=runtime,
+        message=message if not within_gap(st.plan.objective, st.bound, st.gap) else "gap closed",
+        notes=tuple(st.notes),
+        stats=st.stats,
+        threads=raw.threads if raw is not None else None,
+    )
+
+
+def _plain(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: _State,
+    t0: float,
+    threads: int | None,
+    backend: str,
+    warm_start: bool,
+    verbose: bool,
+) -> Result:
+    """The full hourly model (the reference mode): with the look-ahead start unless
+    ``warm_start`` is off; no bound but HiGHS's."""
+    start_sched = None
+    if warm_start:
+        found = _best_heuristic(inst, space, windows, st.notes)
+        if found is not None:
+            start_sched = found[0]
+            st.offer(found[0], "look-ahead")
+    mm = build(inst, space, windows)
+    st.stats["build_s"] = time.perf_counter() - t0
+    st.stats.update(_model_stats(mm))
+    start = point_from_schedule(mm, start_sched) if start_sched is not None else None
+
+    def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
+        if x is not None:
+            st.offer(schedule_from_point(mm, x), "MILP")
+        if bound is not None:
+            st.prove(bound, "MILP bound")
+
+    left = max(0.1, st.left())
+    if backend == "pyomo":
+        raw = solve_pyomo(mm.lp, left, st.gap, threads, verbose)
+    else:
+        raw = solve_highs(mm.lp, left, st.gap, threads, start, verbose, on_event=on_event)
+    if raw.x is not None:
+        st.offer(schedule_from_point(mm, raw.x), "MILP")
+    if raw.termination == Termination.OPTIMAL and raw.bound is None and raw.objective is not None:
+        raw.bound = raw.objective
+    if raw.bound is not None:
+        st.prove(raw.bound, "MILP bound")
+    st.raw = raw
+    st.stats["solve_s"] = raw.runtime_s
+    return _finish(st, t0, "milp-plain" if backend != "pyomo" else "milp-pyomo", "")

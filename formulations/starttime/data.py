@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.compact import earliest
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
     Weights,
@@ -232,18 +233,47 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
     )
 
 
+def binding_hours(inst: Instance, space: ConfigSpace, win: Windows) -> dict[Pool, np.ndarray]:
+    """Per pool, the hours whose capacity row the start-time model keeps: those where the
+    largest demand of every phase that may run there together exceeds the capacity (the
+    rule of :func:`formulations.starttime.model.add_capacity`)."""
+    T = inst.hours
+    peak: dict[Pool, np.ndarray] = {}
+    for name, configs in space.by_phase.items():
+        e, l_ = win.start[name], win.end[name]
+        mine: dict[Pool, np.ndarray] = {}
+        for c in configs:
+            if l_ - c.hours < e:
+                continue
+            m = mine.setdefault((c.region, c.gpu), np.zeros(T))
+            m[e:l_] = np.maximum(m[e:l_], c.total_gpus)
+        for pool, m in mine.items():
+            peak[pool] = peak.get(pool, np.zeros(T)) + m
+    return {pool: p > inst.capacity[pool] + 1e-9 for pool, p in peak.items()}
+
+
 def estimate_nonzeros(inst: Instance, space: ConfigSpace) -> tuple[int, int]:
-    """(start variables, capacity nonzeros) of the start-time MILP without building it:
-    sum over (p, c) of the starts in p's window, and of starts x n_c (each start covers n_c
-    capacity rows)."""
+    """(start variables, capacity nonzeros) of the start-time MILP without building it: the
+    starts in each phase's window, and for each start the capacity rows it enters, counting
+    only the rows the model keeps (:func:`binding_hours`; reserved configurations also enter
+    their pool's reserved row in every hour they run)."""
     win = time_windows(inst, space.fewest_hours())
+    binding = binding_hours(inst, space, win)
     nvar = nnz = 0
     for name, configs in space.by_phase.items():
-        width = win.end[name] - win.start[name]
+        e, l_ = win.start[name], win.end[name]
         for c in configs:
-            k = max(0, width - c.hours + 1)
+            k = max(0, l_ - e - c.hours + 1)
+            if not k:
+                continue
             nvar += k
-            nnz += k * c.hours * (2 if c.contract == "reserved" else 1)
+            b = binding.get((c.region, c.gpu))
+            if b is not None and b[e:l_].any():
+                cb = np.concatenate([[0], np.cumsum(b[e:l_])])
+                starts = np.arange(k)
+                nnz += int(np.sum(cb[starts + c.hours] - cb[starts]))
+            if c.contract == "reserved":
+                nnz += k * c.hours
     return nvar, nnz
 
 
@@ -402,10 +432,14 @@ def finish(
     stats: dict[str, float],
     model_objective: float | None = None,
     threads: int | None = None,
+    gap: float | None = None,
 ) -> Result:
-    """Cost the chosen schedule (:func:`planner.costs.cost_plan`) and wrap it up. ``optimal``:
-    the solver proved the plan optimal. ``model_objective`` is the formulation's own value of
-    the choice; the difference to the costed plan is ``stats["objective_mismatch_usd"]``."""
+    """Cost the chosen schedule (:func:`planner.costs.cost_plan`) and wrap it up; among
+    equal-cost placements the earliest (:func:`formulations.compact.earliest`). With the
+    requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
+    (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
+    ``model_objective`` is the formulation's own value of the choice; the difference to the
+    costed plan is ``stats["objective_mismatch_usd"]``."""
     runtime = time.perf_counter() - t0
     if choice is None:
         return Result.no_plan(
@@ -418,16 +452,23 @@ def finish(
             stats=stats,
             threads=threads,
         )
-    plan = cost_plan(data.inst, schedule_of(data, choice, reserved))
+    sched = schedule_of(data, choice, reserved)
+    plan = cost_plan(data.inst, sched)
     if model_objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
+    early = earliest(data.inst, sched, data.windows)
+    if early is not sched:
+        moved = cost_plan(data.inst, early)
+        if moved.objective <= plan.objective + 1e-9 * max(1.0, abs(plan.objective)):
+            plan = moved
     return Result.solved(
         solver,
         plan,
         term,
         bound=bound,
         runtime_s=runtime,
-        optimal=optimal,
+        optimal=None if gap is not None else optimal,
+        gap=gap,
         message=message,
         notes=notes,
         stats=stats,

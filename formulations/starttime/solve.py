@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
@@ -19,6 +18,7 @@ from formulations.starttime.data import (
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
 from planner.configs import ConfigSpace, build_config_space
 from planner.instance.model import Instance
+from planner.progress import ProgressFn, Tracker
 from planner.result import Result, Termination
 
 SOLVER = "starttime-highs"
@@ -26,12 +26,7 @@ SOLVER = "starttime-highs"
 #: HiGHS options for the start-time MILP. Presolve off: on the benchmark's S instance HiGHS
 #: spent 8.0 of 8.4 s in presolve (0.5 s in all without it), its time limit is not checked
 #: during presolve (a 2 s limit ran 9-10 s), and the time-indexed LP needs no reductions.
-#: Passed when formulations.highs_runner.solve_highs accepts ``options``.
 HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
-
-
-def highs_takes_options() -> bool:
-    return "options" in inspect.signature(solve_highs).parameters
 
 
 def model_stats(sm: StartModel) -> dict[str, float]:
@@ -56,13 +51,16 @@ def solve_starttime(
     data: StartData | None = None,
     notes: tuple[str, ...] = (),
     heuristic_start: bool = True,
+    on_progress: ProgressFn | None = None,
 ) -> Result:
     """Build and solve the start-time MILP. ``start`` (a contiguous schedule, e.g. CP-SAT's,
     or a plan) becomes a MIP start; a start that does not fit the model is reported in the
     plan notes and dropped. ``backend``: "highs" (arrays into highspy; takes the MIP start)
     or "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without ``start``, the
-    look-ahead (else greedy) schedule is the MIP start when ``heuristic_start``."""
+    look-ahead (else greedy) schedule is the MIP start when ``heuristic_start``.
+    ``on_progress`` hears the start's objective and HiGHS's incumbents and bounds."""
     t0 = time.perf_counter()
+    tracker = Tracker(on_progress, t0)
     space = space or build_config_space(inst)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
@@ -88,21 +86,40 @@ def solve_starttime(
             x0 = None
         else:
             stats["start_objective"] = sm.lp.objective_of(x0)
+            tracker.offer_plan(stats["start_objective"], f"{st.source} start")
             note_list.append(
                 f"MIP start: the {st.source} schedule ({stats['start_objective']:,.2f})"
             )
     remaining = max(0.05, time_limit - (time.perf_counter() - t0))
+    tracker.stage("milp", "start-time MILP")
+
+    def on_event(kind: str, obj: float | None, bound: float | None, x: object) -> None:
+        if kind == "incumbent":
+            tracker.offer_plan(obj)
+        tracker.offer_bound(bound)
+        tracker.tick()
+
     if backend == "pyomo":
         raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
     else:
-        extra: dict[str, Any] = {"options": HIGHS_OPTIONS} if highs_takes_options() else {}
-        raw = solve_highs(sm.lp, remaining, gap, threads, x0, verbose, **extra)
-        stats["highs_presolve_off"] = 1.0 if extra else 0.0
-    return result_of(sm, raw, t0, tuple(note_list), stats)
+        raw = solve_highs(
+            sm.lp, remaining, gap, threads, x0, verbose, options=HIGHS_OPTIONS, on_event=on_event
+        )
+        stats["highs_presolve_off"] = 1.0
+    res = result_of(sm, raw, t0, tuple(note_list), stats, gap)
+    tracker.offer_plan(res.objective)
+    tracker.offer_bound(res.bound)
+    tracker.stage("done")
+    return res
 
 
 def result_of(
-    sm: StartModel, raw: RawSolution, t0: float, notes: tuple[str, ...], stats: dict[str, float]
+    sm: StartModel,
+    raw: RawSolution,
+    t0: float,
+    notes: tuple[str, ...],
+    stats: dict[str, float],
+    gap: float | None = None,
 ) -> Result:
     term = raw.termination
     stats["solve_s"] = raw.runtime_s
@@ -138,4 +155,5 @@ def result_of(
         stats,
         objective_of(sm.data, choice, reserved),
         threads=raw.threads,
+        gap=gap,
     )

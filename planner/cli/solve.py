@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from planner.cli.app import (
     load_instance,
     note,
     progress,
+    progress_shown,
     settings,
 )
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
@@ -34,6 +36,7 @@ from planner.consistency import NumericWarning
 from planner.emissions import carbon_coverage
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, InstanceRef, Plan
+from planner.progress import Progress, ProgressFn
 from planner.replan import describe
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
@@ -134,6 +137,18 @@ def plan_extras(instance: Path, output: Path, a: Attribution | None) -> dict[str
     return out
 
 
+def _progress_line(step: Callable[[str], None]) -> ProgressFn | None:
+    """The solver's progress events (best plan, bound, gap, seconds) on the progress line;
+    None off a terminal or with --quiet (nothing is drawn then)."""
+    if not progress_shown():
+        return None
+
+    def show(ev: Progress) -> None:
+        step(ev.line())
+
+    return show
+
+
 @app.command("solve")
 @guarded
 def solve_cmd(
@@ -213,7 +228,16 @@ def solve_cmd(
                 except ImportError:
                     pass
             step(f"{solver} (time limit {time_limit:g} s)")
-            res = solve(inst, solver, time_limit, gap, threads, backend, settings.verbose)
+            res = solve(
+                inst,
+                solver,
+                time_limit,
+                gap,
+                threads,
+                backend,
+                settings.verbose,
+                _progress_line(step),
+            )
         if res.plan is None:
             err_console.print(f"no plan: {res.message}", soft_wrap=True)
             if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
