@@ -290,24 +290,66 @@ def solve_highs(
     resident memory (default :func:`memory_cap`), the best solution and the best bound it
     streamed are returned (termination TIME_LIMIT when it was stopped at the deadline, ERROR
     otherwise, with the reason). ``options`` are further HiGHS options (e.g.
-    ``{"presolve": "off"}``); ``on_event`` hears incumbents and bounds as they come."""
+    ``{"presolve": "off"}``); ``on_event`` hears incumbents and bounds as they come.
+
+    Columns fixed at 0 (hours the bound excluded) are not passed to HiGHS: with its presolve
+    off they would stay in every LP of the tree. Points come back at full length."""
+    arrays, keep = without_fixed_zeros(lp.arrays())
+
+    def full(x: np.ndarray | None) -> np.ndarray | None:
+        if x is None or keep is None:
+            return x
+        out = np.zeros(len(keep))
+        out[keep] = x
+        return out
+
     job = HighsJob(
-        lp.arrays(),
+        arrays,
         lp.offset,
         time_limit,
         gap,
         max(1, int(threads or 1)),
-        start,
+        start if start is None or keep is None else np.asarray(start)[keep],
         verbose,
         seed,
         dict(options or {}),
         time.monotonic() + max(0.0, time_limit),
     )
+    events = on_event
+    if on_event is not None and keep is not None:
+
+        def events(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
+            on_event(kind, obj, bound, full(x))
+
     if isolate is None:
-        isolate = lp.num_nonzeros >= ISOLATE_MIN_NONZEROS
+        isolate = len(arrays["row_idx"]) >= ISOLATE_MIN_NONZEROS
     if not isolate:
-        return _solve_arrays(job, on_event)
-    return _solve_isolated(job, on_event, memory_cap() if memory_limit is None else memory_limit)
+        raw = _solve_arrays(job, events)
+    else:
+        raw = _solve_isolated(job, events, memory_cap() if memory_limit is None else memory_limit)
+    raw.x = full(raw.x)
+    return raw
+
+
+def without_fixed_zeros(
+    arrays: dict[str, np.ndarray],
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The model without its columns fixed at 0 (lower = upper = 0), which contribute
+    nothing to any row or to the objective, and the mask of the columns kept (None: all)."""
+    keep = ~((arrays["lower"] == 0.0) & (arrays["upper"] == 0.0))
+    if keep.all():
+        return arrays, None
+    idx = arrays["row_idx"]
+    entry = keep[idx]
+    new = np.cumsum(keep) - 1
+    kept = np.concatenate([[0], np.cumsum(entry)])
+    out = dict(arrays)
+    for k in ("cost", "lower", "upper", "integer"):
+        out[k] = arrays[k][keep]
+    out["row_idx"] = new[idx[entry]]
+    out["row_val"] = arrays["row_val"][entry]
+    out["row_ptr"] = kept[arrays["row_ptr"]]
+    return out, keep
 
 
 # ----------------------------------------------------------------------------- the child

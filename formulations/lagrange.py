@@ -66,11 +66,13 @@ from planner.costs import (
     pause_usd_per_h,
     pool_usd_per_gpu,
     run_costs,
+    transfer_usd_per_gb,
 )
 from planner.costs import weights as weights_of
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Pool
 from planner.windows import Windows
+from planner.workload import output_gb_of
 
 INF = math.inf
 
@@ -281,6 +283,57 @@ class Relaxation:
         for s, alpha in ph.succ:
             total += alpha * value_at(V[s], self.phases[s].e, ends)
         return total
+
+    def _regional_share(
+        self, ph: _Phase, region: str, VR: Mapping[str, Mapping[str, np.ndarray]]
+    ) -> np.ndarray:
+        """S(end) of phase p run in ``region``: per successor s, the least over s's regions
+        r' of ``alpha V_s^{r'}(end) + w_transfer x output_gb(p) x transfer(region -> r')``."""
+        ends = np.arange(ph.e, ph.stop + 1)
+        total = np.zeros(len(ends))
+        gb = self.w.transfer * output_gb_of(self.inst, self.inst.phase(ph.name))
+        for s, alpha in ph.succ:
+            best = np.full(len(ends), INF)
+            for r2, V2 in VR[s].items():
+                move = gb * transfer_usd_per_gb(self.inst, region, r2) if gb > 0 else 0.0
+                best = np.minimum(best, alpha * value_at(V2, self.phases[s].e, ends) + move)
+            total += best
+        return total
+
+    def has_transfers(self) -> bool:
+        """Some precedence edge moves an output at a positive price between some regions."""
+        for name, ph in self.phases.items():
+            if not ph.succ or output_gb_of(self.inst, self.inst.phase(name)) <= 0:
+                continue
+            mine = {c.region for c in ph.configs}
+            for s, _ in ph.succ:
+                theirs = {c.region for c in self.phases[s].configs}
+                if any(transfer_usd_per_gb(self.inst, a, b) > 0 for a in mine for b in theirs):
+                    return True
+        return False
+
+    def transfer_bound(self, lam: np.ndarray, mu: np.ndarray) -> float:
+        """The bound of :meth:`evaluate` with the transfers between phases' regions put back:
+        value functions per phase and region, ``V_p^r``, each phase's successors' share
+        taking for every successor its best region given p's (:meth:`_regional_share`). Still
+        a lower bound: a successor with several predecessors is in one region, which each
+        predecessor's share may choose apart (the least of a sum is at least the sum of the
+        least). Exact on chains without binding capacity."""
+        VR: dict[str, dict[str, np.ndarray]] = {}
+        for name in reversed(self.order):
+            ph = self.phases[name]
+            h = self._hourly(ph, lam, mu)
+            VR[name] = {}
+            for r in sorted({c.region for c in ph.configs}):
+                S = self._regional_share(ph, r, VR)
+                vals = _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
+                best = np.full(ph.width + 1, INF)
+                for k, a in enumerate(vals):
+                    if ph.configs[k].region == r and len(a):
+                        best[: len(a)] = np.minimum(best[: len(a)], a)
+                VR[name][r] = np.minimum.accumulate(best[::-1])[::-1]
+        total = sum(min(float(v[0]) for v in VR[r].values()) for r in self.roots)
+        return total - float(np.sum(lam * self.cap))
 
     def evaluate(self, lam: np.ndarray, mu: np.ndarray) -> Evaluation:
         V: dict[str, np.ndarray] = {}

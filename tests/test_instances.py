@@ -343,3 +343,27 @@ def test_small_instances_solve_to_a_checked_plan(name: str, instances: dict[str,
         assert (pre.region, pre.gpus) == ("us-tex", 64.0)
         assert res.plan.phase("data-prep").end_hour <= 21
         assert base.plan.phase("pretrain").gpus == 128.0
+
+
+def test_readme_cost_table_matches_the_regression_snapshot() -> None:
+    """instances/README.md's totals (written by docs/make_instance_tables.py) are the
+    baseline and solve objectives recorded in tests/regression/objectives.json: a change of
+    the cost model that moves an objective must update both."""
+    import json
+    import re
+
+    recorded = json.loads((ROOT / "tests" / "regression" / "objectives.json").read_text())
+    text = (ROOT / "instances" / "README.md").read_text()
+    row = re.compile(r"^\| ([\w-]+) \| (baseline|optimised[^|]*) \|.*\*\*([\d,.]+)\*\*", re.M)
+    found: dict[tuple[str, str], float] = {}
+    for m in row.finditer(text):
+        kind = "baseline" if m.group(2) == "baseline" else "solve_objective"
+        found[(m.group(1), kind)] = float(m.group(3).replace(",", ""))
+    names = ("week-7b", "month-70b", "small-finetune")
+    assert {n for n, _ in found} == set(names), found
+    for name in names:
+        for kind in ("baseline", "solve_objective"):
+            assert found[(name, kind)] == pytest.approx(recorded[name][kind], abs=0.006), (
+                name,
+                kind,
+            )

@@ -62,7 +62,29 @@ def _two_phases_one_pool(offers: dict[str, Any], preemptible: bool) -> dict[str,
     return d
 
 
+def _transfer_chain(preemptible: bool) -> dict[str, Any]:
+    """Two chained jobs (the first hands on 500 GB) in two regions, Berlin cheap at night,
+    Tokyo cheap in its own night, transfers priced both ways; the second job runs in Tokyo
+    only, so the first either runs in Tokyo or pays 500 GB x $0.09 = $45 to send its output:
+    where it runs decides what the transfer costs."""
+    night_tokyo = {"tou": {"default": 100, "bands": [{"start_hour": 0, "end_hour": 6, "price": 5}]}}
+    berlin = region("Europe/Berlin", NIGHT, {"on_demand": {"usd_per_gpu_hour": 1.0}})
+    tokyo = region("Asia/Tokyo", night_tokyo, {"on_demand": {"usd_per_gpu_hour": 1.05}})
+    berlin["transfer_usd_per_gb"] = {"tokyo": 0.09}
+    tokyo["transfer_usd_per_gb"] = {"berlin": 0.12}
+    d = one_phase({"berlin": berlin, "tokyo": tokyo}, 40, deadline=40, hours=48)
+    first = d["phases"][0]
+    first["preemptible"] = preemptible
+    first["output_gb"] = 500
+    second = copy.deepcopy(first)
+    second.update(name="job2", predecessors=["job"], deadline=48, regions=["tokyo"])
+    d["phases"].append(second)
+    return d
+
+
 CASES: dict[str, Any] = {
+    "transfer-chain": lambda: _transfer_chain(False),
+    "transfer-chain-preemptible": lambda: _transfer_chain(True),
     "term-day": lambda: one_phase({"r": region("UTC", FREE, TERM_DAY)}, 60, deadline=24),
     "term-day-preemptible": lambda: one_phase(
         {"r": region("UTC", NIGHT, TERM_DAY)}, 60, deadline=24, preemptible=True
@@ -107,6 +129,12 @@ def test_dp_and_lagrangian_bounds_stay_below_the_optimum(case: str) -> None:
     assert rel.evaluate(lam, mu).bound <= opt + 1e-6 * max(1.0, opt)
     out = rel.solve(opt, iterations=30)
     assert out.bound <= opt + 1e-6 * max(1.0, opt)
+    assert rel.transfer_bound(lam, mu) <= opt + 1e-6 * max(1.0, opt)
+    if case.startswith("transfer"):
+        # the transfers put back: exact on a chain without binding capacity
+        assert rel.has_transfers()
+        assert rel.transfer_bound(lam, mu) == pytest.approx(opt, rel=1e-9)
+        assert rel.evaluate(lam, mu).bound < opt - 1.0
     # random prices are valid too (weak duality), within the caps of the reserved pools
     rng = np.random.default_rng(7)
     for _ in range(5):
@@ -116,3 +144,4 @@ def test_dp_and_lagrangian_bounds_stay_below_the_optimum(case: str) -> None:
             scale = np.minimum(1.0, rel.rprice_arr / np.maximum(mu_r.sum(axis=1), 1e-12))
             mu_r = mu_r * scale[:, None]
         assert rel.evaluate(lam_r, mu_r).bound <= opt + 1e-6 * max(1.0, opt)
+        assert rel.transfer_bound(lam_r, mu_r) <= opt + 1e-6 * max(1.0, opt)

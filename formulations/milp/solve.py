@@ -333,6 +333,7 @@ def _pipeline(
     st.prove(ev.bound, "DP bound")
     if warm_start:
         st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
+    _transfer_bound(rel, lam, mu, st)
     if st.closed:
         return _finish(st, t0, "milp-bound", "proved by the DP bound")
     res = None
@@ -352,6 +353,8 @@ def _pipeline(
         st.stats["lagrange_iterations"] = res.iterations
         st.stats["lagrange_s"] = res.seconds
         st.prove(res.bound, "Lagrangian bound")
+        if res.iterations:
+            _transfer_bound(rel, res.lam, res.mu, st)
         if warm_start and res.evaluation is not None and not st.closed:
             st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
             st.offer(
@@ -381,6 +384,20 @@ def _pipeline(
     if not st.closed and st.schedule is not None and st.left() > 0.3:
         _search(inst, space, windows, masks, st, threads)
     return _finish(st, t0, solver, "")
+
+
+def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State) -> None:
+    """Prove the DP bound with the transfers between phases' regions (one evaluation per
+    region of each phase) when it may close the gap and takes at most a tenth of the time
+    left."""
+    if st.closed or not rel.has_transfers():
+        return
+    regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
+    if rel.cells * regions * SECONDS_PER_CELL > 0.1 * st.left():
+        return
+    tb = rel.transfer_bound(lam, mu)
+    st.stats["transfer_bound"] = max(tb, st.stats.get("transfer_bound", -math.inf))
+    st.prove(tb, "DP bound with transfers")
 
 
 def _fixing(
