@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 from formulations.starttime.data import Hint, estimate_nonzeros
 from planner.configs import ConfigSpace, config_space
@@ -180,37 +181,35 @@ def solve_nonpreemptive(
     def left() -> float:
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
+    def run(which: str, limit: float, start: Hint | None) -> Result:
+        """CP-SAT ("cpsat") or the start-time MILP ("highs") for ``limit`` seconds, from
+        ``start`` (CP-SAT's solution hint, the MILP's MIP start)."""
+        if which == "cpsat":  # ortools (and pandas) load only when CP-SAT runs
+            from formulations.cpsat import solve_cpsat
+
+            solve: Callable[..., Result] = solve_cpsat
+        else:
+            solve = solve_starttime
+        return solve(
+            inst,
+            space,
+            limit,
+            gap,
+            threads,
+            start,
+            verbose=verbose,
+            data=data,
+            notes=notes,
+            on_progress=on_progress,
+        )
+
     first: Result | None = None
-    if solver == "cpsat" or portfolio:  # ortools (and pandas) load only when CP-SAT runs
-        from formulations.cpsat import solve_cpsat
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
         if solver == "highs":
-            first = solve_cpsat(
-                inst,
-                space,
-                share,
-                gap,
-                threads,
-                hint=hint,
-                verbose=verbose,
-                data=data,
-                notes=notes,
-                on_progress=on_progress,
-            )
+            first = run("cpsat", share, hint)
         elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
-            first = solve_starttime(
-                inst,
-                space,
-                share,
-                gap,
-                threads,
-                start=hint,
-                verbose=verbose,
-                data=data,
-                notes=notes,
-                on_progress=on_progress,
-            )
+            first = run("highs", share, hint)
         if first is not None and first.status == SolutionStatus.OPTIMAL:
             res = _relabel(
                 first, f"portfolio: {first.solver} closed the gap in {first.runtime_s:.1f} s"
@@ -218,32 +217,7 @@ def solve_nonpreemptive(
             return _restricted(res, pre, capped)
         if first is not None and first.plan is not None:
             hint = first.plan
-    if solver == "cpsat":
-        res = solve_cpsat(
-            inst,
-            space,
-            left(),
-            gap,
-            threads,
-            hint=hint,
-            verbose=verbose,
-            data=data,
-            notes=notes,
-            on_progress=on_progress,
-        )
-    else:
-        res = solve_starttime(
-            inst,
-            space,
-            left(),
-            gap,
-            threads,
-            start=hint,
-            verbose=verbose,
-            data=data,
-            notes=notes,
-            on_progress=on_progress,
-        )
+    res = run(solver, left(), hint)
     if first is not None:
         res = _merge(res, first, time.perf_counter() - t0, gap)
     return _restricted(res, pre, capped)

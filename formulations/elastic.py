@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.greedy import Usage, list_schedule
 from formulations.highs_runner import solve_highs
 from formulations.milp.model import MilpModel, build, carbon_columns, pool_columns
 from formulations.milp.solution import point_from_schedule, schedule_from_point
@@ -187,15 +188,8 @@ def earliest_finish_schedule(
     the relaxed deadline; a phase that fits nowhere within capacity runs as early as it can
     above it (capacity slack). None if some phase cannot be placed even so."""
     wts = weights(relaxed)
-    T = relaxed.hours
-    used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
-    ends: dict[str, int] = {}
-    out: dict[str, Assignment] = {}
-    for name in relaxed.order:
-        if name not in space.by_phase:
-            continue
-        p = relaxed.phase(name)
-        ready = max([relaxed.release[name]] + [ends[q] for q in p.predecessors if q in ends])
+
+    def place(name: str, ready: int, used: Usage) -> Assignment | None:
         best: tuple[int, int, float, int] | None = None  # (over capacity, end, cost, start)
         pick = None
         for c in space.by_phase[name]:
@@ -215,11 +209,10 @@ def earliest_finish_schedule(
                     break
         if best is None or pick is None:
             return None
-        start = best[3]
-        used[(pick.region, pick.gpu)][start : start + pick.hours] += pick.total_gpus
-        ends[name] = start + pick.hours
-        out[name] = Assignment(pick, tuple(range(start, start + pick.hours)))
-    return Schedule(out)
+        return Assignment(pick, tuple(range(best[3], best[3] + pick.hours)))
+
+    out = list_schedule(relaxed, space, relaxed.release, place)
+    return None if out is None else Schedule(out)
 
 
 def penalty_of(em: ElasticModel, x: np.ndarray) -> float:

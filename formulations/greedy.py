@@ -8,15 +8,45 @@ release, deadline, predecessors and the capacity left by phases placed before it
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from planner.configs import Config, ConfigSpace
 from planner.costs import earliest_least, run_costs, weights
 from planner.instance.model import Instance
-from planner.schedule import Assignment, Schedule, reservations_for
+from planner.schedule import Assignment, Pool, Schedule, reservations_for
 from planner.windows import time_windows
+
+#: GPUs in use by the phases placed so far, per pool and hour (zero where none ran).
+Usage = defaultdict[Pool, np.ndarray]
+
+
+def list_schedule(
+    inst: Instance,
+    space: ConfigSpace,
+    release: Mapping[str, int],
+    place: Callable[[str, int, Usage], Assignment | None],
+) -> dict[str, Assignment] | None:
+    """List scheduling: the phases of ``space`` in topological order, each placed by
+    ``place(name, ready, used)`` no earlier than ``ready`` (its ``release`` and the ends of
+    its predecessors placed before it), its GPUs then added to ``used``. None as soon as
+    ``place`` finds no placement for some phase."""
+    used: Usage = defaultdict(lambda: np.zeros(inst.hours))
+    ends: dict[str, int] = {}
+    out: dict[str, Assignment] = {}
+    for name in inst.order:
+        if name not in space.by_phase:
+            continue
+        preds = inst.phase(name).predecessors
+        ready = max([release[name]] + [ends[q] for q in preds if q in ends])
+        a = place(name, ready, used)
+        if a is None:
+            return None
+        used[(a.config.region, a.config.gpu)][list(a.hours)] += a.config.total_gpus
+        ends[name] = a.end
+        out[name] = a
+    return out
 
 
 def greedy(
@@ -32,14 +62,8 @@ def greedy(
     placed or a reserved offer's maximum is exceeded."""
     wts = weights(inst)
     win = time_windows(inst, space.fewest_hours())
-    used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(inst.hours))
-    ends: dict[str, int] = {}
-    out: dict[str, Assignment] = {}
-    for name in inst.order:
-        if name not in space.by_phase:
-            continue
-        p = inst.phase(name)
-        ready = max([win.start[name]] + [ends[q] for q in p.predecessors if q in ends])
+
+    def place(name: str, ready: int, used: Usage) -> Assignment | None:
         best: tuple[float, int, Config] | None = None
         for c in space.by_phase[name]:
             if not allow(c):
@@ -67,9 +91,11 @@ def greedy(
         if best is None:
             return None
         _, start, c = best
-        used[(c.region, c.gpu)][start : start + c.hours] += c.total_gpus
-        ends[name] = start + c.hours
-        out[name] = Assignment(c, tuple(range(start, start + c.hours)))
+        return Assignment(c, tuple(range(start, start + c.hours)))
+
+    out = list_schedule(inst, space, win.start, place)
+    if out is None:
+        return None
     reserved = reservations_for(inst, out)
     return None if reserved is None else Schedule(out, reserved)
 

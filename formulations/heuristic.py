@@ -11,11 +11,11 @@ runs; preemptible ones the cheapest free hours before a candidate end.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 
 import numpy as np
 
+from formulations.greedy import Usage, list_schedule
 from planner.configs import Config, ConfigSpace
 from planner.costs import block_rental, fixed_cost, hourly_cost, run_costs, weights
 from planner.instance.model import Instance
@@ -109,15 +109,10 @@ class LookAhead:
     def assignments(self) -> dict[str, Assignment] | None:
         """The forward pass: one assignment per phase within the capacity left, or None when
         some phase cannot be placed (``failed`` names it)."""
-        inst, T = self.inst, self.inst.hours
-        used: dict[tuple[str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
-        ends: dict[str, int] = {}
-        out: dict[str, Assignment] = {}
-        for name in inst.order:
-            if name not in self.space.by_phase:
-                continue
+        inst = self.inst
+
+        def place(name: str, ready: int, used: Usage) -> Assignment | None:
             p = inst.phase(name)
-            ready = max([self.win.start[name]] + [ends[q] for q in p.predecessors if q in ends])
             l_ = self.win.end[name]
             best: tuple[float, Config, tuple[int, ...]] | None = None
             for c in self._configs(name):
@@ -167,11 +162,9 @@ class LookAhead:
             if best is None:
                 self.failed = name
                 return None
-            _, c, hours = best
-            used[(c.region, c.gpu)][list(hours)] += c.total_gpus
-            ends[name] = max(hours) + 1
-            out[name] = Assignment(c, hours)
-        return out
+            return Assignment(best[1], best[2])
+
+        return list_schedule(inst, self.space, self.win.start, place)
 
     def schedule(self) -> Schedule | None:
         """The forward pass's schedule with the least reservations that cover it; None when a

@@ -98,6 +98,15 @@ class LinearProgram:
         fam.members.append(start)
         fam.keys.append(key)
 
+    def add_at_least(self, family: str, key: Hashable, i: int, j: int) -> None:
+        """Add x[i] >= x[j] (the row 0 <= x[i] - x[j]): one indicator implies another, a
+        sequence is monotone."""
+        self.add_row(family, key, [i, j], [1.0, -1.0], lower=0.0)
+
+    def add_at_most(self, family: str, key: Hashable, i: int, j: int) -> None:
+        """Add x[i] <= x[j] (the row x[i] - x[j] <= 0)."""
+        self.add_row(family, key, [i, j], [1.0, -1.0], upper=0.0)
+
     def add_rows(
         self,
         family: str,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from planner.result import relative_gap
+from planner.result import Result, relative_gap
 
 #: Seconds between events while nothing improves (a MILP that is still working).
 HEARTBEAT_S = 1.0
@@ -116,6 +116,14 @@ class Tracker:
     def tick(self) -> None:
         if time.perf_counter() - self._last >= HEARTBEAT_S:
             self.emit()
+
+    def finish(self, res: Result) -> Result:
+        """The last events of a solve: its result's objective and bound, then the stage
+        "done"; returns ``res``."""
+        self.offer_plan(res.objective)
+        self.offer_bound(res.bound)
+        self.stage("done")
+        return res
 
     @property
     def gap(self) -> float | None:

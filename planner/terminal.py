@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console, HighlighterType, JustifyMethod, OverflowMethod
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
@@ -46,27 +46,10 @@ class TextConsole(Console):
         kwargs.update(markup=False, emoji=False, highlight=False)
         super().__init__(**kwargs)
 
-    def render_str(
-        self,
-        text: str,
-        *,
-        style: str | Style = "",
-        justify: JustifyMethod | None = None,
-        overflow: OverflowMethod | None = None,
-        emoji: bool | None = None,
-        markup: bool | None = None,
-        highlight: bool | None = None,
-        highlighter: HighlighterType | None = None,
-    ) -> Text:
+    def render_str(self, text: str, **kwargs: Any) -> Text:
         """Every string rendered (printed, a table cell, a title): as text, escaped; the
-        ``emoji``, ``markup`` and ``highlight`` a caller asks for are ignored."""
-        return super().render_str(
-            shown(text),
-            style=style,
-            justify=justify,
-            overflow=overflow,
-            emoji=False,
-            markup=False,
-            highlight=False,
-            highlighter=highlighter,
-        )
+        ``emoji``, ``markup`` and ``highlight`` a caller asks for are ignored (as in
+        ``__init__``), the other options of :meth:`rich.console.Console.render_str` pass
+        through."""
+        kwargs.update(emoji=False, markup=False, highlight=False)
+        return super().render_str(shown(text), **kwargs)

@@ -34,7 +34,7 @@ from formulations.starttime.data import (
     prepare,
     start_of,
 )
-from planner.configs import ConfigSpace, build_config_space
+from planner.configs import ConfigSpace
 from planner.instance.model import Instance
 from planner.progress import ProgressFn, Tracker
 from planner.result import Result, Termination
@@ -177,7 +177,6 @@ def solve_cpsat(
     parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
-    space = space or build_config_space(inst)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -245,10 +244,7 @@ def solve_cpsat(
         prm.num_workers,
         gap,
     )
-    tracker.offer_plan(res.objective)
-    tracker.offer_bound(res.bound)
-    tracker.stage("done")
-    return res
+    return tracker.finish(res)
 
 
 def _result(

@@ -171,9 +171,7 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
             mm.u[(name, c.index)] = ui
             for k in range(len(hours)):
                 if k == 0:
-                    lp.add_row(
-                        "segment", (name, c.index, int(hours[k])), [ui[k], xi[k]], [1.0, -1.0], 0.0
-                    )
+                    lp.add_at_least("segment", (name, c.index, int(hours[k])), ui[k], xi[k])
                 else:
                     lp.add_row(
                         "segment",
@@ -203,7 +201,7 @@ def _segment_starts_exact(
     lp = mm.lp
     for k in range(len(hours)):
         key = (name, index, int(hours[k]))
-        lp.add_row("segment_runs", key, [ui[k], xi[k]], [1.0, -1.0], upper=0.0)
+        lp.add_at_most("segment_runs", key, ui[k], xi[k])
         if k > 0:
             lp.add_row("segment_after_pause", key, [ui[k], xi[k - 1]], [1.0, 1.0], upper=1.0)
 
@@ -245,7 +243,7 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
                     idx.append(int(xi[pos]))
                     val.append(-1.0 / c.hours)
             lp.add_row("progress", (name, t), idx, val, 0.0, 0.0)
-            lp.add_row("finished_ub", (name, t), [int(Fi[k]), int(Pi[k])], [1.0, -1.0], upper=0.0)
+            lp.add_at_most("finished_ub", (name, t), int(Fi[k]), int(Pi[k]))
             lp.add_row(
                 "finished_lb",
                 (name, t),
@@ -457,13 +455,7 @@ def bill_column(mm: MilpModel, wts: Weights, col: Column) -> None:
     )
     mm.b[key] = {k: int(j) for k, j in zip(blocks, bi, strict=True)}  # type: ignore[index]
     for t, j in zip(hours.tolist(), xi.tolist(), strict=True):
-        lp.add_row(
-            "billing",
-            (*key, t),
-            [mm.b[key][t // g], j],  # type: ignore[index]
-            [1.0, -1.0],
-            lower=0.0,
-        )
+        lp.add_at_least("billing", (*key, t), mm.b[key][t // g], j)  # type: ignore[index]
     if c.min_rental_hours > 0:
         mj = int(
             lp.add_vars(
@@ -503,13 +495,7 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
                 idx = [int(si[k])]
                 val = [1.0]
                 if k > 0:
-                    lp.add_row(
-                        "started_monotone",
-                        (name, t),
-                        [int(si[k]), int(si[k - 1])],
-                        [1.0, -1.0],
-                        lower=0.0,
-                    )
+                    lp.add_at_least("started_monotone", (name, t), int(si[k]), int(si[k - 1]))
                 for j in hour_columns(mm, name, t):
                     idx.append(j)
                     val.append(-1.0)

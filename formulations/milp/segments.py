@@ -257,21 +257,9 @@ def _order(mm: MilpModel, name: str, n_seg: int, hours: np.ndarray) -> None:
         for i, t in enumerate(hours.tolist()):
             g[(k, t)] = int(gi[i])
             if i:
-                lp.add_row(
-                    "segment_begun",
-                    (name, k, t),
-                    [int(gi[i]), int(gi[i - 1])],
-                    [1.0, -1.0],
-                    lower=0.0,
-                )
+                lp.add_at_least("segment_begun", (name, k, t), int(gi[i]), int(gi[i - 1]))
             if k:
-                lp.add_row(
-                    "segment_nested",
-                    (name, k, t),
-                    [int(gi[i]), g[(k - 1, t)]],
-                    [1.0, -1.0],
-                    upper=0.0,
-                )
+                lp.add_at_most("segment_nested", (name, k, t), int(gi[i]), g[(k - 1, t)])
             now, nxt = _run_ids(mm, name, k, i), _run_ids(mm, name, k + 1, i)
             lp.add_row(
                 "segment_before",
@@ -337,13 +325,7 @@ def add_segment_finish(mm: MilpModel, wts: Weights) -> None:
                 upper=1.0,
             )
             if i:
-                lp.add_row(
-                    "seg_finished_monotone",
-                    (name, t),
-                    [int(Fi[i]), int(Fi[i - 1])],
-                    [1.0, -1.0],
-                    lower=0.0,
-                )
+                lp.add_at_least("seg_finished_monotone", (name, t), int(Fi[i]), int(Fi[i - 1]))
             nxt = [int(Ri[i + 1])] if i + 1 < len(ts) else []
             lp.add_row(
                 "seg_remaining",

@@ -154,6 +154,7 @@ class _State:
 
     inst: Instance
     gap: float
+    threads: int | None
     tracker: Tracker
     deadline: float
     windows: Windows | None = None
@@ -230,13 +231,11 @@ def solve_milp(
             "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
         )
     windows = time_windows(inst, space.fewest_hours())
-    st = _State(inst, gap, tracker, t0 + time_limit, windows)
+    st = _State(inst, gap, threads, tracker, t0 + time_limit, windows)
     try:
         if not prune:
-            return _plain(inst, space, windows, st, t0, threads, backend, warm_start, verbose)
-        return _pipeline(
-            inst, space, windows, st, t0, time_limit, threads, backend, warm_start, verbose
-        )
+            return _plain(inst, space, windows, st, t0, backend, warm_start, verbose)
+        return _pipeline(inst, space, windows, st, t0, time_limit, backend, warm_start, verbose)
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
             raise
@@ -253,7 +252,6 @@ def _pipeline(
     st: _State,
     t0: float,
     time_limit: float,
-    threads: int | None,
     backend: str,
     warm_start: bool,
     verbose: bool,
@@ -310,9 +308,7 @@ def _pipeline(
             model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
             solver = "milp-bound"
             if st.left() > 0.3:
-                solver = _full_milp(
-                    inst, model_space, windows, masks, st, threads, backend, verbose, t0
-                )
+                solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
             return _finish(st, t0, solver, "")
     # the DP bound and its plan, then the Lagrangian prices
     tracker.stage("lagrange", "precedence-chained DP bound")
@@ -375,14 +371,14 @@ def _pipeline(
     guard = fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
     solver = "milp-lns"
     if est <= guard and st.left() > 0.3:
-        solver = _full_milp(inst, model_space, windows, masks, st, threads, backend, verbose, t0)
+        solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
     elif est > guard:
         st.notes.append(
             f"the reduced model would have ~{est:,} nonzeros (> {guard:,.0f}): "
             "large-neighbourhood search instead of one MILP"
         )
     if not st.closed and st.schedule is not None and st.left() > 0.3:
-        _search(inst, space, windows, masks, st, threads)
+        _search(space, windows, masks, st)
     return _finish(st, t0, solver, "")
 
 
@@ -487,22 +483,21 @@ def _bound_fixing(
 
 
 def _full_milp(
-    inst: Instance,
     space: ConfigSpace,
     windows: Windows,
     masks: dict[tuple[str, int], np.ndarray],
     st: _State,
-    threads: int | None,
     backend: str,
     verbose: bool,
     t0: float,
 ) -> str:
-    """Build and solve the reduced MILP from the incumbent; returns the solver's name."""
+    """Build and solve the reduced MILP (of ``st.inst``) from the incumbent; returns the
+    solver's name."""
     st.tracker.stage("milp", "reduced MILP")
     u0 = st.upper
     tb = time.perf_counter()
     try:
-        mm = build(inst, space, windows, masks, st.single)
+        mm = build(st.inst, space, windows, masks, st.single)
     except MemoryError:
         if st.plan is None:
             raise
@@ -531,11 +526,18 @@ def _full_milp(
     if left <= 0.1:
         return "milp-bound"
     if backend == "pyomo":
-        raw = solve_pyomo(mm.lp, left, st.gap, threads, verbose)
+        raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
         name = "milp-pyomo"
     else:
         raw = solve_highs(
-            mm.lp, left, st.gap, threads, start, verbose, options=HIGHS_OPTIONS, on_event=on_event
+            mm.lp,
+            left,
+            st.gap,
+            st.threads,
+            start,
+            verbose,
+            options=HIGHS_OPTIONS,
+            on_event=on_event,
         )
         name = "milp-highs"
     st.stats["solve_s"] = raw.runtime_s
@@ -555,14 +557,13 @@ def _full_milp(
 
 
 def _search(
-    inst: Instance,
     space: ConfigSpace,
     windows: Windows,
     masks: dict[tuple[str, int], np.ndarray],
     st: _State,
-    threads: int | None,
 ) -> None:
-    """Large-neighbourhood search from the incumbent until the deadline or the gap."""
+    """Large-neighbourhood search (on ``st.inst``) from the incumbent until the deadline or
+    the gap."""
     st.tracker.stage("lns", "large-neighbourhood search")
     rng = np.random.default_rng(0)
     size = min(4, len(space.by_phase))
@@ -577,9 +578,9 @@ def _search(
         and st.schedule is not None
         and st.plan is not None
     ):
-        hood = neighbourhoods(inst, st.schedule, rng, size)
+        hood = neighbourhoods(st.inst, st.schedule, rng, size)
         out = reoptimise(
-            inst,
+            st.inst,
             space,
             windows,
             st.schedule,
@@ -587,7 +588,7 @@ def _search(
             hood,
             min(NEIGHBOURHOOD_S, 0.8 * (st.left() - 0.5)),
             masks,
-            threads,
+            st.threads,
             max_nonzeros=NEIGHBOURHOOD_MAX_NONZEROS,
         )
         tried += 1
@@ -663,7 +664,6 @@ def _plain(
     windows: Windows,
     st: _State,
     t0: float,
-    threads: int | None,
     backend: str,
     warm_start: bool,
     verbose: bool,
@@ -689,9 +689,9 @@ def _plain(
 
     left = max(0.1, st.left())
     if backend == "pyomo":
-        raw = solve_pyomo(mm.lp, left, st.gap, threads, verbose)
+        raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
     else:
-        raw = solve_highs(mm.lp, left, st.gap, threads, start, verbose, on_event=on_event)
+        raw = solve_highs(mm.lp, left, st.gap, st.threads, start, verbose, on_event=on_event)
     if raw.x is not None:
         st.offer(schedule_from_point(mm, raw.x), "MILP")
     if raw.termination == Termination.OPTIMAL and raw.bound is None and raw.objective is not None:

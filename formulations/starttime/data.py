@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from formulations.compact import earliest
-from planner.configs import Config, ConfigSpace
+from planner.configs import Config, ConfigSpace, build_config_space
 from planner.costs import (
     Weights,
     cost_plan,
@@ -491,11 +491,13 @@ def no_plan_message(term: Termination) -> str:
 
 
 def prepare(
-    inst: Instance, space: ConfigSpace, data: StartData | None, solver: str, t0: float
+    inst: Instance, space: ConfigSpace | None, data: StartData | None, solver: str, t0: float
 ) -> StartData | Result:
-    """The start data of a non-preemptive model, or the Result that says why there is no
-    model to solve: a phase without configurations, or one whose every configuration misses
-    its precedence-tightened window. Shared by CP-SAT and the start-time MILP."""
+    """The start data of a non-preemptive model (over ``space``, by default the instance's
+    configuration space), or the Result that says why there is no model to solve: a phase
+    without configurations, or one whose every configuration misses its precedence-tightened
+    window. Shared by CP-SAT and the start-time MILP."""
+    space = space or build_config_space(inst)
     if space.infeasible:
         return Result.no_configuration(
             solver, [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0

@@ -97,7 +97,7 @@ def add_precedence(sm: StartModel) -> None:
             if t not in dp:  # p cannot have finished by t: neither may q have started
                 lp.add_row("precedence", (p, q, t), [sq[t]], [1.0], upper=0.0)
                 continue
-            lp.add_row("precedence", (p, q, t), [sq[t], dp[t]], [1.0, -1.0], upper=0.0)
+            lp.add_at_most("precedence", (p, q, t), sq[t], dp[t])
 
 
 def _cumulative(sm: StartModel, name: str, upto: int, started: bool) -> dict[int, int]:

@@ -16,7 +16,7 @@ from formulations.starttime.data import (
     start_of,
 )
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
-from planner.configs import ConfigSpace, build_config_space
+from planner.configs import ConfigSpace
 from planner.instance.model import Instance
 from planner.progress import ProgressFn, Tracker
 from planner.result import Result, Termination
@@ -61,7 +61,6 @@ def solve_starttime(
     ``on_progress`` hears the start's objective and HiGHS's incumbents and bounds."""
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
-    space = space or build_config_space(inst)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -106,11 +105,7 @@ def solve_starttime(
             sm.lp, remaining, gap, threads, x0, verbose, options=HIGHS_OPTIONS, on_event=on_event
         )
         stats["highs_presolve_off"] = 1.0
-    res = result_of(sm, raw, t0, tuple(note_list), stats, gap)
-    tracker.offer_plan(res.objective)
-    tracker.offer_bound(res.bound)
-    tracker.stage("done")
-    return res
+    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, gap))
 
 
 def result_of(

@@ -300,3 +300,14 @@ def guarded(fn: F) -> F:
             raise typer.Exit(EXIT_INTERNAL) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def command(name: str | None = None) -> Callable[[F], F]:
+    """Register a command on :data:`app` (as ``name``, else the function's name), run
+    :func:`guarded`: ``@command("solve")`` stands for ``@app.command("solve")`` over
+    ``@guarded``."""
+
+    def register(fn: F) -> F:
+        return app.command(name)(guarded(fn))
+
+    return register

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli.app import app, console, guarded, load_instance, print_instance_error
+from planner.cli.app import command, console, load_instance, print_instance_error
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile
 from planner.instance import InstanceError, read
@@ -90,8 +90,7 @@ def render(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-@app.command()
-@guarded
+@command()
 def check(
     file: InstanceFile,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,

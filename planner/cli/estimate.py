@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import app, console, fail, guarded, load_instance
+from planner.cli.app import command, console, fail, load_instance
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.estimate import (
     EstimateError,
@@ -33,6 +33,9 @@ from planner.physics.transformer import active_params
 from planner.terminal import styled
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
+#: The parameters of ``estimate`` that choose the mode or the output; all others are flags
+#: of the flag mode (figures, checked against an INSTANCE: they do not apply with one).
+_MODE_OPTIONS = frozenset({"instance", "phase", "top", "mtbf_scope", "as_json"})
 #: Flags that describe the GPU (planner.estimate.gpu_spec) or are parsed before they become
 #: EstimateInput fields; the others pass through under their own names.
 _NOT_INPUTS = frozenset(
@@ -269,8 +272,7 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
 
-@app.command("estimate")
-@guarded
+@command("estimate")
 def estimate_command(
     instance: Annotated[
         Path | None,
@@ -490,60 +492,8 @@ def estimate_command(
     With INSTANCE --phase NAME: the phase's cheapest feasible configurations. With flags
     alone: one row per combination of the repeated --gpus/--precision/--zero/--recompute;
     without --tokens, memory only."""
-    flags = dict(
-        model=model,
-        params=params,
-        tokens=tokens,
-        gpu=gpu,
-        gpu_memory_gb=gpu_memory_gb,
-        gpu_tflops=gpu_tflops,
-        gpu_power_w=gpu_power_w,
-        gpu_idle_w=gpu_idle_w,
-        gpus_per_node=gpus_per_node,
-        node_overhead_w=node_overhead_w,
-        gpus=gpus,
-        precision=precision,
-        zero=zero,
-        recompute=recompute,
-        seq_len=seq_len,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        vocab=vocab,
-        optimizer=optimizer,
-        flash=flash,
-        micro_batch=micro_batch,
-        tp=tp,
-        pp=pp,
-        cp=cp,
-        ep=ep,
-        sp=sp,
-        microbatches=microbatches,
-        interleave=interleave,
-        offload=offload,
-        mfu=mfu,
-        flops_convention=flops_convention,
-        scaling=scaling,
-        per_doubling=per_doubling,
-        reference_gpus=reference_gpus,
-        overlap=overlap,
-        mfu_layout=mfu_layout,
-        memory_convention=memory_convention,
-        power_load=power_load,
-        pue=pue,
-        price_usd_per_mwh=price_usd_per_mwh,
-        carbon_g_per_kwh=carbon_g_per_kwh,
-        mtbf_hours=mtbf_hours,
-        failure_preset=failure_preset,
-        checkpoint=checkpoint,
-        checkpoint_write_s=checkpoint_write_s,
-        write_gb_per_s=write_gb_per_s,
-        read_gb_per_s=read_gb_per_s,
-        aggregate_gb_per_s=aggregate_gb_per_s,
-        detect_hours=detect_hours,
-        restart_hours=restart_hours,
-        gpu_hour_usd=gpu_hour_usd,
-    )
+    # every parameter but the mode options is a flag of the flag mode, by its own name
+    flags = {k: v for k, v in locals().items() if k not in _MODE_OPTIONS}
     if instance is not None:
         given = sorted("--" + k.replace("_", "-") for k, v in flags.items() if v is not None)
         if given:

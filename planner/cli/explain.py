@@ -15,14 +15,13 @@ import json
 
 import typer
 
-from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.explain import ExplainError, explain
 
 
-@app.command("explain")
-@guarded
+@command("explain")
 def explain_cmd(
     instance: InstanceFile,
     time_limit: TimeLimit = 60.0,

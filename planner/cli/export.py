@@ -15,14 +15,13 @@ from pathlib import Path
 import typer
 
 from planner.checker import read_plan_document
-from planner.cli.app import app, console, fail, guarded, note
+from planner.cli.app import command, console, fail, note
 from planner.cli.report import find_instance
 
 TARGETS = ("skypilot",)
 
 
-@app.command("export")
-@guarded
+@command("export")
 def export_cmd(
     plan_file: Path = typer.Argument(..., metavar="PLAN", help="Plan file written by solve."),
     to: str = typer.Option("skypilot", "--to", help=f"one of {', '.join(TARGETS)}"),

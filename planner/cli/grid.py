@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import app, console, err_console, fail, guarded
+from planner.cli.app import command, console, err_console, fail
 from planner.grid.api import (
     DEFAULT_GRACE_S,
     EXECUTORS,
@@ -60,8 +60,7 @@ def _list(spec: GridSpec) -> None:
     console.print(t)
 
 
-@app.command("grid")
-@guarded
+@command("grid")
 def grid_cmd(
     grid: Path = typer.Argument(..., help="grid file (.yaml or .json)"),
     workers: int | None = typer.Option(
@@ -199,8 +198,7 @@ def grid_cmd(
         console.print(f"export with: trainplan grid-export {store} -o {store.stem}.parquet")
 
 
-@app.command("grid-export")
-@guarded
+@command("grid-export")
 def grid_export_cmd(
     store: Path = typer.Argument(..., help="a grid store (.sqlite) written by trainplan grid"),
     output: Path = typer.Option(..., "-o", "--output", help="a .parquet or .csv file"),

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import typer
 
-from planner.cli.app import app, console, fail, guarded, note
+from planner.cli.app import command, console, fail, note
 
 
-@app.command("schema")
-@guarded
+@command("schema")
 def schema_cmd(
     output: Path | None = typer.Option(None, "-o", "--output", help="write it here"),
 ) -> None:
@@ -29,8 +28,7 @@ def schema_cmd(
     console.print(f"wrote {output}", markup=False)
 
 
-@app.command("init")
-@guarded
+@command("init")
 def init_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="the instance file to write"),
     model: str = typer.Option(

@@ -20,7 +20,7 @@ import typer
 from rich.table import Table
 
 from planner.attribution import Attribution
-from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
@@ -98,8 +98,7 @@ def render(report: LeverReport) -> None:
     )
 
 
-@app.command("levers")
-@guarded
+@command("levers")
 def levers_cmd(
     instance: InstanceFile,
     time_limit: TimeLimit = 60.0,

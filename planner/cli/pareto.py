@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from planner.cli.app import app, console, fail, guarded, load_instance, progress
+from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.pareto import VS, ParetoError, ParetoPoint, frontier
@@ -60,8 +60,7 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
     console.print(t)
 
 
-@app.command("pareto")
-@guarded
+@command("pareto")
 def pareto_cmd(
     instance: InstanceFile,
     vs: str = typer.Option(..., "--vs", help="deadline or carbon"),

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from planner.checker import read_plan_document
-from planner.cli.app import app, console, fail, guarded, load_instance, note, progress
+from planner.cli.app import command, console, fail, load_instance, note, progress
 from planner.instance import Instance
 from planner.plan import InstanceRef, Plan, file_sha256
 
@@ -61,8 +61,7 @@ def find_instance(
     return None, f"The plan's instance {plan.instance!r} was not found (looked for {looked})."
 
 
-@app.command("report")
-@guarded
+@command("report")
 def report(
     plan_file: Annotated[
         Path, typer.Argument(metavar="PLAN", help="Plan file (JSON) written by trainplan solve.")

@@ -17,11 +17,10 @@ from rich.table import Table
 
 from planner.attribution import Attribution, BaselineError, attribute
 from planner.cli.app import (
-    app,
+    command,
     console,
     err_console,
     fail,
-    guarded,
     load_instance,
     note,
     progress,
@@ -149,8 +148,7 @@ def _progress_line(step: Callable[[str], None]) -> ProgressFn | None:
     return show
 
 
-@app.command("solve")
-@guarded
+@command("solve")
 def solve_cmd(
     instance: InstanceFile,
     output: Path | None = typer.Option(None, "-o", "--output", help="write the plan JSON here"),

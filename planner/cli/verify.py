@@ -17,7 +17,7 @@ from rich.text import Text
 
 from planner.checker import Verification, read_plan, verify
 from planner.checker.costs import ALL_KEYS, within
-from planner.cli.app import app, console, fail, guarded, load_instance
+from planner.cli.app import command, console, fail, load_instance
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile
 from planner.plan import Plan
@@ -95,8 +95,7 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
         )
 
 
-@app.command("verify")
-@guarded
+@command("verify")
 def verify_command(
     instance: InstanceFile,
     plan: Path = typer.Argument(..., help="Plan file (JSON, trainplan-plan/1)."),
