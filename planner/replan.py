@@ -22,7 +22,7 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from planner.configs import Config, enumerate_phase
 from planner.costs import cost_plan
@@ -30,7 +30,7 @@ from planner.instance.model import Instance
 from planner.plan import CONFIG_FIELDS, PhasePlan, Plan, SegmentPlan
 from planner.result import Result
 from planner.schedule import Assignment, Schedule
-from planner.solve import solve
+from planner.solve import SolveOptions, solve
 from planner.workload import remaining_share
 
 
@@ -234,19 +234,16 @@ def replan(
     inst: Instance,
     old: Plan,
     hour: int,
-    solver: str = "auto",
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    backend: str = "auto",
+    **options: Unpack[SolveOptions],
 ) -> Replan:
     """Solve the rest of ``old`` from ``hour`` on ``inst`` (which may differ from the instance
     the old plan was made for: a region lost, prices changed): the derived instance, the
     result, and in its plan's ``replan`` block the hour, the old plan's total, what its hours
-    before ``hour`` cost, the state derived and the changes."""
+    before ``hour`` cost, the state derived and the changes. ``options`` are
+    :func:`planner.solve.solve`'s (solver, time_limit, gap, threads, backend, ...)."""
     updates = state_at(inst, old, hour)
     derived = inst.replace(updates)
-    res = solve(derived, solver, time_limit, gap, threads, backend)
+    res = solve(derived, **options)
     if res.plan is not None:
         block = {
             "from_hour": hour,

@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import TypedDict
 
 from planner.instance.model import Instance
 from planner.progress import ProgressFn
 from planner.result import Result, Termination
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
+
+
+class SolveOptions(TypedDict, total=False):
+    """:func:`solve`'s options by name, for callers that pass them through
+    (``planner.replan.replan(inst, old, hour, **options)``)."""
+
+    solver: str
+    time_limit: float
+    gap: float
+    threads: int | None
+    backend: str
+    verbose: bool
+    on_progress: ProgressFn | None
 
 
 def solve(

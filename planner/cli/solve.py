@@ -324,7 +324,16 @@ def _replan_cmd(
 
     old = read_plan(old_path)
     try:
-        r = replan(inst, old, hour, solver, time_limit, gap, threads, backend)
+        r = replan(
+            inst,
+            old,
+            hour,
+            solver=solver,
+            time_limit=time_limit,
+            gap=gap,
+            threads=threads,
+            backend=backend,
+        )
     except ReplanError as e:
         fail(f"{old_path}: {e}")
     res = r.result
