@@ -830,19 +830,19 @@ def test_instance_path_under_proc_is_refused_unread(monkeypatch: pytest.MonkeyPa
 def test_files_outside_the_folder_need_a_data_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shared = tmp_path / "elsewhere"
+    shared = tmp_path / "their-data"
     shared.mkdir()
     (shared / "p.csv").write_text(PRICES.read_text())
     folder = tmp_path / "inst"
     outside = {
-        "dotdot": _csv_instance(folder, "../elsewhere/p.csv", "a.yaml"),
+        "dotdot": _csv_instance(folder, "../their-data/p.csv", "a.yaml"),
         "absolute": _csv_instance(folder, str(shared / "p.csv"), "b.yaml"),
     }
     folder.joinpath("link.csv").symlink_to(shared / "p.csv")
     outside["symlink"] = _csv_instance(folder, "link.csv", "c.yaml")
     # a file that does not exist out there gets the same answer as one that does: an
     # instance cannot probe which files exist outside its folder
-    outside["missing"] = _csv_instance(folder, "../elsewhere/nothing.csv", "d.yaml")
+    outside["missing"] = _csv_instance(folder, "../their-data/nothing.csv", "d.yaml")
     for how, f in outside.items():
         msg = _only_error(f)
         assert ("is an absolute path" if how == "absolute" else "leads outside") in msg, msg
