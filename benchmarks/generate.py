@@ -34,16 +34,30 @@ SIZES: dict[str, tuple[int, int, int]] = {
     "xlarge": (40, 120, 720),
 }
 
-#: (market file stem, IANA zone, PUE)
-MARKETS = [
-    ("US-TEX-ERCO", "America/Chicago", 1.35),
-    ("DE-LU", "Europe/Berlin", 1.2),
-    ("JP-TK", "Asia/Tokyo", 1.4),
-    ("SG", "Asia/Singapore", 1.5),
-    # last: the CAISO extract's timestamps look shifted by ~7 h (instances/data/SOURCES.md)
-    ("US-CAL-CISO", "America/Los_Angeles", 1.3),
-    ("ES", "Europe/Madrid", 1.25),
-]
+#: Market file stem -> (IANA zone, PUE); PUE values are assumptions in the usual range.
+MARKET_ZONES: dict[str, tuple[str, float]] = {
+    "US-TEX-ERCO": ("America/Chicago", 1.35),
+    "DE-LU": ("Europe/Berlin", 1.2),
+    "JP-TK": ("Asia/Tokyo", 1.4),
+    "SG": ("Asia/Singapore", 1.5),
+    "US-CAL-CISO": ("America/Los_Angeles", 1.3),
+    "ES": ("Europe/Madrid", 1.25),
+    "FR": ("Europe/Paris", 1.2),
+    "NL": ("Europe/Amsterdam", 1.2),
+    "US-MIDA-PJM": ("America/New_York", 1.3),
+    "AU-NSW": ("Australia/Sydney", 1.35),
+    "CA-ON": ("America/Toronto", 1.25),
+}
+
+
+def _markets(*stems: str) -> list[tuple[str, str, float]]:
+    """(market file stem, IANA zone, PUE) for ``stems``, in that order."""
+    return [(m, *MARKET_ZONES[m]) for m in stems]
+
+
+#: The sizes' markets (the CAISO extract's timestamps look shifted by ~7 h, so it comes
+#: late: instances/data/SOURCES.md).
+MARKETS = _markets("US-TEX-ERCO", "DE-LU", "JP-TK", "SG", "US-CAL-CISO", "ES")
 
 #: Datasheet figures as in planner/data/gpus.yaml (dense TFLOPS).
 GPUS: dict[str, dict[str, Any]] = {
@@ -437,20 +451,10 @@ def medium_compete(seed: int = 0) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- long horizons
 
 #: Ten of the twelve markets (US-CAL-CISO and US-NY-NYIS left out: their timestamps look
-#: shifted, instances/data/SOURCES.md): (market file stem, IANA zone, PUE). PUE values are
-#: assumptions in the range of the sizes' markets.
-LONG_MARKETS = [
-    ("US-TEX-ERCO", "America/Chicago", 1.35),
-    ("DE-LU", "Europe/Berlin", 1.2),
-    ("JP-TK", "Asia/Tokyo", 1.4),
-    ("SG", "Asia/Singapore", 1.5),
-    ("ES", "Europe/Madrid", 1.25),
-    ("FR", "Europe/Paris", 1.2),
-    ("NL", "Europe/Amsterdam", 1.2),
-    ("US-MIDA-PJM", "America/New_York", 1.3),
-    ("AU-NSW", "Australia/Sydney", 1.35),
-    ("CA-ON", "America/Toronto", 1.25),
-]
+#: shifted, instances/data/SOURCES.md).
+LONG_MARKETS = _markets(
+    "US-TEX-ERCO", "DE-LU", "JP-TK", "SG", "ES", "FR", "NL", "US-MIDA-PJM", "AU-NSW", "CA-ON"
+)
 LONG_KINDS = [
     "data_preparation",
     "validation",

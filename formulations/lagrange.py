@@ -51,6 +51,7 @@ exceeds the incumbent's cost is not part of any cheaper plan.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -300,6 +301,7 @@ class Relaxation:
             total += best
         return total
 
+    @functools.cached_property
     def has_transfers(self) -> bool:
         """Some precedence edge moves an output at a positive price between some regions."""
         for name, ph in self.phases.items():
@@ -325,15 +327,15 @@ class Relaxation:
             h = self._hourly(ph, lam, mu)
             VR[name] = {}
             for r in sorted({c.region for c in ph.configs}):
-                S = self._regional_share(ph, r, VR)
-                vals = _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
-                best = np.full(ph.width + 1, INF)
-                for k, a in enumerate(vals):
-                    if ph.configs[k].region == r and len(a):
-                        best[: len(a)] = np.minimum(best[: len(a)], a)
-                VR[name][r] = np.minimum.accumulate(best[::-1])[::-1]
+                vals = self._starts(ph, h, self._regional_share(ph, r, VR))
+                mine = [a for c, a in zip(ph.configs, vals, strict=True) if c.region == r]
+                VR[name][r] = _value(ph.width, mine)
         total = sum(min(float(v[0]) for v in VR[r].values()) for r in self.roots)
         return total - float(np.sum(lam * self.cap))
+
+    def _starts(self, ph: _Phase, h: np.ndarray, S: np.ndarray) -> list[np.ndarray]:
+        """Per configuration the value of each start, with successors' share S."""
+        return _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
 
     def evaluate(self, lam: np.ndarray, mu: np.ndarray) -> Evaluation:
         V: dict[str, np.ndarray] = {}
@@ -341,14 +343,8 @@ class Relaxation:
         for name in reversed(self.order):
             ph = self.phases[name]
             h = self._hourly(ph, lam, mu)
-            S = self._succ_share(ph, V)
-            starts_val = _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
-            A[name] = starts_val
-            best = np.full(ph.width + 1, INF)
-            for a in starts_val:
-                if len(a):
-                    best[: len(a)] = np.minimum(best[: len(a)], a)
-            V[name] = np.minimum.accumulate(best[::-1])[::-1]
+            A[name] = self._starts(ph, h, self._succ_share(ph, V))
+            V[name] = _value(ph.width, A[name])
         total = sum(float(V[r][0]) for r in self.roots)
         total -= float(np.sum(lam * self.cap))
         return Evaluation(total, V, A)
@@ -606,6 +602,16 @@ class Relaxation:
 
 
 # ----------------------------------------------------------------------------- DP kernels
+
+
+def _value(width: int, starts: list[np.ndarray]) -> np.ndarray:
+    """The value function ``V(t)`` for t = e .. e + width: the least value of a start at or
+    after t among ``starts`` (per configuration, by start position)."""
+    best = np.full(width + 1, INF)
+    for a in starts:
+        if len(a):
+            best[: len(a)] = np.minimum(best[: len(a)], a)
+    return np.minimum.accumulate(best[::-1])[::-1]
 
 
 def value_at(V: np.ndarray, e: int, ts: np.ndarray) -> np.ndarray:

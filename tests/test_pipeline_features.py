@@ -132,7 +132,7 @@ def test_dp_and_lagrangian_bounds_stay_below_the_optimum(case: str) -> None:
     assert rel.transfer_bound(lam, mu) <= opt + 1e-6 * max(1.0, opt)
     if case.startswith("transfer"):
         # the transfers put back: exact on a chain without binding capacity
-        assert rel.has_transfers()
+        assert rel.has_transfers
         assert rel.transfer_bound(lam, mu) == pytest.approx(opt, rel=1e-9)
         assert rel.evaluate(lam, mu).bound < opt - 1.0
     # random prices are valid too (weak duality), within the caps of the reserved pools

@@ -386,7 +386,7 @@ def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State
     """Prove the DP bound with the transfers between phases' regions (one evaluation per
     region of each phase) when it may close the gap and takes at most a tenth of the time
     left."""
-    if st.closed or not rel.has_transfers():
+    if st.closed or not rel.has_transfers:
         return
     regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
     if rel.cells * regions * SECONDS_PER_CELL > 0.1 * st.left():
@@ -433,10 +433,7 @@ def _fixing(
                 masks[(name, c.index)] = np.ones(windows.end[name] - windows.start[name], bool)
     masks = {k: v for k, v in masks.items() if k[1] in {c.index for c in model_space[k[0]]}}
     if inc is not None:
-        for name, (c, hours) in inc.items():
-            m = masks.get((name, c.index))
-            if m is not None:
-                m[np.asarray(hours) - windows.start[name]] = True
+        _open_incumbent(masks, inc, windows)
     kept = model_space.size
     st.notes.append(
         f"fixing kept {kept} of {space.size} configurations and "
@@ -445,6 +442,16 @@ def _fixing(
     )
     st.stats["configs_kept"] = kept
     return model_space, masks
+
+
+def _open_incumbent(
+    masks: dict[tuple[str, int], np.ndarray], inc: Schedule, windows: Windows
+) -> None:
+    """The incumbent's own hours stay open whatever the fixing says (ties, rounding)."""
+    for name, a in inc.all_parts():
+        m = masks.get((name, a.config.index))
+        if m is not None:
+            m[np.asarray(a.hours) - windows.start[name]] = True
 
 
 def _bound_fixing(
@@ -471,10 +478,7 @@ def _bound_fixing(
         }
     )
     masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
-    for name, a in inc.all_parts():
-        m = masks.get((name, a.config.index))
-        if m is not None:
-            m[np.asarray(a.hours) - windows.start[name]] = True
+    _open_incumbent(masks, inc, windows)
     st.notes.append(
         f"bound pruning kept {model_space.size} of {space.size} configurations "
         f"(incumbent {st.upper:,.2f}, bound {st.bound:,.2f})"
