@@ -408,3 +408,60 @@ def test_overrunning_solver_is_stopped_from_outside(monkeypatch: pytest.MonkeyPa
     assert raw.status == "time_limit"
     assert "stopped from outside" in raw.message
     assert took < 5
+
+
+# ----------------------------------------------------------------------------- LP strength
+
+
+def lp_value(inst: Any) -> float:
+    """The optimum of the hourly MILP's LP relaxation (every integrality dropped)."""
+    import numpy as np
+
+    from formulations.highs_runner import load_arrays, new_highs
+
+    mm = build(inst, build_config_space(inst))
+    a = mm.lp.arrays()
+    a["integer"] = np.zeros_like(a["integer"])
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    load_arrays(h, a, mm.lp.offset)
+    h.run()
+    return float(h.getInfo().objective_function_value)
+
+
+def peaky_run(preemptible: bool) -> dict[str, Any]:
+    """A 2-hour job on 10 GPUs ($1/GPU-h), 4 hours at 5, 500, 500, 5 USD/MWh, due at hour 4."""
+    offers = {"on_demand": {"usd_per_gpu_hour": 1.0}}
+    return one_phase(
+        {"r": region("UTC", {"values": [5.0, 500.0, 500.0, 5.0]}, offers)},
+        20,
+        deadline=4,
+        hours=4,
+        preemptible=preemptible,
+    )
+
+
+@pytest.mark.parametrize("ratio", [64, 0], ids=["summed", "difference"])
+def test_lp_of_a_contiguous_run_is_the_convex_hull_of_its_runs(
+    ratio: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import formulations.milp.model as model
+
+    monkeypatch.setattr(model, "SUMMED_RUN_MAX_RATIO", ratio)
+    # Runs {0,1} and {2,3} cost 20 rental + 10 kW x 505 USD/MWh = 25.05, {1,2} 30. A row
+    # "one segment start" (sum u <= z) lets the LP run hour 0 fully and 1/3 of hours 1-3
+    # (energy 10 x (5 + 1005/3) / 1000 = 3.40, LP 23.40); start variables y with
+    # x[t] = sum of the starts covering t give exactly the integer optimum.
+    inst, res = solved(peaky_run(preemptible=False))
+    assert res.objective == pytest.approx(25.05)
+    assert lp_value(inst) == pytest.approx(25.05, abs=1e-6)
+
+
+def test_preemptible_run_keeps_its_pauses() -> None:
+    # The same job, preemptible and free to resume, runs hours 0 and 3 (20 + 10 x 10 / 1000).
+    d = peaky_run(preemptible=True)
+    d["phases"][0]["resume_overhead_hours"] = 0.0
+    inst, res = solved(d)
+    assert res.plan.phase("job").hours == (0, 3)
+    assert res.objective == pytest.approx(20.10)
+    assert lp_value(inst) <= res.objective + 1e-6

@@ -8,7 +8,10 @@ Decisions (one variable family each, built by the function named after it):
 
 - ``z[p,c]``   binary   phase p runs configuration c
 - ``x[p,c,t]`` binary   p runs c during hour t
-- ``u[p,c,t]`` >= 0     a run segment of p on c starts at t (a resume for preemptible phases)
+- ``u[p,c,t]`` >= 0     a run segment of preemptible p on c starts at t (a resume)
+- ``y[p,c,t]`` binary   non-preemptible p starts its one run on c at hour t (x is then
+  continuous: ``x[p,c,t] = sum_{t - n_c < tau <= t} y[p,c,tau]``)
+- ``S[p,t]``   >= 0     non-preemptible p with predecessors has started by hour t
 - ``P[p,t]``   >= 0     fraction of p's work done before hour t
 - ``F[p,t]``   binary   p has finished before hour t
 - ``s[p,t]``   in [0,1] p has started by hour t (preemptible phases: pause storage)
@@ -67,6 +70,9 @@ class MilpModel:
     z: dict[tuple[str, int], int] = field(default_factory=dict)
     x: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     u: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)
+    #: non-preemptible phases: (start hours, y columns) per (phase, configuration index)
+    y: dict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    S: dict[str, dict[int, int]] = field(default_factory=dict)
     P: dict[str, dict[int, int]] = field(default_factory=dict)
     F: dict[str, dict[int, int]] = field(default_factory=dict)
     s: dict[str, dict[int, int]] = field(default_factory=dict)
@@ -121,12 +127,21 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
 
 
 def add_runs(mm: MilpModel, wts: Weights) -> None:
-    """Work and segments: sum_t x[p,c,t] = n_c z[p,c];  x[p,c,t] <= z[p,c] (implied, kept
-    for the LP bound only through the sum); u[p,c,t] >= x[p,c,t] - x[p,c,t-1];
-    non-preemptible p: sum_t u[p,c,t] <= z[p,c] (one contiguous run); preemptible p: each
-    segment after the first costs the resume overhead (u carries resume_c, z refunds one);
-    a resume that costs less than 0 also gets u <= x[t], u <= 1 - x[t-1]
-    (:func:`_segment_starts_exact`)."""
+    """Work: sum_t x[p,c,t] = n_c z[p,c].
+
+    Non-preemptible p runs once, from a start y: ``sum_tau y[p,c,tau] = z[p,c]`` over the
+    starts whose n_c hours are all open, and ``x[p,c,t] = sum_{t - n_c < tau <= t}
+    y[p,c,tau]`` (x continuous). Its LP relaxation is the convex hull of the contiguous runs
+    of each configuration, as in the start-time model (:mod:`formulations.starttime`); a
+    contiguity row on segment starts (``sum_t u <= z``) admits x spread thinly over the whole
+    window instead. The difference form ``x[t] - x[t-1] = y[t] - y[t-n_c]`` (four nonzeros a
+    row) has the same LP; HiGHS's cut loop ran slower on it (medium-x4 1.34% against 1.22%
+    after 60 s), so it is used only where the sums would be large
+    (:data:`SUMMED_RUN_MAX_RATIO`).
+
+    Preemptible p: u[p,c,t] >= x[p,c,t] - x[p,c,t-1], each segment after the first costs the
+    resume overhead (u carries resume_c, z refunds one); a resume that costs less than 0
+    also gets u <= x[t], u <= 1 - x[t-1] (:func:`_segment_starts_exact`)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
         if name in mm.segmented:
@@ -152,10 +167,15 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
             ):
                 cost = cost.copy()
                 cost[0] -= entry_usd(inst, c, wts, -1)
-            xi = lp.add_vars("x", [(name, c.index, int(t)) for t in hours], 0, upper, True, cost)
+            xi = lp.add_vars(
+                "x", [(name, c.index, int(t)) for t in hours], 0, upper, p.preemptible, cost
+            )
             mm.x[(name, c.index)] = (hours, xi)
             zj = mm.z[(name, c.index)]
             mm.columns[name].append(Column((name, c.index), c, hours, xi, zj))
+            if not p.preemptible:
+                _run_starts(mm, name, c, hours, upper, xi, zj)
+                continue
             lp.add_row(
                 "work",
                 (name, c.index),
@@ -182,14 +202,45 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                     )
             if ucost < 0:
                 _segment_starts_exact(mm, name, c.index, hours, xi, ui)
-            if not p.preemptible:
-                lp.add_row(
-                    "contiguous",
-                    (name, c.index),
-                    [*ui.tolist(), zj],
-                    [1.0] * len(ui) + [-1.0],
-                    upper=0.0,
-                )
+
+
+#: ``x[t] = sum of the starts covering t`` while that takes at most this many nonzeros per
+#: hour of the window on average; beyond it (long runs in long windows) the difference form.
+SUMMED_RUN_MAX_RATIO = 64
+
+
+def _run_starts(
+    mm: MilpModel,
+    name: str,
+    c: Config,
+    hours: np.ndarray,
+    upper: np.ndarray,
+    xi: np.ndarray,
+    zj: int,
+) -> None:
+    """The start variables of a non-preemptible phase's configuration and the rows tying
+    them to x and z (:func:`add_runs`)."""
+    lp, n = mm.lp, c.hours
+    closed = np.concatenate([[0], np.cumsum(np.asarray(upper) <= 0)])
+    W = len(hours)
+    pos = np.arange(0, W - n + 1) if n <= W else np.arange(0)
+    pos = pos[closed[pos + n] - closed[pos] == 0]
+    yi = lp.add_vars("y", [(name, c.index, int(hours[k])) for k in pos], 0, 1, True, 0.0)
+    mm.y[(name, c.index)] = (hours[pos], yi)
+    lp.add_row("one_start", (name, c.index), [*yi.tolist(), zj], [1.0] * len(yi) + [-1.0], 0, 0)
+    at = dict(zip(pos.tolist(), yi.tolist(), strict=True))
+    summed = len(pos) * n <= SUMMED_RUN_MAX_RATIO * max(W, 1)
+    for k in range(W):
+        if summed:
+            ys = [at[s] for s in range(max(0, k - n + 1), k + 1) if s in at]
+            idx, val = [int(xi[k]), *ys], [1.0] + [-1.0] * len(ys)
+        else:
+            # x[t] - x[t-1] - y[t] + y[t-n] = 0
+            terms = [(k - 1 >= 0, xi[k - 1] if k else -1, -1.0)]
+            terms += [(k in at, at.get(k, -1), -1.0), (k - n in at, at.get(k - n, -1), 1.0)]
+            idx = [int(xi[k])] + [int(j) for ok, j, _ in terms if ok]
+            val = [1.0] + [v for ok, _, v in terms if ok]
+        lp.add_row("run_of_start", (name, c.index, int(hours[k])), idx, val, 0.0, 0.0)
 
 
 def _segment_starts_exact(
@@ -209,7 +260,10 @@ def _segment_starts_exact(
 def add_progress(mm: MilpModel, wts: Weights) -> None:
     """P[p,t] = P[p,t-1] + sum_c x[p,c,t-1] / n_c with P[p,e_p] = 0, and the finish indicator
     F[p,t] in {0,1} with  F <= P  and  F >= 1 - N_p (1 - P),  N_p = max_c n_c, so that F = 1
-    exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c)."""
+    exactly when all work is done before t (P = 1; otherwise P <= 1 - 1/n_c).
+
+    A non-preemptible phase has finished before t when its start is at most t - n_c:
+    ``F[p,t] = F[p,t-1] + sum_c y[p,c,t-n_c]`` (continuous, exact for integral y; no P)."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
         if name in mm.segmented:
@@ -225,6 +279,9 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
         n_max = max(c.hours for c in configs)
         ts = list(range(e + 1, l_))
         if not ts:
+            continue
+        if not inst.phase(name).preemptible:
+            mm.F[name] = _cumulative(mm, "F", name, ts, [(c, c.hours) for c in configs])
             continue
         Pi = lp.add_vars("P", [(name, t) for t in ts], 0, 1, False, 0.0)
         Fi = lp.add_vars("F", [(name, t) for t in ts], 0, 1, True, 0.0)
@@ -253,6 +310,32 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
             )
 
 
+def _cumulative(
+    mm: MilpModel, family: str, name: str, ts: list[int], shifts: list[tuple[Config, int]]
+) -> dict[int, int]:
+    """Continuous ``V[t] = V[t-1] + sum_(c, d) y[p,c,t-d]`` over hours ``ts`` (V = 0 before
+    the first): the starts of p at or before t - d, d = n_c (finished, F) or 0 (started, S)."""
+    lp = mm.lp
+    vi = lp.add_vars(family, [(name, t) for t in ts], 0, 1, False, 0.0)
+    by_hour: dict[int, list[int]] = defaultdict(list)
+    for c, d in shifts:
+        starts, yi = mm.y[(name, c.index)]
+        for s, j in zip(starts.tolist(), yi.tolist(), strict=True):
+            by_hour[s + d].append(j)
+    first = ts[0]
+    early = [j for h, js in by_hour.items() if h < first for j in js]
+    for k, t in enumerate(ts):
+        idx, val = [int(vi[k])], [1.0]
+        if k > 0:
+            idx.append(int(vi[k - 1]))
+            val.append(-1.0)
+        ys = by_hour.get(t, []) + (early if k == 0 else [])
+        idx.extend(ys)
+        val.extend([-1.0] * len(ys))
+        lp.add_row(f"{family}_cumulative", (name, t), idx, val, 0.0, 0.0)
+    return {t: int(j) for t, j in zip(ts, vi, strict=True)}
+
+
 def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
     """F[p,t] as (variable, constant): before the window 0, after it 1."""
     e, l_ = mm.windows.start[name], mm.windows.end[name]
@@ -265,17 +348,23 @@ def finished(mm: MilpModel, name: str, t: int) -> tuple[int | None, float]:
 
 def add_precedence(mm: MilpModel, wts: Weights) -> None:
     """A phase runs only after each predecessor has finished:
-    sum_c x[q,c,t] <= F[p,t]  for every edge p -> q and hour t of q's window."""
+    sum_c x[q,c,t] <= F[p,t]  for every edge p -> q and hour t of q's window; for a
+    non-preemptible q the stronger S[q,t] <= F[p,t] with S[q,t] = sum_{c, tau <= t} y[q,c,tau]
+    (started by t; Pritsker, Watters & Wolfe 1969, as in :mod:`formulations.starttime`)."""
     inst, lp = mm.inst, mm.lp
-    for q in mm.space.by_phase:
-        for p in inst.phase(q).predecessors:
-            if p not in mm.space.by_phase:
-                continue  # a done phase: its artifact already exists
-            for t in range(mm.windows.start[q], mm.windows.end[q]):
+    for q, configs in mm.space.by_phase.items():
+        preds = [p for p in inst.phase(q).predecessors if p in mm.space.by_phase]
+        e, l_ = mm.windows.start[q], mm.windows.end[q]
+        started = None
+        if preds and q not in mm.segmented and not inst.phase(q).preemptible and l_ > e:
+            started = _cumulative(mm, "S", q, list(range(e, l_)), [(c, 0) for c in configs])
+            mm.S[q] = started
+        for p in preds:  # a done predecessor's artifact already exists
+            for t in range(e, l_):
                 var, const = finished(mm, p, t)
                 if var is None and const >= 1.0:
                     continue
-                idx = hour_columns(mm, q, t)
+                idx = [started[t]] if started is not None else hour_columns(mm, q, t)
                 if not idx:
                     continue
                 vals = [1.0] * len(idx)

@@ -129,11 +129,18 @@ def point_from_schedule(mm: MilpModel, schedule: Schedule) -> np.ndarray | None:
             v[mm.u[(name, c.index)]] = np.maximum(0.0, run - prev)
         end = max(hours) + 1
         start = min(hours)
-        if name in mm.P:
-            for t, j in mm.P[name].items():
-                done = sum(1 for h in hours if h < t)
-                v[j] = done / c.hours
-                v[mm.F[name][t]] = 1.0 if done == c.hours else 0.0
+        if (name, c.index) in mm.y:
+            starts, yi = mm.y[(name, c.index)]
+            at = np.flatnonzero(starts == start)
+            if not len(at) or end - start != c.hours:
+                return None  # not one run over open hours
+            v[yi[at[0]]] = 1.0
+        for t, j in mm.P.get(name, {}).items():
+            v[j] = sum(1 for h in hours if h < t) / c.hours
+        for t, j in mm.F.get(name, {}).items():
+            v[j] = 1.0 if end <= t else 0.0
+        for t, j in mm.S.get(name, {}).items():
+            v[j] = 1.0 if t >= start else 0.0
         if name in mm.s:
             for t, j in mm.s[name].items():
                 v[j] = 1.0 if t >= start else 0.0
