@@ -37,15 +37,22 @@ from planner.costs import (
 from planner.instance.model import Instance
 
 
+def open_runs(ok: np.ndarray, n: int) -> np.ndarray:
+    """For every start i = 0 .. len(ok) - n, whether the ``n`` entries from i are all true
+    (a run of n hours fits there); empty when n > len(ok)."""
+    if n > len(ok):
+        return np.zeros(0, dtype=bool)
+    closed = np.concatenate([[0], np.cumsum(~np.asarray(ok, dtype=bool))])
+    return closed[n:] - closed[: len(closed) - n] == 0
+
+
 def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     """Sum of every run of ``n`` consecutive entries of ``h``; +inf for a run containing an
     infinite (blocked) entry. (A plain cumulative sum would turn every run after the first
     blocked hour into NaN.)"""
-    blocked = ~np.isfinite(h)
-    cs = np.concatenate([[0.0], np.cumsum(np.where(blocked, 0.0, h))])
-    cb = np.concatenate([[0], np.cumsum(blocked)])
-    sums = cs[n:] - cs[:-n]
-    return np.where(cb[n:] - cb[:-n] > 0, np.inf, sums)
+    finite = np.isfinite(h)
+    cs = np.concatenate([[0.0], np.cumsum(np.where(finite, h, 0.0))])
+    return np.where(open_runs(finite, n), cs[n:] - cs[:-n], np.inf)
 
 
 def pause_floor(inst: Instance, c: Config, width: int) -> float:

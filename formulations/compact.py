@@ -17,6 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from formulations.bounds import open_runs
 from planner.costs import run_costs, weights
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Pool, Schedule
@@ -67,8 +68,7 @@ def earliest(inst: Instance, schedule: Schedule, windows: Windows) -> Schedule:
             ru = reserved_use[rkey].copy()
             ru[list(hours)] -= c.total_gpus
             fits &= ru + c.total_gpus <= r + 1e-9
-        run_ok = np.concatenate([[0], np.cumsum(~fits)])
-        whole = run_ok[starts + n] - run_ok[starts] == 0
+        whole = open_runs(fits, n)[starts]
         cand = np.flatnonzero(ok & whole)
         if not len(cand) or starts[cand[0]] >= start:
             continue

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.bounds import open_runs
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
     fixed_cost,
@@ -443,9 +444,7 @@ class Relaxation:
                 else:
                     a = ev.A[name][k]
                     n = int(ph.n[k])
-                    closed = np.concatenate([[0], np.cumsum(~ok)])
-                    starts = np.arange(pos, len(a))
-                    fits = closed[starts + n] - closed[starts] == 0
+                    fits = open_runs(ok, n)[pos : len(a)]
                     if not fits.any():
                         continue
                     tried += 1

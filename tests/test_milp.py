@@ -458,10 +458,21 @@ def test_lp_of_a_contiguous_run_is_the_convex_hull_of_its_runs(
 
 
 def test_preemptible_run_keeps_its_pauses() -> None:
-    # The same job, preemptible and free to resume, runs hours 0 and 3 (20 + 10 x 10 / 1000).
+    # The same job, preemptible and free to resume, runs hours 0 and 3 (20 + 10 x 10 / 1000);
+    # its LP is that optimum too (the two cheapest hours, no resume cost): the start
+    # variables are the non-preemptible phases' alone.
     d = peaky_run(preemptible=True)
     d["phases"][0]["resume_overhead_hours"] = 0.0
     inst, res = solved(d)
     assert res.plan.phase("job").hours == (0, 3)
     assert res.objective == pytest.approx(20.10)
-    assert lp_value(inst) <= res.objective + 1e-6
+    assert lp_value(inst) == pytest.approx(20.10, abs=1e-6)
+
+
+def test_open_runs_marks_the_starts_whose_hours_are_all_open() -> None:
+    from formulations.bounds import open_runs
+
+    ok = [True, True, False, True, True, True]
+    assert open_runs(ok, 2).tolist() == [True, False, False, True, True]
+    assert open_runs(ok, 3).tolist() == [False, False, False, True]
+    assert open_runs(ok, 7).tolist() == []

@@ -7,13 +7,15 @@ r, GPU types g, families f.
 Decisions (one variable family each, built by the function named after it):
 
 - ``z[p,c]``   binary   phase p runs configuration c
-- ``x[p,c,t]`` binary   p runs c during hour t
+- ``x[p,c,t]`` binary   p runs c during hour t (continuous for non-preemptible p: the sum of
+  its starts y below)
 - ``u[p,c,t]`` >= 0     a run segment of preemptible p on c starts at t (a resume)
 - ``y[p,c,t]`` binary   non-preemptible p starts its one run on c at hour t (x is then
   continuous: ``x[p,c,t] = sum_{t - n_c < tau <= t} y[p,c,tau]``)
 - ``S[p,t]``   >= 0     non-preemptible p with predecessors has started by hour t
 - ``P[p,t]``   >= 0     fraction of p's work done before hour t
-- ``F[p,t]``   binary   p has finished before hour t
+- ``F[p,t]``   binary   p has finished before hour t (continuous, summed from y, for
+  non-preemptible p)
 - ``s[p,t]``   in [0,1] p has started by hour t (preemptible phases: pause storage)
 - ``a[p,r,t]`` >= 0     p's output is archived in region r during hour t
 - ``b[p,c,k]`` binary   billing block k of c is paid (billing granularity > 1 h)
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.bounds import open_runs
 from formulations.linear import LinearProgram
 from formulations.milp import segments
 from formulations.milp.columns import Column
@@ -221,10 +224,8 @@ def _run_starts(
     """The start variables of a non-preemptible phase's configuration and the rows tying
     them to x and z (:func:`add_runs`)."""
     lp, n = mm.lp, c.hours
-    closed = np.concatenate([[0], np.cumsum(np.asarray(upper) <= 0)])
     W = len(hours)
-    pos = np.arange(0, W - n + 1) if n <= W else np.arange(0)
-    pos = pos[closed[pos + n] - closed[pos] == 0]
+    pos = np.flatnonzero(open_runs(np.asarray(upper) > 0, n))
     yi = lp.add_vars("y", [(name, c.index, int(hours[k])) for k in pos], 0, 1, True, 0.0)
     mm.y[(name, c.index)] = (hours[pos], yi)
     lp.add_row("one_start", (name, c.index), [*yi.tolist(), zj], [1.0] * len(yi) + [-1.0], 0, 0)
@@ -234,12 +235,17 @@ def _run_starts(
         if summed:
             ys = [at[s] for s in range(max(0, k - n + 1), k + 1) if s in at]
             idx, val = [int(xi[k]), *ys], [1.0] + [-1.0] * len(ys)
-        else:
-            # x[t] - x[t-1] - y[t] + y[t-n] = 0
-            terms = [(k - 1 >= 0, xi[k - 1] if k else -1, -1.0)]
-            terms += [(k in at, at.get(k, -1), -1.0), (k - n in at, at.get(k - n, -1), 1.0)]
-            idx = [int(xi[k])] + [int(j) for ok, j, _ in terms if ok]
-            val = [1.0] + [v for ok, _, v in terms if ok]
+        else:  # x[t] - x[t-1] - y[t] + y[t-n] = 0
+            idx, val = [int(xi[k])], [1.0]
+            if k > 0:
+                idx.append(int(xi[k - 1]))
+                val.append(-1.0)
+            if k in at:
+                idx.append(at[k])
+                val.append(-1.0)
+            if k - n in at:
+                idx.append(at[k - n])
+                val.append(1.0)
         lp.add_row("run_of_start", (name, c.index, int(hours[k])), idx, val, 0.0, 0.0)
 
 
@@ -314,7 +320,8 @@ def _cumulative(
     mm: MilpModel, family: str, name: str, ts: list[int], shifts: list[tuple[Config, int]]
 ) -> dict[int, int]:
     """Continuous ``V[t] = V[t-1] + sum_(c, d) y[p,c,t-d]`` over hours ``ts`` (V = 0 before
-    the first): the starts of p at or before t - d, d = n_c (finished, F) or 0 (started, S)."""
+    the first): the starts of p at or before t - d, d = n_c (finished, F) or 0 (started, S).
+    ``ts`` begins at p's window start (S) or one after it (F), so no start falls before it."""
     lp = mm.lp
     vi = lp.add_vars(family, [(name, t) for t in ts], 0, 1, False, 0.0)
     by_hour: dict[int, list[int]] = defaultdict(list)
@@ -322,14 +329,12 @@ def _cumulative(
         starts, yi = mm.y[(name, c.index)]
         for s, j in zip(starts.tolist(), yi.tolist(), strict=True):
             by_hour[s + d].append(j)
-    first = ts[0]
-    early = [j for h, js in by_hour.items() if h < first for j in js]
     for k, t in enumerate(ts):
         idx, val = [int(vi[k])], [1.0]
         if k > 0:
             idx.append(int(vi[k - 1]))
             val.append(-1.0)
-        ys = by_hour.get(t, []) + (early if k == 0 else [])
+        ys = by_hour.get(t, [])
         idx.extend(ys)
         val.extend([-1.0] * len(ys))
         lp.add_row(f"{family}_cumulative", (name, t), idx, val, 0.0, 0.0)
