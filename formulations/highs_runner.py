@@ -47,7 +47,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from formulations.linear import LinearProgram
+from formulations.linear import LinearProgram, substituted
 from planner.result import Termination
 
 #: Seconds past the deadline before the child is killed (the in-process watchdog cancels).
@@ -281,6 +281,7 @@ def solve_highs(
     options: Mapping[str, object] | None = None,
     on_event: EventFn | None = None,
     memory_limit: float | None = None,
+    continuous: np.ndarray | None = None,
 ) -> RawSolution:
     """Solve with highspy from arrays (CSR rows), with an optional MIP start, within
     ``time_limit`` seconds from now.
@@ -293,15 +294,25 @@ def solve_highs(
     ``{"presolve": "off"}``); ``on_event`` hears incumbents and bounds as they come.
 
     Columns fixed at 0 (hours the bound excluded) are not passed to HiGHS: with its presolve
-    off they would stay in every LP of the tree. Points come back at full length."""
-    arrays, keep = without_fixed_zeros(lp.arrays())
+    off they would stay in every LP of the tree; nor are columns that a row of their own
+    defines (:func:`formulations.linear.substituted`). Points come back at full length.
+    ``continuous``: columns solved as continuous although the model says integer (a
+    relaxation: its bound holds for ``lp``, its points need not be points of ``lp``)."""
+    sub, expand = substituted(lp)
+    if continuous is not None and len(continuous):
+        sub = dict(sub)
+        sub["integer"] = sub["integer"].copy()
+        sub["integer"][np.asarray(continuous, dtype=np.int64)] = False
+    arrays, keep = without_fixed_zeros(sub)
 
     def full(x: np.ndarray | None) -> np.ndarray | None:
-        if x is None or keep is None:
+        if x is None:
             return x
-        out = np.zeros(len(keep))
-        out[keep] = x
-        return out
+        if keep is not None:
+            out = np.zeros(len(keep))
+            out[keep] = x
+            x = out
+        return x if expand is None else expand(x)
 
     job = HighsJob(
         arrays,
@@ -316,7 +327,7 @@ def solve_highs(
         time.monotonic() + max(0.0, time_limit),
     )
     events = on_event
-    if on_event is not None and keep is not None:
+    if on_event is not None and (keep is not None or expand is not None):
 
         def events(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
             on_event(kind, obj, bound, full(x))

@@ -8,7 +8,7 @@ microsecond per nonzero) or into a Pyomo model that a person can read, extend an
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,8 @@ class LinearProgram:
     row_val: list[float] = field(default_factory=list)
     row_families: dict[str, Family] = field(default_factory=dict)
     offset: float = 0.0
+    #: Columns defined by a row of their own (:meth:`add_definition`): column -> that row.
+    definitions: dict[int, int] = field(default_factory=dict)
 
     @property
     def num_vars(self) -> int:
@@ -97,6 +99,22 @@ class LinearProgram:
         fam = self.row_families.setdefault(family, Family(family, [], []))
         fam.members.append(start)
         fam.keys.append(key)
+
+    def add_definition(
+        self,
+        family: str,
+        key: Hashable,
+        j: int,
+        idx: Sequence[int] | np.ndarray,
+        val: Sequence[float] | np.ndarray,
+    ) -> None:
+        """Add the row ``x[j] = sum(val * x[idx])`` and mark x[j] as defined by it: the
+        solver's copy (:func:`substituted`) puts the sum in its place in every other row and
+        in the objective and leaves the row out. The caller guarantees that x[j] is
+        continuous, that its bounds follow from those of x[idx] and the other rows, and that
+        no column of ``idx`` is itself defined."""
+        self.definitions[int(j)] = self.num_rows
+        self.add_row(family, key, [j, *idx], [1.0, *(-float(v) for v in val)], 0.0, 0.0)
 
     def add_at_least(self, family: str, key: Hashable, i: int, j: int) -> None:
         """Add x[i] >= x[j] (the row 0 <= x[i] - x[j]): one indicator implies another, a
@@ -182,6 +200,94 @@ class LinearProgram:
             if r in fam.members:
                 return f"{fam.name}[{_fmt(fam.keys[fam.members.index(r)])}]"
         return f"r{r}"
+
+
+def substituted(
+    lp: LinearProgram,
+) -> tuple[dict[str, np.ndarray], Callable[[np.ndarray], np.ndarray] | None]:
+    """The arrays of ``lp`` with its defined columns (:meth:`LinearProgram.add_definition`)
+    substituted out, and the map from a point of the result back to a point of ``lp`` (None
+    when nothing is defined).
+
+    With ``x_j = sum_k b_jk x_k`` every other row's ``a_rj x_j`` becomes ``sum_k a_rj b_jk
+    x_k`` (entries on the same column summed), the cost ``c_j`` moves to ``c_k += c_j b_jk``,
+    the defining rows go, and x_j is fixed at 0 (so :func:`without_fixed_zeros` drops it);
+    the map sets ``x_j = sum_k b_jk x_k``. The same program in fewer rows and columns: what a
+    presolve's aggregator would do, for solves with HiGHS's presolve off."""
+    a = lp.arrays()
+    if not lp.definitions:
+        return a, None
+    ptr, idx, val = a["row_ptr"], a["row_idx"], a["row_val"]
+    n, m = len(a["cost"]), len(a["row_lower"])
+    cols = np.fromiter(lp.definitions, dtype=np.int64, count=len(lp.definitions))
+    rows = np.fromiter(lp.definitions.values(), dtype=np.int64, count=len(cols))
+    row_of = np.repeat(np.arange(m), np.diff(ptr))
+    is_def_row = np.zeros(m, dtype=bool)
+    is_def_row[rows] = True
+    is_def_col = np.zeros(n, dtype=bool)
+    is_def_col[cols] = True
+    # the definitions' right-hand sides, grouped by defined column (position in ``cols``)
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[cols] = np.arange(len(cols))
+    in_def = is_def_row[row_of]
+    own = in_def & is_def_col[idx]
+    if np.any(val[own] != 1.0) or np.any(np.bincount(row_of[own], minlength=m)[rows] != 1):
+        raise ValueError("a defining row holds its own column, with coefficient 1, and no other")
+    rhs = in_def & ~is_def_col[idx]
+    col_of_row = np.full(m, -1, dtype=np.int64)
+    col_of_row[rows] = cols
+    owner = pos[col_of_row[row_of[rhs]]]
+    order = np.argsort(owner, kind="stable")
+    d_owner, d_col, d_val = owner[order], idx[rhs][order], -val[rhs][order]
+    d_ptr = np.concatenate([[0], np.cumsum(np.bincount(d_owner, minlength=len(cols)))])
+    # every other row: kept entries, and each defined column's entry expanded
+    other = ~is_def_row[row_of]
+    keep = other & ~is_def_col[idx]
+    exp = other & is_def_col[idx]
+    e_pos = pos[idx[exp]]
+    counts = d_ptr[e_pos + 1] - d_ptr[e_pos]
+    starts = np.repeat(d_ptr[e_pos], counts)
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    src = starts + within
+    new_row = np.cumsum(~is_def_row) - 1
+    r_all = np.concatenate([row_of[keep], np.repeat(row_of[exp], counts)])
+    c_all = np.concatenate([idx[keep], d_col[src]])
+    v_all = np.concatenate([val[keep], np.repeat(val[exp], counts) * d_val[src]])
+    order = np.lexsort((c_all, r_all))
+    r_all, c_all, v_all = r_all[order], c_all[order], v_all[order]
+    first = np.ones(len(r_all), dtype=bool)
+    first[1:] = (r_all[1:] != r_all[:-1]) | (c_all[1:] != c_all[:-1])
+    at = np.flatnonzero(first)
+    v_sum = np.add.reduceat(v_all, at) if len(at) else v_all[:0]
+    r_u, c_u = r_all[at], c_all[at]
+    nz = v_sum != 0.0
+    r_u, c_u, v_sum = r_u[nz], c_u[nz], v_sum[nz]
+    out = dict(a)
+    cost = a["cost"].copy()
+    np.add.at(cost, d_col, np.repeat(cost[cols], np.diff(d_ptr)) * d_val)
+    cost[cols] = 0.0
+    lower, upper = a["lower"].copy(), a["upper"].copy()
+    lower[cols] = 0.0
+    upper[cols] = 0.0
+    counts_r = np.bincount(new_row[r_u], minlength=m - len(rows))
+    out.update(
+        cost=cost,
+        lower=lower,
+        upper=upper,
+        row_lower=a["row_lower"][~is_def_row],
+        row_upper=a["row_upper"][~is_def_row],
+        row_ptr=np.concatenate([[0], np.cumsum(counts_r)]).astype(np.int64),
+        row_idx=c_u.astype(np.int64),
+        row_val=v_sum,
+    )
+    d_src_owner = np.repeat(np.arange(len(cols)), np.diff(d_ptr))
+
+    def expand(x: np.ndarray) -> np.ndarray:
+        full = np.array(x, dtype=float)
+        full[cols] = np.bincount(d_src_owner, weights=d_val * full[d_col], minlength=len(cols))
+        return full
+
+    return out, expand
 
 
 def _activities(a: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:

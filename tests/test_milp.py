@@ -476,3 +476,34 @@ def test_open_runs_marks_the_starts_whose_hours_are_all_open() -> None:
     assert open_runs(ok, 2).tolist() == [True, False, False, True, True]
     assert open_runs(ok, 3).tolist() == [False, False, False, True]
     assert open_runs(ok, 7).tolist() == []
+
+
+def crowded_pair() -> dict[str, Any]:
+    """Two 2-hour jobs on 10 GPUs ($1/GPU-h) in a pool of 15, hours at 5, 5, 500, 500
+    USD/MWh, both due at hour 4; "b" may pause, "a" may not. They cannot overlap, so one
+    runs in the dear hours: 2 x 20 rental + 10 kW x (2 x 5 + 2 x 500) / 1000 = 50.10. With
+    b's hours continuous, b at half load through all four hours beside a's cheap run fits the
+    pool and costs 40 + 0.10 + 5.05 = 45.15: a relaxation only."""
+    offers = {"on_demand": {"usd_per_gpu_hour": 1.0}}
+    d = one_phase(
+        {"r": region("UTC", {"values": [5.0, 5.0, 500.0, 500.0]}, offers, capacity=15)},
+        20,
+        deadline=4,
+        hours=4,
+    )
+    a = d["phases"][0]
+    a["name"] = "a"
+    b = {**a, "name": "b", "preemptible": True, "resume_overhead_hours": 0.0}
+    d["phases"] = [a, b]
+    return d
+
+
+def test_relaxed_pauses_then_the_exact_model_prove_the_optimum() -> None:
+    # The MILP solves the relaxation with the pausable phases' hours continuous first (its
+    # bound 45.15 cannot prove 50.10), then the exact model, which does.
+    inst, res = solved(crowded_pair())
+    assert res.objective == pytest.approx(50.10)
+    assert res.bound == pytest.approx(50.10, abs=1e-6)
+    assert res.termination == Termination.OPTIMAL
+    assert "relaxed_solve_s" in res.stats
+    assert {res.plan.phase("a").hours, res.plan.phase("b").hours} == {(0, 1), (2, 3)}

@@ -232,21 +232,23 @@ def _run_starts(
     at = dict(zip(pos.tolist(), yi.tolist(), strict=True))
     summed = len(pos) * n <= SUMMED_RUN_MAX_RATIO * max(W, 1)
     for k in range(W):
-        if summed:
+        key = (name, c.index, int(hours[k]))
+        if summed:  # x is the sum: the solver's copy substitutes it (linear.substituted)
             ys = [at[s] for s in range(max(0, k - n + 1), k + 1) if s in at]
-            idx, val = [int(xi[k]), *ys], [1.0] + [-1.0] * len(ys)
-        else:  # x[t] - x[t-1] - y[t] + y[t-n] = 0
-            idx, val = [int(xi[k])], [1.0]
-            if k > 0:
-                idx.append(int(xi[k - 1]))
-                val.append(-1.0)
-            if k in at:
-                idx.append(at[k])
-                val.append(-1.0)
-            if k - n in at:
-                idx.append(at[k - n])
-                val.append(1.0)
-        lp.add_row("run_of_start", (name, c.index, int(hours[k])), idx, val, 0.0, 0.0)
+            lp.add_definition("run_of_start", key, int(xi[k]), ys, [1.0] * len(ys))
+            continue
+        # x[t] - x[t-1] - y[t] + y[t-n] = 0
+        idx, val = [int(xi[k])], [1.0]
+        if k > 0:
+            idx.append(int(xi[k - 1]))
+            val.append(-1.0)
+        if k in at:
+            idx.append(at[k])
+            val.append(-1.0)
+        if k - n in at:
+            idx.append(at[k - n])
+            val.append(1.0)
+        lp.add_row("run_of_start", key, idx, val, 0.0, 0.0)
 
 
 def _segment_starts_exact(
@@ -377,6 +379,23 @@ def add_precedence(mm: MilpModel, wts: Weights) -> None:
                     idx.append(var)
                     vals.append(-1.0)
                 lp.add_row("precedence", (p, q, t), idx, vals, upper=const)
+
+
+def loose_columns(mm: MilpModel) -> np.ndarray:
+    """The integer columns of the phases that may pause, not in segments: their hours x and
+    finish indicators F. Solved as continuous they give a relaxation (its bound holds; the
+    runs that may not pause, every z and every precedence into such a run stay exact, since
+    ``S[q,t] <= F[p,t]`` with S in {0, 1} forces F = 1 and so P = 1)."""
+    out: list[int] = []
+    for name in mm.space.by_phase:
+        if name in mm.segmented or not mm.inst.phase(name).preemptible:
+            continue
+        for c in mm.space.by_phase[name]:
+            out.extend(mm.x[(name, c.index)][1].tolist())
+        out.extend(mm.F.get(name, {}).values())
+    integer = np.asarray(mm.lp.integer, dtype=bool)
+    cols = np.asarray(out, dtype=np.int64)
+    return cols[integer[cols]] if len(cols) else cols
 
 
 def all_columns(mm: MilpModel) -> list[Column]:

@@ -51,7 +51,7 @@ from formulations.greedy import greedy
 from formulations.heuristic import lookahead_schedule
 from formulations.highs_runner import RawSolution, memory_cap, solve_highs, solve_pyomo
 from formulations.lagrange import Evaluation, Relaxation
-from formulations.milp.model import MilpModel, build
+from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import Config, ConfigSpace, config_space
@@ -70,6 +70,9 @@ FULL_MILP_MAX_NONZEROS = 300_000
 BYTES_PER_NONZERO = 400
 #: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
 NONZEROS_PER_COLUMN = 5.5
+#: How far from 0 or 1 a column of a phase that may pause may be in a point of the
+#: relaxation (pauses continuous) that is read as a plan.
+INTEGRALITY_TOL = 1e-6
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
 LAGRANGE_MAX_ITERATIONS = 100
@@ -516,47 +519,68 @@ def _full_milp(
         )
         start = None
     lower = st.bound
+    loose = loose_columns(mm) if backend != "pyomo" else np.zeros(0, dtype=np.int64)
+    relaxed = False
 
     def combined(b: float | None) -> float:
         return lower if b is None else max(lower, min(u0, b))
 
+    def offer(x: np.ndarray | None) -> None:
+        if x is None:
+            return
+        if relaxed and np.any(np.abs(x[loose] - np.round(x[loose])) > INTEGRALITY_TOL):
+            st.stats["relaxed_points"] = st.stats.get("relaxed_points", 0.0) + 1
+            return
+        st.offer(schedule_from_point(mm, x), "MILP")
+
     def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
-        if x is not None:
-            st.offer(schedule_from_point(mm, x), "MILP")
-        st.prove(combined(bound), "MILP bound")
+        offer(x)
+        st.prove(combined(bound), "MILP bound (pauses relaxed)" if relaxed else "MILP bound")
         st.tracker.tick()
 
-    left = st.left()
-    if left <= 0.1:
-        return "milp-bound"
-    if backend == "pyomo":
-        raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
-        name = "milp-pyomo"
-    else:
-        raw = solve_highs(
-            mm.lp,
-            left,
-            st.gap,
-            st.threads,
-            start,
-            verbose,
-            options=HIGHS_OPTIONS,
-            on_event=on_event,
-        )
-        name = "milp-highs"
-    st.stats["solve_s"] = raw.runtime_s
-    if raw.x is not None:
-        st.offer(schedule_from_point(mm, raw.x), "MILP")
-    if raw.termination == Termination.OPTIMAL and raw.bound is None and raw.objective is not None:
-        raw.bound = raw.objective
-    st.prove(combined(raw.bound), "MILP bound")
-    if raw.termination == Termination.INFEASIBLE and st.plan is None:
-        st.stats["milp_infeasible"] = 1.0
-    if raw.termination == Termination.ERROR:
-        st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
-        st.stats["milp_error"] = 1.0
-    st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
-    st.raw = raw
+    name = "milp-bound"
+    # the relaxation first (pauses continuous), then, if it ends without closing the gap,
+    # the exact model with what is left
+    for relaxed in [True, False] if len(loose) else [False]:
+        left = st.left()
+        if left <= 0.1 or st.closed:
+            break
+        if backend == "pyomo":
+            raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
+            name = "milp-pyomo"
+        else:
+            raw = solve_highs(
+                mm.lp,
+                left,
+                st.gap,
+                st.threads,
+                start,
+                verbose,
+                options=HIGHS_OPTIONS,
+                on_event=on_event,
+                continuous=loose if relaxed else None,
+            )
+            name = "milp-highs"
+        st.stats["solve_s"] = st.stats.get("solve_s", 0.0) + raw.runtime_s
+        if relaxed:
+            st.stats["relaxed_solve_s"] = raw.runtime_s
+        offer(raw.x)
+        exact_end = raw.termination == Termination.OPTIMAL and not relaxed
+        if exact_end and raw.bound is None and raw.objective is not None:
+            raw.bound = raw.objective
+        st.prove(combined(raw.bound), "MILP bound")
+        if raw.termination == Termination.INFEASIBLE and st.plan is None:
+            st.stats["milp_infeasible"] = 1.0
+        if raw.termination == Termination.ERROR:
+            st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
+            st.stats["milp_error"] = 1.0
+        st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
+        st.raw = raw
+        if raw.termination != Termination.OPTIMAL:
+            break
+        if st.schedule is not None:  # the exact model starts from the best plan so far
+            point = point_from_schedule(mm, st.schedule)
+            start = None if point is None or mm.lp.violations(point) else point
     return name
 
 
