@@ -501,9 +501,17 @@ def crowded_pair() -> dict[str, Any]:
 def test_relaxed_pauses_then_the_exact_model_prove_the_optimum() -> None:
     # The MILP solves the relaxation with the pausable phases' hours continuous first (its
     # bound 45.15 cannot prove 50.10), then the exact model, which does.
+    from formulations.highs_runner import solve_highs
+    from formulations.milp.model import loose_columns
+
     inst, res = solved(crowded_pair())
     assert res.objective == pytest.approx(50.10)
     assert res.bound == pytest.approx(50.10, abs=1e-6)
     assert res.termination == Termination.OPTIMAL
     assert "relaxed_solve_s" in res.stats
     assert {res.plan.phase("a").hours, res.plan.phase("b").hours} == {(0, 1), (2, 3)}
+    mm = build(inst, build_config_space(inst))
+    loose = loose_columns(mm)
+    assert len(loose) == 4 + 3  # b's four hours, its finish indicator after hours 1-3
+    relaxed = solve_highs(mm.lp, 10, 0.0, 1, isolate=False, continuous=loose)
+    assert relaxed.objective == pytest.approx(45.15)

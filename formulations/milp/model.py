@@ -140,7 +140,10 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
     window instead. The difference form ``x[t] - x[t-1] = y[t] - y[t-n_c]`` (four nonzeros a
     row) has the same LP; HiGHS's cut loop ran slower on it (medium-x4 1.34% against 1.22%
     after 60 s), so it is used only where the sums would be large
-    (:data:`SUMMED_RUN_MAX_RATIO`).
+    (:data:`SUMMED_RUN_MAX_RATIO`). In the summed form x is a defined column
+    (:meth:`~formulations.linear.LinearProgram.add_definition`): HiGHS gets the sums in its
+    place (capacity, billing and carbon rows on y directly, the hourly costs summed onto
+    each start), which halved medium-x4's root LP (12 s to 5 s).
 
     Preemptible p: u[p,c,t] >= x[p,c,t] - x[p,c,t-1], each segment after the first costs the
     resume overhead (u carries resume_c, z refunds one); a resume that costs less than 0

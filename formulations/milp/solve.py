@@ -22,7 +22,14 @@ happens later):
    estimated memory within :func:`formulations.highs_runner.memory_cap`): HiGHS from the
    incumbent, in a child process for large models, streaming its incumbents and bound; the
    bound is ``max(L, min(U0, MILP bound))`` with U0 the incumbent the fixing used, valid for
-   the full problem. Otherwise (the size guard) and after it, **large-neighbourhood search**
+   the full problem. With phases that may pause, HiGHS first solves the model with their
+   hours and finish indicators continuous (:func:`~formulations.milp.model.loose_columns`):
+   a relaxation, so its bound holds, and every other integer (configurations, the starts of
+   the runs that may not pause) stays integer; its points become plans only where those
+   columns came out integral. When it ends within the gap of its own incumbent but the gap
+   of the plan is still open, the exact model gets what is left of the limit. (medium-x4:
+   the relaxation's cut loop proves 0.85% in 35 s, the exact model 1.22% in 60 s.)
+   Otherwise (the size guard) and after it, **large-neighbourhood search**
    (:mod:`formulations.milp.neighbourhood`) until the time limit.
 
 ``solve_milp(prune=False, warm_start=False)`` is the plain reference: the full hourly model,
@@ -564,6 +571,11 @@ def _full_milp(
         st.stats["solve_s"] = st.stats.get("solve_s", 0.0) + raw.runtime_s
         if relaxed:
             st.stats["relaxed_solve_s"] = raw.runtime_s
+            st.notes.append(
+                f"the MILP with the pausable phases' hours continuous (a relaxation: its bound "
+                f"holds) ran {raw.runtime_s:.1f} s"
+                + ("" if raw.termination == Termination.OPTIMAL else f" ({raw.termination})")
+            )
         offer(raw.x)
         exact_end = raw.termination == Termination.OPTIMAL and not relaxed
         if exact_end and raw.bound is None and raw.objective is not None:
