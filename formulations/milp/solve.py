@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -527,7 +527,7 @@ def _full_milp(
         start = None
     lower = st.bound
     loose = loose_columns(mm) if backend != "pyomo" else np.zeros(0, dtype=np.int64)
-    relaxed = False
+    relaxed = False  # the stage running (offer and on_event read it)
 
     def combined(b: float | None) -> float:
         return lower if b is None else max(lower, min(u0, b))
@@ -587,8 +587,11 @@ def _full_milp(
             st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
             st.stats["milp_error"] = 1.0
         st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
-        st.raw = raw
-        if raw.termination != Termination.OPTIMAL:
+        # a relaxation that closed its own gap proved nothing of a plan: if the exact model
+        # gets no time after it, the solve stopped at its limit
+        done = raw.termination == Termination.OPTIMAL
+        st.raw = replace(raw, termination=Termination.TIME_LIMIT) if relaxed and done else raw
+        if not done:
             break
         if st.schedule is not None:  # the exact model starts from the best plan so far
             point = point_from_schedule(mm, st.schedule)
