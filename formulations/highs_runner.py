@@ -63,6 +63,7 @@ HIGHS_TERMINATION: dict[Any, Termination] = {
     _MS.kIterationLimit: Termination.TIME_LIMIT,
     _MS.kSolutionLimit: Termination.TIME_LIMIT,
     _MS.kInterrupt: Termination.INTERRUPTED,
+    _MS.kObjectiveTarget: Termination.INTERRUPTED,  # option objective_target: a caller's stop
     _MS.kInfeasible: Termination.INFEASIBLE,
     _MS.kUnboundedOrInfeasible: Termination.INFEASIBLE,
     _MS.kSolveError: Termination.ERROR,

@@ -121,6 +121,51 @@ def test_a_later_stage_raising_keeps_the_best_plan(monkeypatch: pytest.MonkeyPat
     assert_valid(inst, res.plan)
 
 
+def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # hard_dict(30) has a phase that may pause: HiGHS first gets its hours as continuous with
+    # a target below the plan by the gap; when it stops there the exact model follows and
+    # proves the optimum the plain MILP proves
+    inst = instance_from(hard_dict(30))
+    ref = solve_milp(inst, gap=0.0, time_limit=20, prune=False, warm_start=False)
+    real = milp_solve.solve_highs
+    calls: list[tuple[bool, object]] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> RawSolution:
+        target = kwargs["options"].get("objective_target")
+        calls.append((kwargs.get("continuous") is not None, target))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(milp_solve, "solve_highs", recorded)
+    res = solve_milp(inst, gap=0.0, time_limit=20)
+    assert [relaxed for relaxed, _ in calls] == [True, False]
+    assert calls[0][1] == pytest.approx(res.stats["heuristic"] * (1 - 1e-5))
+    assert calls[1][1] is None
+    assert any("until it held a point below the plan" in n for n in res.notes)
+    assert res.termination == Termination.OPTIMAL
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+    assert_valid(inst, res.plan)
+
+
+def test_a_relaxation_that_ends_the_time_proves_nothing_of_the_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # without a start plan the relaxation "closes its own gap" exactly at the time limit with
+    # a point that is not a plan: no time is left for the exact model, so the solve stopped
+    # at its limit without a plan (not "optimal", not "infeasible")
+    inst = instance_from(hard_dict(30))
+
+    def relaxed_only(lp: Any, left: float, *args: Any, **kwargs: Any) -> RawSolution:
+        assert kwargs.get("continuous") is not None, "the exact model got no time"
+        time.sleep(left)
+        return RawSolution(Termination.OPTIMAL, None, 1.0, 1.0, 0.0, left, "Optimal")
+
+    monkeypatch.setattr(milp_solve, "solve_highs", relaxed_only)
+    res = solve_milp(inst, gap=0.0, time_limit=3, warm_start=False)
+    assert res.plan is None
+    assert res.termination == Termination.TIME_LIMIT and res.status == SolutionStatus.NONE
+    assert "no plan found in time" in res.message
+
+
 def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # with a guard below the reduced model's size no MILP is built: the neighbourhood search
     # works from the incumbent, and the plan is never worse than it

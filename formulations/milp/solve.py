@@ -66,7 +66,7 @@ from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.progress import ProgressFn, Tracker
-from planner.result import Result, Termination, within_gap
+from planner.result import GAP_TOLERANCE, Result, Termination, within_gap
 from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
 
@@ -563,7 +563,7 @@ def _full_milp(
                 st.threads,
                 start,
                 verbose,
-                options=HIGHS_OPTIONS,
+                options=_relaxed_options(st) if relaxed else HIGHS_OPTIONS,
                 on_event=on_event,
                 continuous=loose if relaxed else None,
             )
@@ -571,10 +571,14 @@ def _full_milp(
         st.stats["solve_s"] = st.stats.get("solve_s", 0.0) + raw.runtime_s
         if relaxed:
             st.stats["relaxed_solve_s"] = raw.runtime_s
+            why = {
+                Termination.OPTIMAL: "",
+                Termination.INTERRUPTED: ", until it held a point below the plan by more than "
+                "the gap",
+            }.get(raw.termination, f" ({raw.termination})")
             st.notes.append(
                 f"the MILP with the pausable phases' hours continuous (a relaxation: its bound "
-                f"holds) ran {raw.runtime_s:.1f} s"
-                + ("" if raw.termination == Termination.OPTIMAL else f" ({raw.termination})")
+                f"holds) ran {raw.runtime_s:.1f} s{why}"
             )
         offer(raw.x)
         exact_end = raw.termination == Termination.OPTIMAL and not relaxed
@@ -587,9 +591,12 @@ def _full_milp(
             st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
             st.stats["milp_error"] = 1.0
         st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
-        # a relaxation that closed its own gap proved nothing of a plan: if the exact model
-        # gets no time after it, the solve stopped at its limit
-        done = raw.termination == Termination.OPTIMAL
+        # a relaxation that closed its own gap, or found a point it cannot prove the plan
+        # against, proved nothing of a plan: if the exact model gets no time after it, the
+        # solve stopped at its limit
+        done = raw.termination == Termination.OPTIMAL or (
+            relaxed and raw.termination == Termination.INTERRUPTED
+        )
         st.raw = replace(raw, termination=Termination.TIME_LIMIT) if relaxed and done else raw
         if not done:
             break
@@ -597,6 +604,16 @@ def _full_milp(
             point = point_from_schedule(mm, st.schedule)
             start = None if point is None or mm.lp.violations(point) else point
     return name
+
+
+def _relaxed_options(st: _State) -> dict[str, object]:
+    """HiGHS options for the relaxation: with a plan of cost U, it stops once it holds a
+    point below ``U (1 - gap)``, since its bound can then never prove the plan within the gap
+    and the exact model had better have the time (``objective_target``)."""
+    if st.plan is None:
+        return dict(HIGHS_OPTIONS)
+    u = st.plan.objective
+    return {**HIGHS_OPTIONS, "objective_target": u - (st.gap + GAP_TOLERANCE) * abs(u)}
 
 
 def _search(
