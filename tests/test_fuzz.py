@@ -207,6 +207,21 @@ NAMES: list[str] = [
 SUFFIXES: list[str] = ["2", " ", "🚀", "é", "\u202e", "\x00", ".x"]
 
 
+def as_list(v: Any) -> list[Any]:
+    """``v`` if it is a list, else [] (an earlier mutation may have retyped a section, e.g.
+    ``phases: true``: the later ones then find nothing to change there)."""
+    return v if isinstance(v, list) else []
+
+
+def as_text(old: Any) -> str:
+    """``str(old)``; an integer of more digits than Python converts (4,300) as that many
+    nines, as text (the long fuzz run drew one from the "huge integer" family)."""
+    try:
+        return str(old)
+    except ValueError:
+        return "9" * 5000
+
+
 def retypes(old: Any) -> list[Any]:
     return [
         None,
@@ -222,7 +237,7 @@ def retypes(old: Any) -> list[Any]:
         [old],
         {"k": old},
         "2023-06-05T00:00:00Z",
-        str(old),
+        as_text(old),
     ]
 
 
@@ -313,7 +328,7 @@ def op_rename(draw: Draw, doc: dict[str, Any]) -> str:
         if isinstance(table, dict) and old in table:
             doc[section] = {(new if k == old else k): v for k, v in table.items()}
             return f"rename {section}.{old!r} -> {new!r} (references left)"
-    for p in doc.get("phases") or []:
+    for p in as_list(doc.get("phases")):
         if isinstance(p, dict) and p.get("name") == old:
             p["name"] = new
     return f"rename phase {old!r} -> {new!r} (references left)"
@@ -346,7 +361,8 @@ def _scale_all(node: Any, keys: set[str], factor: float) -> None:
 
 def _per_kwh(doc: dict[str, Any]) -> None:
     """Electricity given in USD/kWh: every series value, band, adder and CSV scale / 1000."""
-    for region in (doc.get("regions") or {}).values():
+    regions = doc.get("regions")
+    for region in regions.values() if isinstance(regions, dict) else []:
         if not isinstance(region, dict):
             continue
         if is_number(region.get("price_adder_usd_per_mwh")):
@@ -598,7 +614,8 @@ def op_long_list(draw: Draw, doc: dict[str, Any]) -> str:
         cap, items = MAX_REGIONS, doc.get("regions")
     else:
         cap, items = OPTION_LISTS[what][0], doc.get("phases")
-    if not items:
+    # an earlier mutation may have retyped them (phases: true): nothing to lengthen
+    if not items or not isinstance(items, dict if what == "regions" else list):
         return f"long {what}: none"
     n = draw(st.sampled_from([cap - 1, cap, cap + 1, 10 * cap, 2000]))
     if what == "phases":
@@ -627,7 +644,7 @@ def op_long_list(draw: Draw, doc: dict[str, Any]) -> str:
 
 def op_all_done(draw: Draw, doc: dict[str, Any]) -> str:
     """Every phase done (a finished campaign): a valid, empty plan."""
-    for p in doc.get("phases") or []:
+    for p in as_list(doc.get("phases")):
         if isinstance(p, dict):
             p["done"] = True
     return "all done"
