@@ -29,7 +29,9 @@ happens later):
    columns came out integral. It stops as soon as it holds a point below the plan by more
    than the gap (HiGHS's ``objective_target``: its bound can then never prove the plan);
    when it stops there, or ends within the gap of its own incumbent, with the plan's gap
-   still open, the exact model gets what is left of the limit. (medium-x4: the
+   still open, the exact model gets what is left of the limit, if that is at least what the
+   relaxation took and :data:`EXACT_MIN_S` (it solves the same root LP again, inside which
+   HiGHS does not stop on time). (medium-x4: the
    relaxation's cut loop proves 0.85% in 35 s, the exact model 1.22% in 60 s.)
    Otherwise (the size guard) and after it, **large-neighbourhood search**
    (:mod:`formulations.milp.neighbourhood`) until the time limit.
