@@ -556,12 +556,11 @@ def _full_milp(
     name = "milp-bound"
     # the relaxation first (pauses continuous), then, if it ends without closing the gap,
     # the exact model with what is left
-    relaxed_s = 0.0
     for relaxed in [True, False] if len(loose) else [False]:
         left = st.left()
         if left <= 0.1 or st.closed:
             break
-        if not relaxed and left < max(EXACT_MIN_S, relaxed_s):
+        if not relaxed and left < max(EXACT_MIN_S, st.stats.get("relaxed_solve_s", 0.0)):
             # the exact model solves the same root LP again, and HiGHS does not stop inside
             # it: with less time than the relaxation took it would overrun the limit
             st.notes.append(f"no time for the exact model after the relaxation ({left:.1f} s)")
@@ -584,7 +583,6 @@ def _full_milp(
             name = "milp-highs"
         st.stats["solve_s"] = st.stats.get("solve_s", 0.0) + raw.runtime_s
         if relaxed:
-            relaxed_s = raw.runtime_s
             st.stats["relaxed_solve_s"] = raw.runtime_s
             why = {
                 Termination.OPTIMAL: "",
