@@ -43,6 +43,7 @@ from planner.costs import (
     weights,
 )
 from planner.instance.model import Instance
+from planner.instance.offers import energy_billing
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region
 from planner.physics import compute, energy, layout, reliability, storage
 from planner.physics.layout import (
@@ -133,6 +134,16 @@ class Config:
     entry: tuple[float, float, float] = (0.0, 0.0, 0.0)
     entry_hours: float = 0.0
     continues: bool = False
+    #: Who pays the power (planner.instance.offers.energy_billing): ``metered`` on top of
+    #: the rental at the region's price, or ``included`` in the rental price (then the
+    #: configuration's power counts in kWh and emissions, not in its energy cost).
+    energy: str = "metered"
+
+    @property
+    def billed_kw(self) -> float:
+        """Facility kW the plan pays for at the electricity price: all of it when the power
+        is metered, none when the rental includes it."""
+        return self.facility_kw if self.energy == "metered" else 0.0
 
     @property
     def total_gpus(self) -> float:
@@ -711,6 +722,8 @@ def _configs_for(
                     g.node_overhead_w,
                 )
                 kw = energy.facility_kw(it_kw, r.effective_pue)
+                billing = energy_billing(r, gname, contract)
+                paid_kw = kw if billing == "metered" else 0.0
                 state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
                 stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
                 one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
@@ -755,8 +768,9 @@ def _configs_for(
                     min_rental_hours=min_h,
                     one_time_usd=one_time,
                     archive_per_h=storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
-                    resume_usd=p.resume_overhead_hours * (rental + kw * mean_price / 1000.0),
+                    resume_usd=p.resume_overhead_hours * (rental + paid_kw * mean_price / 1000.0),
                     term=term,
+                    energy=billing,
                 )
 
 

@@ -13,7 +13,8 @@ expected failures per running hour ``f = lambda / (1 - lambda L)`` (``Config.fai
 the SLA share and multiplier. In hour t of region r with price ``p_t`` (USD/MWh) and carbon
 intensity ``ci_t`` (gCO2/kWh):
 
-- energy      ``E_t = kW p_t / 1000``
+- energy      ``E_t = kW_paid p_t / 1000`` (``kW_paid`` = kW when the offer meters power, 0
+  when its rental includes it; the kWh and emissions count every kW)
 - failure     ``F_t = f (L (rho + E_t) - share min(m D, L) rho)`` (the SLA credit refunds at
   most the rental the failure lost)
 - carbon      ``C_t = kW ci_t / 1e6`` tonnes, priced at ``carbon_usd_per_tonne``
@@ -176,8 +177,10 @@ def term_hours(inst: Instance, c: Config) -> tuple[int, int] | None:
 
 
 def energy_usd(c: Config, price: np.ndarray) -> np.ndarray:
-    """``E_t = kW x price_t / 1000`` (USD/MWh to USD/kWh)."""
-    return c.facility_kw * price / 1000.0
+    """``E_t = kW_paid x price_t / 1000`` (USD/MWh to USD/kWh), ``kW_paid`` the facility kW
+    when the offer meters power and 0 when its rental includes it (:attr:`Config.billed_kw`;
+    docs/cost-model.md, "Who pays the power")."""
+    return c.billed_kw * price / 1000.0
 
 
 def sla_credit_h(c: Config) -> float:
@@ -222,7 +225,7 @@ class HourlyTerms:
     ``fixed + per_mwh x price_t + per_gco2 x ci_t``:
 
     - ``fixed = rental(mode) + w_s storage + w_f f (L - share min(m D, L)) rho``
-    - ``per_mwh = kW (w_e + w_f f L) / 1000``
+    - ``per_mwh = kW_paid (w_e + w_f f L) / 1000`` (0 when the rental includes the power)
     - ``per_gco2 = w_c carbon_usd_per_tonne kW / 1e6``.
 
     ``fixed`` (and ``per_mwh``, through a spot preemption rate) are arrays over the horizon
@@ -261,7 +264,7 @@ def hourly_terms(inst: Instance, c: Config, w: Weights, mode: RentalMode = "bill
         fixed=rental_per_hour(inst, c, w, mode, rho)
         + w.storage * c.storage_per_h
         + w.failure * fail_fixed * rho,
-        per_mwh=c.facility_kw * (w.energy + w.failure * lam * c.loss_h) / 1000.0,
+        per_mwh=c.billed_kw * (w.energy + w.failure * lam * c.loss_h) / 1000.0,
         per_gco2=w.carbon * inst.spec.objective.carbon_usd_per_tonne * c.facility_kw / 1e6,
     )
 
@@ -464,12 +467,10 @@ class Migration:
 
 
 def _held(inst: Instance, c: Config, hours: float) -> Migration:
-    """c's GPUs held ``hours`` without progress: rental ``hours x rho`` and power
-    ``hours x kW x mean(price) / 1000`` (as a resume is costed)."""
+    """c's GPUs held ``hours`` without progress: rental ``hours x rho`` and the power it pays
+    for, ``hours x kW_paid x mean(price) / 1000`` (as a resume is costed)."""
     mean_price = float(np.mean(inst.price[c.region]))
-    return Migration(
-        hours * c.rental_per_h, hours * c.facility_kw * mean_price / 1000.0, 0.0, hours
-    )
+    return Migration(hours * c.rental_per_h, hours * c.billed_kw * mean_price / 1000.0, 0.0, hours)
 
 
 def leave_cost(inst: Instance, a: Config) -> Migration:
@@ -732,6 +733,7 @@ def _info(inst: Instance, c: Config, n: int, failure_usd: float) -> dict[str, ob
         "compute_hours": round(c.compute_hours, 6),
         "work_hours": round(c.work_hours, 6),
         "facility_kw": round(c.facility_kw, 4),
+        "energy": c.energy,
         "checkpoint": c.checkpoint,
         "checkpoint_gb": round(checkpoint_gb_of(inst, p, lay.precision), 3),
         "checkpoint_stall_s": round(c.checkpoint_write_s, 6),

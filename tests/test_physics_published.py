@@ -10,14 +10,18 @@ import math
 
 import pytest
 
-from planner.physics import compute, energy, reliability, storage
+from planner.physics import compute, energy, memory, reliability, storage
 from planner.physics.architecture import (
     Architecture,
+    attention_width,
     narayanan_training_days,
     param_counts,
     training_flops_per_token,
 )
+from planner.physics.layout import LayoutChoice
+from planner.physics.memory import activation_terms
 from planner.physics.presets import preset_architecture
+from planner.physics.transformer import dims
 
 A100_BF16 = 312.0  # NVIDIA A100 datasheet, dense bf16 TFLOPS
 H100_BF16 = 989.4  # NVIDIA Hopper whitepaper, dense bf16 TFLOPS (H100 SXM)
@@ -297,3 +301,81 @@ def test_old_model_lost_most_of_the_run() -> None:
     # No failures: never checkpoint, nothing lost.
     none = reliability.failure_outcome(100.0, 8, 0.0, 10.0, 0.2)
     assert none.failures == 0 and none.lost_hours == 0 and math.isinf(none.interval_s)
+
+
+# ----------------------------------------------------------------------------- issue 24
+
+
+def test_deepseek_v3_flops_per_token_at_4k_counts_values_at_their_own_width() -> None:
+    # Zhao et al. 2025, "Insights into DeepSeek-V3: Scaling Challenges and Reflections on
+    # Hardware for AI Architectures" (ISCA 2025, arXiv:2505.09343) Table 2: DeepSeek-V3
+    # costs 250 GFLOPs per training token at sequence length 4096. 6N with N = the active
+    # parameters without the input lookup, 36,625,618,432 (README_WEIGHTS: 36.6B incl. the
+    # 0.9B output head): 219.754 GFLOPs; the attention products under Kaplan's convention,
+    # 6 L s d_attn with d_attn the mean of the query/key width 128 x (128 + 64) = 24,576 and
+    # the value width 128 x 128 = 16,384: 6 x 61 x 4096 x 20,480 = 30.702 GFLOPs: 250.46.
+    a = preset_architecture("deepseek-v3")
+    got = training_flops_per_token(a, 4096, "kaplan")
+    assert got == pytest.approx(219.754e9 + 30.702e9, rel=1e-4)
+    assert got == pytest.approx(250e9, rel=0.002)
+    # Counting the values at the query/key width (the old formula) gave 256.6: 2.6% high.
+    old = training_flops_per_token(a, 4096, "6nd") + 6 * 61 * 4096 * 128 * 192
+    assert old / 1e9 == pytest.approx(256.6, abs=0.05)
+    # Without MLA both widths are the head size: Llama 3.1 405B's d_attn stays 128 x 128.
+    assert attention_width(preset_architecture("llama-3.1-405b")) == 128 * 128
+
+
+def test_activations_per_architecture_from_their_own_terms() -> None:
+    # The GPT block (GPT-3's preset: plain MLP 4h, multi-head attention, dropout) gives back
+    # Korthikanti et al. 2022's 34 s b h and 5 a s per layer (their §4.1), 10 h of it whole
+    # under plain tensor parallelism (Table 2).
+    g = activation_terms(dims(None, None, None, None, 2048, 50257, arch=gpt3()))
+    h = 12288
+    assert (g.whole, g.split, g.scores, g.layer_input) == (10 * h, 24 * h, 5.0, 2 * h)
+    # Llama 3.1 405B (h = 16384, 128 query heads and 8 key/value heads of 128, SwiGLU FFN
+    # 53,248, no dropout): norms 4h + QKV and MLP inputs 4h whole = 8h; Q 2h, K and V
+    # 2 x 2 x 8 x 128 = h/4, output projection input 2h: 4.25h; gate, up and product
+    # 3 x 2 x 53,248 = 19.5h; 31.75 h in all (GPT's 34 h would count a 4h MLP with dropout).
+    m = dims(None, None, None, None, 8192, 128256, arch=preset_architecture("llama-3.1-405b"))
+    t = activation_terms(m)
+    h = 16384
+    assert t.whole == 8 * h and t.split == pytest.approx(23.75 * h) and t.scores == 2.0
+    # DeepSeek-V3's MoE layer: 8 routed experts each take the token (2h), store SwiGLU's 6 x
+    # 2048 and their output (2h), the shared expert 6 x 2048: 8 x (4 x 7168 + 12,288) + 12,288
+    # = 339,968 bytes per token against the dense layer's 6 x 18,432 = 110,592.
+    ds = activation_terms(
+        dims(None, None, None, None, 4096, 129280, arch=preset_architecture("deepseek-v3"))
+    )
+    mla = 2 * 128 * (2 * 192 + 2 * 128)  # Q and K at 192 per head, V and output at 128
+    assert ds.split == pytest.approx(mla + 8 * (4 * 7168 + 6 * 2048) + 6 * 2048)
+    # latents 4 x (1536 + 512) + 2 x 64 and the router's fp32 scores 4 x 256, whole
+    assert ds.whole == pytest.approx(8 * 7168 + 4 * (1536 + 512) + 2 * 64 + 4 * 256)
+
+
+def gpt3() -> Architecture:
+    return preset_architecture("gpt-3-175b")
+
+
+def test_llama3_405b_published_8k_layout_fits_in_80gb_without_recomputation() -> None:
+    # Llama Team 2024 (Llama 3) §3.3.2 and Table 4: 405B on 8,192 H100-80GB with TP 8,
+    # CP 1, PP 16, DP 64, 8K sequences, micro-batch 1, FSDP sharding optimizer states and
+    # gradients (ZeRO-2: "we shard optimizer states and gradients, but for model shards we
+    # do not reshard after forward"), and "we could pre-train Llama 3 on 8K sequences
+    # without activation checkpointing". With its own terms (31.75 s b h / t per layer:
+    # 8192 x 16384 x 31.75 / 8 = 532.7 MB) and the short stages first (112 layers' worth on
+    # the most loaded stage): 59.66 GB of activations; states of 8 layers / tp 8 = 3.19e9
+    # parameters, 2 bytes whole and 14 / 64 sharded: 7.15 GB; (59.66 + 7.15) x 1.05 + 1.5
+    # = 71.65 GB, inside the default usable share of an 80 GiB H100 (0.90 x 85.90 = 77.31).
+    m = dims(None, None, None, None, 8192, 128256, arch=preset_architecture("llama-3.1-405b"))
+    lay = LayoutChoice("bf16", 2, "none", 8, 16)
+    mem = memory.layout_memory_per_gpu(
+        m, (80, "GiB"), lay, 64, (1, True, 0.0, 1.0), memory.MemoryAllowances()
+    )
+    assert mem.activations_gb == pytest.approx(112 * 8192 * 16384 * 31.75 / 8 / 1e9)
+    assert mem.activations_gb == pytest.approx(59.66, abs=0.01)
+    assert mem.model_states_gb == pytest.approx(7.15, abs=0.01)
+    assert mem.total_gb == pytest.approx(71.65, abs=0.01)
+    assert mem.fits and mem.capacity_gb == pytest.approx(0.90 * 85.899, abs=0.01)
+    # The GPT block's 34 s b h on 128 layers' worth (the old accounting) needed 85.7 GB.
+    old = 128 * 8192 * 16384 * 34 / 8 / 1e9
+    assert (old + 7.15) * 1.05 + 1.5 == pytest.approx(85.7, abs=0.05)

@@ -69,10 +69,10 @@ def link_gb_per_s(inst: Instance, src: str, dst: str) -> float:
 
 
 def _held(inst: Instance, f: PhaseFacts, region: str, hours: float) -> Move:
-    """GPUs held without progress for ``hours``: rental ``hours x rho`` and power ``hours x kW
-    x mean(price) / 1000``."""
+    """GPUs held without progress for ``hours``: rental ``hours x rho`` and the power paid,
+    ``hours x kW_paid x mean(price) / 1000`` (0 when the rental includes the power)."""
     mean_price = float(np.mean(inst.price[region]))
-    return Move(hours * f.rental_per_h, hours * f.facility_kw * mean_price / 1000.0, 0.0, hours)
+    return Move(hours * f.rental_per_h, hours * f.paid_kw * mean_price / 1000.0, 0.0, hours)
 
 
 def migration(
@@ -129,7 +129,8 @@ def phase_costs(
       ``sum_{k in B} g rho_{kg} + max(0, min_rental_hours - |B| g) x rho`` (``max(|B| g,
       min_rental_hours) x ρ`` at a constant price); reserved ``n x (gpus + spare_gpus) x
       licence`` (the pool itself is paid at plan level);
-    - energy: ``Σ_{t∈H} kW x price_t / 1000``;
+    - energy: ``Σ_{t∈H} kW_paid x price_t / 1000``, kW_paid = kW when the offer meters power
+      and 0 when its rental includes it (kWh and emissions count every kW);
     - failure: ``Σ_{t∈H} λ_t (L (ρ_t + kW price_t / 1000) - share x min(mult x D, L) x ρ_t)``
       (the SLA credit refunds at most the rental lost, :func:`sla_credit_h`), plus
       ``(runs - 1) x resume cost`` per segment for a preemptible phase;
@@ -154,7 +155,7 @@ def phase_costs(
         price = inst.price[e.region][H]
         assert f.rental_t is not None and f.failure_t is not None
         rho, lam = f.rental_t[H], f.failure_t[H]
-        energy_t = f.facility_kw * price / 1000.0
+        energy_t = f.paid_kw * price / 1000.0  # 0 when the rental includes the power
         costs["rental"] += _rental(e, f, H, p)
         costs["energy"] += float(np.sum(energy_t))
         costs["failure"] += float(

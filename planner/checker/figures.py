@@ -107,6 +107,15 @@ def check_figures(ent: Entry, f: PhaseFacts, failure_usd: float | None) -> list[
         tol = 10.0 ** -DIGITS[key] + 1e-6 * abs(want)
         if not (math.isfinite(got) and abs(got - want) <= tol):
             out.append(_differs(ent.name, key, got, want))
+    stated = info.get("energy")
+    if stated is not None and stated != f.energy:
+        out.append(
+            Violation(
+                "figure",
+                ent.name,
+                f"info.energy: the plan states {stated!r} but the offer's power is {f.energy!r}",
+            )
+        )
     return out
 
 

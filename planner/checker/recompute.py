@@ -167,6 +167,19 @@ def offer_terms(
     return price, o.billing_granularity_hours, o.min_rental_hours, preempt
 
 
+def power_billing(inst: Instance, region: str, gpu: str, contract: str) -> str:
+    """Who pays the power of an offer (docs/cost-model.md, "Who pays the power"): the
+    offer's ``energy`` when given; otherwise ``included`` at a cloud site (``site: cloud``,
+    or no ``site`` and a ``cloud`` named) and ``metered`` at any other."""
+    r = inst.region(region)
+    offers = r.offers.get(gpu)
+    offer = None if offers is None else getattr(offers, contract, None)
+    if offer is not None and offer.energy is not None:
+        return str(offer.energy)
+    site = r.site if r.site is not None else ("cloud" if r.cloud else "colocation")
+    return "included" if site == "cloud" else "metered"
+
+
 def one_value(values: np.ndarray) -> float:
     """A series as one number where one is needed (Daly's interval, resume and migration
     time, owed minimum rental): its value when constant, else its mean over the horizon."""
@@ -242,6 +255,10 @@ class PhaseFacts:
     #: Hours to read the checkpoint from the tier, sharded over the nodes (a migration's).
     read_h: float = 0.0
     term: str = ""
+    #: Facility kW the plan pays at the electricity price: ``facility_kw`` when the offer
+    #: meters power, 0 when its rental includes it (``energy``).
+    paid_kw: float = 0.0
+    energy: str = "metered"
 
     @property
     def effective_training_time(self) -> float:
@@ -448,6 +465,8 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
         + (nodes + spare / gpn) * g.node_overhead_w
     )
     kw = watts / 1000.0 * r.effective_pue
+    billing = power_billing(inst, e.region, e.gpu, e.contract)
+    paid_kw = kw if billing == "metered" else 0.0
     storage_h = (
         (inst.spec.storage.retention * ck + p.data.size_gb)
         * tier.usd_per_gb_month
@@ -459,7 +478,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     share = sla.provider_fault_share if (sla is not None and e.contract != "spot") else 0.0
     mult = sla.credit_multiplier if sla is not None else 0.0
     mean_price = float(np.mean(inst.price[e.region]))
-    resume = p.resume_overhead_hours * (rental + kw * mean_price / 1000.0)
+    resume = p.resume_overhead_hours * (rental + paid_kw * mean_price / 1000.0)
     return PhaseFacts(
         phase=p.name,
         train=train,
@@ -503,6 +522,8 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
         failure_t=failure_t,
         read_h=ck / read_bw / 3600.0,
         term=e.term,
+        paid_kw=paid_kw,
+        energy=billing,
     )
 
 

@@ -420,6 +420,13 @@ def estimate_command(
         str | None,
         typer.Option(help="Model-state accounting: zero, megatron or deepspeed (default: zero)."),
     ] = None,
+    headroom: Annotated[
+        float | None,
+        typer.Option(
+            help="Share of GPU memory kept free: plans fill at most 1 - headroom (default: "
+            "0.10; memory.headroom in docs/instance-format.md says why)."
+        ),
+    ] = None,
     power_load: Annotated[
         float | None,
         typer.Option(help="GPU power as a share between idle and board power (default: 0.9)."),

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.instance.errors import FieldError
-from planner.instance.schema import InstanceSpec, Reserved, Series
+from planner.instance.schema import InstanceSpec, Region, Reserved, Series
 from planner.instance.series import SeriesError, resolve_series
 
 #: Contracts an offer may carry, in the order configurations are enumerated.
@@ -29,6 +29,29 @@ CONTRACTS = ("on_demand", "spot", "reserved")
 
 #: (region, GPU type, contract, term): term is "" except for a reserved offer's named terms.
 RateKey = tuple[str, str, str, str]
+
+
+def site_of(region: Region) -> str:
+    """The kind of site a region is: its ``site``, else ``cloud`` when it names a ``cloud``,
+    else ``colocation``."""
+    if region.site is not None:
+        return region.site
+    return "cloud" if region.cloud else "colocation"
+
+
+def energy_billing(region: Region, gpu: str, contract: str) -> str:
+    """Who pays the power of a (region, GPU type) offer under a contract: the offer's
+    ``energy``, else by the site (:func:`site_of`): a cloud's price includes it
+    (``included``), a colocation site, a compute-leasing platform and one's own cluster bill
+    it on top at the region's electricity price (``metered``). Included power still counts
+    in a plan's kWh and emissions, not in its bill (docs/cost-model.md, "Who pays the
+    power")."""
+    offers = region.offers.get(gpu)
+    offer = None if offers is None else getattr(offers, contract, None)
+    given = None if offer is None else offer.energy
+    if given is not None:
+        return str(given)
+    return "included" if site_of(region) == "cloud" else "metered"
 
 
 def reference(values: np.ndarray) -> float:

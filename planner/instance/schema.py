@@ -321,11 +321,22 @@ class GpuType(Strict):
 #: negative values are refused.
 Rate = NonNegFloat | Series
 
+#: Who pays the power an offer's GPUs draw: ``included`` in the rental price (a hyperscaler's
+#: on-demand, spot and reserved prices), or ``metered`` on top of it at the region's
+#: electricity price (a colocation site, a compute-leasing platform, one's own cluster).
+EnergyBilling = Literal["metered", "included"]
+#: What kind of site a region is; it sets the default of its offers' ``energy``
+#: (planner.instance.offers.energy_billing): ``cloud`` includes power in the rental, the
+#: others meter it.
+SiteKind = Literal["cloud", "colocation", "own", "leasing"]
+
 
 class OnDemand(Strict):
     usd_per_gpu_hour: Rate
     billing_granularity_hours: PosInt = 1
     min_rental_hours: NonNegInt = 0
+    energy: EnergyBilling | None = None
+    zone: Name | None = None
 
 
 class Spot(Strict):
@@ -333,6 +344,8 @@ class Spot(Strict):
     preemptions_per_hour: Rate = 0.01
     billing_granularity_hours: PosInt = 1
     min_rental_hours: NonNegInt = 0
+    energy: EnergyBilling | None = None
+    zone: Name | None = None
 
 
 def _not_a_bool(v: object) -> object:
@@ -367,6 +380,7 @@ class Reserved(Strict):
     min_gpus: NonNegInt = 0
     max_gpus: NonNegInt | None = None
     terms: tuple[ReservedTerm, ...] = ()
+    energy: EnergyBilling | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Reserved:
@@ -443,6 +457,9 @@ class Region(Strict):
     sla: Sla | None = None
     cloud: Name | None = None
     cloud_region: Name | None = None
+    #: What kind of site this is (default: ``cloud`` when ``cloud`` is given, else
+    #: ``colocation``): a cloud's offers include power in their price, the others meter it.
+    site: SiteKind | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Region:
@@ -495,6 +512,7 @@ class ModelSpec(Strict):
     norm: Literal["layernorm", "rmsnorm"] | None = None
     linear_bias: bool | None = None
     qkv_bias: bool | None = None
+    dropout: bool | None = None
     moe: MoE | None = None
     mla: MLA | None = None
 
@@ -938,18 +956,30 @@ class StoragePolicy(Strict):
     archive: Literal["cheapest", "hottest"] = "cheapest"
 
 
+#: Share of a GPU's memory plans keep free (``memory.headroom``): the usable share is 90%.
+#: PyTorch's caching allocator strands memory beyond what the tensors take: GMLake (Guo et
+#: al., ASPLOS 2024, arXiv:2401.08156) measured 9.2 GB on average (up to 25 GB) of an 80 GB
+#: A100 across eight LLM fine-tunes, and NCCL communicators, cuBLAS workspaces and the CUDA
+#: context grow with the streams and groups a job creates. With ``fragmentation`` (5% of the
+#: tensors) this keeps about the 15% GMLake recovered on average.
+DEFAULT_HEADROOM = 0.10
+
+
 class MemoryPolicy(Strict):
     """How memory is counted: the accounting ``convention`` of the model states (``zero``:
     the ZeRO paper's 2 + 2 + 12 bytes per parameter; ``megatron``: fp32 gradient accumulation,
     2 + 4 + 12; ``deepspeed``: its estimators' extra fp32 gradient copy, planner.physics.memory
     .state_bytes_per_param), and allowances on top of model states and activations: CUDA
     context, NCCL and library workspaces (``buffer_gb``), allocator fragmentation, and
-    headroom kept free on the GPU."""
+    headroom kept free on the GPU: a plan fills at most ``1 - headroom`` of a GPU's memory
+    (the usable share; :data:`DEFAULT_HEADROOM` with its source)."""
 
     convention: MemoryConvention = "zero"
     buffer_gb: NonNegFloat = 1.5
     fragmentation: Fraction = 0.05
-    headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False), Number] = 0.05
+    headroom: Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False), Number] = (
+        DEFAULT_HEADROOM
+    )
 
 
 class Family(Strict):

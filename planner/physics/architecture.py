@@ -87,7 +87,7 @@ class Architecture:
     linear, tied input/output embeddings. Llama-style models set ``gated_mlp`` (SwiGLU, Shazeer
     2020: gate, up and down matrices), ``kv_heads`` (grouped-query attention, Ainslie et al.
     2023), ``position="rope"``, ``norm="rmsnorm"``, ``linear_bias=False`` and
-    ``tied_embeddings=False``."""
+    ``tied_embeddings=False`` and train without ``dropout``."""
 
     layers: int
     hidden: int
@@ -103,6 +103,9 @@ class Architecture:
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     linear_bias: bool = True
     qkv_bias: bool | None = None
+    #: Dropout in training (the GPT block's; Llama, Mistral, Qwen and DeepSeek train without):
+    #: it changes the activations stored, not the parameters.
+    dropout: bool = True
     moe: MoE | None = None
     mla: MLA | None = None
 
@@ -163,6 +166,7 @@ OPTIONAL_ARCHITECTURE_FIELDS: tuple[str, ...] = (
     "norm",
     "linear_bias",
     "qkv_bias",
+    "dropout",
 )
 
 
@@ -312,12 +316,19 @@ def largest_layer_params(a: Architecture, tp: int = 1) -> int:
 # ----------------------------------------------------------------------------- FLOPs
 
 
-def attention_width(a: Architecture) -> int:
-    """Width of the attention score and value products per token: heads x head dim for the
-    query-key product (MLA: qk_nope + qk_rope per head)."""
+def attention_width(a: Architecture) -> float:
+    """Width of the attention products per token, d_attn: the mean of the query-key width
+    and the value width, heads x (d_qk + d_v) / 2. The scores Q K^T take d_qk per head and
+    the weighted sum of the values d_v per head; they are equal (heads x head dim) except
+    under multi-head latent attention, whose queries and keys carry qk_nope + qk_rope = 192
+    dimensions per head and its values v_head_dim = 128 (DeepSeek-V3). Counting the values at
+    the query/key width gave DeepSeek-V3 256.6 GFLOPs per token at 4K under ``kaplan``,
+    against the published 250 (Zhao et al. 2025, "Insights into DeepSeek-V3", ISCA 2025,
+    arXiv:2505.09343, Table 2)."""
     if a.mla is not None:
-        return a.heads * (a.mla.qk_nope_head_dim + a.mla.qk_rope_head_dim)
-    return a.heads * a.hd
+        m = a.mla
+        return a.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) / 2.0
+    return float(a.heads * a.hd)
 
 
 def training_flops_per_token(
@@ -335,7 +346,8 @@ def training_flops_per_token(
       1.72M GPU-hours at 43.5% of A100 bf16 peak, tests/test_physics_published.py), so an MFU
       read from a paper reproduces that paper's time only under the same convention.
     - ``"kaplan"``: 6 N + 6 L s d_attn (Kaplan et al. 2020 Table 1: forward
-      2N + 2 n_layer n_ctx d_attn, backward twice the forward).
+      2N + 2 n_layer n_ctx d_attn, backward twice the forward; d_attn the mean of the
+      query-key and value widths, :func:`attention_width`).
     - ``"palm"``: 6 N + 12 L H Q T (Chowdhery et al. 2022, PaLM, Appendix B: H heads of size
       Q, sequence T; the QK^T and AV products counted in full).
     - ``"megatron"``: Narayanan et al. 2021 eq. (3) per token without recomputation:

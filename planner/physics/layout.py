@@ -55,18 +55,29 @@ class Layout(LayoutChoice):
 
 
 def stage_layers(layers: int, pp: int) -> tuple[int, ...]:
-    """Layers per pipeline stage when ``pp`` does not divide ``layers``: the first
-    ``layers mod pp`` stages take ceil(L/p) layers, the others floor(L/p). Llama 3 405B ran
-    126 layers on PP16 (Llama Team 2024, §3.3.2: one layer fewer on the first and the last
-    stage, which also hold the embedding and the output layer; quoted from memory of the
-    paper); here 14 stages of 8 and 2 of 7. Either way the most loaded stage holds
-    ceil(126/16) = 8 layers, which is what memory and time depend on."""
+    """Layers per pipeline stage when ``pp`` does not divide ``layers``, placed to balance
+    memory: the first ``pp - layers mod pp`` stages take floor(L/p) layers, the last
+    ``layers mod pp`` take ceil(L/p). Under 1F1B the first stage holds the most micro-batches
+    in flight (stage i holds p - i), so the short stages go first (Llama Team 2024, §3.3.2,
+    balances the pipeline's memory by removing a layer from the first stage, and one from
+    the last for its output layer). Llama 3 405B's 126 layers on PP16: two stages of 7, then
+    14 of 8. The most loaded stage in time holds ceil(L/p) layers (:func:`max_stage_layers`);
+    the most loaded in activations :func:`held_layers`."""
     if pp < 1 or layers < 1:
         raise ValueError("layers and pp must be positive")
     if pp > layers:
         raise ValueError(f"pp ({pp}) exceeds the layers ({layers}): a stage would be empty")
     q, r = divmod(layers, pp)
-    return tuple(q + 1 if i < r else q for i in range(pp))
+    return tuple(q if i < pp - r else q + 1 for i in range(pp))
+
+
+def held_layers(layers: int, pp: int) -> int:
+    """Layers' worth of activations the most loaded stage keeps under 1F1B: stage i holds
+    p - i micro-batches of its l_i layers (Narayanan et al. 2021 §2.2.1: the first stage p
+    in flight), so ``max_i (p - i) l_i`` over :func:`stage_layers`: L when p divides L, else
+    ``max(p floor(L/p), (L mod p) ceil(L/p))`` (126 layers on PP16: max(16 x 7, 14 x 8)
+    = 112, not 16 x 8 = 128)."""
+    return max((pp - i) * n for i, n in enumerate(stage_layers(layers, pp)))
 
 
 def max_stage_layers(layers: int, pp: int) -> int:

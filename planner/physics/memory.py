@@ -11,8 +11,8 @@ from typing import Any, Literal, get_args
 
 from planner.physics.layout import (
     LayoutChoice,
+    held_layers,
     interleaved_activation_factor,
-    max_stage_layers,
     params_per_rank,
 )
 from planner.physics.transformer import ModelDims
@@ -86,6 +86,100 @@ def model_state_bytes(*args: Any, **options: Any) -> float:
     return model_state_breakdown(*args, **options).gpu_bytes
 
 
+@dataclass(frozen=True)
+class ActivationTerms:
+    """Activation bytes one layer stores per token for the backward pass, 16-bit elements
+    (Korthikanti et al. 2022 §4.1 count them tensor by tensor; the GPT block's are
+    :data:`GPT_BLOCK`):
+
+    - ``whole``: what plain tensor parallelism keeps whole on every rank (the two norms'
+      inputs, the inputs of the QKV and first MLP projections, the dropout masks) and
+      sequence parallelism splits by t;
+    - ``split``: what tensor parallelism splits by t (queries, keys, values, the output
+      projection's input, the MLP's inner activations, an MoE layer's dispatched tokens);
+    - ``scores``: bytes per head and key position of the attention scores when they are
+      materialised (no FlashAttention): softmax output 2, with dropout also its mask 1 and
+      output 2 (Korthikanti's 5 a s);
+    - ``layer_input``: what full recomputation keeps (the layer's input, 2 h).
+
+    Multiplied by the layer's hidden size factor in :func:`activation_terms`; bytes per token,
+    so a layer stores ``s b x terms`` per micro-batch."""
+
+    whole: float
+    split: float
+    scores: float
+    layer_input: float
+
+
+def _gpt_terms(h: float) -> ActivationTerms:
+    """Korthikanti et al. 2022 §4.1, the GPT block: attention 11 s b h + 5 a s^2 b (QKV input
+    2, Q and K 4, V 2, output projection input 2, dropout mask 1), MLP 19 s b h (input 2,
+    GeLU input 8, GeLU output 8, dropout mask 1), the two LayerNorms' inputs 4: 34 s b h, of
+    which 10 s b h stay whole under plain tensor parallelism (their Table 2)."""
+    return ActivationTerms(whole=10.0 * h, split=24.0 * h, scores=5.0, layer_input=2.0 * h)
+
+
+def activation_terms(m: ModelDims) -> ActivationTerms:
+    """The activation bytes per token of one layer from the architecture's own terms, counted
+    tensor by tensor as Korthikanti et al. 2022 §4.1 count the GPT block (which they
+    reproduce for a GPT architecture: 34 h and 5 a s):
+
+    - norms: their two inputs, 2 h each (whole);
+    - attention: the QKV projection's input 2 h (whole); Q 2 a d_qk, K 2 k d_qk, V 2 k d_v
+      with k the key/value heads (grouped-query attention keeps k < a of them: Ainslie et al.
+      2023), the output projection's input 2 a d_v (split); under multi-head latent attention
+      (DeepSeek-V2 §2.1) keys and values are expanded per head (k = a) and the compressed
+      latents are kept too, 4 (q_lora + kv_lora) + 2 d_rope (whole: the down-projections are
+      not split by tensor parallelism);
+    - MLP: its input 2 h (whole); a plain MLP stores its activation's input and output, 2 f
+      each (Korthikanti's GeLU 8 h + 8 h with f = 4 h); a gated MLP (SwiGLU, Shazeer 2020)
+      the gate and up projections and their product, 6 f (Megatron-LM's fused SwiGLU keeps
+      its input, 4 f, and the down projection its input, 2 f);
+    - mixture of experts: each of the top-k experts receives a copy of the token, 2 h, and
+      stores its inner activations; the weighted combine keeps each expert's output, 2 h; the
+      router's fp32 scores 4 x experts (whole); shared experts as dense MLPs of their size;
+    - dropout (``Architecture.dropout``; the GPT block's 0.1, none in Llama, Mistral, Qwen and
+      DeepSeek): a 1-byte mask after attention and after the MLP, h each (whole), and the
+      scores' mask and output.
+
+    A model with MoE and dense layers takes the larger of the two layers' terms (the most
+    loaded stage may hold either). A model known only by (L, h, a) is the GPT block."""
+    a = m.arch
+    if a is None:
+        return _gpt_terms(float(m.hidden))
+    h = float(a.hidden)
+    drop = 1.0 if a.dropout else 0.0
+    whole = 4.0 * h + 2.0 * h + 2.0 * h + 2.0 * drop * h  # norms, QKV and MLP inputs, masks
+    if a.mla is not None:
+        ml = a.mla
+        qk = float(ml.qk_nope_head_dim + ml.qk_rope_head_dim)
+        attn = 2.0 * a.heads * (2.0 * qk + 2.0 * ml.v_head_dim)  # Q, K, V, output input
+        whole += 4.0 * (ml.q_lora_rank + ml.kv_lora_rank) + 2.0 * ml.qk_rope_head_dim
+    else:
+        attn = 2.0 * a.hd * (2.0 * a.heads + 2.0 * a.kv)  # Q, K, V at d, output input
+
+    def inner(f: float) -> float:
+        return (6.0 if a.gated_mlp else 4.0) * f
+
+    dense = inner(float(a.ffn))
+    mlp = dense if a.dense_layers else 0.0
+    if a.moe is not None and a.moe_layers:
+        mo = a.moe
+        routed = mo.top_k * (2.0 * h + inner(float(mo.expert_ffn)) + 2.0 * h)
+        shared = mo.shared_experts * inner(float(mo.shared_ffn or mo.expert_ffn))
+        whole_moe = 4.0 * mo.experts
+        if routed + shared + whole_moe > mlp:
+            mlp = routed + shared
+            whole += whole_moe
+    return ActivationTerms(
+        whole=whole, split=attn + mlp, scores=5.0 if a.dropout else 2.0, layer_input=2.0 * h
+    )
+
+
+#: The GPT block's terms at h = 1 (Korthikanti's 10 + 24 = 34 and 5 a s).
+GPT_BLOCK = _gpt_terms(1.0)
+
+
 def activation_bytes_per_layer(
     s: int,
     b: int,
@@ -98,6 +192,7 @@ def activation_bytes_per_layer(
     *,
     sequence_parallel: bool | None = None,
     cp: int = 1,
+    terms: ActivationTerms | None = None,
 ) -> float:
     """Activation bytes stored per transformer layer per micro-batch on one GPU.
 
@@ -123,16 +218,20 @@ def activation_bytes_per_layer(
 
     Context parallelism ``cp`` splits the sequence: s -> s / cp in every term (Megatron-Core
     context parallelism; the attention-score term, quadratic in s, shrinks by cp^2 per rank
-    only for the local block and is counted here as (s / cp)^2)."""
+    only for the local block and is counted here as (s / cp)^2).
+
+    ``terms`` replaces the GPT block's 10 h / 24 h / 5 a s / 2 h with an architecture's own
+    (:func:`activation_terms`; ``h`` then only scales nothing)."""
     scale = elem_bytes / 2.0
     s_loc = s / cp
     sp = (tp > 1) if sequence_parallel is None else (sequence_parallel or tp == 1)
-    attn = 0.0 if (flash or recompute == "selective") else 5.0 * a * s_loc / h
+    t = terms if terms is not None else _gpt_terms(float(h))
+    attn = 0.0 if (flash or recompute == "selective") else t.scores * a * s_loc
     if recompute == "full":
-        return scale * 2.0 * s_loc * b * h / (tp if sp else 1)
+        return scale * s_loc * b * t.layer_input / (tp if sp else 1)
     if sp:
-        return scale * s_loc * b * h * (34.0 / tp + attn / tp)
-    return scale * s_loc * b * h * (10.0 + 24.0 / tp + attn / tp)
+        return scale * s_loc * b * (t.whole + t.split + attn) / tp
+    return scale * s_loc * b * (t.whole + (t.split + attn) / tp)
 
 
 def activation_bytes(
@@ -152,14 +251,17 @@ def activation_bytes(
     """Activation bytes on the most loaded GPU: the first pipeline stage under 1F1B holds p
     micro-batches of L/p layers each, i.e. L layers' worth (Korthikanti et al. 2022, §4.2.3),
     plus the embedding/output terms 4 s b h / t (1 + V / h) (their eq. 6, last stage).
+    Per layer the architecture's own terms (:func:`activation_terms`: grouped-query
+    attention's fewer keys and values, gated MLPs, MoE dispatch, MLA latents, dropout or not).
 
     Forward-only phases keep one layer's activations at a time (working set).
 
     Options (defaults reproduce the above): ``sequence_parallel`` and ``cp`` as in
     :func:`activation_bytes_per_layer`; ``virtual`` interleaved chunks multiply the first
     stage's activations by 1 + (p - 1)/(p v) (:func:`layout.interleaved_activation_factor`);
-    ``uneven_stages`` counts p micro-batches of ceil(L/p) layers (p x ceil(L/p) >= L layers'
-    worth) when p does not divide L."""
+    ``uneven_stages`` counts the most loaded stage's layers' worth when p does not divide L,
+    with the short stages first (:func:`layout.held_layers`: 126 layers on PP16 hold 112
+    layers' worth on their most loaded stage)."""
     per_layer = activation_bytes_per_layer(
         m.seq_len,
         micro_batch,
@@ -171,6 +273,7 @@ def activation_bytes(
         ACTIVATION_BYTES[precision],
         sequence_parallel=sequence_parallel,
         cp=cp,
+        terms=activation_terms(m),
     )
     if not train:
         return per_layer
@@ -179,7 +282,7 @@ def activation_bytes(
     out_div = tp if sp else 1
     s_loc = m.seq_len / cp
     extra = scale * 4.0 * s_loc * micro_batch * m.hidden / out_div * (1 + m.vocab / m.hidden)
-    held = pp * max_stage_layers(m.layers, pp) if uneven_stages and pp > 1 else m.layers
+    held = held_layers(m.layers, pp) if uneven_stages and pp > 1 else m.layers
     factor = interleaved_activation_factor(pp, virtual)
     return per_layer * held * factor + (extra if pp == 1 else 0.0)
 
@@ -318,7 +421,7 @@ class MemoryAllowances:
     convention: str = "zero"
     buffer_gb: float = 1.5
     fragmentation: float = 0.05
-    headroom: float = 0.05
+    headroom: float = 0.10
 
 
 def layout_memory_per_gpu(
@@ -398,9 +501,11 @@ def state_bytes_per_param(optimizer: str, precision: str, convention: str = "zer
       (maintainer's reply in Megatron-LM issue #654: "2 bytes for model parameters ..., 4 bytes
       for main parameters, 4 bytes for gradients, 8 bytes for Adam states").
     - ``"deepspeed"``: DeepSpeed's estimators (``estimate_zero2_model_states_mem_needs``,
-      ``estimate_zero3_model_states_mem_needs``; docs "Memory Requirements"): 16-bit weights
-      and gradients plus fp32 master, momentum, variance *and an fp32 gradient copy* for the
-      step [2 + 2 + 12 + 4 = 20; ZeRO-2 per GPU 4 + 16 / N; ZeRO-3 18 / N: the 16-bit
+      ``estimate_zero3_model_states_mem_needs``): 16-bit weights and gradients plus fp32
+      master, momentum, variance *and an fp32 gradient copy* for the step [2 + 2 + 12 + 4 =
+      20; ZeRO-2 per GPU 2 + 18 / N, the current estimator in
+      deepspeed/runtime/zero/stage_1_and_2.py: "2 = params_16bit, 18 = 2_grads_16bit +
+      4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"; ZeRO-3 18 / N: the 16-bit
       gradients live in the gathered-layer buffer].
 
     In fp32/tf32 training every convention is the ZeRO one (no master copy, no extra grads)."""
@@ -456,8 +561,9 @@ def model_state_breakdown(
 
     - stage 0:  (w + g + K + f) Psi
     - stage 1:  (w + g) Psi + (K + f) Psi / N
-    - stage 2:  w Psi + (g + K + f) Psi / N      ("deepspeed": (w + g) Psi + (K + f) Psi / N,
-      as DeepSpeed's ZeRO-2 estimator keeps the 16-bit gradients whole: 4 + 16 / N)
+    - stage 2:  w Psi + (g + K + f) Psi / N      ("deepspeed": 2 + 18 / N, DeepSpeed's current
+      ZeRO-2 estimator; its older documented formula kept the 16-bit gradients whole,
+      4 + 16 / N)
     - stage 3:  (w + g + K + f) Psi / N + gather ("deepspeed": (w + K + f) Psi / N = 18 / N)
 
     gather = 2 w x largest layer (16-bit parameters gathered and 16-bit gradients computed for
@@ -504,7 +610,7 @@ def _group_states(
     2P)."""
     opt = (b.optimizer + b.fp32_grads) * psi / (1 if zero == 0 else n)
     weights = b.weights * psi / (n if zero == 3 else 1)
-    if zero in (0, 1) or (zero == 2 and convention == "deepspeed"):
+    if zero in (0, 1):
         grads = b.grads * psi
     elif zero == 2 or convention != "deepspeed":
         grads = b.grads * psi / n
@@ -548,18 +654,26 @@ def deepspeed_zero2_estimate(
     nodes: int = 1,
     cpu_offload: bool = True,
     buffer_factor: float = 1.5,
+    *,
+    documented: bool = False,
 ) -> tuple[int, int]:
     """(CPU bytes, GPU bytes) as DeepSpeed's ``estimate_zero2_model_states_mem_needs``
     (deepspeed/runtime/zero/stage_1_and_2.py) computes them: GPU 2P with the optimizer
-    offloaded, else 4P + 16P / N; CPU P max(4N, 16) x buffer offloaded, else 4 P x GPUs per
-    node x buffer (initialisation). N = all GPUs. A reimplementation of the documented formulas,
-    reproduced against the documentation's printed outputs in tests."""
+    offloaded, else 2P + 18P / N (16-bit parameters whole; 16-bit and fp32 gradients, fp32
+    parameters, momentum and variance partitioned); CPU P max(4N, 16) x buffer offloaded,
+    else 4 P x GPUs per node x buffer (initialisation). N = all GPUs. ``documented``: the
+    older formula its documentation page "Memory Requirements" prints, 4P + 16P / N (15.93 GB
+    for its 2,851M-parameter example on 8 GPUs, where the current estimator gives 11.28). A
+    reimplementation of the formulas, reproduced against the printed outputs in tests."""
     n = gpus_per_node * nodes
     if cpu_offload:
         gpu = 2 * total_params
         cpu = total_params * max(4 * n, 16) * buffer_factor
     else:
-        gpu = 4 * total_params + int(16 * total_params / n)
+        if documented:
+            gpu = 4 * total_params + int(16 * total_params / n)
+        else:
+            gpu = 2 * total_params + int(18 * total_params / n)
         cpu = total_params * 4 * gpus_per_node * buffer_factor
     return int(cpu), int(gpu)
 
