@@ -135,6 +135,27 @@ def parse_region(text: str) -> RegionChoice:
     )
 
 
+#: The comment ``init`` writes beside a region's ``site`` (who pays the power).
+POWER_NOTE = {
+    "cloud": "power is included in the cloud's GPU price: counted in kWh and emissions, "
+    "not billed (an offer may say energy: metered)",
+    "colocation": "power is metered at the electricity price below, on top of the rental "
+    "(site: cloud if the GPU price includes it)",
+}
+
+
+def site_of_choice(r: RegionChoice) -> str:
+    """The site ``init`` writes: a region on a named cloud is a cloud site (its prices include
+    power), any other a colocation site (power metered on top)."""
+    return "cloud" if r.cloud else "colocation"
+
+
+def power_notes(s: Starter) -> list[str]:
+    """One line per region saying who pays its power, for ``init``'s output."""
+    words = {"cloud": "power included in the GPU price", "colocation": "power metered on top"}
+    return [f"{r.name}: {words[site_of_choice(r)]} (site: {site_of_choice(r)})" for r in s.regions]
+
+
 def catalog_gpu(flag: str, text: str) -> str:
     try:
         return resolve_name(text)
@@ -242,6 +263,7 @@ def render(s: Starter, out_file: Path) -> str:
             lines.append(f"    cloud: {r.cloud}")
         if r.cloud_region:
             lines.append(f"    cloud_region: {r.cloud_region}   # for trainplan export")
+        lines.append(f"    site: {site_of_choice(r)}   # {POWER_NOTE[site_of_choice(r)]}")
         csv = _price_csv(s, r, out_file)
         if csv is not None:
             lines += [

@@ -29,6 +29,7 @@ import numpy as np
 from planner.configs import ConfigSpace, build_config_space
 from planner.consistency import fastest_hours, late_reasons, numeric_findings
 from planner.instance.model import Instance
+from planner.instance.offers import power_note, site_of
 from planner.instance.schema import Phase
 from planner.windows import earliest_finish
 from planner.workload import work_flops
@@ -166,6 +167,8 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
                     for g in sorted(set(r.capacity) | set(r.offers))
                 },
                 "storage_tiers": sorted(r.storage),
+                "site": site_of(r),
+                "power": power_note(r),
             }
         )
 

@@ -77,6 +77,8 @@ def render(summary: dict[str, Any]) -> list[str]:
             f"USD/MWh min {pr['min']:.1f} mean {pr['mean']:.1f} max {pr['max']:.1f}  "
             f"GPUs (max capacity): {gp}"
         )
+        if "power" in r:
+            lines.append(f"    {r['power']}")
     if summary["infeasible"]:
         lines.append("can never fit")
         lines.extend(f"  {i['reason']}" for i in summary["infeasible"])

@@ -71,6 +71,7 @@ def init_cmd(
         next_monday,
         parse_duration,
         parse_region,
+        power_notes,
         render,
     )
 
@@ -120,4 +121,6 @@ def init_cmd(
     console.print(f"wrote {output}", markup=False)
     if s.prices_dir is None:
         note("no price extracts found: electricity is a constant placeholder (see the file)")
+    for line in power_notes(s):
+        note(line)
     note(f"next: trainplan check {output}; trainplan solve {output} -o plan.json")

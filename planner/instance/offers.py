@@ -54,6 +54,29 @@ def energy_billing(region: Region, gpu: str, contract: str) -> str:
     return "included" if site_of(region) == "cloud" else "metered"
 
 
+def power_note(region: Region) -> str:
+    """Who pays a region's power, in words, for ``check``, ``init`` and the report: "included
+    in the GPU price" or "metered at the region's electricity price, on top of the rental",
+    with the site kind, and the offers that differ from the rest when they do."""
+    site = site_of(region)
+    by: dict[str, list[str]] = {}
+    for gpu, offers in region.offers.items():
+        for contract in CONTRACTS:
+            if getattr(offers, contract) is not None:
+                by.setdefault(energy_billing(region, gpu, contract), []).append(
+                    f"{gpu} {contract.replace('_', '-')}"
+                )
+    words = {
+        "included": "included in the GPU price",
+        "metered": "metered at the region's electricity price, on top of the rental",
+    }
+    if len(by) <= 1:
+        billing = next(iter(by), "included" if site == "cloud" else "metered")
+        return f"power {words[billing]} ({site} site)"
+    parts = [f"{words[k]} for {', '.join(v)}" for k, v in sorted(by.items())]
+    return f"power {'; '.join(parts)} ({site} site)"
+
+
 def reference(values: np.ndarray) -> float:
     """The one number a configuration's rates use where a single value is needed (Daly's
     interval, resume and migration costs, minimum-rental surcharges): the value itself when

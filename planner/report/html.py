@@ -20,6 +20,7 @@ import numpy as np
 
 from planner.attribution import Attribution
 from planner.instance.model import Instance
+from planner.instance.offers import power_note
 from planner.plan import COST_KEYS, Plan
 from planner.replan import describe
 from planner.report.charts import capacity_pools, figures, svg
@@ -424,12 +425,13 @@ def _prices(plan: Plan, inst: Instance) -> str:
                 f"{float(pr.mean()):,.1f}",
                 f"{float(pr.max()):,.1f}",
                 _fmt(paid, ",.1f") if paid is not None else "not used",
+                esc(power_note(inst.region(r))),
             )
         )
     return _table(
-        ("region", "min USD/MWh", "mean", "max", "paid (energy-weighted)"),
+        ("region", "min USD/MWh", "mean", "max", "paid (energy-weighted)", "who pays the power"),
         rows,
-        (False, True, True, True, True),
+        (False, True, True, True, True, False),
     )
 
 
