@@ -16,10 +16,12 @@ time_shifting   every phase as soon as possible, in one contiguous run: the gree
 precision       ``bf16`` (else the first allowed precision the GPU supports), and the
                 simplest ZeRO stage / recomputation that fits memory, tried in the order
                 recompute none < selective < full, ZeRO 0 < 1 < 2 < 3
-gpu_type        one GPU type for every phase: the most capable (highest peak TFLOPS at the
-                phase's precision, then most memory) allowed for the main phase (the one
-                with the most FLOPs) and offered with capacity; a phase that may not use it
-                keeps its own most capable allowed type
+gpu_type        per phase the GPU type a team comparing price sheets picks: the cheapest
+                per unit of work at on-demand prices, ``(on-demand price + metered board
+                power x PUE x mean price) / (peak TFLOPS at the phase's precision x MFU)``
+                in its cheapest allowed region, among the allowed types offered with
+                capacity with which the phase has a configuration (of two equally fast
+                GPUs, the cheaper; ties: the one listed first)
 elastic         one GPU count per phase, whole nodes: the smallest allowed whole-node count
                 that fits (no fractional GPUs; when no whole-node count is allowed, the
                 smallest allowed whole count); when that misses a deadline, any allowed
@@ -27,9 +29,10 @@ elastic         one GPU count per phase, whole nodes: the smallest allowed whole
 storage         the dearest storage tier of each region only
 spares          only the spare nodes ``redundancy.spare_nodes`` requires
 contracts       on-demand only (no spot, no reserved capacity)
-region          one region for every phase: where one GPU-hour of the baseline GPU costs
-                least on demand at the region's mean electricity price (rental + board power
-                x PUE x mean price); a phase that may not run there keeps its own cheapest
+region          one region for every phase: where one GPU-hour of the main phase's GPU
+                (the phase with the most FLOPs) costs least on demand at the region's mean
+                electricity price (rental + board power x PUE x mean price when the power is
+                metered); a phase that may not run its GPU there keeps its own cheapest
 =============== ===========================================================================
 
 When the fully restricted phase has no configuration (its memory, window or capacity rules
@@ -59,11 +62,12 @@ from formulations.greedy import greedy, hottest_tier
 from planner.configs import Config, ConfigSpace, build_config_space, enumerate_phase, gpu_counts
 from planner.costs import cost_plan
 from planner.instance.model import Instance
+from planner.instance.offers import energy_billing
 from planner.instance.schema import Phase
 from planner.plan import CONFIG_FIELDS, Plan
 from planner.result import Result, Termination
 from planner.schedule import Assignment, Schedule
-from planner.workload import peak_tflops, work_flops
+from planner.workload import mfu_of, peak_tflops, work_flops
 
 SOLVER = "baseline"
 
@@ -82,7 +86,7 @@ class Lever:
 LEVERS: tuple[Lever, ...] = (
     Lever("time_shifting", "time shifting (cheap hours, pauses)", "1.2"),
     Lever("precision", "precision, ZeRO, recomputation", "1.3, 5.1"),
-    Lever("gpu_type", "GPU type per phase (mixed fleet)", "1.1, 2.1"),
+    Lever("gpu_type", "GPU type per phase beyond the price sheet (mixed fleet)", "1.1, 2.1"),
     Lever("elastic", "fractional GPUs, elastic GPU count", "2.2"),
     Lever("storage", "storage tiers", "2.3"),
     Lever("spares", "spare-node sizing", "4.1"),
@@ -182,7 +186,8 @@ def _base_precision(inst: Instance, p: Phase, gpu: str) -> str | None:
 
 def _most_capable(inst: Instance, p: Phase) -> str | None:
     """The allowed GPU type with the highest peak TFLOPS at the phase's baseline precision
-    (then most memory) that an allowed region offers with capacity (on demand if any is)."""
+    (then most memory) that an allowed region offers with capacity (on demand if any is):
+    the reference for the phase's precision and counts when its GPU type is left open."""
     regions = _allowed_regions(inst, p)
     for on_demand in (True, False):
         cands = [
@@ -201,25 +206,66 @@ def _most_capable(inst: Instance, p: Phase) -> str | None:
     return None
 
 
+def _gpu_hour_usd(inst: Instance, region: str, gpu: str) -> float:
+    """What one GPU-hour of ``gpu`` costs in ``region`` on the price sheet: the on-demand
+    price (its mean over the horizon; the cheapest offered contract without on-demand) plus,
+    when the offer meters power, the board power x the site's PUE at the region's mean
+    electricity price."""
+    o = inst.region(region).offers[gpu]
+    prices = {
+        k: float(np.mean(inst.offer_price(region, gpu, k)))
+        for k in ("on_demand", "spot", "reserved")
+        if getattr(o, k) is not None
+    }
+    contract = "on_demand" if o.on_demand is not None else min(prices, key=prices.__getitem__)
+    rent = prices[contract]
+    if energy_billing(inst.region(region), gpu, contract) == "included":
+        return rent
+    kw = inst.gpu(gpu).board_power_w / 1000 * inst.region(region).effective_pue
+    return rent + kw * float(np.mean(inst.price[region])) / 1000
+
+
+def price_sheet_ranking(inst: Instance, p: Phase) -> list[tuple[float, str]]:
+    """The allowed GPU types of phase p with an on-demand pool in an allowed region (any
+    pool when none has one), cheapest per unit of work first: ``(USD per GPU-hour in the
+    cheapest region, :func:`_gpu_hour_usd`) / (peak TFLOPS at the phase's baseline precision x
+    MFU on that type)``, i.e. USD per PFLOP-hour of useful work, as a team comparing price
+    sheets ranks them. Ties keep the order the instance lists the types in."""
+    regions = _allowed_regions(inst, p)
+    for on_demand in (True, False):
+        out: list[tuple[float, int, str]] = []
+        for i, g in enumerate(_allowed_gpus(inst, p)):
+            prec = _base_precision(inst, p, g)
+            peak = peak_tflops(inst.gpu(g), prec) if prec else None
+            hours = [_gpu_hour_usd(inst, r, g) for r in regions if _has_pool(inst, r, g, on_demand)]
+            if not peak or not hours:
+                continue
+            out.append((min(hours) / (peak * mfu_of(p, g) / 1000.0), i, g))
+        if out:
+            return [(usd, g) for usd, _, g in sorted(out)]
+    return []
+
+
+def _price_sheet_gpu(inst: Instance, p: Phase) -> str | None:
+    """The first GPU type of :func:`price_sheet_ranking` with which the phase has a
+    configuration (memory, window, capacity); the cheapest of the ranking when none has."""
+    ranking = price_sheet_ranking(inst, p)
+    for _, g in ranking:
+        if enumerate_phase(inst, p.model_copy(update={"gpu_types": (g,)}))[0]:
+            return g
+    return ranking[0][1] if ranking else None
+
+
 def _cheapest_region(inst: Instance, p: Phase, gpu: str) -> str | None:
     """Where one GPU-hour of ``gpu`` costs least on demand at the mean electricity price:
     offer price (its mean over the horizon) + board power (kW) x the site's PUE x mean
-    USD/MWh / 1000."""
+    USD/MWh / 1000 when the power is metered (:func:`_gpu_hour_usd`)."""
     best: tuple[float, str] | None = None
-    g = inst.gpu(gpu)
     for on_demand in (True, False):
         for r in _allowed_regions(inst, p):
             if not _has_pool(inst, r, gpu, on_demand):
                 continue
-            o = inst.region(r).offers[gpu]
-            prices = {
-                k: float(np.mean(inst.offer_price(r, gpu, k)))
-                for k in ("on_demand", "spot", "reserved")
-                if getattr(o, k) is not None
-            }
-            rent = prices["on_demand"] if o.on_demand is not None else min(prices.values())
-            pue = inst.region(r).effective_pue
-            score = rent + g.board_power_w / 1000 * pue * float(np.mean(inst.price[r])) / 1000
+            score = _gpu_hour_usd(inst, r, gpu)
             if best is None or (score, r) < best:
                 best = (score, r)
         if best is not None:
@@ -436,7 +482,7 @@ def lever_free(inst: Instance) -> LeverFree:
     main = _main_phase(inst)
     updates = _global_updates(inst)
     inst0 = inst.replace(_merge(updates, LEVER_KEYS)) if any(updates.values()) else inst
-    gpu = _most_capable(inst0, main)
+    gpu = _price_sheet_gpu(inst0, main)
     if gpu is None:
         raise BaselineError(
             f"{inst.source}: no allowed GPU type of phase {main.name!r} is offered "
@@ -444,7 +490,7 @@ def lever_free(inst: Instance) -> LeverFree:
         )
     region = _cheapest_region(inst0, main, gpu)
     for p in inst.active_phases:
-        g = gpu if gpu in _allowed_gpus(inst, p) else _most_capable(inst0, p)
+        g = gpu if p.name == main.name else _price_sheet_gpu(inst0, p)
         r = None
         if g is not None:
             r = (
@@ -573,8 +619,9 @@ def _rules(
         if bits:
             per_phase.append(f"{p.name}: {' '.join(bits)}")
     out.append(
-        f"GPU type: {gpu} (the most capable allowed for {main.name}, the largest phase)"
-        + (f"; region: {region} (least on-demand GPU-hour incl. power)" if region else "")
+        "GPU type: per phase the cheapest per unit of work at on-demand prices (a price-sheet "
+        f"comparison); {gpu} for {main.name}, the largest phase"
+        + (f"; region: {region} (least on-demand GPU-hour incl. metered power)" if region else "")
     )
     if per_phase:
         out.append("per phase: " + "; ".join(per_phase))

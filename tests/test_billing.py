@@ -139,3 +139,59 @@ def _schedule(inst: Any, plan: Any) -> Any:
     space = config_space(inst)
     by_label = {(c.phase, c.label): c for cs in space.by_phase.values() for c in cs}
     return schedule_of({p.name: (by_label[(p.name, p.info["config"])], p.hours) for p in plan.phases})
+
+
+# ----------------------------------------------------------------------------- baseline
+
+
+def two_hoppers(h200_price: float = 4.54) -> dict[str, Any]:
+    """A 7B model's pre-training that fits either Hopper: H100-SXM and H200-SXM have the same
+    dense peak (989.4 bf16 TFLOPS, catalog) and power; the H200 has 141 GB and costs more on
+    demand (catalog list prices 3.78 and 4.54 USD/GPU-h)."""
+    r = region(
+        site="colocation",
+        capacity={"H100-SXM": 64, "H200-SXM": 64},
+        offers={
+            "H100-SXM": {"on_demand": {"usd_per_gpu_hour": 3.78}},
+            "H200-SXM": {"on_demand": {"usd_per_gpu_hour": h200_price}},
+        },
+    )
+    d = doc([], {"dc": r}, hours=96)
+    d["gpu_types"] = {"H200-SXM": {}, "H100-SXM": {}}  # the dearer one listed first
+    d["models"] = {"m": {"preset": "llama-2-7b"}}
+    d["phases"] = [
+        {
+            "name": "pretrain",
+            "model": "m",
+            "work": {"tokens": 2.0e10},
+            "options": {"gpu_counts": [16], "extra_spare_nodes": [0]},
+        }
+    ]
+    return d
+
+
+def test_the_baseline_picks_the_cheaper_of_two_equally_fast_gpus() -> None:
+    # Price sheets: per unit of work both deliver 989.4 x 0.40 TFLOPS; an H100-hour costs
+    # 3.78 + 0.7 kW x 1.0 x 100 USD/MWh / 1000 = 3.85 USD, an H200-hour 4.54 + 0.07 = 4.61:
+    # a team renting by hand takes the H100 (the old baseline took the "most capable", the
+    # H200, for its memory, and credited the optimiser's H100 to the mixed-fleet lever).
+    from formulations.baseline import lever_free, price_sheet_ranking
+    from planner.attribution import attribute
+
+    inst = instance_from(two_hoppers())
+    ranking = price_sheet_ranking(inst, inst.phase("pretrain"))
+    per_pflop_h = 1000 / (989.4 * 0.40)
+    assert ranking == [
+        (pytest.approx(3.85 * per_pflop_h), "H100-SXM"),
+        (pytest.approx(4.61 * per_pflop_h), "H200-SXM"),
+    ]
+    lf = lever_free(inst)
+    assert {p.gpu for p in lf.plan.phases} == {"H100-SXM"}
+    res = solve(inst, solver="auto", time_limit=30)
+    assert res.plan is not None and res.plan.phases[0].gpu == "H100-SXM"
+    a = attribute(inst, res.plan)
+    credit = {step.key: step.saving for step in a.levers}
+    assert credit.get("gpu_type", 0.0) == pytest.approx(0.0, abs=1e-6)
+    # Priced below the H100 the H200 becomes the hand-made choice.
+    cheap = instance_from(two_hoppers(h200_price=3.50))
+    assert {p.gpu for p in lever_free(cheap).plan.phases} == {"H200-SXM"}
