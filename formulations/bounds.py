@@ -28,6 +28,8 @@ import numpy as np
 from formulations.segment_bound import SegmentBound, segment_bound
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
+    Weights,
+    end_usd,
     fixed_cost,
     hourly_cost,
     least_block_rental,
@@ -53,6 +55,17 @@ def window_sums(h: np.ndarray, n: int) -> np.ndarray:
     finite = np.isfinite(h)
     cs = np.concatenate([[0.0], np.cumsum(np.where(finite, h, 0.0))])
     return np.where(open_runs(finite, n), cs[n:] - cs[:-n], np.inf)
+
+
+def run_sums(inst: Instance, c: Config, h: np.ndarray, e: int, w: Weights) -> np.ndarray:
+    """Per start tau = e .. e + len(h) - n of a contiguous run of c: the window sum of its
+    hourly costs ``h`` (hours e ..) plus what its end costs (:func:`planner.costs.end_usd`:
+    the archive after it and the value of the time until it), +inf through a closed hour."""
+    sums = window_sums(h, c.hours)
+    if not len(sums):
+        return sums
+    ends = e + np.arange(len(sums)) + c.hours
+    return sums + np.asarray(end_usd(inst, c, ends, w)) - float(end_usd(inst, c, e + len(h), w))
 
 
 def pause_floor(inst: Instance, c: Config, width: int) -> float:
@@ -108,13 +121,17 @@ def phase_bounds(
             rent = least_block_rental(inst, c, w, e, l_)
             if pre:
                 run = float(np.sort(h)[: c.hours].sum()) + pause_floor(inst, c, l_ - e)
+                # the end's cost (archive after it, value of the time until it) is linear in
+                # the end: its least over the ends [e + n, l_] is at one of the two
+                at_end = float(end_usd(inst, c, l_, w))
+                run += min(float(end_usd(inst, c, e + c.hours, w)), at_end) - at_end
             else:
-                sums = window_sums(h, c.hours)
+                sums = run_sums(inst, c, h, e, w)
                 sums = sums[np.isfinite(sums)]
                 if not len(sums):
                     continue
                 run = float(sums.min())
-            # archive: a run ending before l_ pays archive until l_ too; least when ending at l_
+            # fixed_cost at l_ prices an end at l_; run_sums / the least end correct it
             per[c.index] = run + rent + fixed_cost(inst, c, l_, w)
         out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
         if inst.phase(name).options.max_segments > 1 and len(configs) > 1:
@@ -217,7 +234,7 @@ def hour_masks(
                 least = base + np.maximum(0.0, h - kth)
                 masks[(name, c.index)] = cap_ok & (least - b.best <= slack + 1e-6)
             else:
-                sums = window_sums(h, n)
+                sums = run_sums(inst, c, h, e, w)
                 good = (sums - float(np.min(sums)) + base - b.best) <= slack + 1e-6
                 cg = np.concatenate([[0], np.cumsum(good)])
                 t = np.arange(l_ - e)

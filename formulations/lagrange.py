@@ -32,7 +32,9 @@ after the first paying the resume cost and every paused hour the parking rate, b
 at their least ``ceil(n/g)`` (a lower bound). Hours whose capacity alone cannot host c, and
 hours ``masks`` excludes, are closed.
 
-Preemptible DP (backward over the hours of the window, j = hours still to run):
+Preemptible DP (backward over the hours of the window, j = hours still to run; ``archive``
+the weighted cost of each hour after the end, :func:`planner.costs.after_end_per_h`: the
+archive less the value of time, whose constant ``v (T - release)`` is in the one-time costs):
 ``run(t, j) = h(t) + [j = 1] (archive (T - t - 1) + S(t + 1)) + [j > 1] min(run(t+1, j-1),
 pause(t+1, j-1))``, ``pause(t, j) = parking + min(pause(t+1, j), run(t+1, j) + resume)``, and a
 start at tau costs ``run(tau, n_c)`` (plus the one-time costs), with S the successors' share.
@@ -62,6 +64,7 @@ import numpy as np
 from formulations.bounds import open_runs
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
+    after_end_per_h,
     fixed_cost,
     hourly_cost,
     least_block_rental,
@@ -219,7 +222,7 @@ class Relaxation:
                         for c in configs
                     ]
                 )
-                ph.archive = np.array([self.w.storage * c.archive_per_h for c in configs])
+                ph.archive = np.array([after_end_per_h(inst, c, self.w) for c in configs])
                 ph.resume = np.array([self.w.failure * c.resume_usd for c in configs])
                 ph.parking = self.w.storage * pause_usd_per_h(inst, inst.phase(name))
             else:

@@ -10,7 +10,9 @@ billing) and does ``r_c = 1 / W_c`` of the work; the first segment pays its one-
 but the successors' retrieval (and a re-planned phase's least entry), the last its region's
 archive after the window and retrieval. Dropped (all >= 0 or a relaxation): capacity shared
 with other phases, precedence beyond the window, minimum rentals, pauses, resumes, a
-segment's at least one and at most ``n_c`` hours. The work constraint ``sum r >= 1`` is
+segment's at least one and at most ``n_c`` hours. The value of time counts from the earliest
+end any plan can reach (the window's start plus the fewest hours a configuration needs for
+the whole work). The work constraint ``sum r >= 1`` is
 dualised: for every ``mu >= 0`` a plan costs at least
 
     g(mu) = mu + min over segment paths of  sum_t (h_c(t) - mu r_c) + migrations + start + end
@@ -37,6 +39,7 @@ from planner.costs import (
     handoff_usd,
     hourly_cost,
     migration_cost,
+    usd_per_hour_early,
     weights,
 )
 from planner.instance.model import Instance
@@ -73,6 +76,15 @@ def segment_bound(inst: Instance, configs: Sequence[Config], e: int, l_: int) ->
     T = inst.hours
     H = l_ - e
     rows, rates, starts, ends, keep = [], [], [], [], []
+    # the value of time: the phase ends no earlier than e + the fewest hours any configuration
+    # needs for the whole work (a mix of segments needs at least as many)
+    fewest = min((c.work_hours for c in configs), default=0.0)
+    earliest_end = e + max(1, int(np.ceil(fewest - 1e-9)))
+    time = (
+        usd_per_hour_early(inst, configs[0].phase) * (earliest_end - inst.release[configs[0].phase])
+        if configs
+        else 0.0
+    )
     for c in configs:
         if H < 1:
             break
@@ -91,7 +103,9 @@ def segment_bound(inst: Instance, configs: Sequence[Config], e: int, l_: int) ->
         rates.append(1.0 / c.work_hours)
         entry = entry_usd(inst, c, w) if c.entry != NO_ENTRY else 0.0
         starts.append(w.transfer * (c.one_time_usd - handoff_usd(inst, c)) + entry)
-        ends.append(w.storage * (T - l_) * c.archive_per_h + w.transfer * handoff_usd(inst, c))
+        ends.append(
+            w.storage * (T - l_) * c.archive_per_h + w.transfer * handoff_usd(inst, c) + time
+        )
         keep.append(c)
     if not keep:
         return SegmentBound(np.inf, {})

@@ -34,11 +34,13 @@ from planner.costs import (
     HourlyTerms,
     Weights,
     archive_tier,
+    deadline_confidence,
     enter_cost,
     hourly_terms,
     leave_cost,
     migration_cost,
     move_cost,
+    term_hours,
     transfer_usd_per_gb,
     weights,
 )
@@ -138,6 +140,9 @@ class Config:
     #: the rental at the region's price, or ``included`` in the rental price (then the
     #: configuration's power counts in kWh and emissions, not in its energy cost).
     energy: str = "metered"
+    #: Whole hours kept before the phase's deadline for the interruptions expected at its
+    #: ``deadline_confidence`` (planner.physics.reliability.deadline_reserve; 0 without one).
+    reserve_h: int = 0
 
     @property
     def billed_kw(self) -> float:
@@ -522,12 +527,6 @@ def enumerate_phase(
                         inst, rname, gname, p
                     ):
                         saw_offer = True
-                        term_h = window
-                        if term:
-                            t = inst.term(rname, gname, term)
-                            assert t is not None
-                            lo = max(t.first, inst.release[p.name])
-                            term_h = max(0, min(t.end, inst.deadline[p.name]) - lo)
                         for cfg in _configs_for(
                             inst,
                             p,
@@ -549,6 +548,7 @@ def enumerate_phase(
                             None if every else window,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
+                            term_h = open_hours(inst, cfg)
                             if every or (
                                 (cfg.hours <= term_h or (segmented and term_h > 0))
                                 and cfg.total_gpus
@@ -618,6 +618,16 @@ def enumerate_phase(
     )
 
 
+def open_hours(inst: Instance, c: Config) -> int:
+    """Hours of c's phase's window c may run in: ``[release, deadline)`` within a reserved
+    term's slots and before the deadline less c's reserve (:func:`planner.costs.term_hours`)."""
+    lo, hi = inst.release[c.phase], inst.deadline[c.phase]
+    span = term_hours(inst, c)
+    if span is not None:
+        lo, hi = max(lo, span[0]), min(hi, span[1])
+    return max(0, hi - lo)
+
+
 def _configs_for(
     inst: Instance,
     p: Phase,
@@ -650,6 +660,7 @@ def _configs_for(
     hour lambda / (1 - lambda L) (:func:`planner.physics.reliability.failures_per_running_hour`);
     a configuration whose failures come faster than its work can be saved is never built."""
     fail = inst.spec.failure
+    confidence = deadline_confidence(inst, p)
     tiers = p.options.storage_tiers or tuple(r.storage)
     arch_name = archive_tier(r, inst.spec.storage.archive)
     arch = r.storage[arch_name]
@@ -709,6 +720,7 @@ def _configs_for(
                 if not math.isfinite(work_h):
                     continue
                 hours = max(1, math.ceil(work_h - 1e-9))
+                reserve = reliability.deadline_reserve(failures, hours, loss, confidence).hours
                 if window is not None and hours > window + 10 * 24 * 365:
                     continue
                 rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
@@ -771,6 +783,7 @@ def _configs_for(
                     resume_usd=p.resume_overhead_hours * (rental + paid_kw * mean_price / 1000.0),
                     term=term,
                     energy=billing,
+                    reserve_h=reserve,
                 )
 
 
@@ -842,6 +855,8 @@ def dominates(
     eps = 1e-12
     if a.total_gpus > b.total_gpus or a.hours > b.hours or b.continues:
         return False
+    if a.reserve_h > b.reserve_h:
+        return False  # a must end earlier before the deadline than b
     ta, tb = hourly_terms(inst, a, w, "all"), hourly_terms(inst, b, w, "all")
 
     def at(t: HourlyTerms, price: float) -> float | np.ndarray:

@@ -164,13 +164,62 @@ def hour_rates(inst: Instance, c: Config) -> tuple[float | np.ndarray, float | n
 
 
 def term_hours(inst: Instance, c: Config) -> tuple[int, int] | None:
-    """``[first, end)``: the horizon hours a reserved configuration's named term covers; None
-    when c may run in every hour (other contracts, the whole-horizon reservation)."""
-    if c.contract != "reserved" or not c.term:
+    """``[first, end)``: the horizon hours c may run in, when not every hour: a reserved
+    configuration's named term, and hours before its phase's deadline less the time c keeps
+    for the interruptions expected at the phase's ``deadline_confidence``
+    (:attr:`Config.reserve_h`, docs/cost-model.md "Deadlines with a confidence"). None when
+    c may run in every hour (its phase's window bounds it as any other)."""
+    first, end, limited = 0, inst.hours, False
+    if c.contract == "reserved" and c.term:
+        t = inst.term(c.region, c.gpu, c.term)
+        assert t is not None
+        first, end, limited = t.first, t.end, True
+    if c.reserve_h > 0:
+        end, limited = min(end, inst.deadline[c.phase] - c.reserve_h), True
+    return (first, max(first, end)) if limited else None
+
+
+def deadline_confidence(inst: Instance, p: Phase) -> float | None:
+    """The probability phase p is to meet its deadline with: its own ``deadline_confidence``,
+    else the instance's; None for a phase without a ``deadline`` (the horizon's end is no
+    deadline to keep time before) or when none is asked."""
+    if p.deadline is None:
         return None
-    t = inst.term(c.region, c.gpu, c.term)
-    assert t is not None
-    return t.first, t.end
+    return (
+        p.deadline_confidence
+        if p.deadline_confidence is not None
+        else (inst.spec.deadline_confidence)
+    )
+
+
+def usd_per_hour_early(inst: Instance, name: str) -> float:
+    """What each hour phase ``name`` finishes earlier is worth (the value of time, USD per
+    hour): its own ``usd_per_hour_early``, else the instance's ``objective.usd_per_hour_early``
+    when no phase still to run waits for it (a deliverable), else 0."""
+    p = inst.phase(name)
+    if p.usd_per_hour_early is not None:
+        return float(p.usd_per_hour_early)
+    return 0.0 if inst.successors(name) else float(inst.spec.objective.usd_per_hour_early)
+
+
+def values_time(inst: Instance) -> bool:
+    """Some phase still to run has a value of time: plans state their ``time`` figure."""
+    return any(usd_per_hour_early(inst, p.name) > 0 for p in inst.active_phases)
+
+
+def time_usd(inst: Instance, name: str, end: int) -> float:
+    """The value of the time phase ``name`` takes: ``v_p x (end - release_p)``, USD (in the
+    objective, not in the bill; docs/cost-model.md, "The value of time")."""
+    return usd_per_hour_early(inst, name) * (end - inst.release[name])
+
+
+def after_end_per_h(inst: Instance, c: Config, w: Weights) -> float:
+    """The weighted cost of each hour between c's phase's end and the horizon end: the output
+    archived (``w_s x archive/h``) less the value of the hour (``v_p``: an hour earlier is
+    worth that much). With :func:`fixed_cost`'s ``v_p (T - release)`` it prices every end
+    exactly: ``(T - end)(w_s archive - v_p) + v_p (T - release) = w_s archive (T - end) +
+    v_p (end - release)``."""
+    return w.storage * c.archive_per_h - usd_per_hour_early(inst, c.phase)
 
 
 # ----------------------------------------------------------------------------- one hour
@@ -301,13 +350,25 @@ def entry_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -
     return float(w.rental * rental + w.energy * energy + w.transfer * transfer)
 
 
+def end_usd(inst: Instance, c: Config, end: int | np.ndarray, w: Weights) -> float | np.ndarray:
+    """The part of :func:`fixed_cost` that depends on when c's phase ends: the archive from
+    ``end`` to the horizon end and the value of the time until ``end``, ``w_s archive (T -
+    end) + v_p (end - release)`` (linear in ``end``: its least over an interval of ends is at
+    one of the interval's ends)."""
+    rel = inst.release[c.phase]
+    return (inst.hours - end) * after_end_per_h(inst, c, w) + usd_per_hour_early(inst, c.phase) * (
+        inst.hours - rel
+    )
+
+
 def fixed_cost(inst: Instance, c: Config, end: int, w: Weights) -> float:
     """The weighted costs of c that do not depend on its hours, for a run that ends at
     ``end``: one-time transfer (data staging, reads, successors' retrievals), the output
-    archived from ``end`` to the horizon end, and, when billed per hour, the minimum-rental
-    surcharge ``max(0, min_rental_hours - n) x rho``; for a re-planned phase the least entry
-    cost (:func:`entry_usd`)."""
-    k = w.transfer * c.one_time_usd + w.storage * (inst.hours - end) * c.archive_per_h
+    archived from ``end`` to the horizon end, the value of the time until ``end``
+    (:func:`time_usd`; the two through :func:`after_end_per_h`), and, when billed per hour,
+    the minimum-rental surcharge ``max(0, min_rental_hours - n) x rho``; for a re-planned
+    phase the least entry cost (:func:`entry_usd`)."""
+    k = w.transfer * c.one_time_usd + float(end_usd(inst, c, end, w))
     if c.contract != "reserved" and c.billing_hours == 1:
         k += w.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
     if c.entry != NO_ENTRY:
@@ -387,12 +448,13 @@ def run_costs(
 
         sum_t h_c(t) + w_r rental of the blocks touched  (g > 1: max(g B(tau), m) rho, or
                                                           each block's price when hourly)
-                     + fixed_cost(tau + n_c)        (transfer, archive, hourly minimum rental)
+                     + fixed_cost(tau + n_c)        (transfer, archive, value of time, hourly
+                                                     minimum rental)
                      + entry(tau)                   (re-planned phases, :func:`entry_usd`)
 
     with ``h_c`` the hour costs (``hourly``, default :func:`hourly_cost` in ``billed`` mode).
     An infinite hour (blocked, e.g. no capacity) makes every run through it infinite."""
-    n, T = c.hours, inst.hours
+    n = c.hours
     h = hourly_cost(inst, c, w) if hourly is None else hourly
     starts = np.asarray(starts, dtype=np.int64)
     blocked = ~np.isfinite(h)
@@ -415,7 +477,7 @@ def run_costs(
                 cost = cost + w.rental * (cp[last + 1] - cp[first] + owed * c.rental_per_h)
         else:
             cost = cost + w.rental * max(0, c.min_rental_hours - n) * c.rental_per_h
-    cost = cost + w.storage * (T - starts - n) * c.archive_per_h
+    cost = cost + end_usd(inst, c, starts + n, w)
     cost = cost + w.transfer * c.one_time_usd
     if c.entry != NO_ENTRY:
         full = entry_usd(inst, c, w, -1)  # no start is hour -1: the full entry cost
@@ -750,6 +812,7 @@ def _info(inst: Instance, c: Config, n: int, failure_usd: float) -> dict[str, ob
         "lost_kwh": round(lost_h * c.facility_kw, 4),
         "lost_usd": round(failure_usd, 6),
         "effective_training_time": round(c.effective_training_time, 6),
+        "deadline_reserve_h": c.reserve_h,
         "kind": p.kind,
         "preemptible": p.preemptible,
     }
@@ -793,15 +856,18 @@ def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
     """Cost a schedule: one :class:`~planner.plan.PhasePlan` per phase (in topological order)
     with its costs (and its segments, for a phase that changes configuration or leaves the
     one it was running on), the reserved pools, porting once per family, totals and the
-    weighted objective. A pure function of the instance and the schedule."""
+    objective: the weighted bill plus the value of time (``costs["time"]``, stated when the
+    instance values time: ``sum_p v_p (end_p - release_p)``, :func:`time_usd`). A pure
+    function of the instance and the schedule."""
     region_of = schedule.region_of()
     totals = dict.fromkeys(COST_KEYS, 0.0)
-    kwh = emis = 0.0
+    kwh = emis = time = 0.0
     phases: list[PhasePlan] = []
     for name in inst.order:
         if name not in schedule:
             continue
         parts = schedule.parts(name)
+        time += time_usd(inst, name, max(a.end for a in parts))
         pc = parts_costs(inst, parts, region_of)
         kwh += pc.kwh
         emis += pc.emissions_t
@@ -828,11 +894,13 @@ def cost_plan(inst: Instance, schedule: Schedule) -> Plan:
     totals["rental"] += pool_rental(inst, schedule.reserved)
     totals["porting"] = porting_usd(inst, {a.config.gpu for _, a in schedule.all_parts()})
     totals["total"] = sum(totals[k] for k in COST_KEYS)
+    if values_time(inst):
+        totals["time"] = time  # the value of time: in the objective, not in the bill
     pools = sorted(schedule.reserved.items())
     return Plan(
         instance=inst.name,
         horizon_start=inst.start,
-        objective=weights(inst).objective(totals),
+        objective=weights(inst).objective(totals) + time,
         costs={k: round(v, 6) for k, v in totals.items()},
         phases=tuple(phases),
         reserved=tuple((r, g, int(n)) for (r, g, t), n in pools if not t),

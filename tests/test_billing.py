@@ -88,14 +88,14 @@ def test_a_clouds_price_includes_power_a_colocation_site_meters_it(solver: str) 
     # energy 10 x 3.68 kW x 100 USD/MWh / 1000 = 3.68 USD. Included (a cloud: the region
     # names one): the same 36.8 kWh, no energy on the bill: 160 USD.
     colo = doc([phase()], {"dc": region(site="colocation")})
-    inst, res = solved(colo, solver)
+    _, res = solved(colo, solver)
     assert res.plan.costs["rental"] == pytest.approx(160.0)
     assert res.plan.costs["energy"] == pytest.approx(3.68)
     assert res.objective == pytest.approx(163.68)
     assert res.plan.energy_kwh == pytest.approx(36.8)
     assert res.plan.phases[0].info["energy"] == "metered"
     cloud = doc([phase()], {"aws": region(cloud="aws", cloud_region="us-east-1")})
-    inst, res = solved(cloud, solver)
+    _inst, res = solved(cloud, solver)
     assert res.plan.costs["energy"] == 0.0
     assert res.objective == pytest.approx(160.0)
     assert res.plan.energy_kwh == pytest.approx(36.8)  # still counted
@@ -107,13 +107,13 @@ def test_included_power_still_counts_for_emissions_and_an_offer_overrides_its_si
     ci = {"carbon_intensity": {"constant": 400.0}}
     d = doc([phase()], {"aws": region(cloud="aws", **ci)})
     d["objective"] = {"carbon_usd_per_tonne": 50.0}
-    inst, res = solved(d, "milp")
+    _, res = solved(d, "milp")
     assert res.plan.emissions_t == pytest.approx(0.01472)
     assert res.plan.costs["carbon"] == pytest.approx(0.736)
     assert res.plan.costs["energy"] == 0.0
     # an offer on a cloud site that meters its power (energy: metered) pays it again
     d["regions"]["aws"]["offers"]["G"]["on_demand"]["energy"] = "metered"
-    inst, res = solved(d, "milp")
+    _inst, res = solved(d, "milp")
     assert res.plan.costs["energy"] == pytest.approx(3.68)
 
 
@@ -138,7 +138,9 @@ def _schedule(inst: Any, plan: Any) -> Any:
 
     space = config_space(inst)
     by_label = {(c.phase, c.label): c for cs in space.by_phase.values() for c in cs}
-    return schedule_of({p.name: (by_label[(p.name, p.info["config"])], p.hours) for p in plan.phases})
+    return schedule_of(
+        {p.name: (by_label[(p.name, p.info["config"])], p.hours) for p in plan.phases}
+    )
 
 
 # ----------------------------------------------------------------------------- baseline

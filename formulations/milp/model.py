@@ -52,6 +52,7 @@ from planner.costs import (
     pause_usd_per_h,
     pool_usd_per_gpu,
     transfer_usd_per_gb,
+    usd_per_hour_early,
     weights,
 )
 from planner.instance.model import Instance
@@ -283,6 +284,7 @@ def add_progress(mm: MilpModel, wts: Weights) -> None:
             inst.successors(name)
             or inst.phase(name).preemptible
             or any(c.archive_per_h > 0 for c in configs)
+            or usd_per_hour_early(inst, name) > 0
         )
         if not needs or not configs:
             continue
@@ -597,7 +599,10 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
     """Pauses of a preemptible phase: s[p,t] >= s[p,t-1], s[p,t] >= sum_c x[p,c,t]; a paused
     hour costs the parking rate pi_p: pi_p (s[p,t] - F[p,t] - sum_c x[p,c,t]).
     Archive after the phase ends, within its window: a[p,r,t] >= F[p,t] + sum_{c in r} z[p,c]
-    - 1, at the region's archive rate (after the window the z cost covers it)."""
+    - 1, at the region's archive rate (after the window the z cost covers it).
+    The value of time v_p: z carries v_p (l_p - release_p) (:func:`planner.costs.fixed_cost`
+    at the window's end) and every F[p,t], t in (e_p, l_p), earns v_p back: with end = e_p
+    + 1 + sum_t (1 - F[p,t]), v_p (end - release_p) exactly."""
     inst, lp = mm.inst, mm.lp
     for name, configs in mm.space.by_phase.items():
         p = inst.phase(name)
@@ -627,6 +632,10 @@ def add_storage(mm: MilpModel, wts: Weights) -> None:
             by_region[c.region].append(c)
         if name not in mm.F:
             continue
+        value = usd_per_hour_early(inst, name)
+        if value > 0:  # each hour finished before l_ is worth v (z carries v (l_ - release))
+            for j in mm.F[name].values():
+                lp.cost[j] -= value
         for r, cs in by_region.items():
             rate_r = max(c.archive_per_h for c in cs) * wts.storage
             if rate_r <= 0:

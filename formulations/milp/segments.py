@@ -60,6 +60,7 @@ from planner.costs import (
     hourly_cost,
     leave_cost,
     move_cost,
+    usd_per_hour_early,
 )
 
 if TYPE_CHECKING:  # annotations only: formulations.milp.model builds with these families
@@ -298,16 +299,22 @@ def _one_block(mm: MilpModel, name: str, hours: np.ndarray) -> None:
 
 def add_segment_finish(mm: MilpModel, wts: Weights) -> None:
     """F[p,t] (finished before t) and Rm[p,t] (hours still run from t) for the phases whose
-    end matters: successors, pauses or an archive."""
+    end matters: successors, pauses, an archive or a value of time (whose constant
+    ``v_p (l_p - release_p)`` is the model's offset; each F[p,t] earns v_p back in
+    :func:`formulations.milp.model.add_storage`)."""
     inst, lp = mm.inst, mm.lp
     for name in mm.segmented:
         configs = mm.space.by_phase[name]
+        value = usd_per_hour_early(inst, name)
         needs = (
             inst.successors(name)
             or inst.phase(name).preemptible
             or any(c.archive_per_h > 0 for c in configs)
+            or value > 0
         )
         e, l_ = mm.windows.start[name], mm.windows.end[name]
+        # the value of time: v (l_ - release), less v for every F[p,t] (add_storage)
+        lp.offset += value * (l_ - inst.release[name])
         ts = list(range(e + 1, l_))
         if not needs or not ts:
             continue

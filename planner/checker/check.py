@@ -11,6 +11,7 @@ from planner.checker.costs import (
     phase_costs,
     pool_rental,
     porting_usd,
+    time_value,
 )
 from planner.checker.figures import check_figures
 from planner.checker.recompute import PhaseFacts, derive, running_facts
@@ -61,6 +62,7 @@ def verify(
             f = derive(inst, ent.phase, part.plan)
             found_facts.append(f)
             violations.extend(c.check_memory(part, f))
+            violations.extend(c.check_deadline_reserve(inst, part, f))
         if not costable:
             costable_all = False
             continue
@@ -100,7 +102,9 @@ def verify(
         inst, {part.plan.gpu for n in facts for part in entries[n].parts()}
     )
     totals["total"] = sum(totals[k] for k in COST_KEYS)
-    objective = objective_of(inst, totals)
+    ends = {n: entries[n].hours[-1] + 1 for n in by_phase}
+    totals["time"] = time_value(inst, ends)
+    objective = objective_of(inst, totals) + totals["time"]
     violations.extend(c.check_carbon_cap(inst, emissions, rel_tol))
     if costable_all:
         violations.extend(
@@ -113,7 +117,7 @@ def verify(
         else:  # each segment states its own figures (its failure cost is a segment's share)
             for part, f in zip(parts, part_facts[name], strict=True):
                 violations.extend(check_figures(part, f, None))
-    costs = {k: totals[k] for k in ALL_KEYS}
+    costs = {k: totals[k] for k in (*ALL_KEYS, "time")}
     return Verification(
         violations=tuple(violations),
         costs=costs,

@@ -20,6 +20,7 @@ from planner.checker.recompute import (
     offer_terms,
     peak_tflops,
     phase_model,
+    poisson_count_at,
     work_flops,
 )
 from planner.checker.violation import Violation
@@ -447,6 +448,41 @@ def check_window(inst: Instance, plan: Plan, entries: Mapping[str, Entry]) -> li
                 )
             )
     return out
+
+
+def confidence_of(inst: Instance, p: Phase) -> float | None:
+    """The probability p's deadline is to be met with: ``phases[].deadline_confidence``, else
+    the instance's; none for a phase without a ``deadline``."""
+    if p.deadline is None:
+        return None
+    own = p.deadline_confidence
+    return own if own is not None else inst.spec.deadline_confidence
+
+
+def check_deadline_reserve(inst: Instance, ent: Entry, f: PhaseFacts) -> list[Violation]:
+    """A phase with a deadline confidence q keeps, after its (segment's) last hour and before
+    its deadline, ``r = ceil(K x L - 1e-9)`` hours: K the least count with P(Poisson(f n) <=
+    K) >= q, f the expected failures per running hour (preemptions included), n the hours
+    its configuration needs for the work, L the hours a failure costs (docs/cost-model.md,
+    "Deadlines with a confidence")."""
+    q = confidence_of(inst, ent.phase)
+    if q is None or not ent.hours or f.failure_rate <= 0.0 or not math.isfinite(f.failure_rate):
+        return []
+    k = poisson_count_at(f.failure_rate * f.hours, q)
+    reserve = max(0, math.ceil(k * f.loss_h - 1e-9))
+    end, deadline = ent.hours[-1] + 1, inst.deadline[ent.name]
+    if end + reserve <= deadline:
+        return []
+    return [
+        Violation(
+            "window",
+            ent.name,
+            f"ends at hour {end}, but at deadline_confidence {q:g} it keeps {reserve} h "
+            f"before its deadline (hour {deadline}) for {k} interruptions of "
+            f"{f.loss_h:.3g} h (expected {f.failure_rate * f.hours:.3g}): it must end by "
+            f"hour {deadline - reserve}",
+        )
+    ]
 
 
 def in_horizon(inst: Instance, ent: Entry) -> bool:

@@ -257,6 +257,23 @@ def porting_usd(inst: Instance, gpus: Iterable[str]) -> float:
     return float(sum(priced[f].porting_usd for f in used))
 
 
+def value_of_hour(inst: Instance, name: str) -> float:
+    """USD each hour phase ``name`` finishes earlier is worth: ``phases[].usd_per_hour_early``,
+    else ``objective.usd_per_hour_early`` when no phase still to run names it as a
+    predecessor, else 0 (docs/cost-model.md, "The value of time")."""
+    p = inst.phase(name)
+    if p.usd_per_hour_early is not None:
+        return float(p.usd_per_hour_early)
+    waited_for = any(name in q.predecessors for q in inst.phases if not q.done)
+    return 0.0 if waited_for else float(inst.spec.objective.usd_per_hour_early)
+
+
+def time_value(inst: Instance, ends: Mapping[str, int]) -> float:
+    """``sum_p v_p (end_p - release_p)`` over the phases run (``ends``: the hour after each
+    phase's last hour): the value of the time the plan takes, in the objective only."""
+    return float(sum(value_of_hour(inst, n) * (end - inst.release[n]) for n, end in ends.items()))
+
+
 def objective_of(inst: Instance, costs: Mapping[str, float]) -> float:
     """The objective ``Σ weights[k] x cost[k]``, weights defaulting to 1."""
     w = {str(k): float(v) for k, v in inst.spec.objective.weights.items()}
@@ -288,9 +305,12 @@ def compare(
     abs_tol: float,
 ) -> list[Violation]:
     """One ``cost`` violation per stated figure that differs from its recomputation beyond
-    tolerance: plan cost components and total, the objective, energy_kwh, emissions_t, and
-    every component a phase entry states (``porting`` is plan-wide, so 0 per phase)."""
+    tolerance: plan cost components and total, the value of time when stated (``costs
+    ["time"]``, recomputed under ``costs["time"]``), the objective, energy_kwh, emissions_t,
+    and every component a phase entry states (``porting`` is plan-wide, so 0 per phase)."""
     out: list[Violation] = []
+    if "time" in plan.costs and not within(plan.costs["time"], costs["time"], rel_tol, abs_tol):
+        out.append(_mismatch("value of time", None, plan.costs["time"], costs["time"]))
     for k in ALL_KEYS:
         if k not in plan.costs:
             out.append(

@@ -180,6 +180,36 @@ def power_billing(inst: Instance, region: str, gpu: str, contract: str) -> str:
     return "included" if site == "cloud" else "metered"
 
 
+def poisson_count_at(mean: float, q: float) -> int:
+    """The least k with P(Poisson(mean) <= k) >= q (within 1e-12): the terms are summed
+    outward from the mode m = floor(mean), p_m = exp(m ln mean - mean - ln m!), p_(k-1) =
+    p_k k / mean below it and p_(k+1) = p_k mean / (k + 1) above it, the lower tail first."""
+    if mean <= 0.0 or q <= 0.0:
+        return 0
+    m = math.floor(mean)
+    pm = math.exp(m * math.log(mean) - mean - math.lgamma(m + 1)) if m > 0 else math.exp(-mean)
+    below = 0.0
+    p, k = pm, m
+    terms: list[float] = []
+    while k > 0 and p > 1e-300:
+        p *= k / mean
+        k -= 1
+        terms.append(p)
+    # CDF at the first k counted from the bottom up: the lower tail's terms in reverse
+    lows = list(reversed(terms))
+    start = m - len(lows)
+    for i, t in enumerate(lows):
+        below += t
+        if below >= q - 1e-12:
+            return start + i
+    total, p, k = below + pm, pm, m
+    while total < q - 1e-12 and p > 0.0:
+        p *= mean / (k + 1)
+        k += 1
+        total += p
+    return k
+
+
 def one_value(values: np.ndarray) -> float:
     """A series as one number where one is needed (Daly's interval, resume and migration
     time, owed minimum rental): its value when constant, else its mean over the horizon."""

@@ -53,8 +53,9 @@ class Verification:
     """The checker's verdict on a plan.
 
     ``costs`` holds the recomputed plan costs (USD, unweighted; keys rental, energy, storage,
-    failure, transfer, porting, carbon, total), ``objective`` the weighted total
-    ``Σ weights[k] x costs[k]``. ``phase_costs`` and ``facts`` are the recomputed per-phase
+    failure, transfer, porting, carbon, total) and the value of the time it takes (``time``,
+    not part of the total), ``objective`` the weighted total ``Σ weights[k] x costs[k]`` plus
+    the value of time. ``phase_costs`` and ``facts`` are the recomputed per-phase
     costs and configuration physics. ``costed`` is False when some phase could not be costed
     (its configuration names something the instance lacks); the stated costs are then not
     compared, and the recomputed figures cover the costable phases only."""

@@ -114,6 +114,9 @@ PosInt = Annotated[int, Field(gt=0), Number]
 NonNegInt = Annotated[int, Field(ge=0), Number]
 #: A file or column name: at least one character.
 Name = Annotated[str, Field(min_length=1)]
+#: The probability a deadline is to be met with (``deadline_confidence``): above 0, at most
+#: 0.9999 (a float's sum of the Poisson terms reaches it).
+Confidence = Annotated[float, Field(gt=0.0, le=0.9999, allow_inf_nan=False), Number]
 
 
 def _printable(v: str) -> str:
@@ -852,6 +855,13 @@ class Phase(Strict):
     progress: Annotated[Progress, BeforeValidator(_progress)] | None = None
     #: The configuration the phase runs on now (its checkpoint is there).
     running: Running | None = None
+    #: Meet ``deadline`` with this probability under the failure model (default: the
+    #: instance's ``deadline_confidence``): the plan keeps time for the interruptions expected
+    #: at that quantile (planner.physics.reliability.deadline_reserve).
+    deadline_confidence: Confidence | None = None
+    #: What each hour this phase finishes earlier is worth, USD (default: the instance's
+    #: ``objective.usd_per_hour_early`` for a phase no other phase waits for, else 0).
+    usd_per_hour_early: NonNegFloat | None = None
 
     @field_validator("predecessors", "gpu_types", "regions")
     @classmethod
@@ -993,6 +1003,9 @@ class Objective(Strict):
     ] = Field(default_factory=dict)
     carbon_usd_per_tonne: NonNegFloat = 0.0
     carbon_cap_tonnes: NonNegFloat | None = None
+    #: The value of time: what each hour a deliverable (a phase no other phase waits for)
+    #: finishes earlier is worth, USD; in the objective, not in the bill.
+    usd_per_hour_early: NonNegFloat = 0.0
 
 
 class InstanceSpec(Strict):
@@ -1009,6 +1022,8 @@ class InstanceSpec(Strict):
     storage: StoragePolicy = Field(default_factory=StoragePolicy)
     memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
     objective: Objective = Field(default_factory=Objective)
+    #: Meet every deadline with this probability (a phase may set its own).
+    deadline_confidence: Confidence | None = None
 
     @field_validator("phases")
     @classmethod

@@ -76,6 +76,71 @@ def failures_per_running_hour(rate_per_h: float, loss_h: float) -> float:
     return rate_per_h / (1.0 - rate_per_h * loss_h)
 
 
+# ----------------------------------------------------------------------------- confidence
+
+
+def poisson_quantile(mean: float, q: float) -> int:
+    """The q-quantile of a Poisson count with this mean: the least k with P(K <= k) >= q.
+
+    Failures of independent components at a constant rate arrive as a Poisson process
+    (exponential times between failures, the model behind Young 1974 and Daly 2006, and
+    Kokolis et al. 2024's fits of job failures), so the number of interruptions of a run with
+    ``mean`` expected interruptions is Poisson(mean). The CDF is summed term by term in log
+    space, ``log p_k = k log(mean) - mean - log k!``, from ``k0 = mean - 12 sqrt(mean) - 12``
+    (the mass below it is under 1e-30, beyond a float's view of 1 - q); 0 for a mean of 0."""
+    if not 0.0 <= q < 1.0:
+        raise ValueError(f"a quantile must be in [0, 1), got {q}")
+    if mean <= 0.0 or q <= 0.0:
+        return 0
+    if not math.isfinite(mean):
+        raise ValueError("the mean of a Poisson count must be finite")
+    k = max(0, math.floor(mean - 12.0 * math.sqrt(mean) - 12.0))
+    log_mean = math.log(mean)
+    total = math.exp(k * log_mean - mean - math.lgamma(k + 1))
+    top = mean + 40.0 * math.sqrt(mean) + 40.0  # the sum reaches any q a float holds below 1
+    while total < q and k < top:
+        k += 1
+        total += math.exp(k * log_mean - mean - math.lgamma(k + 1))
+    return k
+
+
+@dataclass(frozen=True)
+class DeadlineReserve:
+    """The time a run keeps before its deadline for the interruptions its model expects at a
+    confidence ``q``: ``count`` = the q-quantile of Poisson(``expected``) interruptions, each
+    costing ``loss_h`` hours, rounded up to ``hours`` whole hours."""
+
+    expected: float
+    count: int
+    loss_h: float
+    hours: int
+
+
+def deadline_reserve(
+    failures_per_running_hour: float, run_hours: float, loss_h: float, q: float | None
+) -> DeadlineReserve:
+    """Hours a run of ``run_hours`` hours keeps before its deadline so that it meets it with
+    probability ``q`` under the failure model (docs/cost-model.md, "Deadlines with a
+    confidence"):
+
+        expected interruptions  mu = f n     (f failures per running hour: lambda / (1 -
+                                              lambda L), spot preemptions included)
+        count at q              K_q = min {k : P(Poisson(mu) <= k) >= q}
+        reserve                 r = ceil(K_q x L - 1e-9) hours
+
+    with L the expected hours each interruption costs (redone work, the lag until a
+    checkpoint is durable, the downtime: :func:`loss_hours_per_failure`). The expected
+    number ``mu`` is what the cost model charges; a plan that ends at its deadline with no
+    reserve keeps time for none of them, and one that keeps ``mu L`` meets its deadline only
+    about half the time. ``q`` None (no confidence asked): no reserve. The function
+    ``trainplan simulate`` replays against: the same count and loss per interruption."""
+    if q is None or failures_per_running_hour <= 0.0 or run_hours <= 0.0:
+        return DeadlineReserve(0.0, 0, loss_h, 0)
+    mu = failures_per_running_hour * run_hours
+    k = poisson_quantile(mu, q)
+    return DeadlineReserve(mu, k, loss_h, max(0, math.ceil(k * loss_h - 1e-9)))
+
+
 # ----------------------------------------------------------------------------- fleets at scale
 
 
