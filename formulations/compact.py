@@ -1,14 +1,24 @@
-"""Among plans of equal cost, the one that finishes earliest (a second pass after any solver).
+"""Among plans within the gap, the one that finishes earliest (a second pass after any solver).
 
-A solver stops at the first optimal plan it proves; with flat prices many plans cost the same
-and nothing pulls it early (a three-phase chain that can end at hour 15 ended at hour 36 for
-the same cost). This pass takes the contiguous phases in topological order and moves each
-to the earliest start, on the same configuration, whose run costs no more
-(:func:`planner.costs.run_costs`: hours, billing blocks, minimum rental, archive after the
-end), that its predecessors' (possibly moved) ends allow and that fits in the capacity (and
-reserved pool) the other phases leave. Preemptible phases keep their hours; regions and
-configurations do not change, so transfers and porting do not either. The plan's cost never
-rises: the caller keeps the result only if :func:`planner.costs.cost_plan` agrees.
+A solver stops at the first plan it proves within the gap; with flat prices many plans cost
+the same and nothing pulls it early (a three-phase chain that can end at hour 15 ended at
+hour 36 for the same cost), and with a gap of 0.01 % a plan may wait 2.6 days to save cents.
+This pass takes the phases in topological order and moves each to the earliest hours, on the
+same configuration, that its predecessors' (possibly moved) ends allow, that fit in the
+capacity (and reserved pool) the other phases leave, keep the plan within the carbon cap and
+cost at most what is left of ``budget`` more (:func:`budget_within_gap`: the most the
+objective may rise while the bound still proves the plan within the requested gap; 0: only
+moves that cost nothing more):
+
+- a phase that runs one block of hours: the earliest start;
+- a phase that may pause: the earliest end for which its n cheapest hours (by the cost
+  model's hourly cost) from its ready hour fit.
+
+Each candidate is priced exactly by the cost model (:func:`planner.costs.parts_costs`
+weighted, plus the value of time: :func:`planner.costs.time_usd`); only the moved phase's
+costs change (its configuration, region and so transfers and porting stay). Phases in
+segments keep their hours. The plan's objective rises by at most ``budget``: the caller keeps
+the result only if :func:`planner.costs.cost_plan` agrees.
 """
 
 from __future__ import annotations
@@ -18,7 +28,15 @@ from collections import defaultdict
 import numpy as np
 
 from formulations.bounds import open_runs
-from planner.costs import run_costs, weights
+from planner.costs import (
+    emissions_t,
+    hourly_cost,
+    parts_costs,
+    run_costs,
+    run_emissions,
+    time_usd,
+    weights,
+)
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Pool, Schedule
 from planner.windows import Windows
@@ -27,10 +45,18 @@ from planner.windows import Windows
 TIE = 1e-12
 
 
-def earliest(inst: Instance, schedule: Schedule, windows: Windows) -> Schedule:
-    """The schedule with each contiguous phase moved as early as an equal or lower cost
-    allows (module docstring)."""
-    w = weights(inst)
+def budget_within_gap(objective: float, bound: float | None, gap: float) -> float:
+    """How much a plan of cost ``objective`` may rise and stay proved within ``gap`` by
+    ``bound``: the largest z' with ``(z' - bound) / z' <= gap`` is ``bound / (1 - gap)``; 0
+    when there is no bound, it is not positive, or the plan is not within the gap already."""
+    if bound is None or not np.isfinite(bound) or bound <= 0 or not 0 <= gap < 1:
+        return 0.0
+    top = bound / (1.0 - gap)
+    return max(0.0, (top - objective) * (1.0 - 1e-9))
+
+
+def earliest(inst: Instance, schedule: Schedule, windows: Windows, budget: float = 0.0) -> Schedule:
+    """The schedule with each phase moved as early as ``budget`` allows (module docstring)."""
     T = inst.hours
     used: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(T))
     reserved_use: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
@@ -38,47 +64,103 @@ def earliest(inst: Instance, schedule: Schedule, windows: Windows) -> Schedule:
         used[(c.region, c.gpu)][list(hours)] += c.total_gpus
         if c.contract == "reserved":
             reserved_use[(c.region, c.gpu, c.term)][list(hours)] += c.total_gpus
+    cap = inst.spec.objective.carbon_cap_tonnes
+    emitted = sum(emissions_t(inst, a.config, a.hours) for _, a in schedule.all_parts())
+    region_of = schedule.region_of()
+    left = max(0.0, budget)
     out: dict[str, Assignment] = dict(schedule.assignments)
     moved = False
     for name in inst.order:
-        if name not in out or name in schedule.segments or inst.phase(name).preemptible:
+        if name not in out or name in schedule.segments:
             continue
         c, hours = out[name]
-        pool = (c.region, c.gpu)
-        rkey = (c.region, c.gpu, c.term)
-        start, n = hours[0], len(hours)
-        ready = max(
-            [
-                windows.start.get(name, 0),
-                *(schedule.parts(q)[-1].end for q in inst.phase(name).predecessors if q in out),
-            ]
-        )
-        if ready >= start:
-            continue
-        starts = np.arange(ready, start + 1)
-        cost = run_costs(inst, c, starts, w)
-        now = cost[-1]
-        ok = cost <= now + TIE * max(1.0, abs(now))
-        # capacity without this phase's own run
+        preds = [q for q in inst.phase(name).predecessors if q in schedule]
+        ends = [out[q].end if q in out else schedule.parts(q)[-1].end for q in preds]
+        ready = max([windows.start.get(name, 0), *ends])
+        if ready + c.hours >= hours[-1] + 1:
+            continue  # it ends as early as it can
+        pool, rkey = (c.region, c.gpu), (c.region, c.gpu, c.term)
         free = inst.capacity[pool] - used[pool]
         free[list(hours)] += c.total_gpus
         fits = free >= c.total_gpus - 1e-9
         if c.contract == "reserved":
-            r = schedule.reserved.get(rkey, 0)
             ru = reserved_use[rkey].copy()
             ru[list(hours)] -= c.total_gpus
-            fits &= ru + c.total_gpus <= r + 1e-9
-        whole = open_runs(fits, n)[starts]
-        cand = np.flatnonzero(ok & whole)
-        if not len(cand) or starts[cand[0]] >= start:
-            continue
-        s0 = int(starts[cand[0]])
-        new = tuple(range(s0, s0 + n))
-        used[pool][list(hours)] -= c.total_gpus
-        used[pool][list(new)] += c.total_gpus
-        if c.contract == "reserved":
-            reserved_use[rkey][list(hours)] -= c.total_gpus
-            reserved_use[rkey][list(new)] += c.total_gpus
-        out[name] = Assignment(c, new)
-        moved = True
+            fits &= ru + c.total_gpus <= schedule.reserved.get(rkey, 0) + 1e-9
+        old_emis = emissions_t(inst, c, hours)
+        for cand, extra, new_emis in _candidates(
+            inst, Assignment(c, hours), ready, fits, region_of
+        ):
+            if not extra <= left + TIE * max(1.0, left):
+                continue
+            if cap is not None and emitted - old_emis + new_emis > cap * (1 + 1e-12) + 1e-12:
+                continue
+            emitted += new_emis - old_emis
+            left -= max(0.0, extra)
+            used[pool][list(hours)] -= c.total_gpus
+            used[pool][list(cand)] += c.total_gpus
+            if c.contract == "reserved":
+                reserved_use[rkey][list(hours)] -= c.total_gpus
+                reserved_use[rkey][list(cand)] += c.total_gpus
+            out[name] = Assignment(c, cand)
+            moved = True
+            break
     return Schedule(out, schedule.reserved, schedule.segments) if moved else schedule
+
+
+#: Ends tried for a phase that may pause: the earliest ones, then evenly spaced up to its
+#: current end (each is priced in full).
+PAUSED_ENDS = 48
+
+
+def _candidates(
+    inst: Instance, a: Assignment, ready: int, fits: np.ndarray, region_of: dict[str, str]
+) -> list[tuple[tuple[int, ...], float, float]]:
+    """(hours, extra objective, emissions) for the phase on ``a``'s configuration ending
+    earlier than ``a`` does, earliest end first: one block from each start before the
+    current one (a phase that may not pause: :func:`planner.costs.run_costs`, which holds
+    every cost of the phase that its hours change); the cheapest n free hours from ``ready``
+    for ends before the current one (a phase that may: priced by
+    :func:`planner.costs.parts_costs` and the value of time). Runs through hours the phase may
+    not use (+inf) are left out."""
+    c, hours = a.config, a.hours
+    w = weights(inst)
+    n, end = c.hours, hours[-1] + 1
+    if not inst.phase(c.phase).preemptible:
+        starts = np.arange(ready, hours[0] + 1)
+        ok = open_runs(fits, n)
+        starts = starts[(starts < len(ok)) & ok[np.minimum(starts, len(ok) - 1)]]
+        if not len(starts) or starts[0] >= hours[0]:
+            return []
+        costs = run_costs(inst, c, np.append(starts, hours[0]), w)
+        emis = run_emissions(inst, c, starts)
+        now = costs[-1]
+        return [
+            (tuple(range(int(s), int(s) + n)), float(k - now), float(e))
+            for s, k, e in zip(starts, costs[:-1], emis, strict=True)
+            if s < hours[0] and np.isfinite(k)
+        ]
+    h = hourly_cost(inst, c, w)
+    now = _objective(inst, a, region_of)
+    stops = list(range(ready + n, end))
+    if len(stops) > PAUSED_ENDS:
+        head = stops[: PAUSED_ENDS // 2]
+        rest = np.linspace(head[-1] + 1, end - 1, PAUSED_ENDS // 2).astype(int).tolist()
+        stops = sorted(set(head + rest))
+    out: list[tuple[tuple[int, ...], float, float]] = []
+    for stop in stops:
+        span = np.arange(ready, stop)
+        span = span[fits[ready:stop] & np.isfinite(h[ready:stop])]
+        if len(span) < n:
+            continue
+        pick = tuple(int(t) for t in np.sort(span[np.argsort(h[span], kind="stable")[:n]]))
+        moved = Assignment(c, pick)
+        out.append((pick, _objective(inst, moved, region_of) - now, emissions_t(inst, c, pick)))
+    return out
+
+
+def _objective(inst: Instance, a: Assignment, region_of: dict[str, str]) -> float:
+    """The phase's share of the plan's objective on ``a``: its weighted costs and the value of
+    its time."""
+    pc = parts_costs(inst, (a,), region_of)
+    return float(weights(inst).objective(pc.costs)) + time_usd(inst, a.config.phase, a.end)

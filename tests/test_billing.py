@@ -197,3 +197,172 @@ def test_the_baseline_picks_the_cheaper_of_two_equally_fast_gpus() -> None:
     # Priced below the H100 the H200 becomes the hand-made choice.
     cheap = instance_from(two_hoppers(h200_price=3.50))
     assert {p.gpu for p in lever_free(cheap).plan.phases} == {"H200-SXM"}
+
+
+# ----------------------------------------------------------------------------- time
+
+
+def cheap_tomorrow(value: float) -> dict[str, Any]:
+    """Power at 200 USD/MWh for the first 24 hours, free after: a 10-hour run on 8 G pays
+    0.736 USD an hour of it today (3.68 kW x 200 / 1000) and nothing tomorrow."""
+    prices = [200.0] * 24 + [0.0] * 24
+    d = doc([phase()], {"dc": region(site="colocation", electricity={"values": prices})})
+    d["objective"] = {"usd_per_hour_early": value}
+    return d
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize(("value", "start"), [(0.2, 24), (0.5, 0)])
+def test_the_value_of_time_pulls_a_run_earlier_when_waiting_costs_more(
+    solver: str, value: float, start: int
+) -> None:
+    # Start tau costs 160 rental + 0.736 x (hours before 24) + v (tau + 10) (the phase is
+    # released at 0 and no phase waits for it: the instance's value applies). tau = 0: 167.36
+    # + 10 v; tau = 24: 160 + 34 v; in between the slope is v - 0.736 (< 0): the optimum is
+    # one of the two, and 24 v = 7.36 at v = 0.3067. v = 0.2: 166.80 at 24 (not 169.36);
+    # v = 0.5: 172.36 at 0 (not 177).
+    inst, res = solved(cheap_tomorrow(value), solver)
+    p = res.plan.phases[0]
+    assert p.start_hour == start
+    bill = 160.0 + (7.36 if start == 0 else 0.0)
+    assert res.plan.costs["total"] == pytest.approx(bill)
+    assert res.plan.costs["time"] == pytest.approx(value * (start + 10))
+    assert res.objective == pytest.approx(bill + value * (start + 10))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_phase_sets_its_own_value_of_time(solver: str) -> None:
+    # prep (5 h) -> train (10 h). The instance values only deliverables: train, at 0.2/h, so
+    # the chain waits for free power (train from 29, ends at 39: prep 24-28 ... or earlier at
+    # no cost). Valuing prep itself at 1.0/h pulls it to hour 0 (it costs 0.736 x 5 = 3.68
+    # of power today, less than the 24 x 1.0 it is worth to finish a day earlier); train stays
+    # on free power: start 24, 160 + 0.2 x 34 = 166.8.
+    d = cheap_tomorrow(0.2)
+    d["phases"] = [
+        phase("prep", hours=5),
+        phase("train", predecessors=["prep"]),
+    ]
+    d["phases"][0]["work"] = {"flops": 5 * HOUR_OF_8}
+    d["phases"][0]["usd_per_hour_early"] = 1.0
+    _, res = solved(d, solver)
+    prep, train = res.plan.phase("prep"), res.plan.phase("train")
+    assert prep.start_hour == 0 and train.start_hour == 24
+    # prep: 5 x 16 + 3.68 power; train: 160; time 1.0 x 5 + 0.2 x 34
+    assert res.plan.costs["total"] == pytest.approx(80 + 3.68 + 160)
+    assert res.plan.costs["time"] == pytest.approx(5.0 + 6.8)
+    assert res.objective == pytest.approx(80 + 3.68 + 160 + 11.8)
+
+
+# ----------------------------------------------------------------------------- confidence
+
+
+def failing(confidence: float | None) -> dict[str, Any]:
+    """One phase of 80 GPU-hours on 8 or 16 G, deadline hour 12, 0.0125 failures per GPU-hour,
+    3 min to detect and 1 h to restart (no checkpoint: no model, so a failure costs its
+    downtime, L = 1.05 h)."""
+    d = doc([phase(deadline=12)], {"dc": region(site="colocation")})
+    d["phases"][0]["options"]["gpu_counts"] = [8, 16]
+    d["failure"] = {"failures_per_gpu_hour": 0.0125, "restart_hours": 1.0}
+    if confidence is not None:
+        d["deadline_confidence"] = confidence
+    return d
+
+
+def _poisson_cdf(mean: float, k: int) -> float:
+    import math
+
+    return sum(math.exp(-mean) * mean**i / math.factorial(i) for i in range(k + 1))
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_a_deadline_met_with_95_percent_keeps_time_for_the_quantile_of_failures(
+    solver: str,
+) -> None:
+    # 8 G: lambda = 0.1/h, f = 0.1 / (1 - 0.105) = 0.111732 failures per running hour, 10 h:
+    # mu = 1.11732; P(K <= 2) = 0.8969, P(K <= 3) = 0.9730: K_0.95 = 3 -> 3 x 1.05 = 3.15,
+    # 4 h kept: the run must end by hour 8, and 10 hours do not fit. 16 G: lambda = 0.2,
+    # f = 0.2 / 0.79 = 0.253165, 5 h: mu = 1.26582, P(K <= 2) = 0.8650, P(K <= 3) = 0.9603:
+    # K = 3, 4 h kept: ends by 8, the 5-hour run fits (start 0..3).
+    lam8, lam16 = 0.1, 0.2
+    f8, f16 = lam8 / (1 - lam8 * 1.05), lam16 / (1 - lam16 * 1.05)
+    assert _poisson_cdf(f8 * 10, 2) < 0.95 <= _poisson_cdf(f8 * 10, 3)
+    assert _poisson_cdf(f16 * 5, 2) < 0.95 <= _poisson_cdf(f16 * 5, 3)
+    # Without a confidence the cheaper 8 G run (failure cost f n L rho: 0.111732 x 10 x 1.05
+    # x (16 + 0.368) = 19.20 against 16 G's 0.253165 x 5 x 1.05 x (32 + 0.736) = 43.51) ends
+    # at hour 10, two hours before its deadline, with no time for a single restart.
+    _, res = solved(failing(None), solver)
+    p = res.plan.phases[0]
+    assert p.gpus == 8 and p.end_hour <= 12
+    fail8 = f8 * 10 * 1.05 * (16 + 0.368)
+    assert res.objective == pytest.approx(160 + 3.68 + fail8, rel=1e-6)
+    inst, res = solved(failing(0.95), solver)
+    p = res.plan.phases[0]
+    assert p.gpus == 16 and p.end_hour <= 8
+    assert p.info["deadline_reserve_h"] == 4
+    fail16 = f16 * 5 * 1.05 * (32 + 0.736)
+    assert res.objective == pytest.approx(160 + 3.68 + fail16, rel=1e-6)
+    # The checker keeps the same time: the 8-GPU plan is rejected under the confidence.
+    v = verify(inst, solve(instance_from(failing(None)), solver="milp", time_limit=30).plan)
+    assert "window" in v.kinds
+    assert any("must end by hour 8" in x.message for x in v.violations)
+
+
+def test_the_reserve_is_the_poisson_quantile_times_the_loss() -> None:
+    from planner.physics.reliability import deadline_reserve, poisson_quantile
+
+    # Poisson(10) at 0.95 is 15 (P(K <= 14) = 0.9165, P(K <= 15) = 0.9513); Poisson(1000)
+    # at 0.95: 1052 (the normal approximation 1000 + 1.645 x 31.6 = 1052.0).
+    assert poisson_quantile(10, 0.95) == 15
+    assert _poisson_cdf(10, 14) < 0.95 <= _poisson_cdf(10, 15)
+    assert poisson_quantile(1000, 0.95) == 1052
+    assert poisson_quantile(0.0, 0.99) == 0
+    # at the median the count is the mean's neighbourhood: the reserve of the mean, not 0
+    r = deadline_reserve(0.5, 20, 0.3, 0.5)  # mu = 10, median 10, 10 x 0.3 = 3 h
+    assert (r.expected, r.count, r.hours) == (10.0, 10, 3)
+    assert deadline_reserve(0.5, 20, 0.3, None).hours == 0
+
+
+def almost_flat() -> dict[str, Any]:
+    """Power at 100 USD/MWh today and 99.9 from hour 24: waiting a day saves 10 h x 3.68 kW
+    x 0.1 USD/MWh / 1000 = 0.00368 USD on a 163.68 USD plan (0.0022 %)."""
+    prices = [100.0] * 24 + [99.9] * 24
+    return doc([phase()], {"dc": region(site="colocation", electricity={"values": prices})})
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("preemptible", [False, True])
+def test_among_plans_within_the_gap_the_earliest_finish_wins(
+    solver: str, preemptible: bool
+) -> None:
+    # With the default gap (1e-4) the bound proves any plan up to bound / (1 - 1e-4), i.e.
+    # 0.0164 USD above the optimum 163.67632: the run at hour 0 (0.00368 more) is within it and
+    # finishes a day earlier. With gap 0 only the optimum is proved: the run waits.
+    if preemptible and solver in ("highs", "cpsat"):
+        pytest.skip("the contiguous models plan a pausable phase in one block")
+    d = almost_flat()
+    d["phases"][0]["preemptible"] = preemptible
+    inst = instance_from(d)
+    res = solve(inst, solver=solver, time_limit=30)
+    assert res.plan is not None and res.status.value == "optimal", res.summary()
+    assert_valid(inst, res.plan)
+    assert res.plan.phases[0].end_hour == 10
+    assert res.objective == pytest.approx(163.68, abs=1e-9)
+    assert res.gap is not None and res.gap <= 1e-4
+    exact = solve(inst, solver=solver, time_limit=30, gap=0.0)
+    assert exact.plan is not None
+    assert exact.plan.phases[0].start_hour >= 24
+    assert exact.objective == pytest.approx(163.68 - 0.00368, abs=1e-9)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_finishing_earlier_never_breaks_the_carbon_cap(solver: str) -> None:
+    # 3.68 kW at 500 g/kWh today (1.84 kg an hour) or 100 g/kWh from hour 24 (0.368 kg),
+    # capped at 10 kg: every earlier start is within the gap's budget (at most 0.00368 USD
+    # more), but a start s in [14, 24] emits (24 - s) 1.84 + (s - 14) 0.368 = 39.008 - 1.472 s
+    # kg: at most 10 kg from s = 20 on (9.568 kg). The run moves to 20, not to 0.
+    d = almost_flat()
+    d["regions"]["dc"]["carbon_intensity"] = {"values": [500.0] * 24 + [100.0] * 24}
+    d["objective"] = {"carbon_cap_tonnes": 0.010}
+    _, res = solved(d, solver)
+    assert res.plan.phases[0].start_hour == 20
+    assert res.plan.emissions_t == pytest.approx(0.009568) and res.plan.emissions_t <= 0.010

@@ -57,7 +57,7 @@ from formulations.bounds import (
     prune_by_bound,
     single_segment,
 )
-from formulations.compact import earliest
+from formulations.compact import budget_within_gap, earliest
 from formulations.greedy import greedy
 from formulations.heuristic import lookahead_schedule
 from formulations.highs_runner import RawSolution, memory_cap, solve_highs, solve_pyomo
@@ -681,12 +681,14 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     if why:
         st.notes.append(why)
     if st.schedule is not None and st.plan is not None and st.windows is not None:
-        early = earliest(st.inst, st.schedule, st.windows)
+        budget = budget_within_gap(st.plan.objective, st.bound, st.gap)
+        early = earliest(st.inst, st.schedule, st.windows, budget)
         if early is not st.schedule:
             plan = cost_plan(st.inst, early)
-            if plan.objective <= st.plan.objective + 1e-9 * max(1.0, abs(st.plan.objective)):
+            tie = 1e-9 * max(1.0, abs(st.plan.objective))
+            if plan.objective <= st.plan.objective + budget + tie:
                 st.schedule, st.plan = early, plan
-                st.tracker.offer_plan(plan.objective, "earliest among equal costs")
+                st.tracker.offer_plan(plan.objective, "earliest within the gap")
     runtime = time.perf_counter() - t0
     st.tracker.stage("done")
     raw = st.raw

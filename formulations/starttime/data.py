@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.compact import earliest
+from formulations.compact import budget_within_gap, earliest
 from planner.configs import Config, ConfigSpace, build_config_space
 from planner.costs import (
     Weights,
@@ -169,7 +169,16 @@ def build_data(inst: Instance, space: ConfigSpace) -> StartData:
             if l_ - c.hours < e:
                 continue
             starts = np.arange(e, l_ - c.hours + 1, dtype=np.int64)
-            cost, emis = run_costs(inst, c, starts, wts), run_emissions(inst, c, starts)
+            cost = run_costs(inst, c, starts, wts)
+            # a run past the hours c may use (its deadline less the reserve a deadline
+            # confidence keeps) costs +inf: those starts are not in the table (they are the
+            # last ones, so the table's starts stay one range)
+            ok = np.isfinite(cost)
+            if not ok.all():
+                starts, cost = starts[ok], cost[ok]
+                if not len(starts):
+                    continue
+            emis = run_emissions(inst, c, starts)
             key = _twin_key(inst.gpu(c.gpu).family, c, cost, emis)
             if key in seen:
                 alias[name][c.index] = seen[key]
@@ -435,7 +444,8 @@ def finish(
     gap: float | None = None,
 ) -> Result:
     """Cost the chosen schedule (:func:`planner.costs.cost_plan`) and wrap it up; among
-    equal-cost placements the earliest (:func:`formulations.compact.earliest`). With the
+    the placements within the gap of the bound the earliest
+    (:func:`formulations.compact.earliest`). With the
     requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
     (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
     ``model_objective`` is the formulation's own value of the choice; the difference to the
@@ -456,10 +466,11 @@ def finish(
     plan = cost_plan(data.inst, sched)
     if model_objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
-    early = earliest(data.inst, sched, data.windows)
+    budget = budget_within_gap(plan.objective, bound, gap) if gap is not None else 0.0
+    early = earliest(data.inst, sched, data.windows, budget)
     if early is not sched:
         moved = cost_plan(data.inst, early)
-        if moved.objective <= plan.objective + 1e-9 * max(1.0, abs(plan.objective)):
+        if moved.objective <= plan.objective + budget + 1e-9 * max(1.0, abs(plan.objective)):
             plan = moved
     return Result.solved(
         solver,
