@@ -221,7 +221,7 @@ def test_the_value_of_time_pulls_a_run_earlier_when_waiting_costs_more(
     # + 10 v; tau = 24: 160 + 34 v; in between the slope is v - 0.736 (< 0): the optimum is
     # one of the two, and 24 v = 7.36 at v = 0.3067. v = 0.2: 166.80 at 24 (not 169.36);
     # v = 0.5: 172.36 at 0 (not 177).
-    inst, res = solved(cheap_tomorrow(value), solver)
+    _, res = solved(cheap_tomorrow(value), solver)
     p = res.plan.phases[0]
     assert p.start_hour == start
     bill = 160.0 + (7.36 if start == 0 else 0.0)
