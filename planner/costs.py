@@ -772,7 +772,10 @@ def _info(inst: Instance, c: Config, n: int, failure_usd: float) -> dict[str, ob
     mem = c.memory
     lost_h = c.failure_rate * n * c.loss_h
     overhead = c.checkpoint_overhead
+    offers = inst.region(c.region).offers.get(c.gpu)
+    zone = getattr(getattr(offers, c.contract, None), "zone", None)
     return {
+        **({"zone": zone} if zone else {}),
         "config": c.label,
         "dp": lay.dp,
         "memory_gb": round(mem.total_gb, 3),

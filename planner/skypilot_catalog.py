@@ -6,14 +6,21 @@ columns ``InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Gpu
 AvailabilityZone, Price, SpotPrice``: one row per instance type and zone, ``Price`` and
 ``SpotPrice`` in USD per instance-hour (SpotPrice empty where there is none). The import
 keeps, per accelerator and region, the instance type with the most accelerators (the node a
-training job rents; ties: the cheapest), and divides its prices by the accelerator count:
+training job rents; ties: the cheapest), and for each of the region's zones one price row
+with its prices divided by the accelerator count:
 
     on-demand USD per GPU-hour = Price / AcceleratorCount
-    spot USD per GPU-hour      = min over the region's zones of SpotPrice / AcceleratorCount
+    spot USD per GPU-hour      = SpotPrice / AcceleratorCount
 
-(the least over zones is what SkyPilot itself quotes for spot). Accelerator names become
-catalog names through :data:`FROM_SKYPILOT`; names it does not know are kept as they are, so
-that the user can add their figures under ``gpus:``.
+Only standard availability zones are kept unless ``all_zones`` (:func:`standard_zone`): an
+AWS Local Zone (``us-east-1-bos-1a``) or Wavelength zone (``us-east-1-wl1-bos-wlz-1``) sells
+the same instance type at its own price, far from the region and often without the capacity
+a training job needs (a 1.28 USD/GPU-h spot H100 in a Local Zone against 6.88 on demand).
+A region of an instance mapped to the cloud region takes its offers from these rows
+(:func:`planner.usercatalog.catalog_offers`: the cheapest zone per contract, the zone
+stated in the plan). Accelerator names become catalog names through :data:`FROM_SKYPILOT`;
+names it does not know are kept as they are, so that the user can add their figures under
+``gpus:``.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from planner.catalog import CatalogError, resolve_name
 from planner.instance.errors import FieldError
 from planner.usercatalog import PriceRow
 
-#: The columns an import needs (SkyPilot catalog schema v5+).
+#: The columns an import needs (SkyPilot catalog schema v5+); ``AvailabilityZone`` is read
+#: when present (without it a row stands for its whole region).
 COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice")
+ZONE_COLUMN = "AvailabilityZone"
 
 #: SkyPilot accelerator name -> trainplan catalog name. SkyPilot's ``H100`` is the SXM part
 #: (AWS p5, GCP a3, Azure ND H100 v5), ``A100`` the 40 GB SXM part and ``A100-80GB`` the
@@ -85,6 +94,26 @@ def catalog_name(accelerator: str) -> str:
         return accelerator
 
 
+def standard_zone(zone: str | None, region: str) -> bool:
+    """Whether ``zone`` is one of the region's standard availability zones: the region's
+    name with a one-letter suffix (AWS ``us-east-1a``, GCP ``us-central1-a``), a bare
+    number or letter (Azure ``1``), the region itself, or no zone. AWS Local Zones
+    (``us-east-1-bos-1a``) and Wavelength zones (``us-east-1-wl1-bos-wlz-1``) carry a
+    location code after the region and are not: they must be opted into and sell capacity
+    at their own prices (AWS EC2 ``describe-availability-zones``: ``ZoneType``
+    ``availability-zone`` against ``local-zone`` and ``wavelength-zone``)."""
+    if not zone or zone == region:
+        return True
+    if len(zone) == 1 and zone.isalnum():
+        return True
+    for sep in ("", "-"):
+        if zone.startswith(region + sep):
+            rest = zone[len(region) + len(sep) :]
+            if len(rest) == 1 and rest.isalpha():
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class _Row:
     instance_type: str
@@ -93,6 +122,7 @@ class _Row:
     region: str
     price: float | None
     spot: float | None
+    zone: str | None = None
 
 
 def _number(text: str | None, file: str, line: int, column: str) -> float | None:
@@ -146,15 +176,21 @@ def _rows(path: Path) -> list[_Row]:
                     region,
                     _number(row.get("Price"), file, line, "Price"),
                     _number(row.get("SpotPrice"), file, line, "SpotPrice"),
+                    (row.get(ZONE_COLUMN) or "").strip() or None,
                 )
             )
     return out
 
 
 def import_vms_csv(
-    path: str | Path, cloud: str, gpus: set[str] | None = None, regions: set[str] | None = None
+    path: str | Path,
+    cloud: str,
+    gpus: set[str] | None = None,
+    regions: set[str] | None = None,
+    all_zones: bool = False,
 ) -> tuple[list[PriceRow], list[str]]:
-    """Price rows (one per accelerator and region) from a SkyPilot ``vms.csv`` of ``cloud``,
+    """Price rows (one per accelerator, region and availability zone; standard zones only
+    unless ``all_zones``, :func:`standard_zone`) from a SkyPilot ``vms.csv`` of ``cloud``,
     optionally only for the given catalog GPU names and regions; and the accelerator names
     that have no trainplan catalog entry (kept under their SkyPilot name)."""
     p = Path(path)
@@ -165,6 +201,8 @@ def import_vms_csv(
         if gpus is not None and name not in gpus:
             continue
         if regions is not None and r.region not in regions:
+            continue
+        if not all_zones and not standard_zone(r.zone, r.region):
             continue
         by_key[(name, r.region)].append(r)
     out: list[PriceRow] = []
@@ -178,23 +216,28 @@ def import_vms_csv(
         best = min(
             node, key=lambda r: (r.price if r.price is not None else math.inf, r.instance_type)
         )
-        spots = [
-            r.spot for r in node if r.instance_type == best.instance_type and r.spot is not None
-        ]
-        out.append(
-            PriceRow(
-                gpu=name,
-                cloud=cloud,
-                region=region,
-                instance_type=best.instance_type,
-                gpus_per_instance=most,
-                on_demand_usd_per_gpu_hour=(
-                    None if best.price is None else round(best.price / most, 6)
-                ),
-                spot_usd_per_gpu_hour=None if not spots else round(min(spots) / most, 6),
-                source=f"SkyPilot catalog {p.name} ({cloud}), {best.instance_type}",
+        zones: dict[str | None, list[_Row]] = defaultdict(list)
+        for r in node:
+            if r.instance_type == best.instance_type:
+                zones[r.zone].append(r)
+        for zone, zrows in sorted(zones.items(), key=lambda kv: kv[0] or ""):
+            prices = [r.price for r in zrows if r.price is not None]
+            spots = [r.spot for r in zrows if r.spot is not None]
+            out.append(
+                PriceRow(
+                    gpu=name,
+                    cloud=cloud,
+                    region=region,
+                    zone=zone,
+                    instance_type=best.instance_type,
+                    gpus_per_instance=most,
+                    on_demand_usd_per_gpu_hour=(
+                        None if not prices else round(min(prices) / most, 6)
+                    ),
+                    spot_usd_per_gpu_hour=None if not spots else round(min(spots) / most, 6),
+                    source=f"SkyPilot catalog {p.name} ({cloud}), {best.instance_type}",
+                )
             )
-        )
         try:
             resolve_name(name)
         except CatalogError:

@@ -71,6 +71,8 @@ class Starter:
     prices_dir: Path | None = None
     pretrain: bool = False
     notes: tuple[str, ...] = field(default=())
+    #: A user catalog (``gpu_catalog``): regions on a cloud region take their offers from it.
+    catalog: Path | None = None
 
 
 def parse_params(text: str) -> float | None:
@@ -251,6 +253,12 @@ def render(s: Starter, out_file: Path) -> str:
         "gpu_types:          # by catalog name: every figure from `trainplan gpus`",
         f"  {s.gpu}: {{}}",
     ]
+    if s.catalog is not None:
+        lines[-2:-2] = [
+            f"gpu_catalog: {_local_copy(s.catalog, out_file, 'catalogs')}   # prices imported "
+            "with `trainplan gpus import-skypilot`",
+            "",
+        ]
     if s.eval_gpu and s.eval_gpu != s.gpu:
         lines.append(f"  {s.eval_gpu}: {{}}")
     lines += ["", "regions:"]
@@ -281,8 +289,15 @@ def render(s: Starter, out_file: Path) -> str:
             )
         cap = ", ".join(f"{g}: {s.max_gpus if g == s.gpu else 16}" for g in gpus)
         lines.append(f"    capacity: {{{cap}}}   # ASSUMPTION: GPUs you can rent at once")
-        lines.append("    offers:")
+        own = [g for g in gpus if not _from_catalog(s, r, g)]
+        lines.append("    offers:" if own else "    offers: {}")
         for g in gpus:
+            if g not in own:
+                lines.append(
+                    f"      # {g}: on-demand and spot prices from gpu_catalog "
+                    f"({r.cloud}/{r.cloud_region or r.name}, the cheapest standard zone)"
+                )
+                continue
             text, why = _price_lines(g, spot=g != s.gpu)
             lines.append(f"      # {why}")
             lines.append(f"      {g}: {text}")
@@ -317,6 +332,17 @@ def render(s: Starter, out_file: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _from_catalog(s: Starter, r: RegionChoice, gpu: str) -> bool:
+    """The user catalog prices ``gpu`` in the region's cloud region (so its offers come from
+    there: :func:`planner.usercatalog.catalog_offers`)."""
+    if s.catalog is None or r.cloud is None:
+        return False
+    from planner.usercatalog import catalog_offers, read_user_catalog
+
+    user = read_user_catalog(s.catalog)
+    return catalog_offers(user, r.cloud, r.cloud_region or r.name, gpu, (gpu,)) is not None
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "model"
 
@@ -330,10 +356,16 @@ def _price_csv(s: Starter, r: RegionChoice, out_file: Path) -> str | None:
     path = s.prices_dir / PRICE_FILE.format(market=r.market)
     if not path.is_file():
         return None
+    return _local_copy(path, out_file, "prices")
+
+
+def _local_copy(path: Path, out_file: Path, kind: str) -> str:
+    """``path`` relative to ``out_file``'s folder, copied to ``data/<kind>/`` beside it first
+    when it lies outside (an instance reads files from its own folder only)."""
     folder = out_file.resolve().parent
     rel = Path(os.path.relpath(path.resolve(), folder))
     if rel.parts and rel.parts[0] == "..":
-        local = folder / "data" / "prices" / path.name
+        local = folder / "data" / kind / path.name
         if not local.is_file():
             local.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, local)

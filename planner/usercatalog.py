@@ -58,6 +58,8 @@ class PriceRow(BaseModel):
     gpu: Annotated[str, Field(min_length=1)]
     region: Annotated[str, Field(min_length=1)]
     cloud: str | None = None
+    #: The availability zone the prices are quoted in (None: the region as a whole).
+    zone: str | None = None
     instance_type: str | None = None
     gpus_per_instance: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
     on_demand_usd_per_gpu_hour: NonNeg | None = None
@@ -103,11 +105,17 @@ class UserCatalog:
         key = by_lower.get(name.strip().lower())
         return None if key is None else self.entries[key]
 
-    def prices_for(self, gpu: str, region: str | None = None) -> list[PriceRow]:
+    def prices_for(
+        self, gpu: str, region: str | None = None, cloud: str | None = None
+    ) -> list[PriceRow]:
+        """The price rows of ``gpu`` (case-insensitive), in ``region`` and ``cloud`` when
+        given (a row without a cloud matches any)."""
         return [
             r
             for r in self.prices
-            if r.gpu.lower() == gpu.lower() and (region is None or r.region == region)
+            if r.gpu.lower() == gpu.lower()
+            and (region is None or r.region == region)
+            and (cloud is None or r.cloud is None or r.cloud.lower() == cloud.lower())
         ]
 
 
@@ -226,3 +234,29 @@ def catalog_document(
     out["gpus"] = {k: dict(v) for k, v in (gpus or {}).items()}
     out["prices"] = [r.model_dump(exclude_none=True) for r in prices]
     return out
+
+
+def catalog_offers(
+    user: UserCatalog, cloud: str, cloud_region: str, gpu: str, names: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """The offers of a region on ``cloud``/``cloud_region`` for GPU type ``gpu`` from the user
+    catalog's price rows (``names``: the catalog names the GPU type goes by, its key and the
+    ``catalog`` entry it was completed from): ``on_demand`` and ``spot`` each at the cheapest
+    zone's price per GPU-hour with its ``zone`` (the import keeps standard zones only unless
+    asked, :func:`planner.skypilot_catalog.standard_zone`); None when the catalog prices no
+    row there. Spot keeps the schema's default preemption rate (a catalog has none)."""
+    rows = [r for n in names for r in user.prices_for(n, cloud_region, cloud)]
+    out: dict[str, Any] = {}
+    for contract, key in (
+        ("on_demand", "on_demand_usd_per_gpu_hour"),
+        ("spot", "spot_usd_per_gpu_hour"),
+    ):
+        priced = [r for r in rows if getattr(r, key) is not None]
+        if not priced:
+            continue
+        best = min(priced, key=lambda r: (float(getattr(r, key)), r.zone or ""))
+        offer: dict[str, Any] = {"usd_per_gpu_hour": float(getattr(best, key))}
+        if best.zone:
+            offer["zone"] = best.zone
+        out[contract] = offer
+    return out or None

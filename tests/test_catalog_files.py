@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
-from conftest import instance_from, tiny_dict
+from conftest import assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
 from planner.catalog import gpu_by_name
@@ -21,7 +22,8 @@ from planner.cli import _register, app
 from planner.instance import InstanceError
 from planner.instance.read import from_dict
 from planner.skypilot_catalog import import_vms_csv
-from planner.usercatalog import read_user_catalog
+from planner.solve import solve
+from planner.usercatalog import catalog_document, read_user_catalog
 
 _register()
 
@@ -121,6 +123,7 @@ VMS = (
     + """m5.large,,,2,8,,us-east-1,us-east-1a,0.096,0.04
 p5.48xlarge,H100,8,192,2048,"{'Gpus': []}",us-east-1,us-east-1a,98.32,40.0
 p5.48xlarge,H100,8,192,2048,"{'Gpus': []}",us-east-1,us-east-1b,98.32,36.0
+p5.48xlarge,H100,8,192,2048,"{'Gpus': []}",us-east-1,us-east-1-atl-2a,98.32,10.24
 g6.xlarge,L4,1,4,16,,us-east-1,us-east-1a,0.805,0.3
 g6.48xlarge,L4,8,192,768,,us-east-1,us-east-1a,13.35,5.0
 p5.48xlarge,H100,8,192,2048,,eu-central-1,eu-central-1a,110.0,
@@ -134,22 +137,111 @@ def test_skypilot_import_prices_per_gpu_hour(tmp_path: Path) -> None:
     csv.parent.mkdir()
     csv.write_text(VMS)
     rows, unknown = import_vms_csv(csv, "aws")
-    by = {(r.gpu, r.region): r for r in rows}
-    h = by[("H100-SXM", "us-east-1")]
-    # 98.32 USD per p5.48xlarge-hour / 8 H100 = 12.29; spot: the least zone, 36.0 / 8 = 4.5
-    assert h.on_demand_usd_per_gpu_hour == pytest.approx(12.29)
-    assert h.spot_usd_per_gpu_hour == pytest.approx(4.5)
-    assert h.instance_type == "p5.48xlarge" and h.gpus_per_instance == 8
+    by = {(r.gpu, r.region, r.zone): r for r in rows}
+    # one row per standard zone: 98.32 USD per p5.48xlarge-hour / 8 H100 = 12.29 on demand;
+    # spot 40.0 / 8 = 5.0 in us-east-1a and 36.0 / 8 = 4.5 in us-east-1b
+    a, b = by[("H100-SXM", "us-east-1", "us-east-1a")], by[("H100-SXM", "us-east-1", "us-east-1b")]
+    assert a.on_demand_usd_per_gpu_hour == pytest.approx(12.29) == b.on_demand_usd_per_gpu_hour
+    assert (a.spot_usd_per_gpu_hour, b.spot_usd_per_gpu_hour) == pytest.approx((5.0, 4.5))
+    assert a.instance_type == "p5.48xlarge" and a.gpus_per_instance == 8
+    # the Local Zone (us-east-1-atl-2a, a 1.28 USD spot H100) is left out unless asked
+    assert not any(r.zone == "us-east-1-atl-2a" for r in rows)
+    every, _ = import_vms_csv(csv, "aws", all_zones=True)
+    local = [r for r in every if r.zone == "us-east-1-atl-2a"]
+    assert [r.spot_usd_per_gpu_hour for r in local] == [pytest.approx(1.28)]
     # the node with the most GPUs, not the cheapest single card: g6.48xlarge 13.35 / 8
-    l4 = by[("L4", "us-east-1")]
+    l4 = by[("L4", "us-east-1", "us-east-1a")]
     assert l4.instance_type == "g6.48xlarge"
     assert l4.on_demand_usd_per_gpu_hour == pytest.approx(13.35 / 8)
     assert l4.spot_usd_per_gpu_hour == pytest.approx(5.0 / 8)
     # no spot price in the row: none in the catalog
-    assert by[("H100-SXM", "eu-central-1")].spot_usd_per_gpu_hour is None
+    assert by[("H100-SXM", "eu-central-1", "eu-central-1a")].spot_usd_per_gpu_hour is None
     # the CPU-only instance is skipped; an accelerator the catalog lacks is kept and listed
-    assert ("Trainium", "us-east-1") in by and unknown == ["Trainium"]
-    assert len(rows) == 4
+    assert ("Trainium", "us-east-1", "us-east-1a") in by and unknown == ["Trainium"]
+    assert len(rows) == 5
+
+
+def test_standard_zones() -> None:
+    from planner.skypilot_catalog import standard_zone
+
+    for zone, region in (
+        ("us-east-1a", "us-east-1"),  # AWS
+        ("us-central1-a", "us-central1"),  # GCP
+        ("2", "eastus"),  # Azure
+        (None, "us-east-1"),
+        ("us-east-1", "us-east-1"),
+    ):
+        assert standard_zone(zone, region), zone
+    for zone in ("us-east-1-bos-1a", "us-east-1-wl1-bos-wlz-1", "us-east-1-atl-2a"):
+        assert not standard_zone(zone, "us-east-1"), zone
+
+
+def catalog_instance(tmp_path: Path, all_zones: bool = False) -> Any:
+    """tiny.yaml's regions on AWS: ``east`` mapped to us-east-1 with H100 capacity and no H100
+    offer, its prices imported from the SkyPilot catalog above."""
+    csv = tmp_path / "aws" / "vms.csv"
+    csv.parent.mkdir(exist_ok=True)
+    csv.write_text(VMS)
+    rows, _ = import_vms_csv(csv, "aws", all_zones=all_zones)
+    (tmp_path / "cat.yaml").write_text(yaml.safe_dump(catalog_document(rows)))
+    d = tiny_dict()
+    d["gpu_catalog"] = "cat.yaml"
+    d["gpu_types"]["H100-SXM"] = {}
+    east = d["regions"]["east"]
+    east.update(cloud="aws", cloud_region="us-east-1")
+    east["capacity"]["H100-SXM"] = 64
+    d["phases"][1]["gpu_types"] = ["H100-SXM"]
+    d["phases"][1]["preemptible"] = True
+    d["phases"][1]["regions"] = ["east"]
+    return from_dict(d, "i.yaml", tmp_path)
+
+
+def test_a_region_mapped_to_a_cloud_region_takes_its_offers_from_the_catalog(
+    tmp_path: Path,
+) -> None:
+    # east is aws/us-east-1 with H100 capacity and no H100 offer: on demand 12.29 (both
+    # zones; the first), spot 4.5 in us-east-1b, the cheapest standard zone (not the Local
+    # Zone's 1.28); a cloud region's prices include power.
+    inst = catalog_instance(tmp_path)
+    offers = inst.region("east").offers["H100-SXM"]
+    assert offers.on_demand is not None and offers.spot is not None
+    assert (offers.on_demand.usd_per_gpu_hour, offers.on_demand.zone) == (12.29, "us-east-1a")
+    assert (offers.spot.usd_per_gpu_hour, offers.spot.zone) == (4.5, "us-east-1b")
+    res = solve(inst, solver="milp", time_limit=30)
+    assert res.plan is not None
+    assert_valid(inst, res.plan)
+    ft = res.plan.phase("finetune")
+    assert ft.gpu == "H100-SXM" and ft.info["energy"] == "included"
+    assert ft.info["zone"] == ("us-east-1b" if ft.contract == "spot" else "us-east-1a")
+    assert ft.costs["energy"] == 0.0
+    # asked for every zone (--all-zones), the Local Zone's spot price is the offer
+    inst = catalog_instance(tmp_path, all_zones=True)
+    spot = inst.region("east").offers["H100-SXM"].spot
+    assert spot is not None and (spot.usd_per_gpu_hour, spot.zone) == (1.28, "us-east-1-atl-2a")
+
+
+def test_cli_gpus_filters_like_sky_show_gpus(tmp_path: Path) -> None:
+    csv = tmp_path / "aws" / "vms.csv"
+    csv.parent.mkdir()
+    csv.write_text(VMS)
+    out = tmp_path / "mine.yaml"
+    runner = CliRunner()
+    res = runner.invoke(app, ["gpus", "import-skypilot", str(csv), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["gpus", "H100", "--cloud", "aws", "--catalog", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert {r["gpu"] for r in doc["user"]["prices"]} == {"H100-SXM"}
+    assert {r["zone"] for r in doc["user"]["prices"]} == {
+        "us-east-1a",
+        "us-east-1b",
+        "eu-central-1a",
+    }
+    assert [e["name"] for e in doc["builtin"]] == ["H100-SXM"]
+    res = runner.invoke(app, ["gpus", "H100", "--cloud", "gcp", "--catalog", str(out), "--json"])
+    assert json.loads(res.stdout)["user"]["prices"] == []
+    res = runner.invoke(app, ["gpus", "NoSuchGPU"])
+    assert res.exit_code == 2
 
 
 def test_skypilot_import_refuses_a_file_that_is_not_a_catalog(tmp_path: Path) -> None:
@@ -177,7 +269,7 @@ def test_cli_import_then_list_the_user_catalog(tmp_path: Path) -> None:
     res = runner.invoke(app, ["gpus", "--catalog", str(out), "--json"])
     assert res.exit_code == 0, res.output
     listed = json.loads(res.output)
-    assert len(listed["user"]["prices"]) == 2
+    assert len(listed["user"]["prices"]) == 3  # us-east-1a, us-east-1b, eu-central-1a
     names = [e["name"] for e in listed["builtin"]]
     assert "H100-SXM" in names and "L4" in names
     h100 = next(e for e in listed["builtin"] if e["name"] == "H100-SXM")

@@ -1,11 +1,15 @@
 """``trainplan gpus``: the GPU catalog (specs, sources, example prices), a user catalog, and
 the import of SkyPilot price catalogs into a user catalog.
 
-- ``trainplan gpus [--catalog FILE] [--json]``: every GPU an instance may name by catalog
-  name, with memory, dense peak TFLOPS, power, node size, an example on-demand price and the
-  source of the figures; with ``--catalog``, the user catalog's GPUs first and its prices.
-- ``trainplan gpus import-skypilot VMS_CSV --cloud CLOUD -o FILE``: a user catalog with a
-  price row per accelerator and region of a SkyPilot ``vms.csv``.
+- ``trainplan gpus [GPU] [--cloud C] [--region R] [--catalog FILE] [--json]``: every GPU an
+  instance may name by catalog name, with memory, dense peak TFLOPS, power, node size, an
+  example on-demand price and the source of the figures; with ``--catalog``, the user
+  catalog's GPUs first and its prices. ``GPU``, ``--cloud`` and ``--region`` filter as
+  ``sky show-gpus GPU --cloud C --region R`` does: the GPU (by catalog name or alias) and
+  the price rows of that cloud and region.
+- ``trainplan gpus import-skypilot VMS_CSV --cloud CLOUD -o FILE [--all-zones]``: a user
+  catalog with a price row per accelerator, region and standard availability zone of a
+  SkyPilot ``vms.csv`` (Local Zones and Wavelength zones only with ``--all-zones``).
 """
 
 from __future__ import annotations
@@ -17,18 +21,33 @@ from typing import Any
 import typer
 import yaml
 from rich.table import Table
+from typer.core import TyperGroup
 
 from planner.cli.app import app, console, fail, guarded, note
 from planner.usercatalog import (
     CatalogEntry,
+    PriceRow,
     UserCatalog,
     builtin_entries,
     catalog_document,
     read_user_catalog,
 )
 
+
+class _GpusGroup(TyperGroup):
+    """``trainplan gpus H100 --cloud aws`` as ``sky show-gpus H100 --cloud aws``: a first
+    argument that names no subcommand is the GPU to show (passed on as ``--only``)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and not args[0].startswith("-") and args[0] not in self.commands:
+            args = ["--only", args[0], *args[1:]]
+        return super().parse_args(ctx, args)
+
+
 gpus_app = typer.Typer(
-    help="The GPU catalog: list it, or import a SkyPilot price catalog.",
+    cls=_GpusGroup,
+    help="The GPU catalog: list it (GPU --cloud C filters like sky show-gpus), or import a "
+    "SkyPilot price catalog.",
     no_args_is_help=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -69,21 +88,36 @@ def _table(entries: list[CatalogEntry], title: str) -> Table:
     return t
 
 
-def _prices_table(user: UserCatalog) -> Table:
+def _prices_table(user: UserCatalog, rows: list[PriceRow]) -> Table:
     t = Table(title=f"prices in {user.file} (USD per GPU-hour)", title_justify="left")
-    for col in ("gpu", "cloud", "region", "instance type", "GPUs", "on demand", "spot"):
+    for col in ("gpu", "cloud", "region", "zone", "instance type", "GPUs", "on demand", "spot"):
         t.add_column(col, justify="right" if col in ("GPUs", "on demand", "spot") else "left")
-    for r in user.prices:
+    for r in rows:
         t.add_row(
             r.gpu,
             r.cloud or "-",
             r.region,
+            r.zone or "-",
             r.instance_type or "-",
             "-" if r.gpus_per_instance is None else f"{r.gpus_per_instance:g}",
             "-" if r.on_demand_usd_per_gpu_hour is None else f"{r.on_demand_usd_per_gpu_hour:.4f}",
             "-" if r.spot_usd_per_gpu_hour is None else f"{r.spot_usd_per_gpu_hour:.4f}",
         )
     return t
+
+
+def _matches(name: str, wanted: str | None) -> bool:
+    """A catalog name matches the GPU asked for: the same name, case aside, or the name the
+    catalog resolves it to (an alias such as H100)."""
+    if wanted is None:
+        return True
+    from planner.catalog import CatalogError, resolve_name
+
+    try:
+        resolved = resolve_name(wanted)
+    except CatalogError:
+        resolved = wanted
+    return name.lower() in (wanted.lower(), resolved.lower())
 
 
 @gpus_app.callback(invoke_without_command=True)
@@ -93,14 +127,39 @@ def gpus_cmd(
     catalog: Path | None = typer.Option(
         None, "--catalog", metavar="FILE", help="A user catalog (YAML or JSON) to list as well."
     ),
+    only: str | None = typer.Option(
+        None, "--only", metavar="GPU", help="Only this GPU (also the first argument: gpus H100)."
+    ),
+    cloud: str | None = typer.Option(
+        None, "--cloud", help="Only the user catalog's prices on this cloud (as sky show-gpus)."
+    ),
+    region: str | None = typer.Option(
+        None, "--region", help="Only the user catalog's prices in this cloud region."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON."),
 ) -> None:
     """List the GPU catalog: the GPUs an instance may name in gpu_types (H100-SXM: {}),
-    their figures, an example on-demand price and their sources."""
+    their figures, an example on-demand price and their sources. ``trainplan gpus H100
+    --cloud aws --catalog FILE`` shows one GPU and its imported prices on one cloud, as
+    ``sky show-gpus H100 --cloud aws`` does."""
     if ctx.invoked_subcommand is not None:
         return
     user = read_user_catalog(catalog) if catalog is not None else None
-    builtin = builtin_entries()
+    builtin = [e for e in builtin_entries() if _matches(e.name, only)]
+    mine = [] if user is None else [e for e in user.entries.values() if _matches(e.name, only)]
+    rows = (
+        []
+        if user is None
+        else [
+            r
+            for r in user.prices
+            if _matches(r.gpu, only)
+            and (cloud is None or (r.cloud or "").lower() == cloud.lower())
+            and (region is None or r.region == region)
+        ]
+    )
+    if only is not None and not builtin and not mine and not rows:
+        fail(f"no GPU {only!r} in the catalog{'s' if user is not None else ''}; see trainplan gpus")
     if as_json:
         doc = {
             "builtin": [_entry_dict(e) for e in builtin],
@@ -108,20 +167,33 @@ def gpus_cmd(
             if user is None
             else {
                 "file": user.file,
-                "gpus": [_entry_dict(e) for e in user.entries.values()],
-                "prices": [r.model_dump() for r in user.prices],
+                "gpus": [_entry_dict(e) for e in mine],
+                "prices": [r.model_dump() for r in rows],
             },
         }
         typer.echo(json.dumps(doc, indent=2, allow_nan=False))
         return
     if user is not None:
-        if user.entries:
-            console.print(_table(list(user.entries.values()), f"GPUs in {user.file}"))
-        if user.prices:
-            console.print(_prices_table(user))
-    console.print(
-        _table(builtin, "built-in GPU catalog (planner/data/gpus.yaml; dense peak, no sparsity)")
-    )
+        if mine:
+            console.print(_table(mine, f"GPUs in {user.file}"))
+        if rows:
+            console.print(_prices_table(user, rows))
+        elif cloud is not None or region is not None:
+            note(
+                f"no price rows in {user.file} for "
+                + " ".join(x for x in (only, cloud, region) if x)
+            )
+    elif cloud is not None or region is not None:
+        note(
+            "--cloud and --region filter a user catalog's prices: give --catalog FILE "
+            "(trainplan gpus import-skypilot makes one from SkyPilot's vms.csv)"
+        )
+    if builtin:
+        console.print(
+            _table(
+                builtin, "built-in GPU catalog (planner/data/gpus.yaml; dense peak, no sparsity)"
+            )
+        )
     note(
         "name one in an instance as `gpu_types: {H100-SXM: {}}` (any figure may be given to "
         "override the catalog's); example prices are list prices with their date in the source"
@@ -138,9 +210,16 @@ def import_skypilot(
     ),
     gpu: list[str] = typer.Option([], "--gpu", help="Keep only these GPUs (repeatable)."),
     region: list[str] = typer.Option([], "--region", help="Keep only these regions."),
+    all_zones: bool = typer.Option(
+        False,
+        "--all-zones",
+        help="Keep Local Zones and Wavelength zones too (default: standard zones only).",
+    ),
 ) -> None:
     """Import a SkyPilot price catalog (vms.csv) into a user catalog: one price row per
-    accelerator and region, USD per GPU-hour on demand and spot."""
+    accelerator, region and availability zone (standard zones only unless --all-zones), USD
+    per GPU-hour on demand and spot. A region of an instance with this catalog as its
+    gpu_catalog, mapped to a cloud region (cloud, cloud_region), takes its offers from it."""
     from planner.catalog import CatalogError, resolve_name
     from planner.skypilot_catalog import import_vms_csv
 
@@ -155,7 +234,7 @@ def import_skypilot(
                 keep.add(resolve_name(g))
             except CatalogError:
                 keep.add(g)
-    rows, unknown = import_vms_csv(vms_csv, name, keep, set(region) or None)
+    rows, unknown = import_vms_csv(vms_csv, name, keep, set(region) or None, all_zones)
     if not rows:
         fail(f"{vms_csv}: no priced accelerator rows matched", 2)
     doc = catalog_document(rows, note=f"imported from SkyPilot's {vms_csv.name} ({name})")
@@ -168,7 +247,9 @@ def import_skypilot(
     )
     console.print(
         f"wrote {output}: {len(rows)} price rows, "
-        f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions",
+        f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions, "
+        f"{len({(r.region, r.zone) for r in rows})} zones"
+        + ("" if all_zones else " (standard zones only; --all-zones for Local Zones)"),
         markup=False,
     )
     if unknown:

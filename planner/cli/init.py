@@ -56,6 +56,12 @@ def init_cmd(
     data_region: str | None = typer.Option(
         None, "--data-region", help="the region the data lives in"
     ),
+    catalog: Path | None = typer.Option(
+        None,
+        "--catalog",
+        help="a user catalog (trainplan gpus import-skypilot): regions given @cloud/region "
+        "take their on-demand and spot offers from its prices",
+    ),
     prices_dir: Path | None = typer.Option(
         None, "--prices-dir", help="folder of the price extracts (default: instances/data/prices)"
     ),
@@ -113,6 +119,7 @@ def init_cmd(
             data_region=data_region,
             prices_dir=prices_dir if prices_dir is not None else default_prices_dir(),
             pretrain=pretrain,
+            catalog=catalog,
         )
         text = render(s, output)
     except StarterError as e:

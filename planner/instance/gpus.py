@@ -1,5 +1,6 @@
 """GPU types by catalog name: an instance's ``gpu_types`` entries completed from the catalog
-before validation, so that ``gpu_types: {H100-SXM: {}}`` is a GPU type.
+before validation, so that ``gpu_types: {H100-SXM: {}}`` is a GPU type; and the offers of a
+region mapped to a cloud region, from the user catalog's imported prices.
 
 An entry takes its figures from a catalog when it names one: ``catalog: NAME``, or, when it
 does not give every required figure (memory, peak TFLOPS, board and idle power), its own
@@ -13,48 +14,36 @@ catalog name it came from in ``catalog``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import FileRefused, data_file, not_a_file
+
+if TYPE_CHECKING:
+    from planner.usercatalog import UserCatalog
 
 
 def expand_gpu_types(
     data: dict[str, Any], base_dir: Path, file: str, data_root: Path | None = None
 ) -> dict[str, Any]:
-    """``data`` with every catalog-named GPU entry completed (a new top-level mapping; the
+    """``data`` with every catalog-named GPU entry completed and, from the user catalog's
+    price rows, the offers of regions mapped to a cloud region (a new top-level mapping; the
     input is not changed). Raises :class:`InstanceError` naming the entry when a name is in
     no catalog, or the user catalog cannot be read. The user catalog file obeys the same
     file-access policy as series files (:func:`planner.instance.files.data_file`)."""
     gpus = data.get("gpu_types")
     if not isinstance(gpus, dict):
         return data
-    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete, read_user_catalog
+    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
 
     wanted = [
         k
         for k, v in gpus.items()
         if isinstance(v, dict) and ("catalog" in v or any(f not in v for f in REQUIRED_FIGURES))
     ]
-    if not wanted:
+    user = _user_catalog(data, base_dir, file, data_root)
+    if not wanted and user is None:
         return data
-    user = None
-    ref = data.get("gpu_catalog")
-    if isinstance(ref, str) and ref:
-        try:
-            path = data_file(ref, base_dir, data_root)
-        except FileRefused as e:
-            raise InstanceError(file, [FieldError("gpu_catalog", str(e))]) from None
-        why = not_a_file(path)
-        if why is not None:
-            raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])
-        try:
-            user = read_user_catalog(path)
-        except InstanceError as e:
-            raise InstanceError(
-                file,
-                [FieldError("gpu_catalog", f"{e.file}: {fe}") for fe in e.errors],
-            ) from None
     errors: list[FieldError] = []
     out = dict(gpus)
     for key in wanted:
@@ -67,4 +56,67 @@ def expand_gpu_types(
             errors.append(FieldError(f"gpu_types.{key}", str(e)))
     if errors:
         raise InstanceError(file, errors)
-    return {**data, "gpu_types": out}
+    data = {**data, "gpu_types": out}
+    if user is not None:
+        data = _catalog_offers(data, user)
+    return data
+
+
+def _user_catalog(
+    data: dict[str, Any], base_dir: Path, file: str, data_root: Path | None
+) -> UserCatalog | None:
+    """The user catalog ``gpu_catalog`` names, read and validated; None without one."""
+    from planner.usercatalog import read_user_catalog
+
+    ref = data.get("gpu_catalog")
+    if not isinstance(ref, str) or not ref:
+        return None
+    try:
+        path = data_file(ref, base_dir, data_root)
+    except FileRefused as e:
+        raise InstanceError(file, [FieldError("gpu_catalog", str(e))]) from None
+    why = not_a_file(path)
+    if why is not None:
+        raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])
+    try:
+        return read_user_catalog(path)
+    except InstanceError as e:
+        raise InstanceError(
+            file,
+            [FieldError("gpu_catalog", f"{e.file}: {fe}") for fe in e.errors],
+        ) from None
+
+
+def _catalog_offers(data: dict[str, Any], user: UserCatalog) -> dict[str, Any]:
+    """Regions mapped to a cloud region (``cloud`` and ``cloud_region``, default the region's
+    key) take, for every GPU type they have capacity for but list no offer of, the on-demand
+    and spot offers the user catalog prices there
+    (:func:`planner.usercatalog.catalog_offers`); offers the file lists win."""
+    from planner.usercatalog import catalog_offers
+
+    regions = data.get("regions")
+    gpus = data.get("gpu_types")
+    if not isinstance(regions, dict) or not isinstance(gpus, dict):
+        return data
+    new_regions = dict(regions)
+    for rname, r in regions.items():
+        if not isinstance(r, dict) or not isinstance(r.get("cloud"), str):
+            continue
+        cap, offers = r.get("capacity"), r.get("offers", {})
+        if not isinstance(cap, dict) or not isinstance(offers, dict):
+            continue
+        cloud_region = r.get("cloud_region") or rname
+        added = dict(offers)
+        for g in cap:
+            if g in offers:
+                continue
+            entry = gpus.get(g)
+            names = (str(g),) + (
+                (str(entry["catalog"]),) if isinstance(entry, dict) and entry.get("catalog") else ()
+            )
+            found = catalog_offers(user, r["cloud"], str(cloud_region), str(g), names)
+            if found is not None:
+                added[g] = found
+        if added != offers:
+            new_regions[rname] = {**r, "offers": added}
+    return {**data, "regions": new_regions}
