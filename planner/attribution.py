@@ -77,8 +77,10 @@ __all__ = [
     "ORDER",
     "Attribution",
     "BaselineError",
+    "DayEarlier",
     "LeverStep",
     "attribute",
+    "day_earlier",
 ]
 
 
@@ -133,6 +135,8 @@ class Attribution:
     baseline_emissions_t: float = 0.0
     method: str = METHOD
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: What finishing a day earlier would cost (:func:`day_earlier`), when it was measured.
+    day_earlier: DayEarlier | None = None
 
     @property
     def saving(self) -> float:
@@ -180,6 +184,7 @@ class Attribution:
             },
             "levers": [s.to_dict() for s in self.levers],
             "notes": list(self.notes),
+            **({} if self.day_earlier is None else {"day_earlier": self.day_earlier.to_dict()}),
         }
 
     @classmethod
@@ -200,7 +205,99 @@ class Attribution:
             float(base.get("energy_kwh", 0.0)),
             float(base.get("emissions_t", 0.0)),
             str(d.get("method", METHOD)),
+            day_earlier=None
+            if d.get("day_earlier") is None
+            else DayEarlier.from_dict(d["day_earlier"]),
         )
+
+
+@dataclass(frozen=True)
+class DayEarlier:
+    """What finishing a day earlier costs: the plan finishes at hour ``finish``; the best plan
+    found with every phase done by ``finish - 24`` (``by``) has objective ``objective`` (None:
+    none found, ``status`` says whether none exists or the solve ran out of time), ``extra``
+    more than the plan's."""
+
+    finish: int
+    by: int
+    objective: float | None
+    extra: float | None
+    status: str
+    seconds: float
+
+    def sentence(self) -> str:
+        """One line for people."""
+        head = f"finishing a day earlier (by hour {self.by} instead of {self.finish})"
+        if self.extra is None or self.objective is None:
+            why = (
+                "no plan does" if self.status == "infeasible" else f"no plan found ({self.status})"
+            )
+            return f"{head}: {why}"
+        if self.extra >= 0:
+            return f"{head} costs ${self.extra:,.2f} more (${self.objective:,.2f}, {self.status})"
+        return (
+            f"{head} costs ${-self.extra:,.2f} less (${self.objective:,.2f}, {self.status}): "
+            "the plan was not optimal"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "finish_hour": self.finish,
+            "by_hour": self.by,
+            "objective": self.objective,
+            "extra": self.extra,
+            "status": self.status,
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DayEarlier:
+        obj, extra = d.get("objective"), d.get("extra")
+        return cls(
+            int(d["finish_hour"]),
+            int(d["by_hour"]),
+            None if obj is None else float(obj),
+            None if extra is None else float(extra),
+            str(d.get("status", "")),
+            float(d.get("seconds", 0.0)),
+        )
+
+
+def day_earlier(
+    inst: Instance, plan: Plan, time_limit: float = 20.0, gap: float = 1e-4
+) -> DayEarlier | None:
+    """What finishing 24 hours earlier would cost: the instance with every phase still to
+    run due by ``finish - 24`` (``finish`` the hour after the plan's last running hour),
+    solved by ``planner.solve`` within ``time_limit`` seconds; the difference of the
+    objectives (weighted bill and value of time). None for an empty plan. Phases given a
+    deadline here keep the instance's ``deadline_confidence`` reserve like any other."""
+    import time
+
+    from planner.instance.errors import InstanceError
+    from planner.solve import solve
+
+    finish = _finish(plan)
+    if finish <= 0:
+        return None
+    by = finish - 24
+    t0 = time.perf_counter()
+    ups = {
+        f"phases.{p.name}.deadline": by for p in inst.active_phases if inst.deadline[p.name] > by
+    }
+    if any(inst.release[p.name] >= by for p in inst.active_phases) or by <= 0:
+        return DayEarlier(finish, by, None, None, "infeasible", time.perf_counter() - t0)
+    try:
+        variant = inst.replace(ups)
+    except InstanceError:  # a deadline before a release: no plan finishes that early
+        return DayEarlier(finish, by, None, None, "infeasible", time.perf_counter() - t0)
+    res = solve(variant, time_limit=time_limit, gap=gap)
+    seconds = time.perf_counter() - t0
+    if res.plan is None or res.objective is None:
+        term = str(res.termination.value)
+        status = "infeasible" if term in ("infeasible", "no_configuration") else term
+        return DayEarlier(finish, by, None, None, status, seconds)
+    extra = res.objective - _objective(plan)
+    return DayEarlier(finish, by, res.objective, extra, str(res.status.value), seconds)
 
 
 def _finish(p: Plan) -> int:

@@ -109,9 +109,9 @@ def levers_cmd(
     ),
 ) -> None:
     """What each cost lever is worth on INSTANCE: the lever-free baseline (as soon as
-    possible, on demand, one GPU type and region, bf16 ZeRO-0, whole nodes, the dearest
-    storage tier, no optional spares), each lever alone, all together, and the split of the
-    saving over the levers."""
+    possible, on demand, the price sheet's GPU type per phase, one region, bf16 ZeRO-0, whole
+    nodes, the dearest storage tier, no optional spares), each lever alone, all together,
+    and the split of the saving over the levers."""
     keys = None
     if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]

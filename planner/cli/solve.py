@@ -4,6 +4,7 @@ write the plan JSON with the instance's path and hash and the attribution of the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.table import Table
 
-from planner.attribution import Attribution, BaselineError, attribute
+from planner.attribution import Attribution, BaselineError, attribute, day_earlier
 from planner.cli.app import (
     command,
     console,
@@ -119,6 +120,30 @@ def print_costs(plan: Plan, a: Attribution | None) -> None:
         pct = f" ({(b - v) / b:.1%})" if abs(b) > 1e-9 else ""
         t.add_row(k, money(b), money(v), money(saving[k]) + pct)
     console.print(t)
+
+
+#: Seconds at most for the solve that prices finishing a day earlier (``solve`` with the
+#: attribution; less when the solve's own limit is less).
+DAY_EARLIER_S = 20.0
+
+
+def plan_notes(inst: Instance, plan: Plan) -> list[str]:
+    """What a practitioner checks first: memory a phase fills within 5% of its usable share
+    (the report's flag), and the value of time the objective counts."""
+    from planner.report.facts import phase_facts
+
+    out = [
+        f"{p.name}: {flag}"
+        for p in plan.phases
+        for flag in phase_facts(p).flags
+        if "memory" in flag
+    ]
+    if "time" in plan.costs:
+        out.append(
+            f"value of time: ${plan.costs['time']:,.2f} in the objective "
+            "(objective.usd_per_hour_early), not in the total"
+        )
+    return out
 
 
 def print_status(res: Result) -> None:
@@ -251,6 +276,10 @@ def solve_cmd(
                 a = attribute(inst, plan, on_step=step)
             except BaselineError as e:
                 why_none = str(e)
+            if a is not None:
+                step("what finishing a day earlier costs")
+                later = day_earlier(inst, plan, min(DAY_EARLIER_S, time_limit), gap)
+                a = dataclasses.replace(a, day_earlier=later)
     extra = plan_extras(instance, output, a) if output is not None else {}
     if output is not None:
         res.write(output, extra)
@@ -272,6 +301,10 @@ def solve_cmd(
         markup=False,
     )
     print_status(res)
+    for n in plan_notes(inst, plan):
+        note(n)
+    if a is not None and a.day_earlier is not None:
+        note(a.day_earlier.sentence())
     if a is not None and not settings.quiet:
         for n in a.notes:
             note(f"baseline: {n}")

@@ -292,12 +292,15 @@ def _answer(plan: Plan, a: Attribution | None, why_none: str) -> str:
         total_last=True,
     )
     notes = "".join(f"<li>{esc(n)}</li>" for n in a.notes)
+    if a.day_earlier is not None:
+        head += f'<p class="answer" id="day-earlier">{esc(a.day_earlier.sentence())}.</p>'
     return (
         head
         + f'<div class="pair"><div><h3>Saving per cost component</h3>{comps}</div>'
         + f"<div><h3>Saving per lever</h3>{levers}</div></div>"
         + '<p class="muted">The baseline is the plan a team makes without the levers: every '
-        "phase as soon as possible, on demand, one GPU type and region, bf16 without ZeRO, "
+        "phase as soon as possible, on demand, per phase the GPU type cheapest per unit of "
+        "work on the price sheet, one region, bf16 without ZeRO, "
         "whole nodes, the dearest storage tier, no optional spares "
         f"({'; '.join(esc(r) for r in a.rules[1:3])}). "
         f"Per lever: {esc(a.method)}. trainplan's docs/levers.md explains both.</p>"
