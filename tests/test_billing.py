@@ -391,3 +391,25 @@ def test_the_value_of_time_for_a_phase_that_may_run_in_segments(
         assert (p.gpus, p.start_hour, len(p.segments)) == (16, start, 0)
         assert res.objective == pytest.approx(objective)
         assert res.status.value == "optimal"
+
+
+def test_what_finishing_a_day_earlier_costs() -> None:
+    # Without a value of time the run waits for tomorrow's free power: hours 24-33, 160 USD.
+    # Done by hour 34 - 24 = 10 it must run at 0-9 and pay today's 7.36 USD of power.
+    from planner.attribution import Attribution, day_earlier
+
+    inst, res = solved(cheap_tomorrow(0.0), "auto")
+    assert res.plan.phases[0].start_hour == 24
+    de = day_earlier(inst, res.plan, time_limit=30)
+    assert de is not None and (de.finish, de.by, de.status) == (34, 10, "optimal")
+    assert de.extra == pytest.approx(7.36)
+    assert "costs $7.36 more" in de.sentence()
+    # stated in the attribution and read back from the plan file
+    a = Attribution(1.0, {}, 1.0, {}, (), day_earlier=de)
+    assert Attribution.from_dict(a.to_dict()).day_earlier == de
+    # a run that cannot be shortened: 10 hours cannot end by hour 34 - 24 - 24 < 10
+    d = cheap_tomorrow(0.0)
+    d["phases"][0]["release"] = 20
+    inst, res = solved(d, "auto")
+    de = day_earlier(inst, res.plan, time_limit=30)
+    assert de is not None and de.extra is None and "no plan does" in de.sentence()
