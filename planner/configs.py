@@ -487,6 +487,8 @@ def enumerate_phase(
     )
     largest_gb = capacity_bytes(inst.gpu(largest).memory_gb, inst.gpu(largest).memory_unit) / 1e9
     fastest: float | None = None
+    #: the least hours plus deadline reserve, and that configuration's reserve
+    tightest: tuple[int, int] | None = None
     saw_offer = saw_region = saw_precision = saw_fit = False
     out: list[Config] = []
     for gname in gnames:
@@ -548,6 +550,8 @@ def enumerate_phase(
                             None if every else window,
                         ):
                             fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
+                            need = (cfg.hours + cfg.reserve_h, cfg.reserve_h)
+                            tightest = need if tightest is None else min(tightest, need)
                             term_h = open_hours(inst, cfg)
                             if every or (
                                 (cfg.hours <= term_h or (segmented and term_h > 0))
@@ -603,6 +607,15 @@ def enumerate_phase(
             f"no region among {list(rnames)} offers the allowed GPU types "
             f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
             + ("" if p.preemptible else " (spot needs a preemptible phase)"),
+        )
+    if tightest is not None and tightest[1] > 0 and tightest[0] > window:
+        q = deadline_confidence(inst, p)
+        return no(
+            "window",
+            f"the quickest configuration needs {tightest[0] - tightest[1]} h and keeps "
+            f"{tightest[1]} h before its deadline for the interruptions expected at "
+            f"deadline_confidence {q:g}: {tightest[0]} h, but the window from release (hour "
+            f"{inst.release[p.name]}) to deadline (hour {inst.deadline[p.name]}) is {window} h",
         )
     if fastest is not None and fastest > window:
         return no(

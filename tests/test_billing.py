@@ -413,3 +413,62 @@ def test_what_finishing_a_day_earlier_costs() -> None:
     inst, res = solved(d, "auto")
     de = day_earlier(inst, res.plan, time_limit=30)
     assert de is not None and de.extra is None and "no plan does" in de.sentence()
+
+
+def test_a_deadline_too_tight_for_its_confidence_says_so() -> None:
+    # 8 G only: 10 h and a 4 h reserve at 0.95 do not fit the 12 h window: check and solve say
+    # why (the window, the reserve and the confidence), not "capacity".
+    from planner.configs import build_config_space
+
+    d = failing(0.95)
+    d["phases"][0]["options"]["gpu_counts"] = [8]
+    space = build_config_space(instance_from(d))
+    (why,) = space.infeasible
+    assert why.kind == "window"
+    assert "keeps 4 h before its deadline" in why.reason and "0.95" in why.reason
+    assert "needs 10 h" in why.reason and "is 12 h" in why.reason
+
+
+@pytest.mark.parametrize("preemptible", [False, True])
+@pytest.mark.parametrize("confidence", [None, 0.9])
+def test_the_hourly_models_point_of_a_schedule_costs_what_the_cost_model_says(
+    preemptible: bool, confidence: float | None
+) -> None:
+    # The hourly MILP's objective at the point of any schedule equals cost_plan's, with a value
+    # of time on a chain (its finish indicators and offsets), included and metered power,
+    # pauses and a deadline reserve; and the bounds stay below the plan.
+    from formulations.bounds import lower_bound, phase_bounds
+    from formulations.greedy import greedy
+    from formulations.lagrange import Relaxation
+    from formulations.milp.model import build
+    from formulations.milp.solution import point_from_schedule
+    from planner.configs import build_config_space
+    from planner.windows import time_windows
+
+    d = cheap_tomorrow(0.3)
+    d["regions"]["aws"] = region(cloud="aws", electricity={"values": [50.0] * 48})
+    d["phases"] = [
+        phase("prep", hours=5, preemptible=preemptible, deadline=40),
+        phase("train", predecessors=["prep"], preemptible=preemptible, usd_per_hour_early=2.0),
+    ]
+    d["failure"] = {"failures_per_gpu_hour": 0.002}
+    if confidence is not None:
+        d["deadline_confidence"] = confidence
+    inst = instance_from(d)
+    space = build_config_space(inst)
+    win = time_windows(inst, space.fewest_hours())
+    mm = build(inst, space, win)
+    for allow in (lambda c: c.region == "dc", lambda c: c.region == "aws", lambda c: True):
+        sched = greedy(inst, space, allow=allow)
+        assert sched is not None
+        point = point_from_schedule(mm, sched)
+        assert point is not None and mm.lp.violations(point) == []
+        plan = cost_plan(inst, sched)
+        assert_valid(inst, plan)
+        assert mm.lp.objective_of(point) == pytest.approx(plan.objective, rel=1e-9)
+        assert lower_bound(phase_bounds(inst, space, win.start, win.end)) <= plan.objective + 1e-6
+        ev = Relaxation(inst, space, win).evaluate(*Relaxation(inst, space, win).zero_prices())
+        assert ev.bound <= plan.objective + 1e-6
+    res = solve(inst, solver="milp", time_limit=30, gap=0.0)
+    assert res.plan is not None and res.bound is not None
+    assert res.bound <= res.objective + 1e-6

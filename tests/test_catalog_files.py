@@ -133,9 +133,7 @@ trn1.32xlarge,Trainium,16,128,512,,us-east-1,us-east-1a,21.5,
 
 
 def test_skypilot_import_prices_per_gpu_hour(tmp_path: Path) -> None:
-    csv = tmp_path / "aws" / "vms.csv"
-    csv.parent.mkdir()
-    csv.write_text(VMS)
+    csv = vms_file(tmp_path)
     rows, unknown = import_vms_csv(csv, "aws")
     by = {(r.gpu, r.region, r.zone): r for r in rows}
     # one row per standard zone: 98.32 USD per p5.48xlarge-hour / 8 H100 = 12.29 on demand;
@@ -176,13 +174,18 @@ def test_standard_zones() -> None:
         assert not standard_zone(zone, "us-east-1"), zone
 
 
+def vms_file(tmp_path: Path, cloud: str = "aws") -> Path:
+    """The catalog above as ``<cloud>/vms.csv`` (SkyPilot's layout) under ``tmp_path``."""
+    csv = tmp_path / cloud / "vms.csv"
+    csv.parent.mkdir(exist_ok=True)
+    csv.write_text(VMS)
+    return csv
+
+
 def catalog_instance(tmp_path: Path, all_zones: bool = False) -> Any:
     """tiny.yaml's regions on AWS: ``east`` mapped to us-east-1 with H100 capacity and no H100
     offer, its prices imported from the SkyPilot catalog above."""
-    csv = tmp_path / "aws" / "vms.csv"
-    csv.parent.mkdir(exist_ok=True)
-    csv.write_text(VMS)
-    rows, _ = import_vms_csv(csv, "aws", all_zones=all_zones)
+    rows, _ = import_vms_csv(vms_file(tmp_path), "aws", all_zones=all_zones)
     (tmp_path / "cat.yaml").write_text(yaml.safe_dump(catalog_document(rows)))
     d = tiny_dict()
     d["gpu_catalog"] = "cat.yaml"
@@ -221,12 +224,9 @@ def test_a_region_mapped_to_a_cloud_region_takes_its_offers_from_the_catalog(
 
 
 def test_cli_gpus_filters_like_sky_show_gpus(tmp_path: Path) -> None:
-    csv = tmp_path / "aws" / "vms.csv"
-    csv.parent.mkdir()
-    csv.write_text(VMS)
     out = tmp_path / "mine.yaml"
     runner = CliRunner()
-    res = runner.invoke(app, ["gpus", "import-skypilot", str(csv), "-o", str(out)])
+    res = runner.invoke(app, ["gpus", "import-skypilot", str(vms_file(tmp_path)), "-o", str(out)])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["gpus", "H100", "--cloud", "aws", "--catalog", str(out), "--json"])
     assert res.exit_code == 0, res.output
