@@ -120,7 +120,7 @@ def test_levers_prints_the_names_as_text(tricky: Path) -> None:
     assert res.exit_code in (0, 1), res.output
     assert f"levers for {NAMES['tiny']}" in res.stdout
     # phase and GPU names in the baseline's rules and its configurations, as text
-    assert "GPU type: [red]A100 (the most capable allowed for :x:" in _flat(res.stdout)
+    assert "[red]A100 for :x:, the largest phase" in _flat(res.stdout)
     assert "per phase: [/]: [red]A100 @west 1 GPUs" in _flat(res.stdout)
     assert "spot and reserved contracts" in res.stdout
 

@@ -127,10 +127,10 @@ def test_json_row_against_hand_computation() -> None:
     # = 9,126,805,504 plus 4 s b h (1 + V/h) = 33,554,432 x 8.8125 = 295,698,432
     # -> 9,422,503,936 B.
     assert r["activations_gb"] == pytest.approx(9.422503936)
-    # Total: (38.5 + 9.4225) x 1.05 + 1.5 = 51.8186 GB of 80 GiB x 0.95 = 85.899 x 0.95
-    # = 81.604 GB usable (HBM is binary).
+    # Total: (38.5 + 9.4225) x 1.05 + 1.5 = 51.8186 GB of 80 GiB x 0.90 = 85.899 x 0.90
+    # = 77.309 GB usable (HBM is binary; 10% headroom by default).
     assert r["total_gb"] == pytest.approx(51.8186291)
-    assert r["capacity_gb"] == pytest.approx(81.6043786)
+    assert r["capacity_gb"] == pytest.approx(77.3094113)
     assert r["fits"] is True
     # Work, 6ND (the default convention): 6 x 7e9 x 1e9 = 4.2e19 FLOPs.
     assert r["flops_convention"] == "6nd"
@@ -238,7 +238,7 @@ def test_memory_columns_equal_the_physics() -> None:
             True,
             1.5,
             0.05,
-            0.05,
+            0.10,  # the default headroom: 10% of the GPU kept free
         )
         assert r["model_states_gb"] == pytest.approx(mem.model_states_gb)
         assert r["activations_gb"] == pytest.approx(mem.activations_gb)
@@ -281,7 +281,7 @@ def test_explicit_gpu_without_price() -> None:
         "2",
     )
     assert r["gpu"] == "custom"
-    assert r["capacity_gb"] == pytest.approx(40 * 2**30 / 1e9 * 0.95)  # 40 GiB x 0.95
+    assert r["capacity_gb"] == pytest.approx(40 * 2**30 / 1e9 * 0.90)  # 40 GiB x 0.90
     # Idle 10% of 300 W = 30 W, load 0.9: 30 + 270 x 0.9 = 273 W x 2 GPUs, no node overhead,
     # PUE 1.58: 0.546 x 1.58 = 0.86268 kW.
     assert r["facility_kw"] == pytest.approx(0.86268)
