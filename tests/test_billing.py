@@ -12,6 +12,7 @@ of power an hour. At MFU 0.40, 8 GPUs sustain 3.2e14 FLOP/s: 1.152e18 FLOPs per 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -472,3 +473,22 @@ def test_the_hourly_models_point_of_a_schedule_costs_what_the_cost_model_says(
     res = solve(inst, solver="milp", time_limit=30, gap=0.0)
     assert res.plan is not None and res.bound is not None
     assert res.bound <= res.objective + 1e-6
+
+
+def test_the_report_shows_who_pays_the_power_the_value_of_time_and_a_day_earlier() -> None:
+    from planner.attribution import attribute, day_earlier
+    from planner.report import render
+
+    d = cheap_tomorrow(0.2)
+    d["regions"]["aws"] = region(cloud="aws")
+    inst, res = solved(d, "auto")
+    a = attribute(inst, res.plan)
+    a = dataclasses.replace(a, day_earlier=day_earlier(inst, res.plan, time_limit=30))
+    page = render(res.plan, inst, attribution=a)
+    # the cloud region includes power: no reason to wait for free power, 0.2 x 10 of time
+    assert res.plan.phases[0].region == "aws" and res.plan.phases[0].start_hour == 0
+    assert 'id="time-value"' in page and "USD 2.00" in page
+    assert 'id="day-earlier"' in page
+    assert "finishing a day earlier (by hour -14 instead of 10): no plan does" in page
+    assert "power included in the GPU price (cloud site)" in page
+    assert "metered at the region&#x27;s electricity price" in page

@@ -292,6 +292,12 @@ def _answer(plan: Plan, a: Attribution | None, why_none: str) -> str:
         total_last=True,
     )
     notes = "".join(f"<li>{esc(n)}</li>" for n in a.notes)
+    if "time" in plan.costs:
+        head += (
+            f'<p class="note" id="time-value">The totals are objectives: the bill (USD '
+            f"{usd(plan.costs.get('total'))}) plus the value of the time the plan takes, USD "
+            f"{usd(plan.costs['time'])} (objective.usd_per_hour_early).</p>"
+        )
     if a.day_earlier is not None:
         head += f'<p class="answer" id="day-earlier">{esc(a.day_earlier.sentence())}.</p>'
     return (
