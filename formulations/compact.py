@@ -3,12 +3,13 @@
 A solver stops at the first plan it proves within the gap; with flat prices many plans cost
 the same and nothing pulls it early (a three-phase chain that can end at hour 15 ended at
 hour 36 for the same cost), and with a gap of 0.01 % a plan may wait 2.6 days to save cents.
-This pass takes the phases in topological order and moves each to the earliest hours, on the
-same configuration, that its predecessors' (possibly moved) ends allow, that fit in the
-capacity (and reserved pool) the other phases leave, keep the plan within the carbon cap and
-cost at most what is left of ``budget`` more (:func:`budget_within_gap`: the most the
-objective may rise while the bound still proves the plan within the requested gap; 0: only
-moves that cost nothing more):
+This pass moves phases to the earliest hours, on the same configuration, that their
+predecessors' (possibly moved) ends allow, that fit in the capacity (and reserved pool) the
+other phases leave, keep the plan within the carbon cap and cost at most what is left of
+``budget`` more (:func:`budget_within_gap`: the most the objective may rise while the bound
+still proves the plan within the requested gap; 0: only moves that cost nothing more): first
+every phase at no extra cost, then the budget on the plan's finish (the phase that ends last,
+again while it can), then on the other phases in topological order. Where a phase goes:
 
 - a phase that runs one block of hours: the earliest start;
 - a phase that may pause: the earliest end for which its n cheapest hours (by the cost
@@ -56,56 +57,92 @@ def budget_within_gap(objective: float, bound: float | None, gap: float) -> floa
 
 
 def earliest(inst: Instance, schedule: Schedule, windows: Windows, budget: float = 0.0) -> Schedule:
-    """The schedule with each phase moved as early as ``budget`` allows (module docstring)."""
-    T = inst.hours
-    used: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(T))
-    reserved_use: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
-    for _, (c, hours) in schedule.all_parts():
-        used[(c.region, c.gpu)][list(hours)] += c.total_gpus
-        if c.contract == "reserved":
-            reserved_use[(c.region, c.gpu, c.term)][list(hours)] += c.total_gpus
-    cap = inst.spec.objective.carbon_cap_tonnes
-    emitted = sum(emissions_t(inst, a.config, a.hours) for _, a in schedule.all_parts())
-    region_of = schedule.region_of()
-    left = max(0.0, budget)
-    out: dict[str, Assignment] = dict(schedule.assignments)
-    moved = False
+    """The schedule with phases moved as early as ``budget`` allows (module docstring), in
+    three passes: every phase in topological order at no extra cost; then, while the budget
+    lasts, the phase that ends last (the plan's finish first); then every phase in
+    topological order with what is left."""
+    st = _Moves(inst, schedule, windows)
     for name in inst.order:
-        if name not in out or name in schedule.segments:
+        st.move(name, 0.0)
+    left = max(0.0, budget)
+    tried: set[str] = set()
+    while left > 0:
+        movable = [n for n in st.out if n not in tried]
+        if not movable:
+            break
+        last = max(movable, key=lambda n: (st.out[n].end, inst.order.index(n)))
+        spent = st.move(last, left)
+        if spent is None:
+            tried.add(last)  # it cannot end earlier: the next latest may
             continue
-        c, hours = out[name]
+        left -= spent
+    for name in inst.order:
+        spent = st.move(name, left)
+        if spent is not None:
+            left -= spent
+    return Schedule(st.out, schedule.reserved, schedule.segments) if st.moved else schedule
+
+
+class _Moves:
+    """The schedule being compacted: per pool and hour the GPUs held (and per reserved pool
+    the reserved GPUs), the plan's emissions, and each phase's assignment."""
+
+    def __init__(self, inst: Instance, schedule: Schedule, windows: Windows) -> None:
+        T = inst.hours
+        self.inst, self.schedule, self.windows = inst, schedule, windows
+        self.used: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(T))
+        self.reserved_use: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
+        for _, (c, hours) in schedule.all_parts():
+            self.used[(c.region, c.gpu)][list(hours)] += c.total_gpus
+            if c.contract == "reserved":
+                self.reserved_use[(c.region, c.gpu, c.term)][list(hours)] += c.total_gpus
+        self.cap = inst.spec.objective.carbon_cap_tonnes
+        self.emitted = sum(emissions_t(inst, a.config, a.hours) for _, a in schedule.all_parts())
+        self.region_of = schedule.region_of()
+        #: phases on one configuration (those in segments keep their hours)
+        self.out: dict[str, Assignment] = dict(schedule.assignments)
+        self.moved = False
+
+    def move(self, name: str, limit: float) -> float | None:
+        """Move phase ``name`` to its earliest hours that cost at most ``limit`` more, fit
+        the capacity and reserved pool the others leave, follow its predecessors' ends and
+        keep the carbon cap; the extra cost (None: it stays)."""
+        inst, schedule = self.inst, self.schedule
+        if name not in self.out:
+            return None
+        c, hours = self.out[name]
         preds = [q for q in inst.phase(name).predecessors if q in schedule]
-        ends = [out[q].end if q in out else schedule.parts(q)[-1].end for q in preds]
-        ready = max([windows.start.get(name, 0), *ends])
+        ends = [self.out[q].end if q in self.out else schedule.parts(q)[-1].end for q in preds]
+        ready = max([self.windows.start.get(name, 0), *ends])
         if ready + c.hours >= hours[-1] + 1:
-            continue  # it ends as early as it can
+            return None  # it ends as early as it can
         pool, rkey = (c.region, c.gpu), (c.region, c.gpu, c.term)
-        free = inst.capacity[pool] - used[pool]
+        free = inst.capacity[pool] - self.used[pool]
         free[list(hours)] += c.total_gpus
         fits = free >= c.total_gpus - 1e-9
         if c.contract == "reserved":
-            ru = reserved_use[rkey].copy()
+            ru = self.reserved_use[rkey].copy()
             ru[list(hours)] -= c.total_gpus
             fits &= ru + c.total_gpus <= schedule.reserved.get(rkey, 0) + 1e-9
         old_emis = emissions_t(inst, c, hours)
         for cand, extra, new_emis in _candidates(
-            inst, Assignment(c, hours), ready, fits, region_of
+            inst, Assignment(c, hours), ready, fits, self.region_of
         ):
-            if not extra <= left + TIE * max(1.0, left):
+            if not extra <= limit + TIE * max(1.0, limit):
                 continue
-            if cap is not None and emitted - old_emis + new_emis > cap * (1 + 1e-12) + 1e-12:
+            total = self.emitted - old_emis + new_emis
+            if self.cap is not None and total > self.cap * (1 + 1e-12) + 1e-12:
                 continue
-            emitted += new_emis - old_emis
-            left -= max(0.0, extra)
-            used[pool][list(hours)] -= c.total_gpus
-            used[pool][list(cand)] += c.total_gpus
+            self.emitted = total
+            self.used[pool][list(hours)] -= c.total_gpus
+            self.used[pool][list(cand)] += c.total_gpus
             if c.contract == "reserved":
-                reserved_use[rkey][list(hours)] -= c.total_gpus
-                reserved_use[rkey][list(cand)] += c.total_gpus
-            out[name] = Assignment(c, cand)
-            moved = True
-            break
-    return Schedule(out, schedule.reserved, schedule.segments) if moved else schedule
+                self.reserved_use[rkey][list(hours)] -= c.total_gpus
+                self.reserved_use[rkey][list(cand)] += c.total_gpus
+            self.out[name] = Assignment(c, cand)
+            self.moved = True
+            return max(0.0, extra)
+        return None
 
 
 #: Ends tried for a phase that may pause: the earliest ones, then evenly spaced up to its
