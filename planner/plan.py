@@ -9,7 +9,7 @@ JSON layout (all money in USD, hours are horizon slots counted from the horizon 
     {"format": "trainplan-plan/2" | "trainplan-plan/3", "instance": ..., "horizon_start": ...,
      "objective": ...,
      "costs": {"rental", "energy", "storage", "failure", "transfer", "porting", "carbon",
-               "total"},
+               "total"[, "time"]},
      "energy_kwh": ..., "emissions_t": ...,
      "reserved": [{"region", "gpu", "gpus"[, "term"]}],
      "phases": [{"name", "gpu", "region", "contract", "gpus", "spare_gpus", "precision",
@@ -34,7 +34,9 @@ Optional, written by ``trainplan solve`` and read by ``report`` and ``export``:
 Readers ignore keys they do not know, so these are compatible additions to
 ``trainplan-plan/2``.
 
-``objective`` is the weighted total ``sum_k weights[k] x costs[k]``. ``end_hour`` is
+``objective`` is the weighted total ``sum_k weights[k] x costs[k]`` plus, when the instance
+values time, ``costs["time"]``, the value of the hours the plan takes (not part of
+``total``, the bill; docs/cost-model.md "The value of time"). ``end_hour`` is
 exclusive (the hour after the last running hour). ``info`` carries derived figures for people
 (memory, checkpoint interval, expected failures); the checker recomputes what it needs and
 does not trust it: it recomputes the figures ``info`` states and reports those that differ.
