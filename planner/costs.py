@@ -292,7 +292,7 @@ def entry_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -
     is that configuration and starts at the phase's release (the run goes on), else c's entry
     cost (:func:`migration_cost` from the running configuration; for the running
     configuration itself a write and a restart). ``start`` None: the least over starts."""
-    if c.continues and (start is None or start == inst.release[c.phase]):
+    if c.entry is None or (c.continues and (start is None or start == inst.release[c.phase])):
         return 0.0
     rental, energy, transfer = c.entry
     return float(w.rental * rental + w.energy * energy + w.transfer * transfer)
@@ -307,13 +307,9 @@ def fixed_cost(inst: Instance, c: Config, end: int, w: Weights) -> float:
     k = w.transfer * c.one_time_usd + w.storage * (inst.hours - end) * c.archive_per_h
     if c.contract != "reserved" and c.billing_hours == 1:
         k += w.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    if c.entry != NO_ENTRY:
+    if c.entry is not None:
         k += entry_usd(inst, c, w)
     return float(k)
-
-
-#: The entry cost of a configuration of a phase that is not running anywhere.
-NO_ENTRY = (0.0, 0.0, 0.0)
 
 
 def billed_hours(c: Config, hours: Iterable[int]) -> int:
@@ -414,7 +410,7 @@ def run_costs(
             cost = cost + w.rental * max(0, c.min_rental_hours - n) * c.rental_per_h
     cost = cost + w.storage * (T - starts - n) * c.archive_per_h
     cost = cost + w.transfer * c.one_time_usd
-    if c.entry != NO_ENTRY:
+    if c.entry is not None:
         full = entry_usd(inst, c, w, -1)  # no start is hour -1: the full entry cost
         waived = c.continues & (starts == inst.release[c.phase])
         cost = cost + np.where(waived, 0.0, full)
@@ -473,10 +469,12 @@ def _held(inst: Instance, c: Config, hours: float) -> Migration:
 
 
 def leave_cost(inst: Instance, a: Config) -> Migration:
-    """Leaving configuration a: a checkpoint made durable at the source, ``persist_a / 3600``
-    hours of a's GPUs (the scheme's time until the sharded write has landed: the write itself
-    when synchronous, snapshot + write when asynchronous)."""
-    return _held(inst, a, a.checkpoint_persist_s / 3600.0)
+    """Leaving configuration a: a checkpoint written to a's storage tier, ``stored_a / 3600``
+    hours of a's GPUs (the next configuration reads it from there, so a's nodes are held until
+    the sharded write has landed: the write itself when synchronous, snapshot + write when
+    asynchronous or in memory, whose peer copies go with the nodes;
+    :attr:`planner.physics.storage.CheckpointCost.stored_s`)."""
+    return _held(inst, a, a.checkpoint_stored_s / 3600.0)
 
 
 def enter_cost(inst: Instance, b: Config) -> Migration:
@@ -586,9 +584,11 @@ def _running_part(inst: Instance, a: Assignment, w: Weights) -> dict[str, float]
 
 def entry_migration(inst: Instance, first: Assignment) -> Migration | None:
     """The migration from a re-planned phase's running configuration into its first segment,
-    None when there is none (no running configuration, or the run goes on)."""
+    None when there is none (no running configuration, or the run goes on). A migration that
+    costs nothing (a checkpoint of 0 GB, no restart time) is still a migration: the plan
+    states it, at 0."""
     c = first.config
-    if c.entry == NO_ENTRY and not c.continues:
+    if c.entry is None:
         return None
     if c.continues and first.start == inst.release[c.phase]:
         return None

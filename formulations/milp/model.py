@@ -42,7 +42,6 @@ from formulations.milp import segments
 from formulations.milp.columns import Column
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
-    NO_ENTRY,
     Weights,
     block_prices,
     carbon_t,
@@ -120,7 +119,7 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
             k = fixed_cost(inst, c, l_, wts)
             if inst.phase(name).preemptible:
                 k -= wts.failure * c.resume_usd  # the first segment is not a resume
-            if c.entry != NO_ENTRY:
+            if c.entry is not None:
                 k += entry_usd(inst, c, wts, -1)
             cost.append(k)
         idx = lp.add_vars("z", keys, 0, 1, True, cost)
@@ -167,7 +166,7 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                 cost, upper = np.where(blocked, 0.0, cost), np.where(blocked, 0.0, upper)
             if (
                 c.continues
-                and c.entry != NO_ENTRY
+                and c.entry is not None
                 and len(hours)
                 and hours[0] == inst.release[name]
             ):

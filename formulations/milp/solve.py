@@ -70,7 +70,7 @@ from planner.costs import cost_plan
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.progress import ProgressFn, Tracker
-from planner.result import GAP_TOLERANCE, Result, Termination, within_gap
+from planner.result import GAP_TOLERANCE, MAX_ALTERNATIVES, Result, Termination, within_gap
 from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
 
@@ -189,6 +189,9 @@ class _State:
     #: the least cost of a plan so left out: every later bound is capped by it
     single: set[str] = field(default_factory=set)
     cap: float = math.inf
+    #: every plan offered that meets the carbon cap, ``(source, plan)``: the result's
+    #: alternatives (the verification net of ``planner.solve``), trimmed to the cheapest
+    found: list[tuple[str, Plan]] = field(default_factory=list)
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -201,6 +204,7 @@ class _State:
         cap = self.inst.spec.objective.carbon_cap_tonnes
         if cap is not None and plan.emissions_t > cap + 1e-9:
             return False
+        self.keep(source, plan)
         if self.plan is not None and plan.objective >= self.plan.objective - 1e-9 * max(
             1.0, abs(plan.objective)
         ):
@@ -208,6 +212,13 @@ class _State:
         self.schedule, self.plan, self.source = schedule, plan, source
         self.tracker.offer_plan(plan.objective, source)
         return True
+
+    def keep(self, source: str, plan: Plan) -> None:
+        """Keep ``plan`` among the alternatives (at most twice MAX_ALTERNATIVES, cheapest)."""
+        self.found.append((source, plan))
+        if len(self.found) > 2 * MAX_ALTERNATIVES:
+            self.found.sort(key=lambda sp: sp[1].objective)
+            del self.found[MAX_ALTERNATIVES:]
 
     def prove(self, bound: float, source: str) -> None:
         bound = min(bound, self.cap)
@@ -685,6 +696,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
         if early is not st.schedule:
             plan = cost_plan(st.inst, early)
             if plan.objective <= st.plan.objective + 1e-9 * max(1.0, abs(st.plan.objective)):
+                st.keep(st.source, st.plan)
                 st.schedule, st.plan = early, plan
                 st.tracker.offer_plan(plan.objective, "earliest among equal costs")
     runtime = time.perf_counter() - t0
@@ -728,6 +740,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
         notes=tuple(st.notes),
         stats=st.stats,
         threads=raw.threads if raw is not None else None,
+        alternatives=tuple(st.found),
     )
 
 
