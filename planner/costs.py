@@ -210,6 +210,26 @@ def carbon_t(c: Config, intensity: np.ndarray | None) -> np.ndarray | float:
     return 0.0 if intensity is None else c.facility_kw * intensity / 1e6
 
 
+#: Relative slack of "within the carbon cap" in the planner's own checks (heuristics, MIP
+#: starts, the pipeline's plans): tighter than the independent checker's (1e-6), looser than
+#: what a solver's feasibility tolerance (1e-7) allows on a cap row scaled by
+#: :func:`carbon_row_scale`, so a plan the solver calls feasible is within it.
+CAP_SLACK = 5e-7
+
+
+def within_carbon_cap(inst: Instance, emissions: float) -> bool:
+    """``emissions <= cap (1 + CAP_SLACK) + 1e-15`` tonnes (True without a cap)."""
+    cap = inst.spec.objective.carbon_cap_tonnes
+    return cap is None or emissions <= cap * (1.0 + CAP_SLACK) + 1e-15
+
+
+def carbon_row_scale(cap: float) -> float:
+    """The factor a carbon cap row (tonnes) is multiplied by before a solver sees it: 1 / cap,
+    so that the solver's absolute feasibility tolerance (HiGHS: 1e-7) is a share of the cap
+    (a cap of 0.0005 t would otherwise allow 0.0001 t over, 20%); grams (1e6) for a cap of 0."""
+    return 1.0 / cap if cap > 0 else 1e6
+
+
 def emissions_t(inst: Instance, c: Config, hours: Iterable[int]) -> float:
     """Tonnes of CO2 of running c in ``hours``: ``sum_t C_t`` (0 without carbon data)."""
     ci = inst.carbon[c.region]

@@ -44,6 +44,7 @@ from planner.configs import Config, ConfigSpace
 from planner.costs import (
     Weights,
     block_prices,
+    carbon_row_scale,
     carbon_t,
     entry_usd,
     fixed_cost,
@@ -712,12 +713,14 @@ def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
 
 
 def add_carbon_cap(mm: MilpModel, wts: Weights) -> None:
-    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2)."""
+    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2), both sides scaled
+    by :func:`planner.costs.carbon_row_scale`."""
     cap = mm.inst.spec.objective.carbon_cap_tonnes
     if cap is None:
         return
     idx, val = carbon_columns(mm)
-    mm.lp.add_row("carbon_cap", "total", idx, val, upper=cap)
+    k = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
+    mm.lp.add_row("carbon_cap", "total", idx, [v * k for v in val], upper=cap * k)
 
 
 #: The families in build order; each is one function above.

@@ -66,7 +66,7 @@ from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import Config, ConfigSpace, config_space
-from planner.costs import cost_plan
+from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.progress import ProgressFn, Tracker
@@ -116,6 +116,11 @@ def _no_plan_message(raw: RawSolution) -> str:
             "infeasible: no plan meets every deadline, precedence and capacity limit; "
             "run `trainplan explain` to see which constraints conflict"
         )
+    if raw.termination == Termination.OPTIMAL:
+        return (
+            f"the solver's answer ({raw.message}) is not a plan that meets every constraint "
+            "(the pipeline's check of its point failed); please report it"
+        )
     return f"the solver found no plan ({raw.message})"
 
 
@@ -132,7 +137,6 @@ def _best_heuristic(
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
     its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
-    cap = inst.spec.objective.carbon_cap_tonnes
     best: tuple[Schedule, Plan] | None = None
     candidates = [lookahead_schedule(inst, space, windows)]
     if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
@@ -144,7 +148,7 @@ def _best_heuristic(
         if sched is None:
             continue
         plan = cost_plan(inst, sched)
-        if cap is not None and plan.emissions_t > cap + 1e-9:
+        if not within_carbon_cap(inst, plan.emissions_t):
             broke_cap = True  # the heuristics do not know the cap
             continue
         if best is None or plan.objective < best[1].objective:
@@ -201,8 +205,7 @@ class _State:
         if schedule is None:
             return False
         plan = cost_plan(self.inst, schedule)
-        cap = self.inst.spec.objective.carbon_cap_tonnes
-        if cap is not None and plan.emissions_t > cap + 1e-9:
+        if not within_carbon_cap(self.inst, plan.emissions_t):
             return False
         self.keep(source, plan)
         if self.plan is not None and plan.objective >= self.plan.objective - 1e-9 * max(
@@ -705,6 +708,8 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     if st.plan is None:
         if raw is not None:
             term, msg = raw.termination, _no_plan_message(raw)
+            if term == Termination.OPTIMAL:  # its point was no plan (a constraint it broke)
+                term = Termination.UNKNOWN
         else:
             term, msg = (
                 Termination.TIME_LIMIT,

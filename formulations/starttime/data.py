@@ -47,6 +47,7 @@ from planner.costs import (
     run_emissions,
     transfer_usd_per_gb,
     weights,
+    within_carbon_cap,
 )
 from planner.instance.model import Instance
 from planner.plan import Plan
@@ -365,9 +366,8 @@ def violations_of(
     for pool, u in res_use.items():
         if u.max() > reserved.get(pool, 0) + 1e-9:
             out.append(f"{pool[0]}/{pool[1]}: {u.max():g} reserved GPUs > {reserved.get(pool, 0)}")
-    cap = inst.spec.objective.carbon_cap_tonnes
-    if cap is not None and emis > cap + 1e-12:
-        out.append(f"emissions {emis:.6g} t > cap {cap:g} t")
+    if not within_carbon_cap(inst, emis):
+        out.append(f"emissions {emis:.6g} t > cap {inst.spec.objective.carbon_cap_tonnes:g} t")
     return out
 
 
