@@ -318,16 +318,17 @@ def entry_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -
     return float(w.rental * rental + w.energy * energy + w.transfer * transfer)
 
 
-def fixed_cost(inst: Instance, c: Config, end: int, w: Weights) -> float:
+def fixed_cost(inst: Instance, c: Config, end: int, w: Weights, least_entry: bool = True) -> float:
     """The weighted costs of c that do not depend on its hours, for a run that ends at
     ``end``: one-time transfer (data staging, reads, successors' retrievals), the output
     archived from ``end`` to the horizon end, and, when billed per hour, the minimum-rental
     surcharge ``max(0, min_rental_hours - n) x rho``; for a re-planned phase the least entry
-    cost (:func:`entry_usd`)."""
+    cost over its starts (:func:`entry_usd`) when ``least_entry`` (a bound's view; a model
+    that charges the entry itself passes False)."""
     k = w.transfer * c.one_time_usd + w.storage * (inst.hours - end) * c.archive_per_h
     if c.contract != "reserved" and c.billing_hours == 1:
         k += w.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    if c.entry is not None:
+    if least_entry and c.entry is not None:
         k += entry_usd(inst, c, w)
     return float(k)
 

@@ -224,9 +224,7 @@ def instances(draw: Callable[..., Any]) -> dict[str, Any]:
         "name": "prop",
         "horizon": {"start": START, "hours": hours},
         "gpu_types": {g: _gpu(draw, g) for g in gpus},
-        "regions": {
-            r: _region(draw, hours, gpus, [o for o in regions if o != r]) for r in regions
-        },
+        "regions": {r: _region(draw, hours, gpus, [o for o in regions if o != r]) for r in regions},
         "failure": {
             "restart_hours": draw(st.sampled_from([0.0, 0.1])),
             "detect_hours": 0.0,

@@ -21,6 +21,7 @@ import formulations.compact
 import planner.cli.solve  # noqa: F401  (registers the command)
 from planner.cli.app import app
 from planner.cli.exits import EXIT_INTERNAL
+from planner.costs import cost_plan
 from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination, inconsistency
 from planner.schedule import Assignment, Schedule
@@ -307,3 +308,25 @@ def test_leaving_waits_until_the_checkpoint_is_in_the_tier(scheme: str) -> None:
     (seg,) = res.plan.phase("job").segments
     assert seg.migration["total"] == pytest.approx(expected, abs=1e-6)
     assert_valid(inst, res.plan)
+
+
+def test_the_milp_charges_the_migration_off_the_running_configuration_once() -> None:
+    # found by the property run: the hourly MILP added the entry from the running
+    # configuration to z twice (once inside fixed_cost, once on its own), so its bound on a
+    # re-plan that migrates was above the plan's true cost. The model's objective of the
+    # lost-region plan must equal the cost model's: $53.532 (test_replan's arithmetic).
+    from formulations.milp.model import build
+    from formulations.milp.solution import point_from_schedule
+    from planner.configs import config_space
+    from planner.windows import time_windows
+
+    inst = instance_from(_running_on_a(checkpoint="sync"))
+    inst = inst.replace({"phases.job.checkpoint_gb": 36})
+    space = config_space(inst)
+    (b,) = [c for c in space["job"] if c.region == "b"]
+    sched = Schedule({"job": Assignment(b, (3, 4, 5, 6, 7))}, {})
+    mm = build(inst, space, time_windows(inst, space.fewest_hours()))
+    x = point_from_schedule(mm, sched)
+    assert x is not None
+    assert mm.lp.objective_of(x) == pytest.approx(cost_plan(inst, sched).objective, abs=1e-9)
+    assert cost_plan(inst, sched).objective == pytest.approx(53.532, abs=1e-6)

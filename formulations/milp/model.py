@@ -117,7 +117,7 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
         l_ = mm.windows.end[name]
         cost = []
         for c in configs:
-            k = fixed_cost(inst, c, l_, wts)
+            k = fixed_cost(inst, c, l_, wts, least_entry=False)  # the full entry below
             if inst.phase(name).preemptible:
                 k -= wts.failure * c.resume_usd  # the first segment is not a resume
             if c.entry is not None:
