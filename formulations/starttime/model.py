@@ -249,8 +249,8 @@ def add_carbon_cap(sm: StartModel) -> None:
         nz = e != 0
         idx.extend(cols[nz].tolist())
         val.extend(e[nz].tolist())
-    k = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
-    lp.add_row("carbon_cap", "total", idx, [v * k for v in val], upper=float(cap) * k)
+    scale = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
+    lp.add_row("carbon_cap", "total", idx, [v * scale for v in val], upper=float(cap) * scale)
 
 
 #: The families in build order; each is one function above.
