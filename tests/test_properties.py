@@ -185,11 +185,15 @@ def test_metamorphic_relations(d: dict[str, Any], data: st.DataObject) -> None:
 
 
 @pytest.mark.properties_long
+@pytest.mark.timeout(0)  # hours: each case is checked on its own
 @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
 @given(instances(), st.data())
 def test_properties_long(d: dict[str, Any], data: st.DataObject) -> None:
     check_every_solver(d)
     check_metamorphic(d, data.draw)
+    OUTCOMES["cases"] += 1
+    if OUTCOMES["cases"] % 250 == 0:
+        print(f"{OUTCOMES['cases']} cases: {dict(sorted(OUTCOMES.items()))}", flush=True)
 
 
 @pytest.fixture(autouse=True, scope="module")
