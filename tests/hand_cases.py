@@ -20,26 +20,18 @@ from typing import Any
 
 import pytest
 from conftest import instance_from
+from test_milp import FREE_STORAGE, ROUND_GPU
 
 from planner.instance.model import Instance
 from planner.plan import PhasePlan, Plan
 
-#: The GPU of every case unless named otherwise: 100 TFLOP/s bf16, 1 kW board power, no idle
-#: draw, ten per node, no host overhead, no failures (the same figures as test_milp's
-#: ROUND_GPU, written out so that the cases read alone).
-G: dict[str, Any] = {
-    "memory_gb": 80,
-    "peak_tflops": {"bf16": 100.0},
-    "board_power_w": 1000,
-    "idle_power_w": 0,
-    "gpus_per_node": 10,
-    "node_overhead_w": 0,
-    "failures_per_gpu_hour": 0.0,
-}
+#: The GPU of every case unless named otherwise (test_milp's ROUND_GPU): 100 TFLOP/s bf16,
+#: 1 kW board power, no idle draw, ten per node, no host overhead, no failures.
+G: dict[str, Any] = dict(ROUND_GPU)
 #: A faster, dearer GPU: twice G's peak (the same GPU-hours take half the hours), 2 kW.
 F: dict[str, Any] = {**G, "peak_tflops": {"bf16": 200.0}, "board_power_w": 2000}
 #: One storage tier that costs nothing and reads and writes 1 GB/s per node.
-FREE: dict[str, Any] = {"hot": {"usd_per_gb_month": 0.0}}
+FREE: dict[str, Any] = FREE_STORAGE
 MONDAY = "2023-06-05T00:00:00Z"
 
 Doc = dict[str, Any]
