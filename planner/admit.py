@@ -84,15 +84,20 @@ def _shape(inst: Instance, plan: Plan) -> list[Violation]:
     return out
 
 
-def admit(inst: Instance, plan: Plan, source: str) -> Admitted:
+def admit(
+    inst: Instance, plan: Plan, source: str, tolerate: frozenset[str] = frozenset()
+) -> Admitted:
     """The plan judged against ``inst``; raises :class:`PlanRefused` (naming ``source`` and
-    every broken rule by entry) unless only stated figures differ."""
+    every broken rule by entry) unless only stated figures differ (and rules of the kinds in
+    ``tolerate``: a re-plan that does not know the old plan's instance judges it against the
+    file as it is now, whose capacity may have changed)."""
     shape = _shape(inst, plan)
     if shape:
         raise PlanRefused(source, tuple(shape))
     v = verify(inst, plan)
-    rules = tuple(x for x in v.violations if x.kind not in FIGURE_KINDS)
+    noted = FIGURE_KINDS | tolerate
+    rules = tuple(x for x in v.violations if x.kind not in noted)
     if rules:
         raise PlanRefused(source, rules)
-    notes = tuple(str(x) for x in v.violations if x.kind in FIGURE_KINDS)
+    notes = tuple(str(x) for x in v.violations if x.kind in noted)
     return Admitted(plan, v, notes)
