@@ -233,7 +233,7 @@ def _sky_catalog(folder: Path, rows: dict[str, list[str]]) -> Path:
 
 def test_a_region_without_a_cloud_is_refused(tmp_path: Path) -> None:
     inst = instance_from(tiny_dict(), "tiny.yaml")
-    with pytest.raises(ExportError, match="region 'west' .* names no cloud"):
+    with pytest.raises(ExportError, match=r"region 'west' .* names no cloud"):
         export_skypilot(inst, _plan_of([_entry("finetune")]), tmp_path)
     assert not any(tmp_path.iterdir())
 
@@ -308,7 +308,7 @@ def test_the_imported_catalog_is_used_without_skypilots(tmp_path: Path) -> None:
     from planner.instance.read import from_dict
 
     inst = from_dict(d, "tiny.yaml", folder)
-    with pytest.raises(ExportError, match="the instance's catalog mycat.yaml lists no A100-80GB"):
+    with pytest.raises(ExportError, match=r"the instance's catalog mycat\.yaml lists no A100-80GB"):
         export_skypilot(inst, _plan_of([_entry("finetune")]), tmp_path / "o", catalog_dir=folder)
 
 
@@ -359,7 +359,7 @@ def test_every_kubernetes_manifest_validates(solved: tuple[Any, Plan], tmp_path:
         out = tmp_path / f"k{id(pl)}"
         done = _written(inst, pl, out, "kubernetes")
         docs = _docs(out)
-        for file, ds in docs.items():
+        for ds in docs.values():
             for d in ds:
                 kv.validate(d, kv.latest_version(), strict=True)
         (claim,) = docs["00-storage.yaml"]
@@ -450,7 +450,9 @@ def test_the_launcher_waits_for_predecessors_and_says_when_late(tmp_path: Path) 
     # each launch only once the job it depends on has been seen SUCCEEDED
     for job, after in ((r2, r1), (ft, r2)):
         at = calls.index(next(c for c in calls if c.split()[-2:-1] == [job]))
-        seen = [c for c in calls[:at] if c.startswith("sky jobs queue") and f"{after}=SUCCEEDED" in c]
+        seen = [
+            c for c in calls[:at] if c.startswith("sky jobs queue") and f"{after}=SUCCEEDED" in c
+        ]
         assert seen, (job, calls)
     assert not any(" stop" in c or " down " in c for c in calls)
     # the plan's hours (2023) are long past: the launcher says so

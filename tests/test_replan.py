@@ -5,8 +5,8 @@ verified by the independent checker against the instance it was made for."""
 from __future__ import annotations
 
 import copy
-import os
 import json
+import os
 from pathlib import Path
 from typing import Any
 
