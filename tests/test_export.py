@@ -459,14 +459,21 @@ def test_the_launcher_waits_for_predecessors_and_says_when_late(tmp_path: Path) 
     assert "passed" in res.stdout and f"{r1} (prep): its planned start" in res.stdout
 
 
-def test_a_failed_run_stops_its_dependents(tmp_path: Path) -> None:
+def _two_phases(out: Path, target: str) -> Any:
+    """prep (spot, hours 0-1) then finetune (hours 3-4), exported and written to ``out``."""
     inst = instance_from(clouds_dict(), "tiny.yaml")
     plan = _plan_of(
         [_entry("prep", contract="spot", hours=(0, 1)), _entry("finetune", hours=(3, 4))]
     )
-    out = tmp_path / "sky"
-    done = export_skypilot(inst, plan, out, run="true")
+    fn = export_skypilot if target == "skypilot" else export_kubernetes
+    done = fn(inst, plan, out, run="true")
     write_files(out, done.files)
+    return done
+
+
+def test_a_failed_run_stops_its_dependents(tmp_path: Path) -> None:
+    out = tmp_path / "sky"
+    done = _two_phases(out, "skypilot")
     prep, ft = (u.job for u in done.layout.units)
     res = _launch(out, _fake_env(tmp_path, FAKE_FAIL=prep))
     assert res.returncode == 1
@@ -480,13 +487,8 @@ def test_a_failed_run_stops_its_dependents(tmp_path: Path) -> None:
 
 
 def test_the_kubernetes_launcher_applies_in_order(tmp_path: Path) -> None:
-    inst = instance_from(clouds_dict(), "tiny.yaml")
-    plan = _plan_of(
-        [_entry("prep", contract="spot", hours=(0, 1)), _entry("finetune", hours=(3, 4))]
-    )
     out = tmp_path / "k8s"
-    done = export_kubernetes(inst, plan, out, run="true")
-    write_files(out, done.files)
+    done = _two_phases(out, "kubernetes")
     prep, ft = done.layout.units
     res = _launch(out, _fake_env(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from planner.checker.recompute import derive
@@ -174,38 +174,10 @@ def build_layout(inst: Instance, plan: Plan, bucket: str | None = None) -> Layou
         prev[u.phase] = u.job
         suffix = f"-r{u.run}" if u.runs > 1 else ""
         file = f"{n:0{width}d}-{slugs[u.phase]}{suffix}.yaml"
-        ordered.append(
-            Unit(
-                u.job,
-                u.phase,
-                u.part,
-                u.run,
-                u.runs,
-                u.config,
-                u.start_hour,
-                u.end_hour,
-                after,
-                file,
-            )
-        )
+        ordered.append(replace(u, after=after, file=file))
     name = bucket or bucket_name(inst.name, inst.start.isoformat())
     lay = Layout(tag, name, slugs, tuple(ordered))
-    units = tuple(
-        Unit(
-            u.job,
-            u.phase,
-            u.part,
-            u.run,
-            u.runs,
-            u.config,
-            u.start_hour,
-            u.end_hour,
-            u.after,
-            u.file,
-            _envs(inst, plan, lay, u),
-        )
-        for u in ordered
-    )
+    units = tuple(replace(u, envs=_envs(inst, plan, lay, u)) for u in ordered)
     return Layout(tag, name, slugs, units)
 
 
