@@ -533,3 +533,29 @@ def test_month_70b_replans_from_hour_200_after_a_spot_price_change(tmp_path: Pat
     assert block["reserved_after_usd"] == pytest.approx(reserved_after_usd(inst, before, 200))
     assert block["reserved_after_usd"] > 0
     assert _cli("verify", str(tmp_path / "new.instance.json"), str(new)).exit_code == 0
+
+
+def test_an_instance_edited_in_place_keeps_the_past_at_its_old_prices(tmp_path: Path) -> None:
+    # The user changes the price in the file the plan was made from (2.10 -> 3.70 in the
+    # issue; here $1 -> $2 per GPU-hour) and re-plans with that same file: the plan keeps the
+    # instance as planned, so hours 0-2 stay 3 x ($10 + $0.20) = $30.60.
+    first = tmp_path / "lost.json"
+    first.write_text(json.dumps(two_regions()))
+    old = tmp_path / "old.json"
+    assert _cli("solve", str(first), "--solver", "milp", "-o", str(old)).exit_code == 0
+    now = two_regions()
+    now["regions"]["a"]["offers"]["G"]["on_demand"]["usd_per_gpu_hour"] = 2.0
+    first.write_text(json.dumps(now))
+    new = tmp_path / "new.json"
+    res = _cli("solve", str(first), "--from", "3", "--plan", str(old), "-o", str(new))
+    assert res.exit_code == 0, res.output
+    assert json.loads(new.read_text())["replan"]["history_usd"] == pytest.approx(30.60)
+    assert "spent before hour 3 $30.60" in res.output
+    # a plan file without the copy: the past at the file's prices, and the output says so
+    doc = json.loads(old.read_text())
+    del doc["instance_snapshot"]
+    old.write_text(json.dumps(doc))
+    res = _cli("solve", str(first), "--from", "3", "--plan", str(old), "-o", str(new))
+    assert res.exit_code == 0, res.output
+    assert json.loads(new.read_text())["replan"]["history_usd"] == pytest.approx(60.60)
+    assert "has changed since" in res.output

@@ -34,8 +34,9 @@ from planner.cli.levers import attribution_table, money
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.consistency import NumericWarning
 from planner.emissions import carbon_coverage
+from planner.instance import InstanceError
 from planner.instance.model import Instance
-from planner.plan import COST_KEYS, InstanceRef, Plan
+from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
 from planner.progress import Progress, ProgressFn
 from planner.replan import describe
 from planner.result import Result, Termination
@@ -128,10 +129,16 @@ def print_status(res: Result) -> None:
         console.print(f"note: {n}")
 
 
-def plan_extras(instance: Path, output: Path, a: Attribution | None) -> dict[str, Any]:
+def plan_extras(
+    instance: Path, output: Path, a: Attribution | None, inst: Instance | None = None
+) -> dict[str, Any]:
     """What ``solve`` writes into a plan file beside the plan: the instance file (relative
-    to the plan, with its hash) and the attribution."""
+    to the plan, with its hash), the instance's document as planned (``instance_snapshot``:
+    a re-plan costs the past at these prices after the file is edited in place) and the
+    attribution."""
     out: dict[str, Any] = {"instance_file": InstanceRef.of(instance, output).to_dict()}
+    if inst is not None:
+        out["instance_snapshot"] = json.loads(json.dumps(dict(inst.raw), default=str))
     if a is not None:
         out["attribution"] = a.to_dict()
     return out
@@ -263,7 +270,7 @@ def solve_cmd(
                 a = attribute(inst, plan, on_step=step)
             except BaselineError as e:
                 why_none = str(e)
-    extra = plan_extras(instance, output, a) if output is not None else {}
+    extra = plan_extras(instance, output, a, inst) if output is not None else {}
     if output is not None:
         res.write(output, extra)
     if as_json:
@@ -339,6 +346,27 @@ def parse_from(text: str, inst: Instance, now: datetime | None = None) -> int:
     return math.ceil((when - inst.start).total_seconds() / 3600.0 - 1e-9)
 
 
+def old_instance(data: dict[str, Any], plan_path: Path) -> tuple[Instance | None, str]:
+    """The instance an old plan was made for: the file it records when its bytes are still
+    the ones it was made from, else the document it keeps (``instance_snapshot``, its data
+    files read beside the recorded file), else None and why."""
+    from planner.instance.read import from_dict
+
+    ref = InstanceRef.from_file_dict(data)
+    if ref is None:
+        return None, f"{plan_path} does not record its instance."
+    path = ref.locate(plan_path)
+    if path.is_file() and file_sha256(path) == ref.sha256:
+        return load_instance(path), ""
+    snap = data.get("instance_snapshot")
+    if isinstance(snap, dict):
+        try:
+            return from_dict(snap, f"{path} (as {plan_path} was planned)", path.parent), ""
+        except InstanceError as e:
+            return None, f"{plan_path}'s instance as planned cannot be read ({e})."
+    return None, f"{path} has changed since {plan_path} was made, which keeps no copy of it."
+
+
 def _replan_cmd(
     inst: Instance,
     instance: Path,
@@ -355,13 +383,12 @@ def _replan_cmd(
 ) -> None:
     from planner.admit import PlanRefused
     from planner.checker import read_plan_document
-    from planner.cli.report import find_instance
     from planner.replan import ReplanError, replan, write_instance
     from planner.runstatus import StatusError, read_status
 
     hour = parse_from(when, inst)
     old, _header, data = read_plan_document(old_path)
-    old_inst, why = find_instance(old, data, old_path, None)
+    old_inst, why = old_instance(data, old_path)
     if old_inst is None:
         note(f"note: {why} The old plan's past is costed at {instance}'s prices.")
     try:
@@ -399,7 +426,7 @@ def _replan_cmd(
     if output is not None:
         derived = output.with_suffix(".instance.json")
         write_instance(r.instance, derived)
-        res.write(output, {"instance_file": InstanceRef.of(derived, output).to_dict()})
+        res.write(output, plan_extras(derived, output, None, load_instance(derived)))
     if as_json:
         print(json.dumps(res.to_dict(), indent=2))
         return
