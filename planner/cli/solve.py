@@ -28,7 +28,7 @@ from planner.cli.app import (
     progress_shown,
     settings,
 )
-from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
+from planner.cli.exits import no_plan_exit
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money
 from planner.cli.options import InstanceFile, TimeLimit
@@ -259,8 +259,7 @@ def solve_cmd(
             err_console.print(f"no plan: {res.message}", soft_wrap=True)
             if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
                 err_console.print(f"explain the conflict with: trainplan explain {instance}")
-                raise typer.Exit(EXIT_INFEASIBLE)
-            raise typer.Exit(EXIT_SOLVER)
+            raise typer.Exit(no_plan_exit(res.termination))
         plan = res.plan
         a: Attribution | None = None
         why_none = ""
@@ -416,12 +415,7 @@ def _replan_cmd(
     res = r.result
     if res.plan is None:
         err_console.print(f"no plan: {res.message}", soft_wrap=True)
-        code = (
-            EXIT_INFEASIBLE
-            if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION)
-            else EXIT_SOLVER
-        )
-        raise typer.Exit(code)
+        raise typer.Exit(no_plan_exit(res.termination))
     derived = None
     if output is not None:
         derived = output.with_suffix(".instance.json")
