@@ -125,10 +125,8 @@ def test_replan_without_a_change_goes_on_at_no_cost() -> None:
     assert a.continues and a.entry == pytest.approx((0.2, 0.004, 0.0))
 
 
-def test_phases_done_and_not_started(tmp_path: Path) -> None:
-    # Two phases in a chain: prep (2 h) then job (8 h). From hour 5 prep is done and job is
-    # under way; the derived instance, written out, reads back and verifies the new plan.
-    d = two_regions()
+def with_prep(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with a 2-hour data preparation (20 GPU-hours on 10 G) before its job."""
     d["phases"].insert(
         0,
         {
@@ -140,6 +138,13 @@ def test_phases_done_and_not_started(tmp_path: Path) -> None:
         },
     )
     d["phases"][1]["predecessors"] = ["prep"]
+    return d
+
+
+def test_phases_done_and_not_started(tmp_path: Path) -> None:
+    # Two phases in a chain: prep (2 h) then job (8 h). From hour 5 prep is done and job is
+    # under way; the derived instance, written out, reads back and verifies the new plan.
+    d = with_prep(two_regions())
     inst = instance_from(d)
     old = solve(inst, solver="milp", time_limit=30, gap=0.0).plan
     assert old is not None and old.phase("prep").hours == (0, 1)
@@ -412,18 +417,7 @@ def _chain() -> dict[str, Any]:
     d["phases"][0]["kind"] = "training"
     d["models"] = {"m": {"params": 1.0e9 / 3}}
     d["phases"][0]["mfu"] = 1.0
-    d["phases"].insert(
-        0,
-        {
-            "name": "prep",
-            "kind": "data_preparation",
-            "work": {"gpu_hours": 20, "gpu": "G"},
-            "power_load": 1.0,
-            "options": {"gpu_counts": [10], "extra_spare_nodes": [0]},
-        },
-    )
-    d["phases"][1]["predecessors"] = ["prep"]
-    return d
+    return with_prep(d)
 
 
 def test_status_comes_back_from_the_runs(tmp_path: Path) -> None:
