@@ -899,12 +899,6 @@ def _() -> Instance:
     "replan",
     4.00,
     {"job": {"contract": "reserved", "term": "committed", "hours": tuple(range(5, 13))}},
-    xfail={
-        "*": "replan.state_at turns a reserved offer without terms into terms (from-HOUR and "
-        "the free 'committed'), so the running configuration, reserved under the "
-        "whole-horizon pool (term ''), is no configuration of the derived instance: "
-        "configs.running_config returns None and every solver reports no_configuration"
-    },
 )
 def _() -> Instance:
     # the same with the offer's whole-horizon reservation: the commitment becomes the free
