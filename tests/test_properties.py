@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -125,6 +126,12 @@ def solve_all(d: dict[str, Any]) -> tuple[Instance, dict[str, Result]]:
     cross_check(inst, results)
     m = results["milp"]
     OUTCOMES[f"milp:{m.termination.value}"] += 1
+    dump = os.environ.get("TRAINPLAN_PROPERTY_DUMP")
+    if dump and m.termination == Termination.TIME_LIMIT:  # tiny instances the MILP cannot close
+        import json
+
+        n = OUTCOMES[f"milp:{m.termination.value}"]
+        (Path(dump) / f"time_limit_{n}.json").write_text(json.dumps(d))
     return inst, results
 
 
