@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
