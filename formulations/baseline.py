@@ -60,7 +60,7 @@ import numpy as np
 
 from formulations.greedy import greedy, hottest_tier
 from planner.configs import Config, ConfigSpace, build_config_space, enumerate_phase, gpu_counts
-from planner.costs import cost_plan
+from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import Phase
@@ -647,9 +647,20 @@ def solve_baseline(inst: Instance) -> Result:
         )
     try:
         lf = lever_free(inst)
-    except BaselineError as e:
+    except BaselineError as e:  # a heuristic that finds nothing proves nothing
         return Result.no_plan(
-            SOLVER, Termination.INFEASIBLE, str(e), runtime_s=time.perf_counter() - t0
+            SOLVER, Termination.UNKNOWN, str(e), runtime_s=time.perf_counter() - t0
+        )
+    if not within_carbon_cap(inst, lf.plan.emissions_t):
+        return Result.no_plan(
+            SOLVER,
+            Termination.UNKNOWN,
+            f"the lever-free baseline emits {lf.plan.emissions_t:.6g} t, over the carbon cap "
+            f"objective.carbon_cap_tonnes = {inst.spec.objective.carbon_cap_tonnes:g} t: a plan "
+            "made by hand does not plan around a cap (the attribution compares without it); "
+            "solve with another --solver for a plan within the cap",
+            runtime_s=time.perf_counter() - t0,
+            notes=lf.notes,
         )
     return Result.solved(
         SOLVER,

@@ -21,6 +21,7 @@ COMMANDS = (
     "gpus",
     "export",
     "init",
+    "simulate",
 )
 
 

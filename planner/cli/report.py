@@ -90,6 +90,14 @@ def report(
             "--local-time", help="Show the schedule in each region's local time (default UTC)."
         ),
     ] = False,
+    simulation: Annotated[
+        Path | None,
+        typer.Option(
+            "--simulation",
+            metavar="FILE",
+            help="A trainplan simulate summary to draw (default: the one the plan file holds).",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a plan: its cost against the lever-free
     baseline and the saving per component and per lever first, then the schedule, costs,
@@ -128,6 +136,16 @@ def report(
             why = str(e)
     else:
         why = "the plan file has no attribution and the instance was not found"
+    from planner.instance.read import load_document
+    from planner.report.simulation import check_simulation
+
+    sim_doc = load_document(simulation) if simulation is not None else data.get("simulation")
+    sim_checked = None
+    if sim_doc is not None:
+        try:
+            sim_checked = check_simulation(sim_doc, plan, str(simulation or plan_file))
+        except ReportError as e:
+            fail("the simulation cannot be drawn:\n  " + "\n  ".join(e.errors))
     out = output if output is not None else plan_file.with_suffix(".html")
     if out.is_dir():
         fail(f"-o {out}: is a directory; expected an HTML file name")
@@ -148,6 +166,7 @@ def report(
         attribution=attribution,
         attribution_note=why,
         local_times=local_time,
+        simulation=sim_checked,
     )
     try:
         out.write_text(page, encoding="utf-8")
