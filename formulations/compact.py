@@ -56,12 +56,19 @@ def budget_within_gap(objective: float, bound: float | None, gap: float) -> floa
     return max(0.0, (top - objective) * (1.0 - 1e-9))
 
 
-def earliest(inst: Instance, schedule: Schedule, windows: Windows, budget: float = 0.0) -> Schedule:
+def earliest(
+    inst: Instance,
+    schedule: Schedule,
+    windows: Windows,
+    budget: float = 0.0,
+    pauses: bool = True,
+) -> Schedule:
     """The schedule with phases moved as early as ``budget`` allows (module docstring), in
     three passes: every phase in topological order at no extra cost; then, while the budget
     lasts, the phase that ends last (the plan's finish first); then every phase in
-    topological order with what is left."""
-    st = _Moves(inst, schedule, windows)
+    topological order with what is left. ``pauses`` False keeps every phase one block of
+    hours (the contiguous models' plans: their bound holds for those only)."""
+    st = _Moves(inst, schedule, windows, pauses)
     for name in inst.order:
         st.move(name, 0.0)
     left = max(0.0, budget)
@@ -87,9 +94,11 @@ class _Moves:
     """The schedule being compacted: per pool and hour the GPUs held (and per reserved pool
     the reserved GPUs), the plan's emissions, and each phase's assignment."""
 
-    def __init__(self, inst: Instance, schedule: Schedule, windows: Windows) -> None:
+    def __init__(
+        self, inst: Instance, schedule: Schedule, windows: Windows, pauses: bool = True
+    ) -> None:
         T = inst.hours
-        self.inst, self.schedule, self.windows = inst, schedule, windows
+        self.inst, self.schedule, self.windows, self.pauses = inst, schedule, windows, pauses
         self.used: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(T))
         self.reserved_use: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
         for _, (c, hours) in schedule.all_parts():
@@ -126,7 +135,7 @@ class _Moves:
             fits &= ru + c.total_gpus <= schedule.reserved.get(rkey, 0) + 1e-9
         old_emis = emissions_t(inst, c, hours)
         for cand, extra, new_emis in _candidates(
-            inst, Assignment(c, hours), ready, fits, self.region_of
+            inst, Assignment(c, hours), ready, fits, self.region_of, self.pauses
         ):
             if not extra <= limit + TIE * max(1.0, limit):
                 continue
@@ -151,19 +160,24 @@ PAUSED_ENDS = 48
 
 
 def _candidates(
-    inst: Instance, a: Assignment, ready: int, fits: np.ndarray, region_of: dict[str, str]
+    inst: Instance,
+    a: Assignment,
+    ready: int,
+    fits: np.ndarray,
+    region_of: dict[str, str],
+    pauses: bool = True,
 ) -> list[tuple[tuple[int, ...], float, float]]:
     """(hours, extra objective, emissions) for the phase on ``a``'s configuration ending
     earlier than ``a`` does, earliest end first: one block from each start before the
     current one (a phase that may not pause: :func:`planner.costs.run_costs`, which holds
     every cost of the phase that its hours change); the cheapest n free hours from ``ready``
-    for ends before the current one (a phase that may: priced by
-    :func:`planner.costs.parts_costs` and the value of time). Runs through hours the phase may
-    not use (+inf) are left out."""
+    for ends before the current one (a phase that may, unless ``pauses`` is False and it runs
+    one block now: priced by :func:`planner.costs.parts_costs` and the value of time). Runs
+    through hours the phase may not use (+inf) are left out."""
     c, hours = a.config, a.hours
     w = weights(inst)
     n, end = c.hours, hours[-1] + 1
-    if not inst.phase(c.phase).preemptible:
+    if not inst.phase(c.phase).preemptible or (not pauses and len(hours) == end - hours[0]):
         starts = np.arange(ready, hours[0] + 1)
         ok = open_runs(fits, n)
         starts = starts[(starts < len(ok)) & ok[np.minimum(starts, len(ok) - 1)]]

@@ -124,7 +124,9 @@ def test_the_earliest_pass_never_breaks_the_cap() -> None:
 # ----------------------------------------------------------------------------- the net
 
 
-def _broken_earliest(inst: Any, schedule: Schedule, windows: Any) -> Schedule:
+def _broken_earliest(
+    inst: Any, schedule: Schedule, windows: Any, budget: float = 0.0, pauses: bool = True
+) -> Schedule:
     """A pass that moves every contiguous run to hour 0 (ignoring the cap): the kind of bug
     the verification net exists for."""
     out = {}

@@ -473,7 +473,7 @@ def finish(
     if model_objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
     budget = budget_within_gap(plan.objective, bound, gap) if gap is not None else 0.0
-    early = earliest(data.inst, sched, data.windows, budget)
+    early = earliest(data.inst, sched, data.windows, budget, pauses=False)
     if early is not sched:
         moved = cost_plan(data.inst, early)
         if moved.objective <= plan.objective + budget + 1e-9 * max(1.0, abs(plan.objective)):
