@@ -738,7 +738,7 @@ def _configs_for(
                 if not math.isfinite(work_h):
                     continue
                 hours = max(1, math.ceil(work_h - 1e-9))
-                reserve = reliability.deadline_reserve(failures, hours, loss, confidence).hours
+                reserve = reliability.deadline_reserve(lam, hours, loss, confidence).hours
                 if window is not None and hours > window + 10 * 24 * 365:
                     continue
                 rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)

@@ -15,7 +15,8 @@ work since the last checkpoint, a uniform share of the checkpoint cycle ``U (tau
 plus the lag and the downtime, ``l = U (tau + delta) + lag + D`` hours (``D`` alone without
 checkpoints), during which more failures may arrive at the same rate (a branching process:
 each lost hour draws ``Poisson(lambda_t l)`` failures of its own, generation by generation).
-Each hour lost costs the hour's rental and energy ``rho_t + kW x price_t / 1000``; the
+Each hour lost costs the hour's rental and energy ``rho_t + kW_paid x price_t / 1000`` (no
+energy when the offer's rental includes the power: docs/cost-model.md, "Who pays the power"); the
 provider's share of failures (an SLA, not on spot) earns the capped credit ``min(mult x D,
 L) x rho_t``; a preemptible phase pays a resume per planned pause. The expected value of
 this replay is the plan's analytic failure cost ``sum_t lambda_t / (1 - lambda_t L) x (L
@@ -187,7 +188,7 @@ def _part(
     fixed_h = f.downtime_h + lag_h
     lost, count = _lost_hours(rng, lam, runs, cycle_h, fixed_h)
     rho = f.rental_t[hours]
-    energy = f.facility_kw * inst.price[part.region][hours] / 1000.0
+    energy = f.paid_kw * inst.price[part.region][hours] / 1000.0  # 0: the rental includes it
     cost = lost @ (rho + energy)
     if f.sla_share > 0:
         # each failure is the provider's with probability share and earns the capped credit

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -278,24 +279,35 @@ def failing(confidence: float | None) -> dict[str, Any]:
 
 
 def _poisson_cdf(mean: float, k: int) -> float:
-    import math
-
     return sum(math.exp(-mean) * mean**i / math.factorial(i) for i in range(k + 1))
+
+
+def _count_cdf(primary: float, m: float, k: int) -> float:
+    """P(K <= k) for Poisson(primary) failures, each bringing Poisson(m) more while it is lost,
+    and so on: the sum over n primaries of Poisson(n) x Borel-Tanner(k; n, m) (Tanner 1953)."""
+    total = math.exp(-primary)
+    for kk in range(1, k + 1):
+        for n in range(1, kk + 1):
+            pn = math.exp(-primary) * primary**n / math.factorial(n)
+            total += pn * n / kk * (m * kk) ** (kk - n) * math.exp(-m * kk) / math.factorial(kk - n)
+    return total
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_a_deadline_met_with_95_percent_keeps_time_for_the_quantile_of_failures(
     solver: str,
 ) -> None:
-    # 8 G: lambda = 0.1/h, f = 0.1 / (1 - 0.105) = 0.111732 failures per running hour, 10 h:
-    # mu = 1.11732; P(K <= 2) = 0.8969, P(K <= 3) = 0.9730: K_0.95 = 3 -> 3 x 1.05 = 3.15,
-    # 4 h kept: the run must end by hour 8, and 10 hours do not fit. 16 G: lambda = 0.2,
-    # f = 0.2 / 0.79 = 0.253165, 5 h: mu = 1.26582, P(K <= 2) = 0.8650, P(K <= 3) = 0.9603:
-    # K = 3, 4 h kept: ends by 8, the 5-hour run fits (start 0..3).
+    # 8 G: lambda = 0.1 failures per hour, 10 h: 1.0 expected in the planned hours, each
+    # bringing Poisson(lambda L = 0.105) more while its 1.05 h are lost: P(K <= 2) = 0.8795,
+    # P(K <= 3) = 0.9569, K_0.95 = 3, 3 x 1.05 = 3.15 -> 4 h kept: it must end by hour 8 and
+    # 10 hours do not fit. 16 G: lambda = 0.2, 5 h: 1.0 expected, m = 0.21: P(K <= 3) =
+    # 0.9245, P(K <= 4) = 0.9657, K = 4, 4.2 -> 5 h kept: ends by 7, the 5-hour run fits
+    # (start 0..2). (A Poisson count of the same mean f n = 1.2658 would say K = 3: too few.)
+    assert _count_cdf(1.0, 0.105, 2) < 0.95 <= _count_cdf(1.0, 0.105, 3)
+    assert _count_cdf(1.0, 0.21, 3) < 0.95 <= _count_cdf(1.0, 0.21, 4)
+    assert _poisson_cdf(0.2 / 0.79 * 5, 2) < 0.95 <= _poisson_cdf(0.2 / 0.79 * 5, 3)
     lam8, lam16 = 0.1, 0.2
     f8, f16 = lam8 / (1 - lam8 * 1.05), lam16 / (1 - lam16 * 1.05)
-    assert _poisson_cdf(f8 * 10, 2) < 0.95 <= _poisson_cdf(f8 * 10, 3)
-    assert _poisson_cdf(f16 * 5, 2) < 0.95 <= _poisson_cdf(f16 * 5, 3)
     # Without a confidence the cheaper 8 G run (failure cost f n L rho: 0.111732 x 10 x 1.05
     # x (16 + 0.368) = 19.20 against 16 G's 0.253165 x 5 x 1.05 x (32 + 0.736) = 43.51) ends
     # at hour 10, two hours before its deadline, with no time for a single restart.
@@ -306,8 +318,8 @@ def test_a_deadline_met_with_95_percent_keeps_time_for_the_quantile_of_failures(
     assert res.objective == pytest.approx(160 + 3.68 + fail8, rel=1e-6)
     inst, res = solved(failing(0.95), solver)
     p = res.plan.phases[0]
-    assert p.gpus == 16 and p.end_hour <= 8
-    assert p.info["deadline_reserve_h"] == 4
+    assert p.gpus == 16 and p.end_hour <= 7
+    assert p.info["deadline_reserve_h"] == 5
     fail16 = f16 * 5 * 1.05 * (32 + 0.736)
     assert res.objective == pytest.approx(160 + 3.68 + fail16, rel=1e-6)
     # The checker keeps the same time: the 8-GPU plan is rejected under the confidence.
@@ -316,8 +328,13 @@ def test_a_deadline_met_with_95_percent_keeps_time_for_the_quantile_of_failures(
     assert any("must end by hour 8" in x.message for x in v.violations)
 
 
-def test_the_reserve_is_the_poisson_quantile_times_the_loss() -> None:
-    from planner.physics.reliability import deadline_reserve, poisson_quantile
+def test_the_reserve_is_the_quantile_of_the_count_times_the_loss() -> None:
+    from planner.checker.recompute import failures_at
+    from planner.physics.reliability import (
+        deadline_reserve,
+        failure_count_quantile,
+        poisson_quantile,
+    )
 
     # Poisson(10) at 0.95 is 15 (P(K <= 14) = 0.9165, P(K <= 15) = 0.9513); Poisson(1000)
     # at 0.95: 1052 (the normal approximation 1000 + 1.645 x 31.6 = 1052.0).
@@ -325,10 +342,20 @@ def test_the_reserve_is_the_poisson_quantile_times_the_loss() -> None:
     assert _poisson_cdf(10, 14) < 0.95 <= _poisson_cdf(10, 15)
     assert poisson_quantile(1000, 0.95) == 1052
     assert poisson_quantile(0.0, 0.99) == 0
-    # at the median the count is the mean's neighbourhood: the reserve of the mean, not 0
-    r = deadline_reserve(0.5, 20, 0.3, 0.5)  # mu = 10, median 10, 10 x 0.3 = 3 h
-    assert (r.expected, r.count, r.hours) == (10.0, 10, 3)
+    # without failures during lost time the count is Poisson; with them, heavier-tailed
+    assert failure_count_quantile(10, 0.0, 0.95) == 15
+    assert failure_count_quantile(1.0, 0.21, 0.95) == 4 > poisson_quantile(1.0 / 0.79, 0.95)
+    # a run of 20 h at 0.5 failures an hour losing 0.3 h each: 10 primary failures, 0.15 more
+    # per loss, 11.76 expected; at 0.95 the checker's Borel-Tanner sum and the planner's
+    # Panjer recursion agree
+    r = deadline_reserve(0.5, 20, 0.3, 0.95)
+    assert r.expected == pytest.approx(10 / 0.85)
+    assert r.count == failures_at(10, 0.15, 0.95)
+    assert _count_cdf(10, 0.15, r.count - 1) < 0.95 <= _count_cdf(10, 0.15, r.count)
+    assert r.hours == math.ceil(r.count * 0.3 - 1e-9)
     assert deadline_reserve(0.5, 20, 0.3, None).hours == 0
+    # Large counts (Llama 3 405B: ~520 failures in a run) stay exact and quick
+    assert failure_count_quantile(520, 0.06, 0.95) == failures_at(520, 0.06, 0.95)
 
 
 def almost_flat() -> dict[str, Any]:
@@ -492,3 +519,27 @@ def test_the_report_shows_who_pays_the_power_the_value_of_time_and_a_day_earlier
     assert "finishing a day earlier (by hour -14 instead of 10): no plan does" in page
     assert "power included in the GPU price (cloud site)" in page
     assert "metered at the region&#x27;s electricity price" in page
+
+
+def test_the_replay_confirms_the_confidence_of_a_deadline() -> None:
+    # The 16-G run released at hour 2 (5 h: 2-7). Its deadline at hour 7 keeps no time: it
+    # holds only without a failure in its 5 planned hours, exp(-lambda n) = exp(-0.2 x 5) =
+    # 0.368. At deadline 12 and confidence 0.95 the planner keeps 5 h (4 failures of 1.05 h,
+    # K_0.95 of the compound count): the replay (planner.simulate, failures as Poisson
+    # processes, more during lost time) meets it in P(K <= 4) = 0.9657 of the runs.
+    from planner.simulate import simulate
+
+    def replayed(deadline: int, confidence: float | None) -> float:
+        d = failing(confidence)
+        d["phases"][0].update(release=2, deadline=deadline)
+        d["phases"][0]["options"]["gpu_counts"] = [16]
+        inst, res = solved(d, "auto")
+        assert (res.plan.phases[0].start_hour, res.plan.phases[0].end_hour) == (2, 7)
+        sim = simulate(inst, res.plan, runs=20_000, seed=1)
+        return sim.deadline_probability(sim.phases[0])
+
+    tight = replayed(7, None)
+    assert tight == pytest.approx(math.exp(-0.2 * 5), abs=0.012)  # 3.5 standard errors
+    sure = replayed(12, 0.95)
+    assert sure >= 0.95
+    assert sure == pytest.approx(_count_cdf(1.0, 0.21, 4), abs=0.0045)  # 3.5 standard errors

@@ -17,10 +17,10 @@ from planner.checker.recompute import (
     RECOMPUTE_FACTOR,
     PhaseFacts,
     data_parallel,
+    failures_at,
     offer_terms,
     peak_tflops,
     phase_model,
-    poisson_count_at,
     work_flops,
 )
 from planner.checker.violation import Violation
@@ -461,25 +461,28 @@ def confidence_of(inst: Instance, p: Phase) -> float | None:
 
 def check_deadline_reserve(inst: Instance, ent: Entry, f: PhaseFacts) -> list[Violation]:
     """A phase with a deadline confidence q keeps, after its (segment's) last hour and before
-    its deadline, ``r = ceil(K x L - 1e-9)`` hours: K the least count with P(Poisson(f n) <=
-    K) >= q, f the expected failures per running hour (preemptions included), n the hours
-    its configuration needs for the work, L the hours a failure costs (docs/cost-model.md,
-    "Deadlines with a confidence")."""
+    its deadline, ``r = ceil(K x L - 1e-9)`` hours: K the least count with P(count <= K) >= q
+    for ``lambda n`` failures expected in the n hours its configuration needs for the work,
+    each bringing ``lambda L`` more while its L hours are lost (:func:`failures_at`); lambda
+    the job's failures per hour (spot preemptions included), L the hours a failure costs
+    (docs/cost-model.md, "Deadlines with a confidence")."""
     q = confidence_of(inst, ent.phase)
-    if q is None or not ent.hours or f.failure_rate <= 0.0 or not math.isfinite(f.failure_rate):
+    lam = f.job_failure_rate
+    if q is None or not ent.hours or lam <= 0.0 or not math.isfinite(f.failure_rate):
         return []
-    k = poisson_count_at(f.failure_rate * f.hours, q)
+    k = failures_at(lam * f.hours, lam * f.loss_h, q)
     reserve = max(0, math.ceil(k * f.loss_h - 1e-9))
     end, deadline = ent.hours[-1] + 1, inst.deadline[ent.name]
     if end + reserve <= deadline:
         return []
+    expected = lam * f.hours / (1.0 - lam * f.loss_h)
     return [
         Violation(
             "window",
             ent.name,
             f"ends at hour {end}, but at deadline_confidence {q:g} it keeps {reserve} h "
             f"before its deadline (hour {deadline}) for {k} interruptions of "
-            f"{f.loss_h:.3g} h (expected {f.failure_rate * f.hours:.3g}): it must end by "
+            f"{f.loss_h:.3g} h (expected {expected:.3g}): it must end by "
             f"hour {deadline - reserve}",
         )
     ]

@@ -180,33 +180,36 @@ def power_billing(inst: Instance, region: str, gpu: str, contract: str) -> str:
     return "included" if site == "cloud" else "metered"
 
 
-def poisson_count_at(mean: float, q: float) -> int:
-    """The least k with P(Poisson(mean) <= k) >= q (within 1e-12): the terms are summed
-    outward from the mode m = floor(mean), p_m = exp(m ln mean - mean - ln m!), p_(k-1) =
-    p_k k / mean below it and p_(k+1) = p_k mean / (k + 1) above it, the lower tail first."""
-    if mean <= 0.0 or q <= 0.0:
+def failures_at(primary: float, secondary: float, q: float) -> int:
+    """The least k with P(K <= k) >= q (within 1e-12) for the interruptions of a run:
+    ``primary`` expected in its planned hours (Poisson), each bringing ``Poisson(secondary)``
+    more during the time it loses, and so on. Given n primary failures the total is
+    Borel-Tanner (Tanner 1953): ``P(K = k | n) = (n / k) (m k)^(k - n) e^(-m k) / (k - n)!``
+    for k >= n, so ``P(K = k) = sum_n Poisson(n; primary) P(K = k | n)``, summed here term by
+    term in log space (with ``secondary`` 0: Poisson)."""
+    if primary <= 0.0 or q <= 0.0:
         return 0
-    m = math.floor(mean)
-    pm = math.exp(m * math.log(mean) - mean - math.lgamma(m + 1)) if m > 0 else math.exp(-mean)
-    below = 0.0
-    p, k = pm, m
-    terms: list[float] = []
-    while k > 0 and p > 1e-300:
-        p *= k / mean
-        k -= 1
-        terms.append(p)
-    # CDF at the first k counted from the bottom up: the lower tail's terms in reverse
-    lows = list(reversed(terms))
-    start = m - len(lows)
-    for i, t in enumerate(lows):
-        below += t
-        if below >= q - 1e-12:
-            return start + i
-    total, p, k = below + pm, pm, m
-    while total < q - 1e-12 and p > 0.0:
-        p *= mean / (k + 1)
+    m = secondary
+    top = int(primary / (1.0 - m) + 80.0 * math.sqrt(primary / (1.0 - m) ** 3) + 80.0)
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 2)))])  # ln i!
+    total = math.exp(-primary)
+    k = 0
+    while total < q - 1e-12 and k < top:
         k += 1
-        total += p
+        if m <= 0.0:
+            total += math.exp(k * math.log(primary) - primary - log_fact[k])
+            continue
+        n = np.arange(1, k + 1)
+        log_term = (
+            n * math.log(primary)
+            - primary
+            - log_fact[n]
+            + np.log(n / k)
+            + (k - n) * math.log(m * k)
+            - m * k
+            - log_fact[k - n]
+        )
+        total += float(np.sum(np.exp(log_term)))
     return k
 
 

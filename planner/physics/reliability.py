@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 
 def job_failure_rate(gpus: float, per_gpu_hour: float, preemptions_per_hour: float = 0.0) -> float:
     """Job failures per hour: lambda_job = N_gpus x lambda_gpu (+ spot preemptions per hour).
@@ -104,11 +106,55 @@ def poisson_quantile(mean: float, q: float) -> int:
     return k
 
 
+def failure_count_quantile(primary: float, secondary: float, q: float) -> int:
+    """The q-quantile of the number of interruptions of a run: the least k with
+    P(K <= k) >= q, where ``primary`` interruptions are expected in its planned hours
+    (Poisson: failures of independent components at a constant rate, Young 1974, Daly 2006)
+    and each one brings ``Poisson(secondary)`` more during the time it loses, and so on
+    (``secondary`` = lambda L, the failures expected while one failure's loss L is redone;
+    the renewal model behind ``f = lambda / (1 - lambda L)``). A failure with its descendants
+    is a Borel(m) cluster (a Galton-Watson tree with Poisson(m) offspring: P(T = j) =
+    e^(-m j) (m j)^(j-1) / j!), so K is compound Poisson with Borel clusters, mean
+    ``primary / (1 - secondary)``: heavier-tailed than a Poisson count of that mean. Its
+    probabilities follow Panjer's recursion (Panjer 1981), ``p_0 = e^-mu``, ``p_k = (mu / k)
+    sum_j j b_j p_(k-j)``, rescaled as it runs (``mu`` may be far beyond e^-745); with
+    ``secondary`` 0 it is Poisson(``primary``)."""
+    if not 0.0 <= q < 1.0:
+        raise ValueError(f"a quantile must be in [0, 1), got {q}")
+    if primary <= 0.0 or q <= 0.0:
+        return 0
+    m = max(0.0, secondary)
+    if not (math.isfinite(primary) and m < 1.0):
+        raise ValueError("expected finite failures and fewer than one per lost hour's loss")
+    if m == 0.0:
+        return poisson_quantile(primary, q)
+    top = int(primary / (1.0 - m) + 60.0 * math.sqrt(primary / (1.0 - m) ** 3) + 60.0)
+    j = np.arange(1, top + 1, dtype=float)
+    log_b = -m * j + (j - 1) * np.log(m * j) - np.array([math.lgamma(x + 1) for x in j])
+    jb = j * np.exp(log_b)  # j b_j, j = 1 .. top
+    p = np.zeros(top + 1)
+    p[0], log_scale, log_q = 1.0, -primary, math.log(q)
+    cdf = 1.0
+    if log_scale >= log_q:
+        return 0  # no interruption at all is likely enough
+    for k in range(1, top + 1):
+        p[k] = primary / k * float(np.dot(jb[:k], p[k - 1 :: -1][:k]))
+        cdf += p[k]
+        if cdf > 1e250:  # rescale: the true values are p x e^log_scale
+            p[: k + 1] /= 1e250
+            cdf /= 1e250
+            log_scale += math.log(1e250)
+        if math.log(cdf) + log_scale >= log_q:
+            return k
+    return top
+
+
 @dataclass(frozen=True)
 class DeadlineReserve:
     """The time a run keeps before its deadline for the interruptions its model expects at a
-    confidence ``q``: ``count`` = the q-quantile of Poisson(``expected``) interruptions, each
-    costing ``loss_h`` hours, rounded up to ``hours`` whole hours."""
+    confidence ``q``: ``count`` = the q-quantile of the run's interruptions
+    (:func:`failure_count_quantile`, ``expected`` of them on average), each costing ``loss_h``
+    hours, rounded up to ``hours`` whole hours."""
 
     expected: float
     count: int
@@ -117,28 +163,31 @@ class DeadlineReserve:
 
 
 def deadline_reserve(
-    failures_per_running_hour: float, run_hours: float, loss_h: float, q: float | None
+    failures_per_hour: float, run_hours: float, loss_h: float, q: float | None
 ) -> DeadlineReserve:
-    """Hours a run of ``run_hours`` hours keeps before its deadline so that it meets it with
-    probability ``q`` under the failure model (docs/cost-model.md, "Deadlines with a
+    """Hours a run of ``run_hours`` planned hours keeps before its deadline so that it meets
+    it with probability ``q`` under the failure model (docs/cost-model.md, "Deadlines with a
     confidence"):
 
-        expected interruptions  mu = f n     (f failures per running hour: lambda / (1 -
-                                              lambda L), spot preemptions included)
-        count at q              K_q = min {k : P(Poisson(mu) <= k) >= q}
+        primary failures        mu = lambda n       (lambda the job's failures per wall hour,
+                                                     spot preemptions included)
+        failures per loss       m = lambda L        (more while a failure's L hours are lost)
+        count at q              K_q = q-quantile of compound Poisson(mu) with Borel(m)
+                                clusters (:func:`failure_count_quantile`; mean mu / (1 - m)
+                                = f n, the count the cost model charges)
         reserve                 r = ceil(K_q x L - 1e-9) hours
 
     with L the expected hours each interruption costs (redone work, the lag until a
-    checkpoint is durable, the downtime: :func:`loss_hours_per_failure`). The expected
-    number ``mu`` is what the cost model charges; a plan that ends at its deadline with no
-    reserve keeps time for none of them, and one that keeps ``mu L`` meets its deadline only
-    about half the time. ``q`` None (no confidence asked): no reserve. The function
-    ``trainplan simulate`` replays against: the same count and loss per interruption."""
-    if q is None or failures_per_running_hour <= 0.0 or run_hours <= 0.0:
+    checkpoint is durable, the downtime: :func:`loss_hours_per_failure`). A plan that ends
+    at its deadline with no reserve keeps time for no failure, and one that keeps ``f n L``
+    meets it only about half the time. ``q`` None (no confidence asked): no reserve. The
+    replay of ``trainplan simulate`` (planner.simulate: failures as Poisson processes, more
+    during lost time) draws the same count."""
+    if q is None or failures_per_hour <= 0.0 or run_hours <= 0.0:
         return DeadlineReserve(0.0, 0, loss_h, 0)
-    mu = failures_per_running_hour * run_hours
-    k = poisson_quantile(mu, q)
-    return DeadlineReserve(mu, k, loss_h, max(0, math.ceil(k * loss_h - 1e-9)))
+    mu, m = failures_per_hour * run_hours, failures_per_hour * loss_h
+    k = failure_count_quantile(mu, m, q)
+    return DeadlineReserve(mu / (1.0 - m), k, loss_h, max(0, math.ceil(k * loss_h - 1e-9)))
 
 
 # ----------------------------------------------------------------------------- fleets at scale
