@@ -6,7 +6,8 @@ intensity and caps, capacity by the hour, on-demand / spot / reserved offers wit
 blocks, minimum rentals and reserved terms, storage tiers with retrieval prices, transfers,
 failures with checkpoints and spares, chains and diamonds of phases that may pause, change
 configuration at checkpoints (segments), pay licences and porting, and re-planned phases with
-progress and a running configuration. Every money figure of the document is a field listed in
+progress and a running configuration, sites that meter or include power, the value of
+time and deadlines with a confidence. Every money figure of the document is a field listed in
 :func:`scale_money`, so scaling them all by k scales the cost of every plan by k.
 """
 
@@ -134,6 +135,11 @@ def _region(
         r["transfer_usd_per_gb"] = {others[0]: draw(st.sampled_from([0.0, 0.05]))}
     if draw(st.integers(0, 4)) == 0:
         r["sla"] = {"provider_fault_share": 0.5, "credit_multiplier": 2.0}
+    site = draw(st.sampled_from(["colocation", "colocation", "cloud", "own"]))
+    r["site"] = site  # who pays the power: a cloud's offers include it by default
+    if draw(st.integers(0, 3)) == 0:
+        for offers in r["offers"].values():
+            offers["on_demand"]["energy"] = draw(st.sampled_from(["metered", "included"]))
     return r
 
 
@@ -179,6 +185,10 @@ def _phase(
         )
     if draw(st.integers(0, 3)) == 0:
         p["options"]["checkpoint"] = draw(st.sampled_from([["sync"], ["async", "in_memory"]]))
+    if draw(st.integers(0, 5)) == 0:
+        p["usd_per_hour_early"] = draw(st.sampled_from([0.5, 5.0]))
+    if "deadline" in p and draw(st.integers(0, 4)) == 0:
+        p["deadline_confidence"] = draw(st.sampled_from([0.5, 0.9]))
     if draw(st.integers(0, 3)) == 0 and (len(regions) > 1 or len(counts) > 1 or len(gpus) > 1):
         p["options"]["max_segments"] = 2
         p["options"]["segment_changes"] = draw(
@@ -248,6 +258,8 @@ def instances(draw: Callable[..., Any]) -> dict[str, Any]:
         obj["carbon_usd_per_tonne"] = draw(st.sampled_from([0.0, 100.0]))
     if draw(st.integers(0, 2)) == 0:
         obj["carbon_cap_tonnes"] = draw(st.sampled_from([0.0005, 0.005, 0.05]))
+    if draw(st.integers(0, 4)) == 0:
+        obj["usd_per_hour_early"] = draw(st.sampled_from([0.2, 2.0]))
     if obj:
         d["objective"] = obj
     if draw(st.integers(0, 3)) == 0:
@@ -277,7 +289,7 @@ def _scale_value(v: Any, k: float) -> Any:
 def scale_money(d: dict[str, Any], k: float) -> dict[str, Any]:
     """Every money figure of an :func:`instances` document times k: rental (every offer and
     term), electricity (series and adder), storage and retrieval, transfers, licences,
-    porting, the carbon price. A plan's cost is linear in them, so every plan costs k times
+    porting, the carbon price, the value of an hour. A plan's cost is linear in them, so every plan costs k times
     as much and the optimum is k times the optimum."""
     d = copy.deepcopy(d)
     for r in d["regions"].values():
@@ -298,12 +310,14 @@ def scale_money(d: dict[str, Any], k: float) -> dict[str, Any]:
                     for t in o.get("terms", []):
                         t["usd_per_gpu_hour"] = _scale_value(t["usd_per_gpu_hour"], k)
     for p in d["phases"]:
-        if "licence_usd_per_gpu_hour" in p:
-            p["licence_usd_per_gpu_hour"] *= k
+        for key in ("licence_usd_per_gpu_hour", "usd_per_hour_early"):
+            if key in p:
+                p[key] *= k
     for f in d.get("families", {}).values():
         f["porting_usd"] *= k
-    if "objective" in d and "carbon_usd_per_tonne" in d["objective"]:
-        d["objective"]["carbon_usd_per_tonne"] *= k
+    for key in ("carbon_usd_per_tonne", "usd_per_hour_early"):
+        if key in d.get("objective", {}):
+            d["objective"][key] *= k
     return d
 
 
