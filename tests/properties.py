@@ -289,8 +289,8 @@ def _scale_value(v: Any, k: float) -> Any:
 def scale_money(d: dict[str, Any], k: float) -> dict[str, Any]:
     """Every money figure of an :func:`instances` document times k: rental (every offer and
     term), electricity (series and adder), storage and retrieval, transfers, licences,
-    porting, the carbon price, the value of an hour. A plan's cost is linear in them, so every plan costs k times
-    as much and the optimum is k times the optimum."""
+    porting, the carbon price, the value of an hour. A plan's cost is linear in them, so
+    every plan costs k times as much and the optimum is k times the optimum."""
     d = copy.deepcopy(d)
     for r in d["regions"].values():
         r["electricity"] = _scale_value(r["electricity"], k)
