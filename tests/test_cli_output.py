@@ -208,13 +208,13 @@ def test_markup_in_a_message_is_text() -> None:
 def test_an_internal_error_has_its_own_exit_status(
     monkeypatch: pytest.MonkeyPatch, tricky: Path
 ) -> None:
-    import planner.cli.check as cli_check
+    import planner.summary  # the check command loads it when it runs
 
     def broken(inst: Any) -> Any:
         raise KeyError(f"[/] {ESC}bug")
 
     monkeypatch.delenv("TRAINPLAN_DEBUG", raising=False)
-    monkeypatch.setattr(cli_check, "summarize", broken)
+    monkeypatch.setattr(planner.summary, "summarize", broken)
     res = CliRunner().invoke(app, ["check", str(tricky)])
     assert res.exit_code == EXIT_INTERNAL == 4, res.output
     _no_terminal_codes(res.output)

@@ -25,11 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, ConsoleDimensions
 
+from planner.cli.argv import GLOBAL_FLAGS as GLOBAL_FLAGS  # re-exported
+from planner.cli.argv import hoist_global_options as hoist_global_options  # re-exported
+from planner.cli.argv import version_line
 from planner.cli.exits import (
     EXIT_INPUT,
     EXIT_INTERNAL,
@@ -37,8 +40,11 @@ from planner.cli.exits import (
     EXIT_OK,
     EXIT_SOLVER,
 )
-from planner.instance import Instance, InstanceError, read
+from planner.instance.errors import InstanceError
 from planner.terminal import TextConsole, styled
+
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
 
 #: Width of output that goes to a pipe or file when COLUMNS is not set: wide enough that no
 #: table is cut (rich sizes tables to their content; it does not pad them to this width).
@@ -72,18 +78,9 @@ class Settings:
 settings = Settings()
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("trainplan")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"trainplan {_version()}")
+        typer.echo(version_line())
         raise typer.Exit(EXIT_OK)
 
 
@@ -165,24 +162,6 @@ def _root(
     settings.verbose = verbose and not quiet
 
 
-#: Options that apply to every command; :func:`hoist_global_options` moves them in front of
-#: the command name, so ``trainplan solve x.yaml -q`` works as ``trainplan -q solve x.yaml``.
-GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
-
-
-def hoist_global_options(argv: list[str]) -> list[str]:
-    """``argv`` (without the program name) with the global flags first; ``--`` ends the
-    search (what follows it is left alone)."""
-    head: list[str] = []
-    rest: list[str] = []
-    for i, a in enumerate(argv):
-        if a == "--":
-            rest.extend(argv[i:])
-            break
-        (head if a in GLOBAL_FLAGS else rest).append(a)
-    return head + rest
-
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -220,6 +199,8 @@ def note(message: str) -> None:
 
 def load_instance(path: Path) -> Instance:
     """Read an instance, turning every input problem into a message and exit status 2."""
+    from planner.instance.read import read
+
     try:
         return read(path)
     except InstanceError as e:

@@ -15,8 +15,7 @@ import typer
 from planner.cli.app import command, console, load_instance, print_instance_error
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile
-from planner.instance import InstanceError, read
-from planner.summary import summarize
+from planner.instance.errors import InstanceError
 
 
 def _num(x: float) -> str:
@@ -99,6 +98,9 @@ def check(
     fastest hours), GPU types, regions (time zone, PUE, price range), phases that can never
     fit and why. Exit 0 if valid and every phase can fit, 1 if some phase cannot, 2 if the
     file is invalid."""
+    from planner.instance.read import read
+    from planner.summary import summarize
+
     if as_json:
         try:
             inst = read(file)

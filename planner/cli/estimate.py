@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -19,18 +19,10 @@ from rich.text import Text
 
 from planner.cli.app import command, console, fail, load_instance
 from planner.cli.exits import EXIT_INFEASIBLE
-from planner.estimate import (
-    EstimateError,
-    EstimateRow,
-    PhaseEstimate,
-    estimate,
-    estimate_inputs,
-    gpu_spec,
-    parse_quantity,
-    phase_estimates,
-)
-from planner.physics.transformer import active_params
 from planner.terminal import styled
+
+if TYPE_CHECKING:
+    from planner.estimate import EstimateRow, PhaseEstimate
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
 #: The parameters of ``estimate`` that choose the mode or the output; all others are flags
@@ -153,6 +145,8 @@ def _detail(r: EstimateRow) -> Table:
     t.add_column("quantity")
     t.add_column("value")
     arch = f"L={m.layers}, h={m.hidden}, heads={m.heads}, s={m.seq_len}"
+    from planner.physics.transformer import active_params
+
     active = active_params(m)
     moe = f", {active:.3g} active" if active != m.params else ""
     t.add_row(
@@ -494,6 +488,15 @@ def estimate_command(
     without --tokens, memory only."""
     # every parameter but the mode options is a flag of the flag mode, by its own name
     flags = {k: v for k, v in locals().items() if k not in _MODE_OPTIONS}
+    from planner.estimate import (
+        EstimateError,
+        estimate,
+        estimate_inputs,
+        gpu_spec,
+        parse_quantity,
+        phase_estimates,
+    )
+
     if instance is not None:
         given = sorted("--" + k.replace("_", "-") for k, v in flags.items() if v is not None)
         if given:

@@ -18,7 +18,6 @@ import typer
 from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.explain import ExplainError, explain
 
 
 @command("explain")
@@ -30,6 +29,8 @@ def explain_cmd(
     """Explain why INSTANCE has no plan: the conflicts that hold for any plan, and the
     smallest relaxation (deadlines, capacity, carbon cap) that gives one. Exit 0 if the
     instance is feasible, 1 if infeasible, 3 if undecided within the time limit."""
+    from planner.explain import ExplainError, explain
+
     inst = load_instance(instance)
     try:
         with progress(f"explaining {inst.name}"):

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 from rich.table import Table
 
 from planner.cli.app import app, console, fail, guarded, note
-from planner.usercatalog import (
-    CatalogEntry,
-    UserCatalog,
-    builtin_entries,
-    catalog_document,
-    read_user_catalog,
-)
+
+if TYPE_CHECKING:
+    from planner.usercatalog import CatalogEntry, UserCatalog
 
 gpus_app = typer.Typer(
     help="The GPU catalog: list it, or import a SkyPilot price catalog.",
@@ -99,6 +94,8 @@ def gpus_cmd(
     their figures, an example on-demand price and their sources."""
     if ctx.invoked_subcommand is not None:
         return
+    from planner.usercatalog import builtin_entries, read_user_catalog
+
     user = read_user_catalog(catalog) if catalog is not None else None
     builtin = builtin_entries()
     if as_json:
@@ -141,8 +138,11 @@ def import_skypilot(
 ) -> None:
     """Import a SkyPilot price catalog (vms.csv) into a user catalog: one price row per
     accelerator and region, USD per GPU-hour on demand and spot."""
+    import yaml
+
     from planner.catalog import CatalogError, resolve_name
     from planner.skypilot_catalog import import_vms_csv
+    from planner.usercatalog import catalog_document
 
     name = cloud or vms_csv.resolve().parent.name
     if not name:

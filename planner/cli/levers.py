@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from planner.attribution import Attribution
 from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
 from planner.plan import COST_KEYS
+
+if TYPE_CHECKING:
+    from planner.attribution import Attribution
+    from planner.levers import LeverReport, LeverRun
 
 
 def money(x: float | None) -> str:
@@ -105,13 +108,18 @@ def levers_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Path | None = typer.Option(None, "--png", help="write a waterfall chart (PNG) here"),
     only: str | None = typer.Option(
-        None, "--only", help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"
+        None,
+        "--only",
+        help="comma-separated levers (time_shifting, precision, gpu_type, ...; a wrong name "
+        "lists them all)",
     ),
 ) -> None:
     """What each cost lever is worth on INSTANCE: the lever-free baseline (as soon as
     possible, on demand, one GPU type and region, bf16 ZeRO-0, whole nodes, the dearest
     storage tier, no optional spares), each lever alone, all together, and the split of the
     saving over the levers."""
+    from planner.levers import LEVER_KEYS, LeverError, evaluate_levers
+
     keys = None
     if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]

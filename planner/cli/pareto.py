@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -19,7 +20,9 @@ from rich.table import Table
 from planner.cli.app import command, console, fail, load_instance, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.pareto import VS, ParetoError, ParetoPoint, frontier
+
+if TYPE_CHECKING:
+    from planner.pareto import ParetoPoint
 
 
 def _money(x: float | None) -> str:
@@ -71,6 +74,8 @@ def pareto_cmd(
 ) -> None:
     """The cost frontier of INSTANCE against completion time (--vs deadline) or emissions
     (--vs carbon): the cheapest plan under each of --points caps, as a table and a chart."""
+    from planner.pareto import VS, ParetoError, frontier
+
     if vs not in VS:
         fail(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
     if png is not None and png.suffix.lower() != ".png":

@@ -16,14 +16,15 @@ back to the plan's instance name beside the plan file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from planner.checker import read_plan_document
 from planner.cli.app import command, console, fail, load_instance, note, progress
-from planner.instance import Instance
 from planner.plan import InstanceRef, Plan, file_sha256
+
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
 
 
 def find_instance(
@@ -96,6 +97,7 @@ def report(
     solver, memory, prices, utilisation and failures."""
     # matplotlib loads only when a report is made, not with every command.
     from planner.attribution import Attribution, BaselineError, attribute
+    from planner.checker import read_plan_document
     from planner.report import ReportError, check_hours, check_match, render, write_pngs
 
     plan, header, data = read_plan_document(plan_file)

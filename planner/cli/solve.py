@@ -9,13 +9,12 @@ import warnings
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import typer
 from rich.table import Table
 
-from planner.attribution import Attribution, BaselineError, attribute
 from planner.cli.app import (
     command,
     console,
@@ -31,14 +30,14 @@ from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.consistency import NumericWarning
-from planner.emissions import carbon_coverage
-from planner.instance.model import Instance
 from planner.plan import COST_KEYS, InstanceRef, Plan
-from planner.progress import Progress, ProgressFn
-from planner.replan import describe
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
+
+if TYPE_CHECKING:
+    from planner.attribution import Attribution
+    from planner.instance.model import Instance
+    from planner.progress import Progress, ProgressFn
 
 
 def print_plan(inst: Instance, plan: Plan, title: str) -> None:
@@ -181,6 +180,10 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
+    from planner.attribution import BaselineError, attribute
+    from planner.consistency import NumericWarning
+    from planner.emissions import carbon_coverage
+
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
@@ -284,6 +287,8 @@ def solve_cmd(
 
 def print_changes(plan: Plan) -> None:
     """What a re-plan changed against the old plan, phase by phase."""
+    from planner.replan import describe
+
     block = plan.replan or {}
     t = Table(title=f"changes from hour {block.get('from_hour')}", title_justify="left")
     for col in ("phase", "old plan from then", "new plan", "changed"):

@@ -36,12 +36,13 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.grid.task import RETRYABLE, now
 from planner.plan import COST_KEYS
+
+if TYPE_CHECKING:
+    import pandas as pd  # loaded where a frame is built (the CLI starts at once)
 
 SCHEMA_VERSION = "1"
 
@@ -299,6 +300,8 @@ class Store:
                 if c != "plan"
             )
         )
+        import pandas as pd
+
         df = pd.read_sql_query(f"SELECT {cols} FROM scenarios", self.db)
         return tidy(df, None if ids is None else list(ids))
 
@@ -345,6 +348,8 @@ def _process_start(pid: int) -> float | None:
 
 def tidy(df: pd.DataFrame, ids: list[str] | None) -> pd.DataFrame:
     """Expand ``params`` JSON into ``param.<axis>`` columns; order rows by ``ids``."""
+    import pandas as pd
+
     if ids is not None:
         df = df.set_index("id").reindex([i for i in ids if i in set(df["id"])]).reset_index()
     params = [json.loads(p) for p in df["params"]] if len(df) else []
