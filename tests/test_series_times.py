@@ -55,6 +55,7 @@ def _profile(market: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- year ends
 
+
 def _check_profile(market: str, start: datetime, hours: int) -> int:
     """The instance's profile of ``market`` over ``hours`` from ``start`` hour by hour
     against the file: each value is the file's row at the reference time or, where the file
