@@ -139,3 +139,31 @@ def test_start_up_times() -> None:
     exe = str(Path(sys.executable).with_name("trainplan"))
     assert _least_wall([exe, "--version"], 5) < 0.3
     assert _least_wall([exe, "check", str(WEEK)], 5) < 0.8
+
+
+def test_a_solve_and_its_attribution_enumerate_the_instance_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The numeric checks, the solver, the lever-free baseline and the attribution of one
+    solve share one enumeration of the instance's configurations (planner.configs caches it
+    per instance; the pruned and the unpruned spaces are built from it): the instance is
+    enumerated once, each variant of the attribution once."""
+    import planner.configs as configs
+    from planner.attribution import attribute
+    from planner.instance.read import read
+    from planner.solve import solve
+
+    seen: list[object] = []  # the instances themselves: alive, so no id is reused
+    real = configs._enumerate
+
+    def counting(inst: object) -> object:
+        seen.append(inst)
+        return real(inst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(configs, "_enumerate", counting)
+    inst = read(ROOT / "tests" / "data" / "tiny.yaml")
+    res = solve(inst, time_limit=30)
+    assert res.plan is not None
+    attribute(inst, res.plan)
+    assert sum(x is inst for x in seen) == 1
+    assert len({id(x) for x in seen}) == len(seen)  # no variant enumerated twice
