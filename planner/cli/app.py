@@ -197,6 +197,32 @@ def note(message: str) -> None:
     console.print(message, markup=False)
 
 
+def output_path(path: Path, flag: str, *, folder: bool = False) -> Path:
+    """Check an output path before any work fills it (:func:`planner.outfiles.check_output`:
+    no link written through, no directory taken for a file, missing folders created and
+    named on stderr); a refusal exits 2 naming ``flag``."""
+    from planner.outfiles import OutputError, check_output
+
+    try:
+        made = check_output(path, folder=folder)
+    except OutputError as e:
+        fail(f"{flag}: {e}")
+    for f in made:
+        err_console.print(f"created folder {f}", markup=False, soft_wrap=True)
+    return path
+
+
+def write_output(path: Path, text: str, flag: str) -> None:
+    """Write an output file (:func:`planner.outfiles.write_text`: through a temporary file
+    that replaces it, never through a link); a failure exits 2 naming ``flag``."""
+    from planner.outfiles import OutputError, write_text
+
+    try:
+        write_text(path, text)
+    except OutputError as e:
+        fail(f"{flag}: {e}")
+
+
 def load_instance(path: Path) -> Instance:
     """Read an instance, turning every input problem into a message and exit status 2."""
     from planner.instance.read import read

@@ -13,10 +13,13 @@ catalog name it came from in ``catalog``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import FileRefused, data_file, not_a_file
+
+if TYPE_CHECKING:
+    from planner.usercatalog import UserCatalog
 
 
 def expand_gpu_types(
@@ -25,12 +28,15 @@ def expand_gpu_types(
     """``data`` with every catalog-named GPU entry completed (a new top-level mapping; the
     input is not changed). Raises :class:`InstanceError` naming the entry when a name is in
     no catalog, or the user catalog cannot be read. The user catalog file obeys the same
-    file-access policy as series files (:func:`planner.instance.files.data_file`)."""
+    file-access policy as series files (:func:`planner.instance.files.data_file`), and is
+    checked and read whenever it is named, also when every GPU type gives its own figures (a
+    field naming a file names one the instance may read)."""
+    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
+
+    user = _user_catalog(data.get("gpu_catalog"), base_dir, file, data_root)
     gpus = data.get("gpu_types")
     if not isinstance(gpus, dict):
         return data
-    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete, read_user_catalog
-
     wanted = [
         k
         for k, v in gpus.items()
@@ -38,23 +44,6 @@ def expand_gpu_types(
     ]
     if not wanted:
         return data
-    user = None
-    ref = data.get("gpu_catalog")
-    if isinstance(ref, str) and ref:
-        try:
-            path = data_file(ref, base_dir, data_root)
-        except FileRefused as e:
-            raise InstanceError(file, [FieldError("gpu_catalog", str(e))]) from None
-        why = not_a_file(path)
-        if why is not None:
-            raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])
-        try:
-            user = read_user_catalog(path)
-        except InstanceError as e:
-            raise InstanceError(
-                file,
-                [FieldError("gpu_catalog", f"{e.file}: {fe}") for fe in e.errors],
-            ) from None
     errors: list[FieldError] = []
     out = dict(gpus)
     for key in wanted:
@@ -68,3 +57,28 @@ def expand_gpu_types(
     if errors:
         raise InstanceError(file, errors)
     return {**data, "gpu_types": out}
+
+
+def _user_catalog(
+    ref: Any, base_dir: Path, file: str, data_root: Path | None
+) -> UserCatalog | None:
+    """The user catalog ``gpu_catalog`` names (None when it names none: the schema reports
+    a value of the wrong type), read under the file-access policy."""
+    from planner.usercatalog import read_user_catalog
+
+    if not isinstance(ref, str) or not ref:
+        return None
+    try:
+        path = data_file(ref, base_dir, data_root)
+    except FileRefused as e:
+        raise InstanceError(file, [FieldError("gpu_catalog", str(e))]) from None
+    why = not_a_file(path)
+    if why is not None:
+        raise InstanceError(file, [FieldError("gpu_catalog", f"file {str(path)!r} {why}")])
+    try:
+        return read_user_catalog(path)
+    except InstanceError as e:
+        raise InstanceError(
+            file,
+            [FieldError("gpu_catalog", f"{e.file}: {fe}") for fe in e.errors],
+        ) from None
