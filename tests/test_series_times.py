@@ -250,3 +250,46 @@ def test_a_file_read_twice_is_read_once(tmp_path: Path) -> None:
     _write(tmp_path / "p.csv", [((t0 + timedelta(hours=h)).isoformat(), 2 * h) for h in range(4)])
     again = from_dict(_doc(series, "UTC", t0, 4), "<t>", tmp_path)
     assert list(again.price["east"]) == [0.0, 2.0, 4.0, 6.0]
+
+
+# ----------------------------------------------------------------------------- init
+
+
+def _init_and_check(market: str, folder: Path, dates: list[tuple[str, str]]) -> None:
+    from typer.testing import CliRunner
+
+    from planner.cli import _register, app
+
+    _register()
+    runner = CliRunner()
+    for i, (start, deadline) in enumerate(dates):
+        out = folder / f"i{i}.yaml"
+        args = ["init", "-o", str(out), "--model", "7B", "--region", f"r={market}"]
+        args += ["--start", start, "--deadline", deadline, "--prices-dir", str(PRICES)]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, (start, res.output)
+        assert runner.invoke(app, ["check", str(out)]).exit_code == 0, start
+
+
+@pytest.mark.parametrize("market", sorted(MARKETS))
+def test_init_writes_what_check_accepts_on_every_market_at_new_year(
+    market: str, tmp_path: Path
+) -> None:
+    """``init`` over the issue's New Year week (28 Dec 2026 - 4 Jan 2027; its Sunday 3 Jan
+    reads 1 Jan 2023, whose first local hours are 2022 in UTC east of Greenwich) on every
+    shipped market: the file is written and ``check`` accepts it (exit 0)."""
+    _init_and_check(market, tmp_path, [("2026-12-28T00:00Z", "7d")])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("market", sorted(MARKETS))
+def test_init_on_every_market_at_year_ends_and_clock_changes(market: str, tmp_path: Path) -> None:
+    """As above, and the Sunday 31 Dec 2028 (west of Greenwich its last hours read 2024 in
+    UTC) and both clock changes of 2027."""
+    dates = [
+        ("2028-12-30T00:00Z", "3d"),
+        ("2027-01-02T00:00Z", "2d"),
+        ("2027-03-26T00:00Z", "4d"),
+        ("2027-10-29T00:00Z", "4d"),
+    ]
+    _init_and_check(market, tmp_path, dates)

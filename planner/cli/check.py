@@ -12,7 +12,14 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli.app import command, console, load_instance, print_instance_error
+from planner.cli.app import (
+    command,
+    console,
+    load_instance,
+    print_instance_error,
+    result,
+    settings,
+)
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile
 from planner.instance.errors import InstanceError
@@ -123,7 +130,9 @@ def check(
     if as_json:
         typer.echo(json.dumps({"valid": True, **summary}, indent=2))
     else:
-        for line in render(summary):
+        lines = render(summary)
+        for line in lines[:-1]:
             console.print(line, markup=False, highlight=False, soft_wrap=True, emoji=False)
+        result(f"{file}: {lines[-1]}" if settings.quiet else lines[-1])  # the verdict
     if not summary["feasible"]:
         raise typer.Exit(EXIT_INFEASIBLE)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
-from planner.cli.app import command, console, fail, note
+from planner.cli.app import command, fail, note, output_path, result, write_output
 
 
 @command("schema")
@@ -20,12 +21,14 @@ def schema_cmd(
     example (save it as trainplan.schema.json for an editor's YAML support)."""
     from planner.instance.docs import json_schema
 
+    if output is not None:
+        output_path(output, "-o")
     text = json.dumps(json_schema(), indent=2)
     if output is None:
         typer.echo(text)
         return
-    output.write_text(text + "\n", encoding="utf-8")
-    console.print(f"wrote {output}", markup=False)
+    write_output(output, text + "\n", "-o")
+    result(f"wrote {output}")
 
 
 @command("init")
@@ -67,6 +70,7 @@ def init_cmd(
         Starter,
         StarterError,
         catalog_gpu,
+        check_starter,
         default_prices_dir,
         next_monday,
         parse_duration,
@@ -76,6 +80,11 @@ def init_cmd(
 
     if output.exists() and not force:
         fail(f"-o {output}: exists; pass --force to overwrite it")
+    if not (math.isfinite(tokens) and tokens > 0):
+        fail(f"--tokens: expected a positive number of tokens, got {tokens:g}")
+    if not (math.isfinite(data_gb) and data_gb >= 0):
+        fail(f"--data-gb: expected a size in GB >= 0, got {data_gb:g}")
+    output_path(output, "-o")
     try:
         name, _, count = gpu.partition(":")
         gname = catalog_gpu("--gpu", name)
@@ -114,10 +123,11 @@ def init_cmd(
             pretrain=pretrain,
         )
         text = render(s, output)
+        check_starter(text, output)
     except StarterError as e:
         fail(str(e))
-    output.write_text(text, encoding="utf-8")
-    console.print(f"wrote {output}", markup=False)
+    write_output(output, text, "-o")
+    result(f"wrote {output}")
     if s.prices_dir is None:
         note("no price extracts found: electricity is a constant placeholder (see the file)")
     note(f"next: trainplan check {output}; trainplan solve {output} -o plan.json")

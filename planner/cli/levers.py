@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import command, console, fail, load_instance, progress, result, results
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.plan import COST_KEYS
@@ -34,6 +34,18 @@ def money(x: float | None) -> str:
     if x is None:
         return "-"
     return f"-${-x:,.2f}" if x < -0.005 else f"${abs(x):,.2f}"
+
+
+def saving_share(baseline: float, plan: float) -> str:
+    """A component's saving as a share of its baseline cost, when that says something:
+    `` (13.2%)`` for a saving or a rise up to the baseline's own size, `` (3.4x the
+    baseline)`` for a larger rise (not "-236.2%"), nothing for a baseline of (nearly) 0."""
+    if baseline < 0.005:
+        return ""
+    share = (baseline - plan) / baseline
+    if share >= -1.0:
+        return f" ({share:.1%})"
+    return f" ({plan / baseline:,.1f}x the baseline)"
 
 
 def _row(r: LeverRun, components: tuple[str, ...]) -> list[str]:
@@ -86,13 +98,13 @@ def render(report: LeverReport) -> None:
         )
     for r in runs:
         t.add_row(*_row(r, components))
-    console.print(t)
+    results.print(t)  # the answer: kept by --quiet
     inter = report.interaction_usd
     if inter is not None:
         console.print(f"interaction (all levers minus the sum of single savings): {money(inter)}")
     if report.attribution is not None:
         console.print(attribution_table(report.attribution))
-    console.print(report.headline(), markup=False)
+    result(report.headline())
     cycle = report.cycle_headline()
     if cycle:
         console.print(cycle, markup=False)
@@ -146,4 +158,4 @@ def levers_cmd(
         return
     render(report)
     if png is not None:
-        console.print(f"waterfall chart written to {png}")
+        result(f"waterfall chart written to {png}")

@@ -32,12 +32,12 @@ import typer
 
 from planner.cli.app import (
     command,
-    console,
     fail,
     load_instance,
     note,
     output_path,
     progress,
+    result,
     write_output,
 )
 from planner.cli.exits import EXIT_INFEASIBLE
@@ -215,7 +215,7 @@ def report(
         local_times=local_time,
     )
     write_output(out, page, "-o")
-    console.print(f"wrote {out}", markup=False)
+    result(f"wrote {out}")
     if inst is None:
         note(
             f"note: {inst_note.strip()} Prices and capacity use are left out; pass --instance "
@@ -228,7 +228,4 @@ def report(
             paths = write_pngs(plan, inst, png)
         except (OSError, OutputError) as e:
             fail(f"--png {png}: cannot write ({getattr(e, 'strerror', None) or e})")
-        console.print(
-            f"wrote {len(paths)} PNG files to {png}: " + ", ".join(p.name for p in paths),
-            markup=False,
-        )
+        result(f"wrote {len(paths)} PNG files to {png}: " + ", ".join(p.name for p in paths))

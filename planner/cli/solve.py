@@ -22,13 +22,16 @@ from planner.cli.app import (
     fail,
     load_instance,
     note,
+    output_path,
     progress,
     progress_shown,
+    result,
     settings,
+    write_output,
 )
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.hygiene_hook import print_numeric_warnings
-from planner.cli.levers import attribution_table, money
+from planner.cli.levers import attribution_table, money, saving_share
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.plan import COST_KEYS, InstanceRef, Plan
 from planner.result import Result, Termination
@@ -115,8 +118,7 @@ def print_costs(plan: Plan, a: Attribution | None) -> None:
             t.add_row(k, money(v))
             continue
         b = a.baseline_costs.get(k, 0.0)
-        pct = f" ({(b - v) / b:.1%})" if abs(b) > 1e-9 else ""
-        t.add_row(k, money(b), money(v), money(saving[k]) + pct)
+        t.add_row(k, money(b), money(v), money(saving[k]) + saving_share(b, v))
     console.print(t)
 
 
@@ -188,10 +190,10 @@ def solve_cmd(
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
-    if output is not None and output.is_dir():
-        fail(f"-o {output}: is a directory; expected a file name")
     if (from_hour is None) != (old_plan is None):
         fail("--from and --plan go together: --from HOUR --plan OLD.json")
+    if output is not None:  # before any work: a plan is never lost for want of a folder
+        output_path(output, "-o")
     inst = load_instance(instance)
     if from_hour is not None and old_plan is not None:
         _replan_cmd(
@@ -256,13 +258,12 @@ def solve_cmd(
                 why_none = str(e)
     extra = plan_extras(instance, output, a) if output is not None else {}
     if output is not None:
-        res.write(output, extra)
+        write_output(output, res.to_json(extra=extra) + "\n", "-o")
     if as_json:
         print(json.dumps(res.to_dict(extra), indent=2))
         return
-    console.print(f"plan for {inst.name} ({res.solver})", markup=False)
-    if a is not None:
-        console.print(a.headline(), markup=False)
+    answer = a.headline() if a is not None else f"${plan.costs.get('total', 0.0):,.2f}"
+    result(f"plan for {inst.name} ({res.solver}): {answer}")
     print_costs(plan, a)
     if a is not None:
         console.print(attribution_table(a))
@@ -279,10 +280,11 @@ def solve_cmd(
         for n in a.notes:
             note(f"baseline: {n}")
     if output is not None:
-        note(
-            f"plan written to {output}; check it with: trainplan verify {instance} {output}; "
-            f"report: trainplan report {output}"
-        )
+        result(f"plan written to {output}")
+        check_it = f"trainplan verify {instance} {output}"
+        note(f"check it with: {check_it}; report: trainplan report {output}")
+    else:
+        result("plan not saved: no file written (pass -o FILE to keep it)")
 
 
 def print_changes(plan: Plan) -> None:

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, fail, load_instance
+from planner.cli.app import command, console, fail, load_instance, results
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile
 from planner.terminal import styled
@@ -69,7 +69,7 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
     from planner.checker.costs import within
 
     verdict = styled("valid", "bold green") if v.ok else styled("invalid", "bold red")
-    console.print(Text.assemble(f"{plan_path}: ", verdict, f", {len(v.violations)} violation(s)"))
+    results.print(Text.assemble(f"{plan_path}: ", verdict, f", {len(v.violations)} violation(s)"))
     if v.violations:
         table = Table(title="violations", show_lines=False)
         table.add_column("kind")
@@ -77,7 +77,7 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
         table.add_column("message", overflow="fold")
         for x in v.violations:
             table.add_row(x.kind, x.phase or "-", x.message)  # str: shown escaped
-        console.print(table)
+        results.print(table)  # what is wrong: kept by --quiet
     costs = Table(title="stated against recomputed (USD unless named)")
     for col in ("figure", "stated", "recomputed", "difference", ""):
         costs.add_column(col, justify="left" if col == "figure" else "right")
