@@ -136,9 +136,14 @@ def parse_region(text: str) -> RegionChoice:
             pass
         else:
             return RegionChoice(name, None, what, cloud_name, cloud_region)
+    import difflib
+
+    close = difflib.get_close_matches(market, list(MARKETS), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise StarterError(
-        f"--region {text!r}: expected NAME=MARKET with a market of the shipped prices "
-        f"({', '.join(MARKETS)}) or NAME=TIME/ZONE, optionally @cloud/cloud-region"
+        f"--region {text!r}: unknown market {what!r}{hint}; expected NAME=MARKET with a market "
+        f"of the shipped prices ({', '.join(MARKETS)}) or NAME=TIME/ZONE, optionally "
+        "@cloud/cloud-region"
     )
 
 

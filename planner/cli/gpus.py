@@ -16,14 +16,36 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
+from typer import _click as click
+from typer.core import TyperGroup
 
-from planner.cli.app import app, console, fail, guarded, note
+from planner.cli.app import app, console, fail, guarded, note, output_path, result, write_output
 
 if TYPE_CHECKING:
     from planner.usercatalog import CatalogEntry, UserCatalog
 
+
+class _GpusGroup(TyperGroup):
+    """``trainplan gpus [NAME ...]``: words before any option that are not a subcommand's
+    name are GPU names to list (``gpus H100``), kept in ``ctx.meta["gpus"]``; a subcommand
+    (``gpus import-skypilot ...``) is run as one."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        names: list[str] = []
+        rest = list(args)
+        while rest and not rest[0].startswith("-") and rest[0] not in self.commands:
+            names.append(rest.pop(0))
+        ctx.meta["gpus"] = names
+        return super().parse_args(ctx, rest)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[NAME]... [OPTIONS] | COMMAND [ARGS]...")
+
+
 gpus_app = typer.Typer(
-    help="The GPU catalog: list it, or import a SkyPilot price catalog.",
+    cls=_GpusGroup,
+    help="The GPU catalog: list it (or the GPUs named: trainplan gpus H100 L4), or import a "
+    "SkyPilot price catalog.",
     no_args_is_help=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -98,6 +120,9 @@ def gpus_cmd(
 
     user = read_user_catalog(catalog) if catalog is not None else None
     builtin = builtin_entries()
+    names = ctx.meta.get("gpus") or []
+    if names:
+        builtin, user = _only(names, builtin, user)
     if as_json:
         doc = {
             "builtin": [_entry_dict(e) for e in builtin],
@@ -125,6 +150,40 @@ def gpus_cmd(
     )
 
 
+def _only(
+    names: list[str], builtin: list[CatalogEntry], user: UserCatalog | None
+) -> tuple[list[CatalogEntry], UserCatalog | None]:
+    """The entries the names match (the user catalog's by name, the built-in one's as an
+    instance names them: aliases and partial names resolve); an unknown name exits 2 with
+    the closest names."""
+    import dataclasses
+
+    from planner.catalog import CatalogError, resolve_name
+
+    keep_builtin: set[str] = set()
+    keep_user: set[str] = set()
+    for name in names:
+        mine = user.find(name) if user is not None else None
+        if mine is not None:
+            keep_user.add(mine.name)
+            continue
+        try:
+            keep_builtin.add(resolve_name(name))
+        except CatalogError as e:
+            fail("gpus: " + "; ".join(fe.message for fe in e.errors))
+    if user is not None:
+        user = dataclasses.replace(
+            user,
+            entries={k: v for k, v in user.entries.items() if k in keep_user},
+            prices=tuple(
+                r
+                for r in user.prices
+                if any(r.gpu.lower() == k.lower() for k in keep_user | keep_builtin)
+            ),
+        )
+    return [e for e in builtin if e.name in keep_builtin], user
+
+
 @gpus_app.command("import-skypilot")
 @guarded
 def import_skypilot(
@@ -147,6 +206,7 @@ def import_skypilot(
     name = cloud or vms_csv.resolve().parent.name
     if not name:
         fail("--cloud: give the cloud the catalog belongs to (aws, gcp, azure, ...)")
+    output_path(output, "-o")
     keep: set[str] | None = None
     if gpu:
         keep = set()
@@ -159,17 +219,13 @@ def import_skypilot(
     if not rows:
         fail(f"{vms_csv}: no priced accelerator rows matched", 2)
     doc = catalog_document(rows, note=f"imported from SkyPilot's {vms_csv.name} ({name})")
-    if output.is_dir():
-        fail(f"-o {output}: is a directory; expected a file name")
-    output.write_text(
-        "# A trainplan user catalog; list it with: trainplan gpus --catalog "
-        f"{output.name}\n" + yaml.safe_dump(doc, sort_keys=False),
-        encoding="utf-8",
-    )
-    console.print(
+    # the comment names the file as text on one line; the rest is the serializer's
+    shown = " ".join(output.name.split()) if output.name.isprintable() else "FILE"
+    header = f"# A trainplan user catalog; list it with: trainplan gpus --catalog {shown}\n"
+    write_output(output, header + yaml.safe_dump(doc, sort_keys=False), "-o")
+    result(
         f"wrote {output}: {len(rows)} price rows, "
-        f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions",
-        markup=False,
+        f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions"
     )
     if unknown:
         note(
