@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, err_console, fail
+from planner.cli.app import command, console, err_console, fail, output_path
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
 from planner.terminal import shown, styled
@@ -134,6 +134,12 @@ def grid_cmd(
     except ValueError as e:
         fail(f"--{e}")
     store = output if output is not None else default_store(spec)
+    if not dry_run:  # every output checked before any scenario is solved
+        output_path(store, "-o")
+        if chart:
+            output_path(store.with_suffix(".png"), "--chart")
+        if export_to is not None:
+            output_path(export_to, "--export")
     _describe(spec)
     if dry_run:
         _list(spec)
@@ -219,6 +225,7 @@ def grid_export_cmd(
 
     if output.suffix.lower() not in FORMATS:
         fail(f"-o: expected a .parquet or .csv file name, got {output}")
+    output_path(output, "-o")
     try:
         out = export(store, output, plan)
     except StoreError as e:

@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from planner.cli.app import command, console, fail, load_instance, progress, result, results
+from planner.cli.app import (
+    command,
+    console,
+    fail,
+    load_instance,
+    output_path,
+    progress,
+    result,
+    results,
+)
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile, TimeLimit
 from planner.plan import COST_KEYS
@@ -140,6 +149,8 @@ def levers_cmd(
             fail(f"--only: unknown lever(s) {', '.join(bad)}; expected {', '.join(LEVER_KEYS)}")
     if png is not None and png.suffix.lower() != ".png":
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    if png is not None:
+        output_path(png, "--png")  # before any solve
     inst = load_instance(instance)
     try:
         with progress(f"levers of {inst.name}") as step:
@@ -151,8 +162,8 @@ def levers_cmd(
 
         try:
             save_png(waterfall(report), png)
-        except OSError as e:
-            fail(f"--png: cannot write {png}: {e.strerror or e}")
+        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
+            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, allow_nan=False))
         return

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import command, console, fail, load_instance, output_path, progress
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile, TimeLimit
 
@@ -80,6 +80,8 @@ def pareto_cmd(
         fail(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
     if png is not None and png.suffix.lower() != ".png":
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    if png is not None:
+        output_path(png, "--png")  # before any solve
     inst = load_instance(instance)
     try:
         with progress(f"cost frontier of {inst.name} vs {vs} ({points} caps)"):
@@ -93,8 +95,8 @@ def pareto_cmd(
 
         try:
             save_png(frontier_chart(pts, f"{inst.name}: cost vs {vs}"), png)
-        except OSError as e:
-            fail(f"--png: cannot write {png}: {e.strerror or e}")
+        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
+            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
     if as_json:
         typer.echo(
             json.dumps(

@@ -105,7 +105,11 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
 @command("verify")
 def verify_command(
     instance: InstanceFile,
-    plan: Path = typer.Argument(..., help="Plan file (JSON, trainplan-plan/1)."),
+    plan: Path = typer.Argument(
+        ...,
+        help="Plan file (JSON) written by trainplan solve: trainplan-plan/2, /3 (segments, "
+        "terms, re-plans), or the older /1.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     rel_tol: float = typer.Option(1e-6, "--rel-tol", help="Relative tolerance on figures."),
     abs_tol: float = typer.Option(0.01, "--abs-tol", help="Absolute tolerance on figures."),

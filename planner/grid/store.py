@@ -109,6 +109,10 @@ class Store:
                     self.db.close()
                     raise StoreError(f"{self.path}: not a grid store (no scenarios table)")
                 return
+            if self.path.is_symlink():  # never written through (planner.outfiles)
+                raise StoreError(
+                    f"{self.path}: is a symbolic link; a store is never written through links"
+                )
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
