@@ -66,8 +66,12 @@ def _user_catalog(
     a value of the wrong type), read under the file-access policy."""
     from planner.usercatalog import read_user_catalog
 
-    if not isinstance(ref, str) or not ref:
+    if not isinstance(ref, str):
         return None
+    if not ref.strip():
+        raise InstanceError(
+            file, [FieldError("gpu_catalog", "expected a file name (the user catalog), got ''")]
+        )
     try:
         path = data_file(ref, base_dir, data_root)
     except FileRefused as e:
