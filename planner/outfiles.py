@@ -40,6 +40,13 @@ def check_output(path: Path, *, folder: bool = False) -> list[Path]:
     why = bad_name(name)
     if why is not None:
         raise OutputError(f"{shown_name(name)} {why}")
+    try:
+        return _check(path, name, folder)
+    except OSError as e:
+        raise OutputError(f"{shown_name(name)} cannot be looked at ({e.strerror or e})") from None
+
+
+def _check(path: Path, name: str, folder: bool) -> list[Path]:
     if path.is_symlink():
         raise OutputError(
             f"{shown_name(name)} is a symbolic link; trainplan does not write through links "

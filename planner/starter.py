@@ -93,7 +93,16 @@ def parse_duration(text: str, start: datetime) -> int:
     m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([dDhHwW])", t)
     if m:
         n = float(m.group(1)) * {"h": 1, "d": 24, "w": 168}[m.group(2).lower()]
-        return max(1, math.ceil(n))
+        hours = max(1, math.ceil(n)) if math.isfinite(n) else 0
+        try:
+            start + timedelta(hours=hours)
+        except OverflowError:
+            hours = 0
+        if hours < 1:
+            raise StarterError(
+                f"--deadline: {text} from {start.isoformat()} ends past the year 9999"
+            )
+        return hours
     try:
         end = datetime.fromisoformat(t.replace("Z", "+00:00"))
     except ValueError:

@@ -78,13 +78,13 @@ def init_cmd(
         render,
     )
 
-    if output.exists() and not force:
-        fail(f"-o {output}: exists; pass --force to overwrite it")
     if not (math.isfinite(tokens) and tokens > 0):
         fail(f"--tokens: expected a positive number of tokens, got {tokens:g}")
     if not (math.isfinite(data_gb) and data_gb >= 0):
         fail(f"--data-gb: expected a size in GB >= 0, got {data_gb:g}")
     output_path(output, "-o")
+    if output.exists() and not force:
+        fail(f"-o {output}: exists; pass --force to overwrite it")
     try:
         name, _, count = gpu.partition(":")
         gname = catalog_gpu("--gpu", name)
