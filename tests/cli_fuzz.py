@@ -75,9 +75,7 @@ def make_sandbox() -> Sandbox:
         d.mkdir()
     token = secrets.token_hex(8)
     tokens = [f"SECRETKEY_{token}", f"SECRETROW_{token}", f"SECRETVICTIM_{token}"]
-    (secret / "creds.yaml").write_text(
-        f"aws_secret_access_key: {tokens[0]}\nregion: {tokens[0]}\n"
-    )
+    (secret / "creds.yaml").write_text(f"aws_secret_access_key: {tokens[0]}\nregion: {tokens[0]}\n")
     (secret / "rows.csv").write_text(f"time,price\n{tokens[1]},1\n")
     victim = secret / "victim.txt"
     victim.write_text(tokens[2] + "\n")
@@ -196,6 +194,13 @@ def _out_file(sb: Sandbox, rnd: random.Random, suffix: str) -> str:
     )
 
 
+#: What a case runs (``replan`` is ``solve --from``, ``import`` is ``gpus import-skypilot``).
+COMMANDS = (
+    "check", "solve", "verify", "report", "export", "replan", "gpus", "import", "init", "grid",
+    "schema",
+)  # fmt: skip
+
+
 @dataclass
 class Case:
     command: str
@@ -229,10 +234,7 @@ def _plan_file(sb: Sandbox, rnd: random.Random, name: str) -> tuple[str, dict[st
 
 
 def draw_case(sb: Sandbox, rnd: random.Random) -> Case:
-    cmd = rnd.choice(
-        ["check", "solve", "verify", "report", "export", "replan", "gpus", "import", "init"]
-        + ["grid", "schema"]
-    )
+    cmd = rnd.choice(COMMANDS)
     tiny, seg = str(sb.inst / "tiny.yaml"), str(sb.inst / "seg.json")
     if cmd == "check":
         doc = json.loads(json.dumps(_yaml(sb.inst / "tiny.yaml"), default=str))
@@ -274,7 +276,10 @@ def draw_case(sb: Sandbox, rnd: random.Random) -> Case:
         args += ["--time-limit", "3"]
         return Case(cmd, args, f"{drawn} from {hour}", [out], files)
     if cmd == "gpus":
-        args = ["gpus", *rnd.sample(["H100", "L4", "H10O", "MyAccel", "[/]", "a\nb"], rnd.randint(0, 2))]
+        args = [
+            "gpus",
+            *rnd.sample(["H100", "L4", "H10O", "MyAccel", "[/]", "a\nb"], rnd.randint(0, 2)),
+        ]
         if rnd.random() < 0.4:
             cat = rnd.choice([str(sb.inst / "cat.yaml"), "../secret/creds.yaml", "c.yaml"])
             args += ["--catalog", cat]
