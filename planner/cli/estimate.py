@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, fail, load_instance
+from planner.cli.app import command, console, fail, load_instance, results
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.terminal import styled
 
@@ -132,7 +132,7 @@ def _print_phase(pe: PhaseEstimate) -> None:
             f"{r.expected_failures:.2g}",
             _usd(r.total),
         )
-    console.print(t)
+    results.print(t)
 
 
 # ----------------------------------------------------------------------------- flag mode
@@ -570,6 +570,6 @@ def estimate_command(
         typer.echo(_json([r.to_dict() for r in rows]))
         return
     for r in rows:
-        console.print(_detail(r))
+        results.print(_detail(r))
     if len(rows) > 1:
-        console.print(_summary(rows))
+        results.print(_summary(rows))

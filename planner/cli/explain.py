@@ -15,7 +15,7 @@ import json
 
 import typer
 
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import command, fail, load_instance, progress, results
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.options import InstanceFile, TimeLimit
 
@@ -41,7 +41,7 @@ def explain_cmd(
         typer.echo(json.dumps(ex.to_dict(), indent=2, allow_nan=False))
     else:
         for line in ex.lines():
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            results.print(line, markup=False, highlight=False, soft_wrap=True)
     if ex.feasible:
         return
     raise typer.Exit(EXIT_INFEASIBLE if ex.proven else EXIT_SOLVER)

@@ -19,7 +19,16 @@ from rich.table import Table
 from typer import _click as click
 from typer.core import TyperGroup
 
-from planner.cli.app import app, console, fail, guarded, note, output_path, result, write_output
+from planner.cli.app import (
+    app,
+    fail,
+    guarded,
+    note,
+    output_path,
+    result,
+    results,
+    write_output,
+)
 
 if TYPE_CHECKING:
     from planner.usercatalog import CatalogEntry, UserCatalog
@@ -138,10 +147,10 @@ def gpus_cmd(
         return
     if user is not None:
         if user.entries:
-            console.print(_table(list(user.entries.values()), f"GPUs in {user.file}"))
+            results.print(_table(list(user.entries.values()), f"GPUs in {user.file}"))
         if user.prices:
-            console.print(_prices_table(user))
-    console.print(
+            results.print(_prices_table(user))
+    results.print(
         _table(builtin, "built-in GPU catalog (planner/data/gpus.yaml; dense peak, no sparsity)")
     )
     note(

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, err_console, fail, output_path
+from planner.cli.app import command, console, err_console, fail, output_path, result, results
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
 from planner.terminal import shown, styled
@@ -50,7 +50,7 @@ def _list(spec: GridSpec) -> None:
         t.add_column(a.name, overflow="fold")
     for sc in spec.scenarios:
         t.add_row(sc.id, *(str(sc.params.get(a.name, "")) for a in spec.axes))
-    console.print(t)
+    results.print(t)
 
 
 @command("grid")
@@ -202,11 +202,11 @@ def grid_cmd(
         png = draw(df, store.with_suffix(".png"))
         if png is not None:
             console.print(f"chart: {png}")
-    console.print(f"store: {store}")
+    result(f"store: {store}")
     if export_to is not None:
         from planner.grid.export import export
 
-        console.print(f"exported: {export(store, export_to)}")
+        result(f"exported: {export(store, export_to)}")
     else:
         console.print(f"export with: trainplan grid-export {store} -o {store.stem}.parquet")
 
@@ -230,4 +230,4 @@ def grid_export_cmd(
         out = export(store, output, plan)
     except StoreError as e:
         fail(str(e))
-    console.print(f"exported {out}")
+    result(f"exported {out}")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from planner.cli.app import command, console, fail, load_instance, output_path, progress
+from planner.cli.app import command, fail, load_instance, output_path, progress, results
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile, TimeLimit
 
@@ -60,7 +60,7 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
             p.termination + (f", gap {p.gap:.2%}" if p.gap and p.gap >= 5e-5 else ""),
             note,
         )
-    console.print(t)
+    results.print(t)
 
 
 @command("pareto")
@@ -113,4 +113,4 @@ def pareto_cmd(
         return
     render(inst.name, vs, pts)
     if png is not None:
-        console.print(f"frontier chart written to {png}")
+        results.print(f"frontier chart written to {png}")

@@ -14,6 +14,15 @@ enforces the policy for every such name, before anything is opened:
 
 The order matters: a name that leaves the allowed folders is refused before its target is
 looked at, so an instance cannot probe which files exist elsewhere.
+
+The same policy covers every other reference a file makes (:func:`referenced_file`): an
+instance's ``gpu_catalog``, a grid's ``base`` (relative to the grid file), a plan's
+``instance`` name and ``instance_file`` (relative to the plan file). A plan's
+``instance_file`` records the SHA-256 of the instance's bytes; outside the plan's folder such
+a file is read only when its bytes have that digest (whoever wrote the plan knew them), and
+anything else is refused with one message whether the file exists or not. So no command
+parses, or shows the keys of, a file outside the folders allowed. Where trainplan *writes*
+is :mod:`planner.outfiles`.
 """
 
 from __future__ import annotations
