@@ -197,8 +197,16 @@ def _out_file(sb: Sandbox, rnd: random.Random, suffix: str) -> str:
 #: What a case runs (``replan`` is ``solve --from``, ``import`` is ``gpus import-skypilot``).
 COMMANDS = (
     "check", "solve", "verify", "report", "export", "replan", "gpus", "import", "init", "grid",
-    "schema",
+    "schema", "estimate", "levers", "explain", "pareto",
 )  # fmt: skip
+#: Values drawn for a flag of ``estimate`` (numbers at and past every edge, text, NaN).
+FLAG_VALUES = ["0", "1", "-1", "8", "7B", "1e30", "1e-30", "nan", "inf", "x", "", "1e400"]
+ESTIMATE_FLAGS = [
+    "--params", "--tokens", "--gpus", "--zero", "--seq-len", "--layers", "--hidden", "--heads",
+    "--micro-batch", "--tp", "--pp", "--cp", "--ep", "--microbatches", "--interleave", "--mfu",
+    "--per-doubling", "--reference-gpus", "--overlap", "--power-load", "--pue",
+    "--price-usd-per-mwh", "--mtbf-hours", "--gpu-memory-gb", "--gpu-tflops", "--gpu-power-w",
+]  # fmt: skip
 
 
 @dataclass
@@ -319,6 +327,33 @@ def draw_case(sb: Sandbox, rnd: random.Random) -> Case:
     if cmd == "schema":
         out = _out_file(sb, rnd, ".json")
         return Case(cmd, ["schema", "-o", out], out, [out])
+    if cmd == "estimate":
+        args = ["estimate"]
+        if rnd.random() < 0.3:
+            args += [tiny, "--phase", rnd.choice(["finetune", "prep", "nope", "[/]"])]
+        else:
+            args += ["--model", rnd.choice(["llama-2-7b", "llama-3-8b", "x"])]
+            args += ["--gpu", rnd.choice(["H100", "L4", "H10O"])]
+            for flag in rnd.sample(ESTIMATE_FLAGS, rnd.randint(0, 4)):
+                args += [flag, rnd.choice(FLAG_VALUES)]
+        if rnd.random() < 0.3:
+            args.append("--json")
+        return Case(cmd, args, " ".join(args[1:]))
+    if cmd in ("levers", "explain", "pareto"):
+        doc = json.loads(json.dumps(_yaml(sb.inst / "tiny.yaml"), default=str))
+        drawn = _mutate(doc, rnd, rnd.choice([0, 0, 1]))
+        files = {"m.json": json.dumps(doc, default=str)}
+        args = [cmd, rnd.choice(["m.json", tiny]), "--time-limit", "2"]
+        outs: list[str] = []
+        if cmd == "pareto":
+            args += ["--vs", rnd.choice(["deadline", "carbon", "x"]), "--points", "2"]
+        if cmd == "levers":  # one lever: each is a solve
+            args += ["--only", rnd.choice(["contracts", "time_shifting", "region", "nope"])]
+        if cmd != "explain" and rnd.random() < 0.3:
+            png = _out_file(sb, rnd, ".png")
+            args += ["--png", png]
+            outs.append(png)
+        return Case(cmd, args, " ".join(drawn), outs, files)
     grid = str(sb.inst / "grid.yaml")
     body = rnd.choice(
         [
