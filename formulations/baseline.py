@@ -65,7 +65,7 @@ from planner.configs import (
     gpu_counts,
     plan_key,
 )
-from planner.costs import cost_plan
+from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
 from planner.plan import CONFIG_FIELDS, Plan
@@ -608,9 +608,20 @@ def solve_baseline(inst: Instance) -> Result:
         )
     try:
         lf = lever_free(inst)
-    except BaselineError as e:
+    except BaselineError as e:  # a heuristic that finds nothing proves nothing
         return Result.no_plan(
-            SOLVER, Termination.INFEASIBLE, str(e), runtime_s=time.perf_counter() - t0
+            SOLVER, Termination.UNKNOWN, str(e), runtime_s=time.perf_counter() - t0
+        )
+    if not within_carbon_cap(inst, lf.plan.emissions_t):
+        return Result.no_plan(
+            SOLVER,
+            Termination.UNKNOWN,
+            f"the lever-free baseline emits {lf.plan.emissions_t:.6g} t, over the carbon cap "
+            f"objective.carbon_cap_tonnes = {inst.spec.objective.carbon_cap_tonnes:g} t: a plan "
+            "made by hand does not plan around a cap (the attribution compares without it); "
+            "solve with another --solver for a plan within the cap",
+            runtime_s=time.perf_counter() - t0,
+            notes=lf.notes,
         )
     return Result.solved(
         SOLVER,

@@ -8,7 +8,10 @@ to the earliest start, on the same configuration, whose run costs no more
 end), that its predecessors' (possibly moved) ends allow and that fits in the capacity (and
 reserved pool) the other phases leave. Preemptible phases keep their hours; regions and
 configurations do not change, so transfers and porting do not either. The plan's cost never
-rises: the caller keeps the result only if :func:`planner.costs.cost_plan` agrees.
+rises: the caller keeps the result only if :func:`planner.costs.cost_plan` agrees. Under a
+carbon cap a run moves only to hours where it emits no more
+(:func:`planner.costs.run_emissions`), so the plan's emissions never rise either and a plan
+within the cap stays within it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections import defaultdict
 import numpy as np
 
 from formulations.bounds import open_runs
-from planner.costs import run_costs, weights
+from planner.costs import run_costs, run_emissions, weights
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Pool, Schedule
 from planner.windows import Windows
@@ -32,6 +35,7 @@ def earliest(inst: Instance, schedule: Schedule, windows: Windows) -> Schedule:
     allows (module docstring)."""
     w = weights(inst)
     T = inst.hours
+    capped = inst.spec.objective.carbon_cap_tonnes is not None
     used: dict[Pool, np.ndarray] = defaultdict(lambda: np.zeros(T))
     reserved_use: dict[tuple[str, str, str], np.ndarray] = defaultdict(lambda: np.zeros(T))
     for _, (c, hours) in schedule.all_parts():
@@ -59,6 +63,9 @@ def earliest(inst: Instance, schedule: Schedule, windows: Windows) -> Schedule:
         cost = run_costs(inst, c, starts, w)
         now = cost[-1]
         ok = cost <= now + TIE * max(1.0, abs(now))
+        if capped:
+            emis = run_emissions(inst, c, starts)
+            ok &= emis <= emis[-1] + TIE * max(1.0, abs(emis[-1]))
         # capacity without this phase's own run
         free = inst.capacity[pool] - used[pool]
         free[list(hours)] += c.total_gpus

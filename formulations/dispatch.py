@@ -243,6 +243,8 @@ def _merge(res: Result, first: Result, runtime: float, gap: float) -> Result:
         f"from {best.solver}; bound: the better of both"
     )
     stats = {**{f"{other.solver}.{k}": v for k, v in other.stats.items()}, **best.stats}
+    others = (*other.alternatives, *(((other.solver, other.plan),) if other.plan else ()))
+    best = best.with_alternatives(*others)
     if best.plan is None:
         return dataclasses.replace(
             best, bound=bound, runtime_s=runtime, stats=stats, message=f"{best.message}; {note}"

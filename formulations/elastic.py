@@ -33,7 +33,7 @@ from formulations.highs_runner import solve_highs
 from formulations.milp.model import MilpModel, build, carbon_columns, pool_columns
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import ConfigSpace
-from planner.costs import emissions_t, hourly_cost, weights
+from planner.costs import carbon_row_scale, emissions_t, hourly_cost, weights
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Schedule
 
@@ -134,7 +134,8 @@ def add_carbon_slack(em: ElasticModel, w: ElasticWeights) -> None:
     e = int(lp.add_vars("carbon_over", ["total"], 0.0, math.inf, False, 0.0)[0])
     em.carbon = e
     em.penalty[e] = w.tonne
-    lp.add_row("carbon_elastic", "total", [*idx, e], [*val, -1.0], upper=cap)
+    k = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
+    lp.add_row("carbon_elastic", "total", [*idx, e], [v * k for v in (*val, -1.0)], upper=cap * k)
 
 
 def build_elastic(

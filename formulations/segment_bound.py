@@ -31,7 +31,6 @@ import numpy as np
 
 from planner.configs import Config
 from planner.costs import (
-    NO_ENTRY,
     block_prices,
     entry_usd,
     handoff_usd,
@@ -89,7 +88,7 @@ def segment_bound(inst: Instance, configs: Sequence[Config], e: int, l_: int) ->
             continue
         rows.append(h)
         rates.append(1.0 / c.work_hours)
-        entry = entry_usd(inst, c, w) if c.entry != NO_ENTRY else 0.0
+        entry = entry_usd(inst, c, w) if c.entry is not None else 0.0
         starts.append(w.transfer * (c.one_time_usd - handoff_usd(inst, c)) + entry)
         ends.append(w.storage * (T - l_) * c.archive_per_h + w.transfer * handoff_usd(inst, c))
         keep.append(c)

@@ -116,6 +116,9 @@ class Config:
     checkpoint_interval_s: float
     checkpoint_write_s: float
     checkpoint_persist_s: float
+    #: Seconds until a checkpoint is in the storage tier: what leaving this configuration
+    #: (a migration) waits for (planner.physics.storage.CheckpointCost.stored_s).
+    checkpoint_stored_s: float
     checkpoint_reload_s: float
     sla_share: float
     sla_multiplier: float
@@ -129,9 +132,10 @@ class Config:
     term: str = ""
     #: For a phase re-planned while running (``phases.<p>.running``): the migration from the
     #: running configuration into this one, (rental, energy, transfer) USD and its hours
-    #: (planner.costs.migration_cost); ``continues``: this is the running configuration
-    #: (no cost when it goes on from the phase's release; a write and restart otherwise).
-    entry: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: (planner.costs.migration_cost), None when the phase is not running anywhere;
+    #: ``continues``: this is the running configuration (no cost when it goes on from the
+    #: phase's release; a write and restart otherwise).
+    entry: tuple[float, float, float] | None = None
     entry_hours: float = 0.0
     continues: bool = False
 
@@ -661,7 +665,8 @@ def _configs_for(
     spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
     restart = reliability.RestartModel(fail.detect_hours, fail.restart_hours, fail.spare_swap_hours)
     ck_gb = checkpoint_gb_of(inst, p, lay.precision)
-    schemes = p.options.checkpoint or (fail.checkpoint,)
+    # without a checkpoint to write the scheme changes nothing: the default one only
+    schemes = inst.spec.checkpoint_schemes(p) if ck_gb > 0 else (inst.spec.default_checkpoint(p),)
     nodes = layout.nodes_for(count, g.gpus_per_node)
     compute_h = compute.hours_for(flops, speed.flops_per_s)
     for tier_name in tiers:
@@ -672,7 +677,7 @@ def _configs_for(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
         io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0 * remaining_share(inst, p)
-        for scheme in schemes if ck_gb > 0 else schemes[:1]:
+        for scheme in schemes:
             if ck_gb > 0:
                 ck = storage.checkpoint_cost(
                     scheme,
@@ -760,6 +765,7 @@ def _configs_for(
                     checkpoint_interval_s=tau,
                     checkpoint_write_s=ck.stall_s,
                     checkpoint_persist_s=ck.persist_s,
+                    checkpoint_stored_s=ck.stored_s,
                     checkpoint_reload_s=ck.reload_s,
                     sla_share=share,
                     sla_multiplier=mult,
@@ -857,7 +863,7 @@ def dominates(
         and a.resume_usd <= b.resume_usd + eps
         and a.billing_hours == b.billing_hours
         and a.min_rental_hours == b.min_rental_hours
-        and (a.entry == b.entry or all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True)))
+        and _enters_no_dearer(a, b, eps)
         and _migrates_no_worse(inst, a, b, segmented)
     )
 
@@ -987,7 +993,7 @@ def running_config(inst: Instance, p: Phase) -> Config | None:
             "microbatches": (run.microbatches,),
             "interleave": (run.virtual,),
             "offload": (run.offload,),
-            "checkpoint": None if run.checkpoint is None else (run.checkpoint,),
+            "checkpoint": (run.checkpoint,),  # set by the spec (its default when omitted)
             "extra_spare_nodes": (
                 max(0, run.spare_gpus // g.gpus_per_node - p.redundancy.spare_nodes),
             ),
@@ -1006,8 +1012,6 @@ def running_config(inst: Instance, p: Phase) -> Config | None:
     want["gpus"] = count
     for c in configs:
         fields_ = c.plan_fields()
-        if run.checkpoint is None:
-            want["checkpoint"] = fields_["checkpoint"]  # the phase's default scheme
         if plan_key(fields_) == plan_key(want):
             return c
     return None
@@ -1028,6 +1032,14 @@ def with_entry(inst: Instance, p: Phase, configs: list[Config]) -> list[Config]:
         m = (leave_cost(inst, run) + enter_cost(inst, c)) if same else migration_cost(inst, run, c)
         out.append(replace(c, entry=m.parts(), entry_hours=m.hours, continues=same))
     return out
+
+
+def _enters_no_dearer(a: Config, b: Config, eps: float) -> bool:
+    """a's entry from the running configuration costs no more than b's in every component
+    (both None when the phase is not running anywhere)."""
+    if a.entry is None or b.entry is None:
+        return a.entry == b.entry
+    return all(x <= y + eps for x, y in zip(a.entry, b.entry, strict=True))
 
 
 def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:

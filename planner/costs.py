@@ -210,6 +210,26 @@ def carbon_t(c: Config, intensity: np.ndarray | None) -> np.ndarray | float:
     return 0.0 if intensity is None else c.facility_kw * intensity / 1e6
 
 
+#: Relative slack of "within the carbon cap" in the planner's own checks (heuristics, MIP
+#: starts, the pipeline's plans): tighter than the independent checker's (1e-6), looser than
+#: what a solver's feasibility tolerance (1e-7) allows on a cap row scaled by
+#: :func:`carbon_row_scale`, so a plan the solver calls feasible is within it.
+CAP_SLACK = 5e-7
+
+
+def within_carbon_cap(inst: Instance, emissions: float) -> bool:
+    """``emissions <= cap (1 + CAP_SLACK) + 1e-15`` tonnes (True without a cap)."""
+    cap = inst.spec.objective.carbon_cap_tonnes
+    return cap is None or emissions <= cap * (1.0 + CAP_SLACK) + 1e-15
+
+
+def carbon_row_scale(cap: float) -> float:
+    """The factor a carbon cap row (tonnes) is multiplied by before a solver sees it: 1 / cap,
+    so that the solver's absolute feasibility tolerance (HiGHS: 1e-7) is a share of the cap
+    (a cap of 0.0005 t would otherwise allow 0.0001 t over, 20%); grams (1e6) for a cap of 0."""
+    return 1.0 / cap if cap > 0 else 1e6
+
+
 def emissions_t(inst: Instance, c: Config, hours: Iterable[int]) -> float:
     """Tonnes of CO2 of running c in ``hours``: ``sum_t C_t`` (0 without carbon data)."""
     ci = inst.carbon[c.region]
@@ -292,28 +312,25 @@ def entry_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -
     is that configuration and starts at the phase's release (the run goes on), else c's entry
     cost (:func:`migration_cost` from the running configuration; for the running
     configuration itself a write and a restart). ``start`` None: the least over starts."""
-    if c.continues and (start is None or start == inst.release[c.phase]):
+    if c.entry is None or (c.continues and (start is None or start == inst.release[c.phase])):
         return 0.0
     rental, energy, transfer = c.entry
     return float(w.rental * rental + w.energy * energy + w.transfer * transfer)
 
 
-def fixed_cost(inst: Instance, c: Config, end: int, w: Weights) -> float:
+def fixed_cost(inst: Instance, c: Config, end: int, w: Weights, least_entry: bool = True) -> float:
     """The weighted costs of c that do not depend on its hours, for a run that ends at
     ``end``: one-time transfer (data staging, reads, successors' retrievals), the output
     archived from ``end`` to the horizon end, and, when billed per hour, the minimum-rental
     surcharge ``max(0, min_rental_hours - n) x rho``; for a re-planned phase the least entry
-    cost (:func:`entry_usd`)."""
+    cost over its starts (:func:`entry_usd`) when ``least_entry`` (a bound's view; a model
+    that charges the entry itself passes False)."""
     k = w.transfer * c.one_time_usd + w.storage * (inst.hours - end) * c.archive_per_h
     if c.contract != "reserved" and c.billing_hours == 1:
         k += w.rental * max(0, c.min_rental_hours - c.hours) * c.rental_per_h
-    if c.entry != NO_ENTRY:
+    if least_entry and c.entry is not None:
         k += entry_usd(inst, c, w)
     return float(k)
-
-
-#: The entry cost of a configuration of a phase that is not running anywhere.
-NO_ENTRY = (0.0, 0.0, 0.0)
 
 
 def billed_hours(c: Config, hours: Iterable[int]) -> int:
@@ -414,7 +431,7 @@ def run_costs(
             cost = cost + w.rental * max(0, c.min_rental_hours - n) * c.rental_per_h
     cost = cost + w.storage * (T - starts - n) * c.archive_per_h
     cost = cost + w.transfer * c.one_time_usd
-    if c.entry != NO_ENTRY:
+    if c.entry is not None:
         full = entry_usd(inst, c, w, -1)  # no start is hour -1: the full entry cost
         waived = c.continues & (starts == inst.release[c.phase])
         cost = cost + np.where(waived, 0.0, full)
@@ -473,10 +490,12 @@ def _held(inst: Instance, c: Config, hours: float) -> Migration:
 
 
 def leave_cost(inst: Instance, a: Config) -> Migration:
-    """Leaving configuration a: a checkpoint made durable at the source, ``persist_a / 3600``
-    hours of a's GPUs (the scheme's time until the sharded write has landed: the write itself
-    when synchronous, snapshot + write when asynchronous)."""
-    return _held(inst, a, a.checkpoint_persist_s / 3600.0)
+    """Leaving configuration a: a checkpoint written to a's storage tier, ``stored_a / 3600``
+    hours of a's GPUs (the next configuration reads it from there, so a's nodes are held until
+    the sharded write has landed: the write itself when synchronous, snapshot + write when
+    asynchronous or in memory, whose peer copies go with the nodes;
+    :attr:`planner.physics.storage.CheckpointCost.stored_s`)."""
+    return _held(inst, a, a.checkpoint_stored_s / 3600.0)
 
 
 def enter_cost(inst: Instance, b: Config) -> Migration:
@@ -586,9 +605,11 @@ def _running_part(inst: Instance, a: Assignment, w: Weights) -> dict[str, float]
 
 def entry_migration(inst: Instance, first: Assignment) -> Migration | None:
     """The migration from a re-planned phase's running configuration into its first segment,
-    None when there is none (no running configuration, or the run goes on)."""
+    None when there is none (no running configuration, or the run goes on). A migration that
+    costs nothing (a checkpoint of 0 GB, no restart time) is still a migration: the plan
+    states it, at 0."""
     c = first.config
-    if c.entry == NO_ENTRY and not c.continues:
+    if c.entry is None:
         return None
     if c.continues and first.start == inst.release[c.phase]:
         return None

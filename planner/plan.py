@@ -29,7 +29,11 @@ Optional, written by ``trainplan solve`` and read by ``report`` and ``export``:
   path relative to the plan file's folder (POSIX separators) and the SHA-256 of its bytes
   (:class:`InstanceRef`), so that a report finds it and refuses another;
 - ``"attribution"``: the saving against the lever-free baseline, per cost component and per
-  lever (:mod:`planner.attribution`, format ``trainplan-attribution/1``).
+  lever (:mod:`planner.attribution`, format ``trainplan-attribution/1``);
+- ``"instance_snapshot"``: the instance's document as planned, so that a re-plan costs the
+  past at the prices it was planned with after the file is edited in place
+  (:mod:`planner.replan`);
+- ``"simulation"``: a ``trainplan simulate --embed`` summary the report draws.
 
 Readers ignore keys they do not know, so these are compatible additions to
 ``trainplan-plan/2``.

@@ -44,6 +44,9 @@ class Termination(StrEnum):
     INTERRUPTED = "interrupted"
     HEURISTIC = "heuristic"
     UNKNOWN = "unknown"
+    #: Every plan the solver found failed the independent checker: a bug in trainplan, never
+    #: the user's (planner.solve's verification net; the command line exits 4).
+    CHECK_FAILED = "check_failed"
 
 
 class SolutionStatus(StrEnum):
@@ -51,6 +54,10 @@ class SolutionStatus(StrEnum):
     FEASIBLE = "feasible"
     OPTIMAL = "optimal"
 
+
+#: At most this many plans a solver found besides its best are kept on a :class:`Result`
+#: (``alternatives``) for the verification net of ``planner.solve``.
+MAX_ALTERNATIVES = 8
 
 #: Relative slack on "within the requested gap": costs are re-summed by the cost model after
 #: the solver (rounding in the last digits), and CP-SAT's bound carries the rounding of its
@@ -63,6 +70,43 @@ def within_gap(objective: float | None, bound: float | None, gap: float) -> bool
     (:func:`relative_gap` <= gap + :data:`GAP_TOLERANCE`)."""
     g = relative_gap(objective, bound)
     return g is not None and g <= gap + GAP_TOLERANCE
+
+
+def inconsistency(objective: float | None, bound: float | None) -> str | None:
+    """Why ``bound`` cannot be a lower bound on a plan of ``objective`` (None when it can):
+    it lies above the objective by more than :data:`GAP_TOLERANCE` (relative, at least 1e-9
+    absolute), so the bound, the plan's costs or the model behind the bound is wrong."""
+    if objective is None or bound is None or not math.isfinite(objective):
+        return None
+    if math.isnan(bound) or bound <= objective + GAP_TOLERANCE * max(abs(objective), 1.0):
+        return None
+    return (
+        f"internal inconsistency: the solver's bound {bound:,.6g} is above the plan's "
+        f"objective {objective:,.6g} (a bound can never exceed a plan); the bound is dropped "
+        "and the plan is not called optimal; please report it"
+    )
+
+
+def _ranked(
+    alternatives: tuple[tuple[str, Plan], ...], best: Plan | None
+) -> tuple[tuple[str, Plan], ...]:
+    """Alternatives cheapest first, without ``best`` itself and without repeats of an
+    objective and schedule, at most :data:`MAX_ALTERNATIVES`."""
+    seen: set[tuple[object, ...]] = set() if best is None else {_key(best)}
+    out: list[tuple[str, Plan]] = []
+    for src, plan in sorted(alternatives, key=lambda sp: sp[1].objective):
+        k = _key(plan)
+        if k in seen or not math.isfinite(plan.objective):
+            continue
+        seen.add(k)
+        out.append((src, plan))
+        if len(out) == MAX_ALTERNATIVES:
+            break
+    return tuple(out)
+
+
+def _key(plan: Plan) -> tuple[object, ...]:
+    return (round(plan.objective, 9), tuple((p.name, p.hours) for p in plan.phases))
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -91,6 +135,10 @@ class Result:
     stats: Mapping[str, float] = field(default_factory=dict)
     #: HiGHS / CP-SAT threads the solve ran with (None: no solver ran).
     threads: int | None = None
+    #: Other plans the solver found, ``(source, plan)`` cheapest first (at most
+    #: :data:`MAX_ALTERNATIVES`): the fallbacks of ``planner.solve``'s verification net when
+    #: the best plan fails the independent checker. Never written to a plan file.
+    alternatives: tuple[tuple[str, Plan], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.stats, MappingProxyType):
@@ -115,6 +163,7 @@ class Result:
         notes: tuple[str, ...] = (),
         stats: Mapping[str, float] | None = None,
         threads: int | None = None,
+        alternatives: tuple[tuple[str, Plan], ...] = (),
     ) -> Result:
         """A result with a plan.
 
@@ -122,8 +171,20 @@ class Result:
         and solution) exactly when ``bound`` proves the plan within ``gap``
         (:func:`within_gap`); a termination OPTIMAL that the bound does not support becomes
         UNKNOWN, with a note. Without ``gap`` (a solver that proves nothing, or a caller that
-        decided): OPTIMAL when ``optimal`` (default: when ``termination`` is OPTIMAL)."""
+        decided): OPTIMAL when ``optimal`` (default: when ``termination`` is OPTIMAL).
+
+        A ``bound`` above the plan's objective (beyond :data:`GAP_TOLERANCE`) is an internal
+        inconsistency, since the plan is a plan: :func:`consistent_bound` drops it, the plan
+        is not optimal, and the message says so."""
         notes = tuple(notes)
+        stats = dict(stats or {})
+        bad = inconsistency(plan.objective, bound)
+        if bad is not None:
+            stats["inconsistent_bound"] = float(bound)  # type: ignore[arg-type]
+            bound, optimal = None, False
+            if termination in (Termination.OPTIMAL, Termination.GAP_REACHED):
+                termination = Termination.UNKNOWN
+            message = f"{bad}; {message}" if message else bad
         if gap is not None:
             is_opt = within_gap(plan.objective, bound, gap)
             if is_opt:
@@ -147,8 +208,9 @@ class Result:
             runtime_s,
             message,
             notes,
-            dict(stats or {}),
+            stats,
             threads,
+            _ranked(alternatives, plan),
         )
 
     @classmethod
@@ -215,6 +277,11 @@ class Result:
 
     def with_stats(self, **stats: float) -> Result:
         return replace(self, stats={**self.stats, **stats})
+
+    def with_alternatives(self, *alternatives: tuple[str, Plan]) -> Result:
+        """This result with more alternatives (another solver's plans, e.g. a portfolio's
+        first run), ranked and deduplicated with its own."""
+        return replace(self, alternatives=_ranked((*self.alternatives, *alternatives), self.plan))
 
     def summary(self) -> str:
         gap = f"{self.gap:.2%}" if self.gap is not None else "n/a"

@@ -226,3 +226,9 @@ def import_vms_csv(
         except CatalogError:
             unknown.add(name)
     return out, sorted(unknown)
+
+
+def catalog_rows(path: str | Path) -> list[_Row]:
+    """The GPU rows of a SkyPilot ``vms.csv`` (instance type, accelerator and count, region,
+    prices), for checking what SkyPilot offers where (``trainplan export``)."""
+    return _rows(Path(path))

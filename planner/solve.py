@@ -46,6 +46,13 @@ def solve(
     instance that look like a unit mistake are issued as
     :class:`~planner.consistency.NumericWarning` warnings first.
 
+    **A plan is never wrong**: every plan returned has passed the independent checker
+    (:func:`planner.checker.verify`, constraints and every cost against the plan's own
+    figures). When the solver's best plan fails it, the best of the other plans the solver
+    found (``Result.alternatives``) that passes is returned, with a note naming what was
+    rejected and why; when none passes, a result without a plan whose termination is
+    ``check_failed`` and whose message lists the violations (a bug in trainplan).
+
     A plan is "optimal" exactly when it is proved within ``gap`` (planner.result). The
     solve takes at most ``time_limit`` seconds plus about a second (building, the HiGHS
     child's start-up and a last check of the clock). ``on_progress`` is called with a
@@ -64,13 +71,13 @@ def solve(
     warn_numerics(instance)
     try:
         if not instance.active_phases:
-            return empty_plan(instance, solver, t0)
+            return verified(instance, empty_plan(instance, solver, t0), t0)
         # the checks count against the time limit: the solver gets what is left
         left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
         res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress)
         if res.termination == Termination.INFEASIBLE:
             res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
-        return res
+        return verified(instance, res, t0)
     except MemoryError:
         return Result.failed(
             solver,
@@ -89,6 +96,66 @@ def solve(
             "--solver or --backend; if it persists, please report it",
             runtime_s=time.perf_counter() - t0,
         )
+
+
+#: Violations quoted per rejected plan in a note or message.
+QUOTED_VIOLATIONS = 3
+
+
+def verified(instance: Instance, res: Result, t0: float) -> Result:
+    """``res`` with a plan that passes the independent checker (:func:`planner.checker.verify`).
+
+    The solver's plan is checked first; if it fails, its alternatives (cheapest first) until
+    one passes, which is returned with a note naming each rejected plan and its first
+    violations. Such a plan is never called optimal: the model that produced the rejected plan
+    is wrong somewhere, so its bound proves nothing about the one returned (it is still
+    shown). When no plan passes: no plan, termination ``check_failed``, the violations in
+    the message."""
+    if res.plan is None:
+        return res
+    from planner.checker import verify
+
+    rejected: list[str] = []
+    for source, plan in ((res.solver, res.plan), *res.alternatives):
+        v = verify(instance, plan)
+        if v.ok:
+            break
+        quoted = "; ".join(str(x) for x in v.violations[:QUOTED_VIOLATIONS])
+        more = len(v.violations) - QUOTED_VIOLATIONS
+        rejected.append(
+            f"the {source} plan ({plan.objective:,.2f}) failed the independent checker: "
+            f"{quoted}{f' (and {more} more)' if more > 0 else ''}"
+        )
+    else:
+        return Result.no_plan(
+            res.solver,
+            Termination.CHECK_FAILED,
+            "internal error: no plan the solver found passes the independent checker, so "
+            "none is returned; please report it with the instance: " + " | ".join(rejected),
+            runtime_s=time.perf_counter() - t0,
+            bound=res.bound,
+            notes=res.notes,
+            stats={**res.stats, "rejected_plans": float(len(rejected))},
+            threads=res.threads,
+        )
+    if not rejected:
+        return res
+    return Result.solved(
+        res.solver,
+        plan,
+        Termination.UNKNOWN if res.termination == Termination.OPTIMAL else res.termination,
+        bound=res.bound,
+        optimal=False,
+        runtime_s=time.perf_counter() - t0,
+        message=f"the plan from {source}: the solver's own plan failed the independent checker",
+        notes=(
+            *res.notes,
+            *rejected,
+            f"returned instead: the best plan that passes, from {source} ({plan.objective:,.2f})",
+        ),
+        stats={**res.stats, "rejected_plans": float(len(rejected))},
+        threads=res.threads,
+    )
 
 
 def empty_plan(instance: Instance, solver: str, t0: float) -> Result:

@@ -61,6 +61,9 @@ UPPER = (
     "planner.summary",
     "planner.replan",
     "planner.terminal",
+    "planner.admit",
+    "planner.runstatus",
+    "planner.simulate",
 )
 #: What the independent checker may import of the project.
 CHECKER_MAY = ("planner.instance", "planner.physics", "planner.plan", "planner.result")

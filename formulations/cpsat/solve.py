@@ -337,4 +337,5 @@ def _result(
         exact,
         threads=threads,
         gap=gap,
+        also=(("hint", *fallback),) if fallback is not None else (),
     )

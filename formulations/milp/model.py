@@ -42,9 +42,9 @@ from formulations.milp import segments
 from formulations.milp.columns import Column
 from planner.configs import Config, ConfigSpace
 from planner.costs import (
-    NO_ENTRY,
     Weights,
     block_prices,
+    carbon_row_scale,
     carbon_t,
     entry_usd,
     fixed_cost,
@@ -117,10 +117,10 @@ def add_assignment(mm: MilpModel, wts: Weights) -> None:
         l_ = mm.windows.end[name]
         cost = []
         for c in configs:
-            k = fixed_cost(inst, c, l_, wts)
+            k = fixed_cost(inst, c, l_, wts, least_entry=False)  # the full entry below
             if inst.phase(name).preemptible:
                 k -= wts.failure * c.resume_usd  # the first segment is not a resume
-            if c.entry != NO_ENTRY:
+            if c.entry is not None:
                 k += entry_usd(inst, c, wts, -1)
             cost.append(k)
         idx = lp.add_vars("z", keys, 0, 1, True, cost)
@@ -167,7 +167,7 @@ def add_runs(mm: MilpModel, wts: Weights) -> None:
                 cost, upper = np.where(blocked, 0.0, cost), np.where(blocked, 0.0, upper)
             if (
                 c.continues
-                and c.entry != NO_ENTRY
+                and c.entry is not None
                 and len(hours)
                 and hours[0] == inst.release[name]
             ):
@@ -713,12 +713,14 @@ def carbon_columns(mm: MilpModel) -> tuple[list[int], list[float]]:
 
 
 def add_carbon_cap(mm: MilpModel, wts: Weights) -> None:
-    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2)."""
+    """sum_{p,c,t} kW_c x ci_{r(c),t} / 1e6 x[p,c,t] <= cap (tonnes CO2), both sides scaled
+    by :func:`planner.costs.carbon_row_scale`."""
     cap = mm.inst.spec.objective.carbon_cap_tonnes
     if cap is None:
         return
     idx, val = carbon_columns(mm)
-    mm.lp.add_row("carbon_cap", "total", idx, val, upper=cap)
+    k = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
+    mm.lp.add_row("carbon_cap", "total", idx, [v * k for v in val], upper=cap * k)
 
 
 #: The families in build order; each is one function above.

@@ -223,7 +223,7 @@ def sub_model(
     cap = inst.spec.objective.carbon_cap_tonnes
     rows = lp.row_families.get("carbon_cap")
     if cap is not None and rows is not None:
-        from planner.costs import carbon_t
+        from planner.costs import carbon_row_scale, carbon_t
 
         emis = 0.0
         for n in fixed:
@@ -231,7 +231,7 @@ def sub_model(
             ci = inst.carbon[c.region]
             if ci is not None:
                 emis += float(np.sum(carbon_t(c, ci[list(hours)])))
-        lp.row_upper[rows.members[0]] = cap - emis
+        lp.row_upper[rows.members[0]] = (cap - emis) * carbon_row_scale(cap)
     return mm
 
 

@@ -52,7 +52,6 @@ import numpy as np
 from formulations.milp.columns import Column
 from planner.configs import Config, fixed_attributes
 from planner.costs import (
-    NO_ENTRY,
     Weights,
     enter_cost,
     entry_usd,
@@ -96,7 +95,7 @@ def add_segment_choice(mm: MilpModel, wts: Weights) -> None:
             for c in configs:
                 if k == 0:
                     v = wts.transfer * (c.one_time_usd - handoff_usd(inst, c))
-                    if c.entry != NO_ENTRY:
+                    if c.entry is not None:
                         v += entry_usd(inst, c, wts, -1)
                 else:
                     v = enter_cost(inst, c).weighted(wts)
@@ -178,7 +177,7 @@ def add_segment_runs(mm: MilpModel, wts: Weights) -> None:
                 if mask is not None:
                     ok = ok & mask
                 cost = np.where(ok, cost, 0.0)
-                if k == 0 and c.continues and c.entry != NO_ENTRY and e == inst.release[name]:
+                if k == 0 and c.continues and c.entry is not None and e == inst.release[name]:
                     cost[0] -= entry_usd(inst, c, wts, -1)
                 key = (name, k, c.index)
                 xi = lp.add_vars(

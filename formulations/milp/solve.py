@@ -66,11 +66,11 @@ from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from planner.configs import Config, ConfigSpace, config_space
-from planner.costs import cost_plan
+from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.plan import Plan
 from planner.progress import ProgressFn, Tracker
-from planner.result import GAP_TOLERANCE, Result, Termination, within_gap
+from planner.result import GAP_TOLERANCE, MAX_ALTERNATIVES, Result, Termination, within_gap
 from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
 
@@ -116,6 +116,11 @@ def _no_plan_message(raw: RawSolution) -> str:
             "infeasible: no plan meets every deadline, precedence and capacity limit; "
             "run `trainplan explain` to see which constraints conflict"
         )
+    if raw.termination == Termination.OPTIMAL:
+        return (
+            f"the solver's answer ({raw.message}) is not a plan that meets every constraint "
+            "(the pipeline's check of its point failed); please report it"
+        )
     return f"the solver found no plan ({raw.message})"
 
 
@@ -132,7 +137,6 @@ def _best_heuristic(
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
     its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
-    cap = inst.spec.objective.carbon_cap_tonnes
     best: tuple[Schedule, Plan] | None = None
     candidates = [lookahead_schedule(inst, space, windows)]
     if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
@@ -144,7 +148,7 @@ def _best_heuristic(
         if sched is None:
             continue
         plan = cost_plan(inst, sched)
-        if cap is not None and plan.emissions_t > cap + 1e-9:
+        if not within_carbon_cap(inst, plan.emissions_t):
             broke_cap = True  # the heuristics do not know the cap
             continue
         if best is None or plan.objective < best[1].objective:
@@ -189,6 +193,9 @@ class _State:
     #: the least cost of a plan so left out: every later bound is capped by it
     single: set[str] = field(default_factory=set)
     cap: float = math.inf
+    #: every plan offered that meets the carbon cap, ``(source, plan)``: the result's
+    #: alternatives (the verification net of ``planner.solve``), trimmed to the cheapest
+    found: list[tuple[str, Plan]] = field(default_factory=list)
 
     def left(self) -> float:
         return self.deadline - time.perf_counter()
@@ -198,9 +205,9 @@ class _State:
         if schedule is None:
             return False
         plan = cost_plan(self.inst, schedule)
-        cap = self.inst.spec.objective.carbon_cap_tonnes
-        if cap is not None and plan.emissions_t > cap + 1e-9:
+        if not within_carbon_cap(self.inst, plan.emissions_t):
             return False
+        self.keep(source, plan)
         if self.plan is not None and plan.objective >= self.plan.objective - 1e-9 * max(
             1.0, abs(plan.objective)
         ):
@@ -208,6 +215,13 @@ class _State:
         self.schedule, self.plan, self.source = schedule, plan, source
         self.tracker.offer_plan(plan.objective, source)
         return True
+
+    def keep(self, source: str, plan: Plan) -> None:
+        """Keep ``plan`` among the alternatives (at most twice MAX_ALTERNATIVES, cheapest)."""
+        self.found.append((source, plan))
+        if len(self.found) > 2 * MAX_ALTERNATIVES:
+            self.found.sort(key=lambda sp: sp[1].objective)
+            del self.found[MAX_ALTERNATIVES:]
 
     def prove(self, bound: float, source: str) -> None:
         bound = min(bound, self.cap)
@@ -685,6 +699,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
         if early is not st.schedule:
             plan = cost_plan(st.inst, early)
             if plan.objective <= st.plan.objective + 1e-9 * max(1.0, abs(st.plan.objective)):
+                st.keep(st.source, st.plan)
                 st.schedule, st.plan = early, plan
                 st.tracker.offer_plan(plan.objective, "earliest among equal costs")
     runtime = time.perf_counter() - t0
@@ -693,6 +708,8 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     if st.plan is None:
         if raw is not None:
             term, msg = raw.termination, _no_plan_message(raw)
+            if term == Termination.OPTIMAL:  # its point was no plan (a constraint it broke)
+                term = Termination.UNKNOWN
         else:
             term, msg = (
                 Termination.TIME_LIMIT,
@@ -728,6 +745,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
         notes=tuple(st.notes),
         stats=st.stats,
         threads=raw.threads if raw is not None else None,
+        alternatives=tuple(st.found),
     )
 
 

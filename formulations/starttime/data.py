@@ -47,6 +47,7 @@ from planner.costs import (
     run_emissions,
     transfer_usd_per_gb,
     weights,
+    within_carbon_cap,
 )
 from planner.instance.model import Instance
 from planner.plan import Plan
@@ -365,9 +366,8 @@ def violations_of(
     for pool, u in res_use.items():
         if u.max() > reserved.get(pool, 0) + 1e-9:
             out.append(f"{pool[0]}/{pool[1]}: {u.max():g} reserved GPUs > {reserved.get(pool, 0)}")
-    cap = inst.spec.objective.carbon_cap_tonnes
-    if cap is not None and emis > cap + 1e-12:
-        out.append(f"emissions {emis:.6g} t > cap {cap:g} t")
+    if not within_carbon_cap(inst, emis):
+        out.append(f"emissions {emis:.6g} t > cap {inst.spec.objective.carbon_cap_tonnes:g} t")
     return out
 
 
@@ -433,13 +433,16 @@ def finish(
     model_objective: float | None = None,
     threads: int | None = None,
     gap: float | None = None,
+    also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
 ) -> Result:
     """Cost the chosen schedule (:func:`planner.costs.cost_plan`) and wrap it up; among
     equal-cost placements the earliest (:func:`formulations.compact.earliest`). With the
     requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
     (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
     ``model_objective`` is the formulation's own value of the choice; the difference to the
-    costed plan is ``stats["objective_mismatch_usd"]``."""
+    costed plan is ``stats["objective_mismatch_usd"]``. ``also``: other choices the solver
+    had (its start or hint, by source), kept with the solver's own plan before the earliest
+    pass as the result's alternatives (planner.solve's verification net)."""
     runtime = time.perf_counter() - t0
     if choice is None:
         return Result.no_plan(
@@ -454,12 +457,16 @@ def finish(
         )
     sched = schedule_of(data, choice, reserved)
     plan = cost_plan(data.inst, sched)
+    alternatives = [
+        (source, cost_plan(data.inst, schedule_of(data, ch, res))) for source, ch, res in also
+    ]
     if model_objective is not None:
         stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
     early = earliest(data.inst, sched, data.windows)
     if early is not sched:
         moved = cost_plan(data.inst, early)
         if moved.objective <= plan.objective + 1e-9 * max(1.0, abs(plan.objective)):
+            alternatives.append((solver, plan))
             plan = moved
     return Result.solved(
         solver,
@@ -473,6 +480,7 @@ def finish(
         notes=notes,
         stats=stats,
         threads=threads,
+        alternatives=tuple(alternatives),
     )
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from formulations.linear import LinearProgram
 from formulations.starttime.data import Pool, StartData
+from planner.costs import carbon_row_scale
 
 
 @dataclass
@@ -235,7 +236,8 @@ def add_porting(sm: StartModel) -> None:
 
 
 def add_carbon_cap(sm: StartModel) -> None:
-    """sum_{p,c,tau} emissions[p,c,tau] y[p,c,tau] <= cap (tonnes CO2)."""
+    """sum_{p,c,tau} emissions[p,c,tau] y[p,c,tau] <= cap (tonnes CO2), both sides scaled by
+    :func:`planner.costs.carbon_row_scale`."""
     d, lp = sm.data, sm.lp
     cap = d.inst.spec.objective.carbon_cap_tonnes
     if cap is None:
@@ -247,7 +249,8 @@ def add_carbon_cap(sm: StartModel) -> None:
         nz = e != 0
         idx.extend(cols[nz].tolist())
         val.extend(e[nz].tolist())
-    lp.add_row("carbon_cap", "total", idx, val, upper=float(cap))
+    scale = carbon_row_scale(cap)  # the solver's tolerance as a share of the cap
+    lp.add_row("carbon_cap", "total", idx, [v * scale for v in val], upper=float(cap) * scale)
 
 
 #: The families in build order; each is one function above.

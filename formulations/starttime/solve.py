@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
@@ -20,6 +21,7 @@ from planner.configs import ConfigSpace
 from planner.instance.model import Instance
 from planner.progress import ProgressFn, Tracker
 from planner.result import Result, Termination
+from planner.schedule import Pool
 
 SOLVER = "starttime-highs"
 
@@ -71,6 +73,11 @@ def solve_starttime(
     note_list = list(notes)
     x0 = None
     st = start_of(data, start, heuristic_start)
+    also = (
+        ((f"{st.source} start", st.choice, st.reserved),)
+        if st is not None and st.choice is not None and st.violation is None
+        else ()
+    )
     if st is not None and st.choice is None:
         note_list.append(
             "MIP start dropped: it is not a contiguous schedule inside the modelled windows"
@@ -105,7 +112,7 @@ def solve_starttime(
             sm.lp, remaining, gap, threads, x0, verbose, options=HIGHS_OPTIONS, on_event=on_event
         )
         stats["highs_presolve_off"] = 1.0
-    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, gap))
+    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, gap, also))
 
 
 def result_of(
@@ -115,7 +122,10 @@ def result_of(
     notes: tuple[str, ...],
     stats: dict[str, float],
     gap: float | None = None,
+    also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
 ) -> Result:
+    """The start-time MILP's Result from HiGHS's answer; ``also``: the MIP start, kept as an
+    alternative plan (:func:`formulations.starttime.data.finish`)."""
     term = raw.termination
     stats["solve_s"] = raw.runtime_s
     if raw.x is None:
@@ -151,4 +161,5 @@ def result_of(
         objective_of(sm.data, choice, reserved),
         threads=raw.threads,
         gap=gap,
+        also=also,
     )

@@ -79,13 +79,14 @@ def migration(
     inst: Instance, p: Phase, src: PhaseFacts, src_region: str, dst: PhaseFacts, dst_region: str
 ) -> Move:
     """From configuration src to dst (docs/cost-model.md, "Segments"): the checkpoint written
-    at the source (``delta_src`` s of src's GPUs); when the region changes, the target's
+    to the source's tier (``stored_src`` s of src's GPUs); when the region changes, the target's
     checkpoint ``ck_dst`` moved at ``transfer(src -> dst)`` USD/GB and the link's bandwidth
     (hours of dst's GPUs waiting) and the input data staged from its home region (else from
     the source region); the restart and the sharded read of ``ck_dst`` at the target
     (``restart_hours + ck_dst / min(read x nodes, aggregate)`` of dst's GPUs). Leaving waits
-    until the source's checkpoint is durable (``persist_src``)."""
-    parts = [_held(inst, src, src_region, src.persist_s / 3600.0)]
+    until the source's checkpoint is in its storage tier (``stored_src``: the write when
+    synchronous, snapshot + write when asynchronous or in memory)."""
+    parts = [_held(inst, src, src_region, src.stored_s / 3600.0)]
     if src_region != dst_region:
         ck = dst.checkpoint_gb
         home = p.data.home_region or src_region

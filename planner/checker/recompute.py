@@ -209,6 +209,8 @@ class PhaseFacts:
     scheme: str
     write_s: float
     persist_s: float
+    #: seconds until a checkpoint is in the storage tier (what leaving waits for)
+    stored_s: float
     reload_s: float
     job_failure_rate: float
     failure_rate: float
@@ -324,17 +326,18 @@ def rank_params(m: ModelDims, e: Configured) -> float:
 
 def checkpoint_times(
     inst: Instance, e: Configured, scheme: str, ck_gb: float, tier: StorageTier
-) -> tuple[float, float, float]:
-    """(stall δ, persist, reload) seconds of one checkpoint of ``ck`` GB. Sharded over the
-    job's nodes ``N = ceil(gpus / gpus_per_node)``: write ``W = ck / min(write_gb_per_s x N,
-    aggregate)`` (or ``failure.checkpoint_write_s``), read ``R = ck / min(read_gb_per_s x N,
-    aggregate)``. ``sync``: (W, W, R); ``async``: the shard ``ck / gpus`` to host at
-    ``host_gb_per_s`` blocks, (s, s + W, R); ``in_memory``: (s, s + (replicas - 1) shard /
-    inter_node_gb_per_s, shard / inter_node_gb_per_s)."""
+) -> tuple[float, float, float, float]:
+    """(stall δ, persist, reload, stored) seconds of one checkpoint of ``ck`` GB. Sharded over
+    the job's nodes ``N = ceil(gpus / gpus_per_node)``: write ``W = ck / min(write_gb_per_s x
+    N, aggregate)`` (or ``failure.checkpoint_write_s``), read ``R = ck / min(read_gb_per_s x
+    N, aggregate)``. ``sync``: (W, W, R, W); ``async``: the shard ``ck / gpus`` to host at
+    ``host_gb_per_s`` blocks, (s, s + W, R, s + W); ``in_memory``: (s, s + (replicas - 1)
+    shard / inter_node_gb_per_s, shard / inter_node_gb_per_s, s + W). ``stored``: until the
+    checkpoint is in the tier, what leaving the configuration waits for."""
     g = inst.gpu(e.gpu)
     fail = inst.spec.failure
     if ck_gb <= 0:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     nodes = max(1, math.ceil(e.gpus / g.gpus_per_node))
     agg = tier.aggregate_gb_per_s
 
@@ -343,18 +346,19 @@ def checkpoint_times(
 
     shard = ck_gb / max(1, int(e.gpus))
     snapshot = shard / g.host_gb_per_s
-    if scheme == "in_memory":
-        peer = g.inter_node_gb_per_s
-        return snapshot, snapshot + (fail.in_memory_replicas - 1) * shard / peer, shard / peer
     write = (
         float(fail.checkpoint_write_s)
         if fail.checkpoint_write_s is not None
         else ck_gb / bandwidth(tier.write_gb_per_s)
     )
+    if scheme == "in_memory":
+        peer = g.inter_node_gb_per_s
+        replicate = (fail.in_memory_replicas - 1) * shard / peer
+        return snapshot, snapshot + replicate, shard / peer, snapshot + write
     read = ck_gb / bandwidth(tier.read_gb_per_s)
     if scheme == "sync":
-        return write, write, read
-    return snapshot, snapshot + write, read
+        return write, write, read, write
+    return snapshot, snapshot + write, read, snapshot + write
 
 
 def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
@@ -408,7 +412,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     fail = inst.spec.failure
     ck = checkpoint_gb_of(inst, p, e.precision)
     scheme = e.checkpoint if e.checkpoint is not None else fail.checkpoint
-    write_s, persist_s, reload_s = checkpoint_times(inst, e, scheme, ck, tier)
+    write_s, persist_s, reload_s, stored_s = checkpoint_times(inst, e, scheme, ck, tier)
     lag = persist_s - write_s
     lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
     spare_nodes = spare / gpn
@@ -475,6 +479,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
         scheme=scheme,
         write_s=write_s,
         persist_s=persist_s,
+        stored_s=stored_s,
         reload_s=reload_s,
         job_failure_rate=lam,
         failure_rate=failures,

@@ -34,6 +34,7 @@ COMMANDS = (
     "gpus",
     "export",
     "init",
+    "simulate",
 )
 #: Commands whose module is not named like them.
 MODULE_OF = {"grid-export": "grid", "schema": "init"}

@@ -26,3 +26,14 @@ EXIT_CODES: dict[int, str] = {
     EXIT_INTERNAL: "internal error: a bug in trainplan (TRAINPLAN_DEBUG=1 shows the traceback)",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
 }
+
+
+def no_plan_exit(termination: str) -> int:
+    """The exit status of a solve that returned no plan, by its termination: infeasible (or
+    no configuration) 1; every plan found failed the independent checker ("check_failed", a
+    bug) 4; anything else (out of time, a solver failure) 3."""
+    if termination in ("infeasible", "no_configuration"):
+        return EXIT_INFEASIBLE
+    if termination == "check_failed":
+        return EXIT_INTERNAL
+    return EXIT_SOLVER

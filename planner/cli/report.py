@@ -157,6 +157,14 @@ def report(
             "--local-time", help="Show the schedule in each region's local time (default UTC)."
         ),
     ] = False,
+    simulation: Annotated[
+        Path | None,
+        typer.Option(
+            "--simulation",
+            metavar="FILE",
+            help="A trainplan simulate summary to draw (default: the one the plan file holds).",
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of a plan: its cost against the lever-free
     baseline and the saving per component and per lever first, then the schedule, costs,
@@ -191,6 +199,16 @@ def report(
                 check_baseline(attribution, inst)
     except BlockError as e:
         fail(f"the plan file {plan_file}:\n  " + "\n  ".join(e.errors), e.code)
+    from planner.instance.read import load_document
+    from planner.report.simulation import check_simulation
+
+    sim_doc = load_document(simulation) if simulation is not None else data.get("simulation")
+    sim_checked = None
+    if sim_doc is not None:
+        try:
+            sim_checked = check_simulation(sim_doc, plan, str(simulation or plan_file))
+        except ReportError as e:
+            fail("the simulation cannot be drawn:\n  " + "\n  ".join(e.errors))
     output_path(out, "-o")
     if png is not None:
         output_path(png, "--png", folder=True)
@@ -213,6 +231,7 @@ def report(
         attribution=attribution,
         attribution_note=why,
         local_times=local_time,
+        simulation=sim_checked,
     )
     write_output(out, page, "-o")
     result(f"wrote {out}")

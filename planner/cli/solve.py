@@ -5,9 +5,10 @@ write the plan JSON with the instance's path and hash and the attribution of the
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -29,11 +30,12 @@ from planner.cli.app import (
     settings,
     write_output,
 )
-from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
+from planner.cli.exits import no_plan_exit
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money, saving_share
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.plan import COST_KEYS, InstanceRef, Plan
+from planner.instance.errors import InstanceError
+from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
 
@@ -128,10 +130,16 @@ def print_status(res: Result) -> None:
         console.print(f"note: {n}")
 
 
-def plan_extras(instance: Path, output: Path, a: Attribution | None) -> dict[str, Any]:
+def plan_extras(
+    instance: Path, output: Path, a: Attribution | None, inst: Instance | None = None
+) -> dict[str, Any]:
     """What ``solve`` writes into a plan file beside the plan: the instance file (relative
-    to the plan, with its hash) and the attribution."""
+    to the plan, with its hash), the instance's document as planned (``instance_snapshot``:
+    a re-plan costs the past at these prices after the file is edited in place) and the
+    attribution."""
     out: dict[str, Any] = {"instance_file": InstanceRef.of(instance, output).to_dict()}
+    if inst is not None:
+        out["instance_snapshot"] = json.loads(json.dumps(dict(inst.raw), default=str))
     if a is not None:
         out["attribution"] = a.to_dict()
     return out
@@ -169,11 +177,19 @@ def solve_cmd(
         "--no-attribution",
         help="skip the baseline and the saving per lever (the report computes them later)",
     ),
-    from_hour: int | None = typer.Option(
-        None, "--from", help="re-plan from this horizon hour: keep --plan's hours before it"
+    from_hour: str | None = typer.Option(
+        None,
+        "--from",
+        help="re-plan from this horizon hour, an ISO time or 'now': keep --plan's hours before it",
     ),
     old_plan: Path | None = typer.Option(
         None, "--plan", help="the plan to continue from --from (a plan JSON)"
+    ),
+    status: list[Path] = typer.Option(
+        [],
+        "--status",
+        help="what the runs report: progress.json files or a folder of them, `sky jobs queue "
+        "-o json` or `kubectl get jobs -o json` output; repeatable",
     ),
 ) -> None:
     """Solve INSTANCE and print the answer first (total cost against the lever-free
@@ -192,6 +208,8 @@ def solve_cmd(
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
     if (from_hour is None) != (old_plan is None):
         fail("--from and --plan go together: --from HOUR --plan OLD.json")
+    if status and from_hour is None:
+        fail("--status goes with --from and --plan")
     if output is not None:  # before any work: a plan is never lost for want of a folder
         output_path(output, "-o")
     inst = load_instance(instance)
@@ -208,6 +226,7 @@ def solve_cmd(
             solver,
             backend,
             as_json,
+            status,
         )
         return
     from planner.summary import kind_notes
@@ -245,8 +264,7 @@ def solve_cmd(
             err_console.print(f"no plan: {res.message}", soft_wrap=True)
             if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
                 err_console.print(f"explain the conflict with: trainplan explain {instance}")
-                raise typer.Exit(EXIT_INFEASIBLE)
-            raise typer.Exit(EXIT_SOLVER)
+            raise typer.Exit(no_plan_exit(res.termination))
         plan = res.plan
         a: Attribution | None = None
         why_none = ""
@@ -256,7 +274,7 @@ def solve_cmd(
                 a = attribute(inst, plan, on_step=step)
             except BaselineError as e:
                 why_none = str(e)
-    extra = plan_extras(instance, output, a) if output is not None else {}
+    extra = plan_extras(instance, output, a, inst) if output is not None else {}
     if output is not None:
         write_output(output, res.to_json(extra=extra) + "\n", "-o")
     if as_json:
@@ -305,19 +323,61 @@ def print_changes(plan: Plan) -> None:
         )
     console.print(t)
     hist, prev = block.get("history_usd"), block.get("previous_total")
+    after = float(block.get("reserved_after_usd") or 0.0)
     if hist is not None and prev is not None:
+        held = f"; reservations already paid for the hours after it {money(after)}" if after else ""
         console.print(
             f"old plan {money(float(prev))}; spent before hour {block.get('from_hour')} "
-            f"{money(float(hist))}; the rest now {money(plan.costs['total'])}; projected "
-            f"{money(float(hist) + plan.costs['total'])}"
+            f"{money(float(hist))}{held}; the rest now {money(plan.costs['total'])}; projected "
+            f"{money(float(hist) + after + plan.costs['total'])}",
+            markup=False,
         )
+
+
+def parse_from(text: str, inst: Instance, now: datetime | None = None) -> int:
+    """``--from``: a horizon hour, an ISO time with a UTC offset, or ``now``: the first whole
+    hour not yet begun (the hour under way is kept from the old plan)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if text == "now":
+        when = now if now is not None else datetime.now(UTC)
+    else:
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            fail(f"--from: expected an hour, an ISO time or 'now', got {text!r}")
+        if when.tzinfo is None:
+            fail(f"--from: expected a time with a UTC offset (Z or +hh:mm), got {text!r}")
+    return math.ceil((when - inst.start).total_seconds() / 3600.0 - 1e-9)
+
+
+def old_instance(data: dict[str, Any], plan_path: Path) -> tuple[Instance | None, str]:
+    """The instance an old plan was made for: the file it records when its bytes are still
+    the ones it was made from, else the document it keeps (``instance_snapshot``, its data
+    files read beside the recorded file), else None and why."""
+    from planner.instance.read import from_dict
+
+    ref = InstanceRef.from_file_dict(data)
+    if ref is None:
+        return None, f"{plan_path} does not record its instance."
+    path = ref.locate(plan_path)
+    if path.is_file() and file_sha256(path) == ref.sha256:
+        return load_instance(path), ""
+    snap = data.get("instance_snapshot")
+    if isinstance(snap, dict):
+        try:
+            return from_dict(snap, f"{path} (as {plan_path} was planned)", path.parent), ""
+        except InstanceError as e:
+            return None, f"{plan_path}'s instance as planned cannot be read ({e})."
+    return None, f"{path} has changed since {plan_path} was made, which keeps no copy of it."
 
 
 def _replan_cmd(
     inst: Instance,
     instance: Path,
     old_path: Path,
-    hour: int,
+    when: str,
     output: Path | None,
     time_limit: float,
     gap: float,
@@ -325,47 +385,61 @@ def _replan_cmd(
     solver: str,
     backend: str,
     as_json: bool,
+    status_paths: list[Path],
 ) -> None:
-    from planner.checker.planfile import read_plan
+    from planner.admit import PlanRefused
+    from planner.checker import read_plan_document
     from planner.replan import ReplanError, replan, write_instance
+    from planner.runstatus import StatusError, read_status
 
-    old = read_plan(old_path)
+    hour = parse_from(when, inst)
+    old, _header, data = read_plan_document(old_path)
+    old_inst, why = old_instance(data, old_path)
+    if old_inst is None:
+        note(f"note: {why} The old plan's past is costed at {instance}'s prices.")
+    try:
+        status = read_status(status_paths, old_inst or inst, old) if status_paths else None
+    except StatusError as e:
+        fail(f"--status: {e}")
     try:
         r = replan(
             inst,
             old,
             hour,
+            old_instance=old_inst,
+            status=status,
+            source=str(old_path),
             solver=solver,
             time_limit=time_limit,
             gap=gap,
             threads=threads,
             backend=backend,
         )
+    except PlanRefused as e:
+        fail(str(e))
     except ReplanError as e:
         fail(f"{old_path}: {e}")
     res = r.result
     if res.plan is None:
         err_console.print(f"no plan: {res.message}", soft_wrap=True)
-        code = (
-            EXIT_INFEASIBLE
-            if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION)
-            else EXIT_SOLVER
-        )
-        raise typer.Exit(code)
+        raise typer.Exit(no_plan_exit(res.termination))
     derived = None
     if output is not None:
-        res.write(output)
         derived = output.with_suffix(".instance.json")
         write_instance(r.instance, derived)
+        res.write(output, plan_extras(derived, output, None, load_instance(derived)))
     if as_json:
         print(json.dumps(res.to_dict(), indent=2))
         return
     print_plan(r.instance, res.plan, f"re-plan of {inst.name} from hour {hour} ({res.solver})")
     print_costs(res.plan, None)
     print_changes(res.plan)
+    for n in r.notes:
+        note(f"note: {n}")
     print_status(res)
     if output is not None:
         console.print(
             f"plan written to {output}, the state at hour {hour} to {derived}; check it with: "
-            f"trainplan verify {derived} {output}"
+            f"trainplan verify {derived} {output}",
+            markup=False,
         )

@@ -1,85 +1,93 @@
-"""``trainplan export PLAN --to skypilot -o DIR``: one SkyPilot task YAML per phase and a launch
-script that starts them in plan order at the hours the plan gives.
+"""``trainplan export PLAN --to skypilot -o DIR``: one SkyPilot task YAML per unit of the plan
+(a run of consecutive planned hours of a phase on one configuration), ``launch.json`` and the
+launcher (``launch.sh`` running ``launch.py``, :mod:`planner.export.launcher`).
 
-Per phase ``NN-<phase>.yaml`` (``NN`` its place in plan order: by start hour, then the
-instance's topological order)::
+Per unit ``NN-<phase>[-r<k>].yaml`` (``NN`` its place in plan order)::
 
-    name: pretrain
+    name: tp-1a2b3c-pretrain          # unique per plan and re-plan (planner.export.names)
     num_nodes: 9                      # ceil(gpus / gpus_per_node) + spare nodes
     resources:
-      cloud: aws                      # regions.<r>.cloud (left out when not given)
-      region: us-east-1               # regions.<r>.cloud_region, else the region's name
+      cloud: aws                      # regions.<r>.cloud
+      region: us-east-1               # regions.<r>.cloud_region
       accelerators: H100:8            # <name>:<per node>; a slice "L4:0.5"; a part node "H100:4"
-      use_spot: false                 # the plan's contract is spot
-    envs:                             # what the phase's job needs to know of the plan
-      TRAINPLAN_START: 2023-06-05T13:00:00+00:00
-      ...
-    run: |
-      ...
+      use_spot: true                  # the plan's contract is spot
+      job_recovery: {strategy: FAILOVER, max_restarts_on_errors: 3}
+    file_mounts:
+      /trainplan: {name: trainplan-<run>-<hash>, store: s3, mode: MOUNT_CACHED}
+    envs: {TRAINPLAN_PHASE: pretrain, TRAINPLAN_CHECKPOINT_DIR: /trainplan/pretrain/..., ...}
+    run: ...                          # --run CMD, else a line that says to give one
 
-The accelerator name is the GPU type's ``accelerator`` field, else SkyPilot's name for its
-catalog entry (:data:`planner.skypilot_catalog.TO_SKYPILOT`), else the GPU type's name.
-``launch.sh`` waits (``sleep``) until each segment's start and runs ``sky launch``; a
-preemptible phase the plan pauses is stopped (``sky stop``) at the end of each segment but
-the last and started again at the next; the last segment is launched with ``--down``, so the
-cluster goes when its job ends. ``DRY_RUN=1 ./launch.sh`` prints the commands with their
-times instead of running them.
+Spot phases run as managed jobs (``sky jobs launch``: SkyPilot recovers them from
+preemptions, which the plan prices); on-demand and reserved phases too unless ``--on-demand
+cluster`` (``sky launch --down``: a cluster for the job, gone when it ends). Nothing is ever
+stopped (``sky stop`` is refused for spot clusters on most clouds): a planned pause is the
+end of one unit and the start of the next, which resumes from the checkpoint.
+
+Every document is built from an admitted plan (:func:`planner.admit.admit`: the plan
+re-validated against its instance) and written through ``yaml.safe_dump`` and ``json``; no
+comment carries a plan value. The accelerator name is the GPU type's ``accelerator`` field,
+else SkyPilot's name for its catalog entry (:data:`planner.skypilot_catalog.TO_SKYPILOT`),
+else the GPU type's name.
 """
 
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from planner.export import launcher
+from planner.export.clouds import (
+    STORES,
+    Catalog,
+    read_sky_catalog,
+    read_user_offers,
+    skypilot_catalog_dir,
+)
+from planner.export.layout import MOUNT, Layout, Unit, build_layout, manifest
 from planner.instance.model import Instance
-from planner.plan import PhasePlan, Plan
-from planner.schedule import hour_runs as segments
+from planner.plan import Plan, SegmentPlan
 
-
-class _Dumper(yaml.SafeDumper):
-    """YAML with multi-line strings (``run``) as literal blocks, as SkyPilot's examples."""
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
+#: What ``--on-demand`` may say: on-demand and reserved phases as managed jobs (default) or
+#: on a cluster of their own.
+ON_DEMAND_MODES = ("managed", "cluster")
+#: The run section when ``--run`` is not given: it says so and fails, so that a launch
+#: without a job stops at the first phase instead of marking it done.
+PLACEHOLDER_RUN = (
+    'echo "trainplan: no job given for phase $TRAINPLAN_PHASE; export with --run CMD" >&2\nexit 1\n'
+)
+#: The launch script: fixed text, no plan value (the launcher reads launch.json).
+LAUNCH_SH = """#!/usr/bin/env bash
+# Written by trainplan export: starts the plan's jobs with launch.py (Python 3), each when
+# its planned hour has come and the jobs it depends on have succeeded.
+# DRY_RUN=1 prints the commands in order; NO_WAIT=1 ignores the planned hours.
+set -euo pipefail
+exec "${PYTHON:-python3}" "$(dirname "$0")/launch.py" "$@"
+"""
+#: The comment on top of every task file (fixed text).
+HEADER = "# Written by trainplan export; launch.sh starts it (see launch.json for when).\n"
 
 
 class ExportError(ValueError):
-    """A plan that cannot be exported (its instance does not describe a GPU or region)."""
+    """A plan that cannot be exported (a region without a cloud, an accelerator the cloud
+    does not offer there, names that collide); the message names the region, GPU or phase."""
 
 
 @dataclass(frozen=True)
-class Task:
-    """One phase's SkyPilot task and the segments (start, end hour) it runs."""
-
-    order: int
-    phase: str
-    file: str
-    cluster: str
-    document: dict[str, Any]
-    segments: tuple[tuple[int, int], ...]
-
-
-@dataclass(frozen=True)
-class SkyPilotExport:
-    """What was written: the tasks in plan order, the launch script, and warnings (regions
-    without a cloud region, whole nodes rented for a part-node count)."""
+class Written:
+    """What an export wrote: the units in plan order, the files, and warnings."""
 
     directory: Path
-    tasks: tuple[Task, ...]
-    script: Path
+    layout: Layout
+    files: dict[str, tuple[str, int]]
     warnings: tuple[str, ...]
+
+    @property
+    def script(self) -> Path:
+        return self.directory / "launch.sh"
 
 
 def accelerator_name(inst: Instance, gpu: str) -> str:
@@ -92,183 +100,180 @@ def accelerator_name(inst: Instance, gpu: str) -> str:
     return TO_SKYPILOT.get(g.catalog or gpu, TO_SKYPILOT.get(gpu, gpu))
 
 
-def plan_order(inst: Instance, plan: Plan) -> list[PhasePlan]:
-    """The plan's phases by start hour, ties in the instance's topological order."""
-    rank = {n: i for i, n in enumerate(inst.order)}
-    return sorted(plan.phases, key=lambda p: (p.start_hour, rank.get(p.name, len(rank))))
+def node_shape(inst: Instance, c: SegmentPlan) -> tuple[float, int, int]:
+    """(GPUs per node, nodes running the job, spare nodes) of a configuration: a slice or a
+    part node is one node of that many GPUs."""
+    per_node = inst.gpu(c.gpu).gpus_per_node
+    spare_nodes = c.spare_gpus // per_node if per_node else 0
+    if c.gpus <= per_node:
+        return c.gpus, 1, spare_nodes
+    return float(per_node), math.ceil(c.gpus / per_node), spare_nodes
 
 
-def hour_time(plan: Plan, hour: int) -> datetime:
-    """Start of horizon hour ``hour`` (UTC)."""
-    return plan.horizon_start.astimezone(UTC) + timedelta(hours=hour)
-
-
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return s or "phase"
-
-
-def _iso(t: datetime) -> str:
-    return t.isoformat()
-
-
-def _resources(inst: Instance, p: PhasePlan, warnings: list[str]) -> tuple[dict[str, Any], int]:
-    """The task's ``resources`` and ``num_nodes``."""
-    g = inst.gpu(p.gpu)
-    per_node = g.gpus_per_node
-    name = accelerator_name(inst, p.gpu)
-    if p.gpus < 1:
-        accel, nodes = f"{name}:{p.gpus:g}", 1
-    elif p.gpus <= per_node:
-        accel, nodes = f"{name}:{int(p.gpus)}", 1
-    else:
-        nodes = math.ceil(p.gpus / per_node)
-        accel = f"{name}:{per_node}"
-        if p.gpus % per_node:
-            warnings.append(
-                f"{p.name}: {p.gpus:g} GPUs is not a whole number of {per_node}-GPU nodes; "
-                f"the task asks for {nodes} nodes ({nodes * per_node} GPUs)"
+def shape_warnings(inst: Instance, lay: Layout) -> list[str]:
+    out: list[str] = []
+    for u in lay.units:
+        c = u.config
+        per, nodes, _ = node_shape(inst, c)
+        if c.gpus > per and c.gpus % per:
+            out.append(
+                f"{u.phase}: {c.gpus:g} GPUs is not a whole number of {per:g}-GPU nodes; the "
+                f"job asks for {nodes} nodes ({nodes * per:g} GPUs)"
             )
-    spare_nodes = p.spare_gpus // per_node if per_node else 0
-    region = inst.region(p.region)
-    res: dict[str, Any] = {}
-    if region.cloud:
-        res["cloud"] = region.cloud
-    res["region"] = region.cloud_region or p.region
-    if not region.cloud_region:
-        warnings.append(
-            f"region {p.region!r} names no cloud region (regions.{p.region}.cloud and "
-            "cloud_region in the instance): the task uses the region's own name"
+    return out
+
+
+def _count(x: float) -> str:
+    return f"{int(x)}" if float(x).is_integer() else f"{x:g}"
+
+
+def check_regions(inst: Instance, lay: Layout, catalog_dir: Path | None) -> list[str]:
+    """Every unit's region names a cloud and cloud region, and the accelerator is on offer
+    there (:mod:`planner.export.clouds`); raises :class:`ExportError` naming the region or
+    GPU; returns notes (which catalog was used, or that none was)."""
+    from planner.skypilot_catalog import TO_SKYPILOT
+
+    for u in lay.units:
+        r = inst.region(u.config.region)
+        if not (r.cloud and r.cloud_region):
+            raise ExportError(
+                f"region {u.config.region!r} (phase {u.phase!r}) names no cloud and cloud "
+                f"region: set regions.{u.config.region}.cloud and cloud_region (e.g. aws and "
+                "us-east-1; trainplan init --region NAME=MARKET@cloud/cloud-region)"
+            )
+    clouds = {str(inst.region(u.config.region).cloud) for u in lay.units}
+    folder = catalog_dir if catalog_dir is not None else skypilot_catalog_dir()
+    catalogs: list[Catalog] = []
+    if folder is not None:
+        sky = read_sky_catalog(folder, clouds)
+        if sky is not None:
+            catalogs.append(sky)
+    accel_of = dict(TO_SKYPILOT)
+    for name, g in inst.spec.gpu_types.items():
+        accel_of[name] = accelerator_name(inst, name)
+        if g.catalog:
+            accel_of.setdefault(g.catalog, accel_of[name])
+    user = read_user_offers(inst, accel_of)
+    if user is not None:
+        catalogs.append(user)
+    notes: list[str] = []
+    unchecked: set[str] = set()
+    for u in lay.units:
+        c = u.config
+        r = inst.region(c.region)
+        cloud, where = str(r.cloud), str(r.cloud_region)
+        accel = accelerator_name(inst, c.gpu)
+        per, _, _ = node_shape(inst, c)
+        cat = next((k for k in catalogs if cloud in k.clouds), None)
+        if cat is None:
+            unchecked.add(cloud)
+            continue
+        why = cat.why_not(cloud, where, accel, per, c.contract == "spot")
+        if why is not None:
+            raise ExportError(
+                f"phase {u.phase!r}: GPU {c.gpu} ({accel}:{_count(per)}"
+                f"{', spot' if c.contract == 'spot' else ''}) in region {c.region!r} "
+                f"({cloud}/{where}): {why}"
+            )
+    for k in catalogs:
+        notes.append(f"regions and accelerators checked against {k.source}")
+    if unchecked:
+        notes.append(
+            "not checked whether " + ", ".join(sorted(unchecked)) + " offers the plan's "
+            "accelerators in its regions: no SkyPilot catalog (run any sky command once, or "
+            "--sky-catalog DIR) and no imported catalog (gpu_catalog)"
         )
-    res["accelerators"] = accel
-    res["use_spot"] = p.contract == "spot"
-    return res, nodes + spare_nodes
+    return notes
 
 
-def _task(inst: Instance, plan: Plan, p: PhasePlan, order: int, warnings: list[str]) -> Task:
-    res, nodes = _resources(inst, p, warnings)
-    segs = tuple(segments(p.hours))
-    start, end = hour_time(plan, p.start_hour), hour_time(plan, p.end_hour)
-    envs = {
-        "TRAINPLAN_PLAN": plan.instance,
-        "TRAINPLAN_PHASE": p.name,
-        "TRAINPLAN_START": _iso(start),
-        "TRAINPLAN_END": _iso(end),
-        "TRAINPLAN_HOURS": str(len(p.hours)),
-        "TRAINPLAN_SEGMENTS": " ".join(
-            f"{_iso(hour_time(plan, a))}/{_iso(hour_time(plan, b))}" for a, b in segs
-        ),
-        "TRAINPLAN_GPUS": f"{p.gpus:g}",
-        "TRAINPLAN_SPARE_GPUS": str(p.spare_gpus),
-        "TRAINPLAN_CONTRACT": p.contract,
-        "TRAINPLAN_PRECISION": p.precision,
-        "TRAINPLAN_ZERO": str(p.zero),
-        "TRAINPLAN_RECOMPUTE": p.recompute,
-        "TRAINPLAN_TP": str(p.tp),
-        "TRAINPLAN_PP": str(p.pp),
-        "TRAINPLAN_STORAGE_TIER": p.tier,
+def _task(
+    inst: Instance, lay: Layout, u: Unit, store: str | None, run: str, setup: str | None
+) -> dict[str, Any]:
+    c = u.config
+    r = inst.region(c.region)
+    per, nodes, spare_nodes = node_shape(inst, c)
+    resources: dict[str, Any] = {
+        "cloud": r.cloud,
+        "region": r.cloud_region,
+        "accelerators": f"{accelerator_name(inst, c.gpu)}:{_count(per)}",
+        "use_spot": c.contract == "spot",
+        "job_recovery": {"strategy": "FAILOVER", "max_restarts_on_errors": 3},
     }
-    ck = p.info.get("checkpoint_interval_s")
-    if isinstance(ck, int | float):
-        envs["TRAINPLAN_CHECKPOINT_INTERVAL_S"] = f"{ck:g}"
+    mount: dict[str, Any] = {"name": lay.bucket, "mode": "MOUNT_CACHED"}
+    if store is not None:
+        mount["store"] = store
     doc: dict[str, Any] = {
-        "name": p.name,
-        "num_nodes": nodes,
-        "resources": res,
-        "envs": envs,
-        "run": (
-            'echo "trainplan phase $TRAINPLAN_PHASE on $SKYPILOT_NUM_NODES node(s): '
-            'replace this run section with the job"\n'
-        ),
+        "name": u.job,
+        "num_nodes": nodes + spare_nodes,
+        "resources": resources,
+        "file_mounts": {MOUNT: mount},
+        "envs": dict(u.envs),
     }
-    file = f"{order:02d}-{_slug(p.name)}.yaml"
-    cluster = f"tp-{_slug(plan.instance)[:20]}-{_slug(p.name)[:20]}".strip("-")
-    return Task(order, p.name, file, cluster, doc, segs)
+    if setup:
+        doc["setup"] = setup
+    doc["run"] = run
+    return doc
 
 
-def _header(plan: Plan, p: PhasePlan, t: Task) -> str:
-    spare = f" + {p.spare_gpus} spare" if p.spare_gpus else ""
-    runs = ", ".join(f"h{a}-h{b}" for a, b in t.segments)
-    return (
-        f"# trainplan: phase {p.name!r} of plan {plan.instance!r}, #{t.order} in plan order\n"
-        f"# {p.gpus:g}{spare} {p.gpu} ({p.contract}) in {p.region}; {p.precision}, "
-        f"ZeRO-{p.zero}, recompute {p.recompute}, tp {p.tp}, pp {p.pp}; tier {p.tier}\n"
-        f"# runs {len(p.hours)} h from {_iso(hour_time(plan, p.start_hour))} "
-        f"(horizon hours {runs}); launch.sh starts it then\n"
-    )
+class _Dumper(yaml.SafeDumper):
+    """yaml.safe_dump with multi-line strings (``run``) as literal blocks."""
 
 
-_SCRIPT_HEAD = """#!/usr/bin/env bash
-# Launch the plan's phases with SkyPilot in plan order, at the hours the plan gives.
-# Written by `trainplan export --to skypilot`. DRY_RUN=1 prints the commands and their
-# times instead of running them; NO_WAIT=1 skips the waits (to start everything now).
-set -euo pipefail
-cd "$(dirname "$0")"
-
-run() {
-  if [ "${DRY_RUN:-0}" = "1" ]; then echo "$*"; else "$@"; fi
-}
-
-wait_until() {  # wait_until ISO-TIME
-  local target now
-  if [ "${DRY_RUN:-0}" = "1" ] || [ "${NO_WAIT:-0}" = "1" ]; then echo "# at $1"; return; fi
-  target=$(date -d "$1" +%s)
-  now=$(date +%s)
-  if [ "$target" -gt "$now" ]; then
-    echo "waiting until $1"
-    sleep $((target - now))
-  fi
-}
-"""
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None  # the emitter falls back to quotes when it must
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-def _script(plan: Plan, tasks: list[Task]) -> str:
-    """Events in time order: each segment's start (launch) and, for all but the last
-    segment of a phase, its end (stop)."""
-    events: list[tuple[int, int, int, str]] = []
-    for t in tasks:
-        for i, (a, b) in enumerate(t.segments):
-            last = i == len(t.segments) - 1
-            cmd = ["sky", "launch", "-y", "-d"]
-            if last:
-                cmd.append("--down")
-            cmd += ["-c", t.cluster, t.file]
-            events.append((a, 1, t.order, " ".join(shlex.quote(x) for x in cmd)))
-            if not last:
-                stop = ["sky", "stop", "-y", t.cluster]
-                events.append((b, 0, t.order, " ".join(shlex.quote(x) for x in stop)))
-    lines = [_SCRIPT_HEAD]
-    current: int | None = None
-    for hour, _kind, _order, line in sorted(events):
-        if hour != current:
-            lines.append(f"\nwait_until {shlex.quote(_iso(hour_time(plan, hour)))}")
-            current = hour
-        lines.append(f"run {line}")
-    lines.append('\necho "every phase is launched; watch them with: sky status"')
-    return "\n".join(lines) + "\n"
+_Dumper.add_representer(str, _str)
 
 
-def export_skypilot(inst: Instance, plan: Plan, directory: str | Path) -> SkyPilotExport:
-    """Write the tasks and ``launch.sh`` into ``directory`` (created if missing)."""
-    out = Path(directory)
-    missing = sorted({p.gpu for p in plan.phases} - set(inst.spec.gpu_types)) + sorted(
-        {p.region for p in plan.phases} - set(inst.spec.regions)
-    )
-    if missing:
-        raise ExportError(
-            f"the plan names {', '.join(missing)}, which the instance {inst.source} lacks"
+def dump_yaml(doc: dict[str, Any]) -> str:
+    """A document as YAML through the safe dumper (keys in the order given)."""
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
+
+
+def launcher_source() -> str:
+    """The launcher's source, copied into the export folder as ``launch.py``."""
+    return Path(launcher.__file__).read_text(encoding="utf-8")
+
+
+def export_skypilot(
+    inst: Instance,
+    plan: Plan,
+    directory: str | Path,
+    *,
+    on_demand: str = "managed",
+    run: str | None = None,
+    setup: str | None = None,
+    bucket: str | None = None,
+    catalog_dir: Path | None = None,
+) -> Written:
+    """The SkyPilot files of an admitted plan (:func:`planner.admit.admit`), not yet written:
+    ``write`` them with :func:`planner.export.folder.write_files`. Raises
+    :class:`ExportError`."""
+    from planner.export.names import NameError_
+
+    if on_demand not in ON_DEMAND_MODES:
+        raise ExportError(f"--on-demand: expected one of {', '.join(ON_DEMAND_MODES)}")
+    try:
+        lay = build_layout(inst, plan, bucket)
+    except NameError_ as e:
+        raise ExportError(str(e)) from None
+    notes = check_regions(inst, lay, catalog_dir)
+    first_cloud = inst.region(lay.units[0].config.region).cloud if lay.units else None
+    store = STORES.get(str(first_cloud)) if first_cloud else None
+    files: dict[str, tuple[str, int]] = {}
+    modes: dict[str, str] = {}
+    for u in lay.units:
+        doc = _task(inst, lay, u, store, run if run else PLACEHOLDER_RUN, setup)
+        files[u.file] = (HEADER + dump_yaml(doc), 0o644)
+        modes[u.job] = "managed" if u.config.contract == "spot" else on_demand
+    files["launch.json"] = (manifest(lay, plan, "skypilot", modes, {}), 0o644)
+    files["launch.py"] = (launcher_source(), 0o644)
+    files["launch.sh"] = (LAUNCH_SH, 0o755)
+    warnings = [*notes, *shape_warnings(inst, lay)]
+    if not run:
+        warnings.append(
+            "no --run CMD given: every job says so and fails (give the training command)"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    warnings: list[str] = []
-    tasks = [_task(inst, plan, p, i + 1, warnings) for i, p in enumerate(plan_order(inst, plan))]
-    by_name = {p.name: p for p in plan.phases}
-    for t in tasks:
-        text = _header(plan, by_name[t.phase], t) + yaml.dump(
-            t.document, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100
-        )
-        (out / t.file).write_text(text, encoding="utf-8")
-    script = out / "launch.sh"
-    script.write_text(_script(plan, tasks), encoding="utf-8")
-    script.chmod(0o755)
-    unique = tuple(dict.fromkeys(warnings))
-    return SkyPilotExport(out, tuple(tasks), script, unique)
+    return Written(Path(directory), lay, files, tuple(dict.fromkeys(warnings)))

@@ -1011,3 +1011,35 @@ class InstanceSpec(Strict):
         if not v:
             raise ValueError("expected at least one entry")
         return v
+
+    @model_validator(mode="after")
+    def _running_scheme(self) -> InstanceSpec:
+        """A ``running`` configuration without ``checkpoint`` runs the phase's default scheme
+        (:meth:`default_checkpoint`), set here once so that the planner and the checker read
+        the same configuration."""
+        if any(p.running is not None and p.running.checkpoint is None for p in self.phases):
+            phases = tuple(
+                p
+                if p.running is None or p.running.checkpoint is not None
+                else p.model_copy(
+                    update={
+                        "running": p.running.model_copy(
+                            update={"checkpoint": self.default_checkpoint(p)}
+                        )
+                    }
+                )
+                for p in self.phases
+            )
+            object.__setattr__(self, "phases", phases)  # frozen: set once, during validation
+        return self
+
+    def checkpoint_schemes(self, p: Phase) -> tuple[CheckpointScheme, ...]:
+        """The checkpointing schemes phase ``p`` may use: ``options.checkpoint``, else the
+        instance's ``failure.checkpoint``."""
+        return p.options.checkpoint or (self.failure.checkpoint,)
+
+    def default_checkpoint(self, p: Phase) -> CheckpointScheme:
+        """Phase ``p``'s default scheme: ``failure.checkpoint`` when the phase may use it, else
+        the first scheme its ``options.checkpoint`` lists."""
+        schemes = self.checkpoint_schemes(p)
+        return self.failure.checkpoint if self.failure.checkpoint in schemes else schemes[0]

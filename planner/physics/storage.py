@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
 from planner.physics.memory import OPTIMIZER_K_MIXED, WEIGHT_BYTES
@@ -74,14 +74,28 @@ def sharded_seconds(
 @dataclass(frozen=True)
 class CheckpointCost:
     """What one checkpointing scheme costs: ``stall_s`` of training blocked per checkpoint,
-    ``persist_s`` until the checkpoint is durable, ``reload_s`` to resume from it, and
-    ``host_bytes`` of host (CPU) memory it holds per GPU."""
+    ``persist_s`` until the checkpoint is durable (survives a failure), ``reload_s`` to resume
+    from it, ``host_bytes`` of host (CPU) memory it holds per GPU, and ``stored_s`` until the
+    checkpoint is in the storage tier (None: at ``persist_s``).
+
+    ``stored_s`` is what leaving a configuration waits for (a migration, docs/cost-model.md
+    "Segments"): the next configuration reads the checkpoint from the tier, so the source's
+    nodes are held until the write has landed there. It equals ``persist_s`` for ``sync``
+    (the write) and ``async`` (snapshot + write); for ``in_memory`` the durable copies sit in
+    the peers' host memory, which is released with the nodes, so a migration writes the
+    snapshot to the tier: snapshot + write."""
 
     scheme: str
     stall_s: float
     persist_s: float
     reload_s: float
     host_bytes: float = 0.0
+    stored: float | None = None
+
+    @property
+    def stored_s(self) -> float:
+        """Seconds from the checkpoint's start until it is in the storage tier."""
+        return self.persist_s if self.stored is None else self.stored
 
     @property
     def lag_s(self) -> float:
@@ -183,11 +197,12 @@ def checkpoint_cost(
     write when asynchronous; ``replicas`` are the in-memory copies."""
     if scheme not in CHECKPOINT_SCHEMES:
         raise ValueError(f"checkpoint scheme must be one of {', '.join(CHECKPOINT_SCHEMES)}")
-    if scheme == "in_memory":
-        return in_memory_checkpoint(ckpt_bytes, gpus, peer_gb_per_s, host_gb_per_s, replicas)
     sync = synchronous_checkpoint(
         ckpt_bytes, nodes, write_per_node_gb_per_s, aggregate_gb_per_s, read_per_node_gb_per_s
     )
     if write_s is not None:
         sync = CheckpointCost("sync", write_s, write_s, sync.reload_s)
+    if scheme == "in_memory":
+        mem = in_memory_checkpoint(ckpt_bytes, gpus, peer_gb_per_s, host_gb_per_s, replicas)
+        return replace(mem, stored=mem.stall_s + sync.persist_s)
     return sync if scheme == "sync" else _in_background(sync, ckpt_bytes, gpus, host_gb_per_s)

@@ -14,6 +14,7 @@ import html
 import math
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -48,6 +49,7 @@ SECTIONS = (
     "prices",
     "capacity",
     "failures",
+    "simulation",
 )
 
 _TITLES = {
@@ -60,6 +62,7 @@ _TITLES = {
     "prices": "Electricity prices",
     "capacity": "Utilisation of capacity",
     "failures": "Failures and checkpoints",
+    "simulation": "Simulation: cost and deadlines under failures",
 }
 
 _CSS = """
@@ -480,8 +483,11 @@ def render(
     attribution: Attribution | None = None,
     attribution_note: str = "",
     local_times: bool = False,
+    simulation: dict[str, Any] | None = None,
 ) -> str:
-    """The report as one HTML document; ``header`` is how the plan was found (the plan file's
+    """The report as one HTML document (``simulation``: a checked ``trainplan simulate``
+    summary, :func:`planner.report.simulation.check_simulation`, drawn in its section);
+    ``header`` is how the plan was found (the plan file's
     ``"solve"`` object, :func:`planner.checker.read_solved`) and ``attribution`` its saving
     against the lever-free baseline (the plan file's ``"attribution"``; ``attribution_note``
     says why there is none). Without an instance the page says so (with ``instance_note``,
@@ -563,6 +569,12 @@ def render(
         charts["failures"],
         "Expected failures = job failure rate x hours run; checkpoint interval from Daly (2006).",
     ) + _failures(plan, facts)
+    from planner.report import simulation as sim_section
+
+    sim_svg = ""
+    if simulation is not None:
+        sim_svg = svg(sim_section.chart(simulation, plan), "csim", "Simulation chart")
+    body["simulation"] = sim_section.section(simulation, plan, sim_svg)
 
     title = f"trainplan report: {plan.instance or 'plan'}"
     nav = " ".join(f'<a href="#{s}">{_TITLES[s]}</a>' for s in SECTIONS)
