@@ -1461,7 +1461,7 @@ def test_impossible_file_names_are_refused(tmp_path: Path, name: str, why: str) 
 # catalogs and vms.csv, each as the issue found it (exit 4, a key shown, a file overwritten).
 
 
-def _cli(*args: str) -> Result:
+def _trainplan(*args: str) -> Result:
     from planner.cli import _register
 
     _register()
@@ -1481,7 +1481,7 @@ def solved_tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "secret" / "creds.yaml").write_text(
         f"aws_secret_access_key: {SECRET}\naws_access_key_id: {SECRET}\n"
     )
-    res = _cli("solve", str(inst), "-o", str(root / "plans" / "plan.json"))
+    res = _trainplan("solve", str(inst), "-o", str(root / "plans" / "plan.json"))
     assert res.exit_code == 0, res.output
     return {
         "root": root,
@@ -1528,7 +1528,7 @@ def test_a_plans_reference_reads_no_file_outside_its_folder(
     if "instance" in changes:
         changes["instance_file"] = None
     plan = _plan_with(solved_tiny, work, **changes)
-    res = _cli("report", str(plan), "-o", str(work / "r.html"))
+    res = _trainplan("report", str(plan), "-o", str(work / "r.html"))
     assert res.exit_code == 0, res.output
     assert SECRET not in res.output and "aws_" not in res.output
     page = (work / "r.html").read_text()
@@ -1545,7 +1545,7 @@ def test_a_plans_instance_outside_with_the_recorded_hash_is_read(
     data = json.loads(plan.read_text())
     data["instance_file"]["path"] = str(solved_tiny["inst"])
     plan.write_text(json.dumps(data))
-    res = _cli("report", str(plan), "-o", str(tmp_path / "r.html"))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
     assert res.exit_code == 0, res.output
     assert "Prices and capacity use are left out" not in res.output
 
@@ -1557,7 +1557,7 @@ def test_a_grids_base_outside_its_folder_is_refused_unread(tmp_path: Path) -> No
     for base in ("../secret/creds.yaml", str(tmp_path / "secret" / "creds.yaml"), "/etc/passwd"):
         grid = tmp_path / "grids" / "g.yaml"
         grid.write_text(yaml.safe_dump({"base": base, "axes": [{"path": "x", "values": [1]}]}))
-        res = _cli("grid", str(grid), "--dry-run")
+        res = _trainplan("grid", str(grid), "--dry-run")
         assert res.exit_code == 2, res.output
         assert "base:" in res.output and SECRET not in res.output and "aws_" not in res.output
         assert "root:" not in res.output  # /etc/passwd's first line
@@ -1587,7 +1587,7 @@ def test_outputs_are_never_written_through_a_link(tmp_path: Path) -> None:
         ("schema", "-o", str(out / "schema.json")),
         ("init", "-o", str(out / "plan.json"), "--model", "7B", "--force"),
     ):
-        res = _cli(*args)
+        res = _trainplan(*args)
         assert res.exit_code == 2, res.output
         assert "symbolic link" in res.output
         assert "solver" not in res.output  # refused before any solve
@@ -1596,15 +1596,15 @@ def test_outputs_are_never_written_through_a_link(tmp_path: Path) -> None:
 
 def test_a_missing_folder_is_created_before_solving(tmp_path: Path) -> None:
     # before: the plan was solved, then lost: "-o new/plan.json" ended in exit 4
-    res = _cli("solve", str(TINY), "-o", str(tmp_path / "new" / "deeper" / "plan.json"))
+    res = _trainplan("solve", str(TINY), "-o", str(tmp_path / "new" / "deeper" / "plan.json"))
     assert res.exit_code == 0, res.output
     assert (tmp_path / "new" / "deeper" / "plan.json").is_file()
     (tmp_path / "file").write_text("x")
-    res = _cli("solve", str(TINY), "-o", str(tmp_path / "file" / "plan.json"))
+    res = _trainplan("solve", str(TINY), "-o", str(tmp_path / "file" / "plan.json"))
     assert res.exit_code == 2 and "is not a folder" in res.output
     assert "solver" not in res.output
     for args in (("schema",), ("init", "--model", "7B")):
-        res = _cli(*args, "-o", str(tmp_path / "made" / args[0] / "x.yaml"))
+        res = _trainplan(*args, "-o", str(tmp_path / "made" / args[0] / "x.yaml"))
         assert res.exit_code == 0, res.output
 
 
@@ -1618,7 +1618,9 @@ def test_report_pngs_refuse_a_planted_link(solved_tiny: dict[str, Any], tmp_path
     plan.write_text(json.dumps(data))
     (tmp_path / "pngs").mkdir()
     (tmp_path / "pngs" / "gantt.png").symlink_to(victim)
-    res = _cli("report", str(plan), "-o", str(tmp_path / "r.html"), "--png", str(tmp_path / "pngs"))
+    res = _trainplan(
+        "report", str(plan), "-o", str(tmp_path / "r.html"), "--png", str(tmp_path / "pngs")
+    )
     assert res.exit_code == 2, res.output
     assert "symbolic link" in res.output and victim.read_text() == "untouched"
 
@@ -1633,7 +1635,7 @@ def segments(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     root = tmp_path_factory.mktemp("segments")
     inst = root / "seg.json"
     inst.write_text(json.dumps(two_nights()))
-    res = _cli("solve", str(inst), "-o", str(root / "plan.json"), "--no-attribution")
+    res = _trainplan("solve", str(inst), "-o", str(root / "plan.json"), "--no-attribution")
     assert res.exit_code == 0, res.output
     return inst, json.loads((root / "plan.json").read_text())
 
@@ -1665,10 +1667,10 @@ def test_wrong_segment_figures_are_violations(
         seg[field] = value
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))
-    res = _cli("verify", str(inst), str(path))
+    res = _trainplan("verify", str(inst), str(path))
     assert res.exit_code == 1, res.output
     assert expected in " ".join(res.output.split()), res.output
-    res = _cli("report", str(path), "--instance", str(inst), "-o", str(tmp_path / "r.html"))
+    res = _trainplan("report", str(path), "--instance", str(inst), "-o", str(tmp_path / "r.html"))
     assert res.exit_code == 1, res.output
     assert not (tmp_path / "r.html").exists()
 
@@ -1692,7 +1694,7 @@ def test_crafted_blocks_are_refused_not_internal_errors(
     data = json.loads(plan.read_text())
     data["instance_file"]["path"] = str(solved_tiny["inst"])
     plan.write_text(json.dumps(data))
-    res = _cli("report", str(plan), "-o", str(tmp_path / "r.html"))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
     assert res.exit_code == code, res.output
     assert block in res.output
 
@@ -1706,7 +1708,7 @@ def test_an_attribution_that_does_not_add_up_is_refused(
     data = json.loads(plan.read_text())
     data["instance_file"]["path"] = str(solved_tiny["inst"])
     plan.write_text(json.dumps(data))
-    res = _cli("report", str(plan), "-o", str(tmp_path / "r.html"))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
     assert res.exit_code == 1, res.output
     assert "attribution.levers[0]" in res.output
     # consistent but not the instance's baseline: refused too
@@ -1720,7 +1722,7 @@ def test_an_attribution_that_does_not_add_up_is_refused(
     a["levers"][0]["saving"] += shift
     data["attribution"] = a
     plan.write_text(json.dumps(data))
-    res = _cli("report", str(plan), "-o", str(tmp_path / "r.html"))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
     assert res.exit_code == 1, res.output
     assert "lever-free baseline" in res.output
 
@@ -1739,7 +1741,7 @@ def test_import_skypilot_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     for name, body in cases.items():
         src = tmp_path / f"{name}.csv"
         src.write_bytes(body)
-        res = _cli(
+        res = _trainplan(
             "gpus", "import-skypilot", str(src), "--cloud", "aws", "-o", str(tmp_path / "c.yaml")
         )
         assert res.exit_code == 2, (name, res.output)
@@ -1752,7 +1754,7 @@ def test_a_catalog_price_of_nan_is_refused(tmp_path: Path) -> None:
     cat.write_text(
         "format: trainplan-catalog/1\ngpus:\n  H100-SXM: {on_demand_usd_per_gpu_hour: .nan}\n"
     )
-    res = _cli("gpus", "--catalog", str(cat), "--json")
+    res = _trainplan("gpus", "--catalog", str(cat), "--json")
     assert res.exit_code == 2 and "on_demand_usd_per_gpu_hour" in res.output, res.output
 
 

@@ -540,6 +540,11 @@ def estimate_command(
         )
     if mtbf_scope not in ("gpu", "job"):
         fail(f"--mtbf-scope: expected 'gpu' or 'job', got {mtbf_scope!r}")
+    if per_doubling is not None and reference_gpus is None:
+        fail(
+            "--per-doubling needs --reference-gpus (the GPUs the MFU was measured at): "
+            "without it every GPU count runs at the MFU"
+        )
     try:
         spec = gpu_spec(
             gpu,
