@@ -59,7 +59,15 @@ from typing import Any
 import numpy as np
 
 from formulations.greedy import greedy, hottest_tier
-from planner.configs import Config, ConfigSpace, build_config_space, enumerate_phase, gpu_counts
+from planner.configs import (
+    Config,
+    ConfigSpace,
+    build_config_space,
+    enumerate_phase,
+    full_config_space,
+    gpu_counts,
+    plan_key,
+)
 from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
@@ -403,7 +411,7 @@ def _merge(updates: Mapping[str, Mapping[str, Any]], off: Iterable[str]) -> dict
 
 
 def _key(fields: Mapping[str, object]) -> tuple[object, ...]:
-    return tuple(fields[k] for k in _KEY_FIELDS)
+    return plan_key(dict(fields))
 
 
 _KEY_FIELDS = (*CONFIG_FIELDS, "term")
@@ -470,7 +478,7 @@ def asap_plans(inst: Instance, variant: Instance, full: ConfigSpace) -> list[tup
 
 
 def _index(space: ConfigSpace, phase: str) -> dict[tuple[object, ...], Config]:
-    return {_key(x.plan_fields()): x for x in space.by_phase.get(phase, ())}
+    return space.by_plan_fields(phase)  # built once per space, shared by every match
 
 
 def lever_free(inst: Instance) -> LeverFree:
@@ -527,7 +535,7 @@ def lever_free(inst: Instance) -> LeverFree:
             prefix = f"phases.{p.name}."
             for path in [x for x in updates[key] if x.startswith(prefix)]:
                 del updates[key][path]
-    full = build_config_space(inst, prune=False)
+    full = full_config_space(inst)
     for loose, whole in _fallbacks(updates):
         trial = {k: dict(v) for k, v in updates.items()}
         for lever in loose:
@@ -637,7 +645,7 @@ def _rules(
 def solve_baseline(inst: Instance) -> Result:
     """The lever-free baseline as a solver result (``solve(inst, solver="baseline")``)."""
     t0 = time.perf_counter()
-    space = build_config_space(inst, prune=False)
+    space = full_config_space(inst)
     if space.infeasible:
         return Result.no_plan(
             SOLVER,

@@ -1,21 +1,38 @@
-"""trainplan: cost-optimal planning of large-model training."""
+"""trainplan: cost-optimal planning of large-model training.
 
-from typing import Any
+The public names load on first use (:mod:`planner.lazy`), so that ``import planner`` (and
+every command of the command line, which imports this package first) costs no solver, no
+schema and no numpy until something asks for them. ``planner.solve`` is the function
+(``planner.solve(instance, ...) -> Result``), as it always was.
+"""
 
-from planner.instance import Instance, InstanceError, read
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination
-from planner.solve import solve  # the function: planner.solve(instance, ...) -> Result
+from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def __getattr__(name: str) -> Any:
-    """``planner.solve_grid`` loads on first use (it pulls in pandas and rich)."""
-    if name == "solve_grid":
-        from planner.grid import solve_grid
+from planner.lazy import lazy_names
 
-        return solve_grid
-    raise AttributeError(f"module 'planner' has no attribute {name!r}")
+if TYPE_CHECKING:
+    from planner.grid import solve_grid
+    from planner.instance import Instance, InstanceError, read
+    from planner.plan import Plan
+    from planner.result import Result, SolutionStatus, Termination
+    from planner.solve import solve
 
+lazy_names(
+    __name__,
+    {
+        "Instance": "planner.instance",
+        "InstanceError": "planner.instance",
+        "read": "planner.instance",
+        "Plan": "planner.plan",
+        "Result": "planner.result",
+        "SolutionStatus": "planner.result",
+        "Termination": "planner.result",
+        "solve": "planner.solve",
+        "solve_grid": "planner.grid",  # pulls in pandas and rich
+    },
+)
 
 __all__ = [
     "Instance",

@@ -39,7 +39,7 @@ from formulations.baseline import (
     asap_plans,
     lever_free,
 )
-from planner.configs import build_config_space
+from planner.configs import full_config_space
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
 from planner.schedule import Schedule
@@ -326,7 +326,7 @@ def attribute(
             "the baseline and the greedy steps do not know objective.carbon_cap_tonnes: they "
             "may emit more than the cap the plan keeps"
         )
-    full = build_config_space(inst, prune=False)
+    full = full_config_space(inst)  # the lever-free baseline's, built once per instance
     prev: Schedule = lf.schedule
     prev_plan = lf.plan
     steps: list[LeverStep] = []

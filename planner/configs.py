@@ -27,6 +27,7 @@ import math
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -243,6 +244,17 @@ class ConfigSpace:
     def restricted(self, by_phase: dict[str, tuple[Config, ...]]) -> ConfigSpace:
         """The same space with fewer configurations per phase (e.g. after bound pruning)."""
         return ConfigSpace(by_phase, self.infeasible, self.dropped)
+
+    @cached_property
+    def _by_plan_fields(self) -> dict[str, dict[tuple[object, ...], Config]]:
+        return {
+            phase: {plan_key(c.plan_fields()): c for c in cs} for phase, cs in self.by_phase.items()
+        }
+
+    def by_plan_fields(self, phase: str) -> dict[tuple[object, ...], Config]:
+        """The phase's configurations by :func:`plan_key` of their plan fields (how a plan
+        entry names its configuration), built once per space."""
+        return self._by_plan_fields.get(phase, {})
 
     @property
     def size(self) -> int:
@@ -927,16 +939,33 @@ def _migrates_no_worse(inst: Instance, a: Config, b: Config, segmented: bool | N
 def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     """Enumerate every active phase's configurations and drop dominated ones. For a phase
     running on a configuration (``running``), each configuration carries the migration from it
-    (:attr:`Config.entry`) before dominance is decided."""
+    (:attr:`Config.entry`) before dominance is decided. The enumeration is done once per
+    instance (an Instance is frozen): the pruned space of the solvers and the unpruned one of
+    the baseline and the attribution (:func:`full_config_space`) share it."""
     by_phase: dict[str, tuple[Config, ...]] = {}
-    infeasible: list[Infeasibility] = []
     dropped: dict[str, int] = {}
     w = weights(inst)
+    enumerated, infeasible = _enumerated(inst)
+    for name, found in enumerated.items():
+        configs = list(found)
+        kept = _prune(inst, configs, w) if prune and configs else configs
+        if configs:
+            dropped[name] = len(configs) - len(kept)
+        kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
+        by_phase[name] = tuple(replace(c, index=i) for i, c in enumerate(kept))
+    return ConfigSpace(by_phase, infeasible, dropped)
+
+
+def _enumerate(inst: Instance) -> tuple[dict[str, tuple[Config, ...]], tuple[Infeasibility, ...]]:
+    """Every active phase's configurations (with the entry migration of a running phase),
+    in enumeration order, and why the phases without any have none."""
+    out: dict[str, tuple[Config, ...]] = {}
+    infeasible: list[Infeasibility] = []
     for p in inst.active_phases:
         configs, why = enumerate_phase(inst, p)
         if why is not None:
             infeasible.append(why)
-            by_phase[p.name] = ()
+            out[p.name] = ()
             continue
         if p.running is not None:
             if running_config(inst, p) is None:
@@ -950,17 +979,31 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
                         "(precision, layout or offer), so leaving it cannot be priced",
                     )
                 )
-                by_phase[p.name] = ()
+                out[p.name] = ()
                 continue
             configs = with_entry(inst, p, configs)
-        kept = _prune(inst, configs, w) if prune else configs
-        dropped[p.name] = len(configs) - len(kept)
-        kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
-        by_phase[p.name] = tuple(replace(c, index=i) for i, c in enumerate(kept))
-    return ConfigSpace(by_phase, tuple(infeasible), dropped)
+        out[p.name] = tuple(configs)
+    return out, tuple(infeasible)
 
 
-def _plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
+_ENUMERATED: weakref.WeakKeyDictionary[
+    Instance, tuple[dict[str, tuple[Config, ...]], tuple[Infeasibility, ...]]
+] = weakref.WeakKeyDictionary()
+
+
+def _enumerated(
+    inst: Instance,
+) -> tuple[dict[str, tuple[Config, ...]], tuple[Infeasibility, ...]]:
+    """:func:`_enumerate`, once per instance object."""
+    found = _ENUMERATED.get(inst)
+    if found is None:
+        found = _enumerate(inst)
+        _ENUMERATED[inst] = found
+    return found
+
+
+def plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
+    """A configuration's plan fields (:meth:`Config.plan_fields`) as a key, in name order."""
     return tuple(fields_[k] for k in sorted(fields_))
 
 
@@ -1011,7 +1054,7 @@ def running_config(inst: Instance, p: Phase) -> Config | None:
     want["gpus"] = count
     for c in configs:
         fields_ = c.plan_fields()
-        if _plan_key(fields_) == _plan_key(want):
+        if plan_key(fields_) == plan_key(want):
             return c
     return None
 
@@ -1024,10 +1067,10 @@ def with_entry(inst: Instance, p: Phase, configs: list[Config]) -> list[Config]:
     run = running_config(inst, p)
     if run is None:
         return configs
-    key = _plan_key(run.plan_fields())
+    key = plan_key(run.plan_fields())
     out: list[Config] = []
     for c in configs:
-        same = _plan_key(c.plan_fields()) == key
+        same = plan_key(c.plan_fields()) == key
         m = (leave_cost(inst, run) + enter_cost(inst, c)) if same else migration_cost(inst, run, c)
         out.append(replace(c, entry=m.parts(), entry_hours=m.hours, continues=same))
     return out
@@ -1066,6 +1109,19 @@ def _prune(inst: Instance, configs: list[Config], w: Weights) -> list[Config]:
 
 
 _SPACES: weakref.WeakKeyDictionary[Instance, ConfigSpace] = weakref.WeakKeyDictionary()
+_FULL_SPACES: weakref.WeakKeyDictionary[Instance, ConfigSpace] = weakref.WeakKeyDictionary()
+
+
+def full_config_space(inst: Instance) -> ConfigSpace:
+    """The unpruned configuration space of an instance, built once per instance object: the
+    lever-free baseline, the attribution of a plan's saving and the levers match plans in it
+    (:func:`formulations.baseline.rematch`), and share the enumeration with
+    :func:`config_space`."""
+    space = _FULL_SPACES.get(inst)
+    if space is None:
+        space = build_config_space(inst, prune=False)
+        _FULL_SPACES[inst] = space
+    return space
 
 
 def config_space(inst: Instance) -> ConfigSpace:

@@ -653,12 +653,13 @@ def one_phase_instance(inp: EstimateInput, gpus: int, precisions: tuple[str, ...
         region["carbon_intensity"] = {"constant": inp.carbon_g_per_kwh}
     scaling: dict[str, Any] = {
         "kind": inp.scaling,
-        "per_doubling": inp.per_doubling,
         "overlap": inp.overlap,
         "layout": inp.mfu_layout,
     }
-    if inp.reference_gpus is not None:
+    if inp.reference_gpus is not None:  # per_doubling means something away from a reference
         scaling["reference_gpus"] = inp.reference_gpus
+        if inp.scaling == "per_doubling":
+            scaling["per_doubling"] = inp.per_doubling
     failure: dict[str, Any] = {
         "restart_hours": inp.restart_hours,
         "detect_hours": inp.detect_hours,

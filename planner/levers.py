@@ -39,7 +39,7 @@ from formulations.baseline import (
     plan_schedule,
 )
 from planner.attribution import Attribution, attribute
-from planner.configs import build_config_space
+from planner.configs import full_config_space
 from planner.costs import cost_plan, weights
 from planner.instance.model import Instance
 from planner.jsonable import record
@@ -166,7 +166,7 @@ def _alone(
     """(plan on ``inst``, method, note) with only lever ``key`` switched on (a segment lever
     with the lever whose choice it changes at checkpoints, :data:`SEGMENT_NEEDS`)."""
     variant = base.variant(inst, [key, *([SEGMENT_NEEDS[key]] if key in SEGMENT_NEEDS else [])])
-    full = build_config_space(inst, prune=False)
+    full = full_config_space(inst)
     cands: list[Plan] = []
     note = ""
     if key in MILP_LEVERS:

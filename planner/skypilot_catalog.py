@@ -33,6 +33,8 @@ from pathlib import Path
 
 from planner.catalog import CatalogError, resolve_name
 from planner.instance.errors import FieldError
+from planner.instance.files import not_a_file
+from planner.instance.references import MAGNITUDE
 from planner.usercatalog import PriceRow
 
 #: The columns an import needs (SkyPilot catalog schema v5+); ``AvailabilityZone`` is read
@@ -131,20 +133,44 @@ def _number(text: str | None, file: str, line: int, column: str) -> float | None
     try:
         v = float(text)
     except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
         raise SkyPilotCatalogError(
-            file, [FieldError(f"line {line}", f"{column!r} is not a number: {text!r}")]
+            file, [FieldError(f"line {line}", f"{column!r} is not a number: {shown!r}")]
         ) from None
-    if not math.isfinite(v) or v < 0:
+    low, high = MAGNITUDE
+    if not math.isfinite(v) or v < 0 or (v != 0 and not low <= v <= high):
         raise SkyPilotCatalogError(
-            file, [FieldError(f"line {line}", f"{column!r} must be a non-negative number")]
+            file,
+            [
+                FieldError(
+                    f"line {line}",
+                    f"{column!r} must be 0 or a number between {low:g} and {high:g}",
+                )
+            ],
         )
     return v
 
 
 def _rows(path: Path) -> list[_Row]:
+    """The rows of a ``vms.csv``; an unreadable file (not UTF-8, a field over the CSV
+    reader's limit, a FIFO or device) is a :class:`SkyPilotCatalogError` naming it."""
     file = str(path)
-    if not path.is_file():
-        raise SkyPilotCatalogError(file, [FieldError("", "file does not exist")])
+    why = not_a_file(path)
+    if why is not None:
+        raise SkyPilotCatalogError(file, [FieldError("", f"file {why}")])
+    try:
+        return _read_rows(path, file)
+    except UnicodeDecodeError as e:
+        raise SkyPilotCatalogError(file, [FieldError("", f"not UTF-8 text ({e.reason})")]) from None
+    except csv.Error as e:
+        raise SkyPilotCatalogError(file, [FieldError("", f"not readable CSV ({e})")]) from None
+    except OSError as e:
+        raise SkyPilotCatalogError(
+            file, [FieldError("", f"cannot be read ({e.strerror or e})")]
+        ) from None
+
+
+def _read_rows(path: Path, file: str) -> list[_Row]:
     out: list[_Row] = []
     with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)

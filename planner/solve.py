@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
-from planner.instance.model import Instance
 from planner.progress import ProgressFn
 from planner.result import Result, Termination
+
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 

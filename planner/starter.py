@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import yaml
+
 from planner.catalog import CatalogError, catalog_price, resolve_name
 
 #: Market code of a shipped price extract -> its time zone.
@@ -93,7 +95,16 @@ def parse_duration(text: str, start: datetime) -> int:
     m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([dDhHwW])", t)
     if m:
         n = float(m.group(1)) * {"h": 1, "d": 24, "w": 168}[m.group(2).lower()]
-        return max(1, math.ceil(n))
+        hours = max(1, math.ceil(n)) if math.isfinite(n) else 0
+        try:
+            start + timedelta(hours=hours)
+        except OverflowError:
+            hours = 0
+        if hours < 1:
+            raise StarterError(
+                f"--deadline: {text} from {start.isoformat()} ends past the year 9999"
+            )
+        return hours
     try:
         end = datetime.fromisoformat(t.replace("Z", "+00:00"))
     except ValueError:
@@ -111,6 +122,11 @@ def parse_duration(text: str, start: datetime) -> int:
 def parse_region(text: str) -> RegionChoice:
     """``eu-de=DE-LU``, ``DE-LU`` (name ``de-lu``), ``eu-de=DE-LU@aws/eu-central-1``, or
     ``lab=Europe/Berlin`` (a time zone: a region without shipped prices)."""
+    if not text.isprintable():
+        raise StarterError(
+            f"--region {text!r}: names must be printable text (no line breaks or control "
+            "characters)"
+        )
     spec, _, cloud = text.partition("@")
     name, _, what = spec.partition("=")
     if not what:
@@ -131,9 +147,14 @@ def parse_region(text: str) -> RegionChoice:
             pass
         else:
             return RegionChoice(name, None, what, cloud_name, cloud_region)
+    import difflib
+
+    close = difflib.get_close_matches(market, list(MARKETS), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise StarterError(
-        f"--region {text!r}: expected NAME=MARKET with a market of the shipped prices "
-        f"({', '.join(MARKETS)}) or NAME=TIME/ZONE, optionally @cloud/cloud-region"
+        f"--region {text!r}: unknown market {what!r}{hint}; expected NAME=MARKET with a market "
+        f"of the shipped prices ({', '.join(MARKETS)}) or NAME=TIME/ZONE, optionally "
+        "@cloud/cloud-region"
     )
 
 
@@ -172,14 +193,14 @@ def next_monday(now: datetime | None = None) -> datetime:
     return day + timedelta(days=(7 - day.weekday()) % 7 or (7 if n > day else 0))
 
 
-def _model_yaml(model: str) -> tuple[str, str]:
+def _model_entry(model: str) -> tuple[dict[str, object], str]:
     """(the models entry, a comment) for a preset name or a parameter count."""
     from planner.physics.presets import PresetError, preset_fields
 
     params = parse_params(model)
     if params is not None:
         return (
-            f"{{params: {number(params)}, seq_len: 4096}}",
+            {"params": _number(params), "seq_len": 4096},
             "architecture inferred from the parameter count; give layers/hidden/heads or a "
             "preset (trainplan estimate --help lists them) for accuracy",
         )
@@ -187,7 +208,7 @@ def _model_yaml(model: str) -> tuple[str, str]:
         preset_fields(model)
     except PresetError as e:
         raise StarterError(f"--model: {e}") from None
-    return f"{{preset: {model}}}", f"published architecture of {model} (planner/data/models.yaml)"
+    return {"preset": model}, f"published architecture of {model} (planner/data/models.yaml)"
 
 
 def _counts(gpn: int, max_gpus: int) -> list[int]:
@@ -205,131 +226,243 @@ def _counts(gpn: int, max_gpus: int) -> list[int]:
     return sorted(out)
 
 
-def number(x: float) -> str:
-    """A number every YAML reader takes for one: ``2.0e+9`` (YAML 1.1, PyYAML's, wants the
-    dot and the exponent's sign), ``0.8``, ``64``."""
-    if x == int(x) and abs(x) < 1e6:
-        return str(int(x))
-    mant, _, exp = f"{x:.4e}".partition("e")
-    mant = mant.rstrip("0")
-    mant = mant + "0" if mant.endswith(".") else mant
-    return f"{mant}e{int(exp):+d}"
+def _number(x: float) -> int | float:
+    """A whole number as an int (``64``, ``2000000000``), else the float."""
+    return int(x) if float(x).is_integer() and abs(x) < 1e18 else float(x)
 
 
-def _price_lines(gpu: str, spot: bool) -> tuple[str, str]:
+def _offers(gpu: str, spot: bool) -> tuple[dict[str, object], str]:
     price = catalog_price(gpu)
     if price is None:
         return (
-            "{on_demand: {usd_per_gpu_hour: 2.00}}",
+            {"on_demand": {"usd_per_gpu_hour": 2.0}},
             f"{gpu}: no example price in the catalog; 2.00 USD/GPU-h is a PLACEHOLDER",
         )
-    text = f"on_demand: {{usd_per_gpu_hour: {price:.2f}}}"
+    offer: dict[str, object] = {"on_demand": {"usd_per_gpu_hour": round(price, 2)}}
     why = f"ASSUMPTION: {gpu} at the catalog's example list price (trainplan gpus)"
     if spot:
-        text += f", spot: {{usd_per_gpu_hour: {price * 0.4:.2f}, preemptions_per_hour: 0.05}}"
+        offer["spot"] = {"usd_per_gpu_hour": round(price * 0.4, 2), "preemptions_per_hour": 0.05}
         why += "; spot 60% off"
-    return "{" + text + "}", why
+    return offer, why
+
+
+HEADER = (
+    "yaml-language-server: $schema=trainplan.schema.json",
+    "A starter instance written by `trainplan init`; every field is described in",
+    "docs/instance-format.md, `trainplan schema > trainplan.schema.json` lets an editor",
+    "complete and check it. Check it with `trainplan check FILE`, solve it with",
+    "`trainplan solve FILE -o plan.json`. Lines marked ASSUMPTION are guesses to replace.",
+)
 
 
 def render(s: Starter, out_file: Path) -> str:
-    """The starter instance as commented YAML, with CSV paths relative to ``out_file``."""
-    model_yaml, model_note = _model_yaml(s.model)
-    gpn = 8
+    """The starter instance as commented YAML, with CSV paths relative to ``out_file``.
+
+    Every key and value is written by a YAML serializer (:class:`_Doc`), never pasted into
+    the text: a region called ``a: b``, ``{x}`` or one with a newline is a quoted string, not
+    new keys. The text is read back and compared with the document it was written from
+    (:meth:`_Doc.text`), so what the file holds is what was meant."""
     from planner.catalog import gpu_by_name
 
-    gpn = gpu_by_name(s.gpu).gpus_per_node
-    counts = _counts(gpn, s.max_gpus)
+    model_entry, model_note = _model_entry(s.model)
+    counts = _counts(gpu_by_name(s.gpu).gpus_per_node, s.max_gpus)
     end = s.start + timedelta(hours=s.hours)
-    lines = [
-        "# yaml-language-server: $schema=trainplan.schema.json",
-        "# A starter instance written by `trainplan init`; every field is described in",
-        "# docs/instance-format.md, `trainplan schema > trainplan.schema.json` lets an editor",
-        "# complete and check it. Check it with `trainplan check FILE`, solve it with",
-        "# `trainplan solve FILE -o plan.json`. Lines marked ASSUMPTION are guesses to replace.",
-        f"name: {_slug(s.model)}-{'pretrain' if s.pretrain else 'finetune'}",
-        f"horizon: {{start: {s.start.strftime('%Y-%m-%dT%H:%M:%SZ')}, hours: {s.hours}}}"
-        f"   # to {end.strftime('%Y-%m-%d %H:%M')} UTC",
-        "",
-        "gpu_types:          # by catalog name: every figure from `trainplan gpus`",
-        f"  {s.gpu}: {{}}",
-    ]
+    d = _Doc()
+    d.value(0, "name", f"{_slug(s.model)}-{'pretrain' if s.pretrain else 'finetune'}")
+    d.value(
+        0,
+        "horizon",
+        {"start": s.start.strftime("%Y-%m-%dT%H:%M:%SZ"), "hours": s.hours},
+        f"to {end.strftime('%Y-%m-%d %H:%M')} UTC",
+    )
+    d.blank()
     if s.catalog is not None:
-        lines[-2:-2] = [
-            f"gpu_catalog: {_local_copy(s.catalog, out_file, 'catalogs')}   # prices imported "
-            "with `trainplan gpus import-skypilot`",
-            "",
-        ]
-    if s.eval_gpu and s.eval_gpu != s.gpu:
-        lines.append(f"  {s.eval_gpu}: {{}}")
-    lines += ["", "regions:"]
+        d.value(
+            0,
+            "gpu_catalog",
+            _local_copy(s.catalog, out_file, "catalogs"),
+            "prices imported with `trainplan gpus import-skypilot`",
+        )
+        d.blank()
     gpus = [s.gpu] + ([s.eval_gpu] if s.eval_gpu and s.eval_gpu != s.gpu else [])
+    d.block(0, "gpu_types", "by catalog name: every figure from `trainplan gpus`")
+    for g in gpus:
+        d.value(1, g, {})
+    d.blank()
+    d.block(0, "regions")
     for r in s.regions:
-        lines.append(f"  {r.name}:")
-        lines.append(f"    timezone: {r.timezone}")
-        lines.append("    pue: 1.3              # ASSUMPTION: the site's PUE (or cooling: liquid)")
+        d.block(1, r.name)
+        d.value(2, "timezone", r.timezone)
+        d.value(2, "pue", 1.3, "ASSUMPTION: the site's PUE (or cooling: liquid)")
         if r.cloud:
-            lines.append(f"    cloud: {r.cloud}")
+            d.value(2, "cloud", r.cloud)
         if r.cloud_region:
-            lines.append(f"    cloud_region: {r.cloud_region}   # for trainplan export")
-        lines.append(f"    site: {site_of_choice(r)}   # {POWER_NOTE[site_of_choice(r)]}")
+            d.value(2, "cloud_region", r.cloud_region, "for trainplan export")
+        site = site_of_choice(r)
+        d.value(2, "site", site, POWER_NOTE[site])
         csv = _price_csv(s, r, out_file)
         if csv is not None:
-            lines += [
-                "    electricity:        # day-ahead prices of 2023 as a price profile:",
-                "      # each hour reads 2023's price of the same weekday and local hour",
-                f"      csv: {csv}",
-                '      column: "Price (USD/MWh)"',
-                '      time_column: "Datetime (UTC)"',
-                f"      reference_year: {REFERENCE_YEAR}",
-                "    price_adder_usd_per_mwh: 40   # ASSUMPTION: taxes and grid fees",
-            ]
+            d.block(2, "electricity", "day-ahead prices of 2023 as a price profile:")
+            d.comment(3, "each hour reads 2023's price of the same weekday and local hour")
+            d.value(3, "csv", csv)
+            d.value(3, "column", "Price (USD/MWh)")
+            d.value(3, "time_column", "Datetime (UTC)")
+            d.value(3, "reference_year", REFERENCE_YEAR)
+            d.value(2, "price_adder_usd_per_mwh", 40, "ASSUMPTION: taxes and grid fees")
         else:
-            lines.append(
-                "    electricity: {constant: 100}   # ASSUMPTION: USD/MWh; put a CSV series here"
+            d.value(
+                2,
+                "electricity",
+                {"constant": 100},
+                "ASSUMPTION: USD/MWh; put a CSV series here",
             )
-        cap = ", ".join(f"{g}: {s.max_gpus if g == s.gpu else 16}" for g in gpus)
-        lines.append(f"    capacity: {{{cap}}}   # ASSUMPTION: GPUs you can rent at once")
+        cap = {g: s.max_gpus if g == s.gpu else 16 for g in gpus}
+        d.value(2, "capacity", cap, "ASSUMPTION: GPUs you can rent at once")
         own = [g for g in gpus if not _from_catalog(s, r, g)]
-        lines.append("    offers:" if own else "    offers: {}")
+        if not own:
+            d.value(2, "offers", {})
+        else:
+            d.block(2, "offers")
         for g in gpus:
             if g not in own:
-                lines.append(
-                    f"      # {g}: on-demand and spot prices from gpu_catalog "
-                    f"({r.cloud}/{r.cloud_region or r.name}, the cheapest standard zone)"
+                d.comment(
+                    3,
+                    f"{g}: on-demand and spot prices from gpu_catalog "
+                    f"({r.cloud}/{r.cloud_region or r.name}, the cheapest standard zone)",
                 )
                 continue
-            text, why = _price_lines(g, spot=g != s.gpu)
-            lines.append(f"      # {why}")
-            lines.append(f"      {g}: {text}")
-    lines += [
-        "",
-        "models:",
-        f"  model: {model_yaml}   # {model_note}",
-        "",
-        "phases:",
-        f"  - name: {'pretrain' if s.pretrain else 'finetune'}",
-        "    model: model",
-        f"    work: {{tokens: {number(s.tokens)}}}   # ASSUMPTION: tokens to train on",
-        f"    gpu_types: [{s.gpu}]",
-        f"    options: {{gpu_counts: [{', '.join(map(str, counts))}], contracts: [on_demand]}}",
-        "    # the planner tries only the GPU counts listed",
-    ]
+            offer, why = _offers(g, spot=g != s.gpu)
+            d.comment(3, why)
+            d.value(3, g, offer)
+    d.blank()
+    d.block(0, "models")
+    d.value(1, "model", model_entry, model_note)
+    d.blank()
+    main = "pretrain" if s.pretrain else "finetune"
+    phase: dict[str, object] = {
+        "name": main,
+        "model": "model",
+        "work": {"tokens": _number(s.tokens)},
+        "gpu_types": [s.gpu],
+        "options": {"gpu_counts": counts, "contracts": ["on_demand"]},
+    }
+    notes = {"work": "ASSUMPTION: tokens to train on", "options": "the planner tries only these"}
     if s.data_gb or s.data_region:
-        home = f", home_region: {s.data_region}" if s.data_region else ""
-        lines.append(f"    data: {{size_gb: {number(s.data_gb)}{home}}}")
+        data: dict[str, object] = {"size_gb": _number(s.data_gb)}
+        if s.data_region:
+            data["home_region"] = s.data_region
+        phase["data"] = data
+    phases = [(phase, notes)]
     if s.eval_gpu:
-        lines += [
-            "  - name: evaluation",
-            "    kind: evaluation",
-            "    model: model",
-            "    predecessors: [" + ("pretrain" if s.pretrain else "finetune") + "]",
-            f"    work: {{tokens: {number(s.eval_tokens)}, passes: forward}}"
-            "   # forward passes only (kind is a label)",
-            f"    gpu_types: [{s.eval_gpu}]",
-            "    preemptible: true   # it may pause through dear hours and run on spot",
-            "    options: {gpu_counts: [1, 2, 4, 8], contracts: [on_demand, spot]}",
-        ]
-    return "\n".join(lines) + "\n"
+        ev: dict[str, object] = {
+            "name": "evaluation",
+            "kind": "evaluation",
+            "model": "model",
+            "predecessors": [main],
+            "work": {"tokens": _number(s.eval_tokens), "passes": "forward"},
+            "gpu_types": [s.eval_gpu],
+            "preemptible": True,
+            "options": {"gpu_counts": [1, 2, 4, 8], "contracts": ["on_demand", "spot"]},
+        }
+        ev_notes = {
+            "work": "forward passes only (kind is a label)",
+            "preemptible": "it may pause through dear hours and run on spot",
+        }
+        phases.append((ev, ev_notes))
+    d.items(0, "phases", phases)
+    return d.text()
+
+
+def _flow(value: object) -> str:
+    """``value`` as one line of YAML in flow style, by the serializer (quoted where YAML
+    would read it otherwise: ``'a: b'``, ``'{x}'``, ``"a\\nb"``)."""
+    text = yaml.safe_dump(
+        value, default_flow_style=True, width=1 << 30, allow_unicode=True, sort_keys=False
+    )
+    lines = [ln for ln in text.splitlines() if ln != "..."]
+    if len(lines) != 1:  # a flow scalar never spans lines at this width
+        raise StarterError(f"cannot write {value!r} on one line")
+    return lines[0]
+
+
+def _comment(text: str) -> str:
+    """A comment's text on one line (a newline in it would end the comment)."""
+    return " ".join(text.split())
+
+
+class _Doc:
+    """A YAML document written line by line with comments: keys and values go through the
+    serializer (:func:`_flow`); the document they make is kept alongside (``data``) and
+    compared with the text read back (:meth:`text`)."""
+
+    def __init__(self) -> None:
+        self.lines = [f"# {h}" for h in HEADER]
+        self.data: dict[str, object] = {}
+        self._path: list[dict[str, object]] = [self.data]
+
+    def _at(self, level: int) -> dict[str, object]:
+        del self._path[level + 1 :]
+        return self._path[level]
+
+    def _line(self, level: int, text: str, note: str | None) -> None:
+        self.lines.append("  " * level + text + (f"   # {_comment(note)}" if note else ""))
+
+    def value(self, level: int, key: str, value: object, note: str | None = None) -> None:
+        self._at(level)[key] = value
+        self._line(level, f"{_flow(key)}: {_flow(value)}", note)
+
+    def block(self, level: int, key: str, note: str | None = None) -> None:
+        child: dict[str, object] = {}
+        self._at(level)[key] = child
+        self._path.append(child)
+        self._line(level, f"{_flow(key)}:", note)
+
+    def items(
+        self, level: int, key: str, entries: list[tuple[dict[str, object], dict[str, str]]]
+    ) -> None:
+        """A list of mappings in block style, a comment after the fields named in each
+        entry's notes."""
+        self._at(level)[key] = [e for e, _ in entries]
+        self._line(level, f"{_flow(key)}:", None)
+        for entry, notes in entries:
+            for i, (k, v) in enumerate(entry.items()):
+                lead = "  " * (level + 1) + ("- " if i == 0 else "  ")
+                self.lines.append(
+                    lead
+                    + f"{_flow(k)}: {_flow(v)}"
+                    + (f"   # {_comment(notes[k])}" if k in notes else "")
+                )
+
+    def comment(self, level: int, text: str) -> None:
+        self.lines.append("  " * level + f"# {_comment(text)}")
+
+    def blank(self) -> None:
+        self.lines.append("")
+
+    def text(self) -> str:
+        from planner.instance.load import load_yaml_text
+
+        out = "\n".join(self.lines) + "\n"
+        if load_yaml_text(out, "<init>") != self.data:  # a bug, never a user's input
+            raise RuntimeError("the starter instance does not read back as written")
+        return out
+
+
+def check_starter(text: str, out_file: Path) -> None:
+    """The starter, read as ``trainplan check`` would read it from ``out_file`` (its price
+    extracts beside it): :class:`StarterError` with every problem when it is refused, so that
+    ``init`` never writes a file ``check`` refuses (a name the schema does not take, a count
+    beyond the caps, a horizon past year 9999)."""
+    from planner.instance.errors import InstanceError
+    from planner.instance.load import load_yaml_text
+    from planner.instance.read import from_dict
+
+    try:
+        from_dict(load_yaml_text(text, str(out_file)), str(out_file), out_file.parent)
+    except InstanceError as e:
+        raise StarterError(
+            "the starter would not be a valid instance: " + "; ".join(str(fe) for fe in e.errors)
+        ) from None
 
 
 def _from_catalog(s: Starter, r: RegionChoice, gpu: str) -> bool:
@@ -365,10 +498,16 @@ def _local_copy(path: Path, out_file: Path, kind: str) -> str:
     folder = out_file.resolve().parent
     rel = Path(os.path.relpath(path.resolve(), folder))
     if rel.parts and rel.parts[0] == "..":
+        from planner.outfiles import OutputError, check_output, replacing
+
         local = folder / "data" / kind / path.name
-        if not local.is_file():
-            local.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, local)
+        try:
+            check_output(local)  # no link written through, the folders made
+            if not local.is_file():
+                with replacing(local) as tmp:
+                    shutil.copyfile(path, tmp)
+        except (OutputError, OSError) as e:
+            raise StarterError(f"-o: cannot copy the file to {local}: {e}") from None
         rel = local.relative_to(folder)
     return rel.as_posix()
 

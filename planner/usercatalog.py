@@ -21,6 +21,7 @@ price) and ``memory_unit`` (GiB or GB), as the built-in catalog does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,9 @@ from planner.instance.errors import FieldError
 from planner.instance.schema import GpuType
 
 CATALOG_FORMAT = "trainplan-catalog/1"
-#: Keys a catalog entry may hold beside GpuType's fields.
-EXTRA_KEYS = (PRICE_KEY, MEMORY_UNIT_KEY)
+#: Keys a catalog entry may hold beside GpuType's fields (``memory_unit`` is one of them: it
+#: travels with the figures into the instance, so 80 GB in GB is 80e9 bytes in plans too).
+EXTRA_KEYS = (PRICE_KEY,)
 
 NonNeg = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 
@@ -212,10 +214,17 @@ def read_user_catalog(path: str | Path) -> UserCatalog:
             )
             continue
         price = raw.get(PRICE_KEY, base.price if base is not None else None)
-        if price is not None and (not isinstance(price, int | float) or price < 0):
-            errors.append(FieldError(f"{where}.{PRICE_KEY}", "expected a non-negative number"))
+        if price is not None and (
+            isinstance(price, bool)
+            or not isinstance(price, int | float)
+            or not math.isfinite(price)
+            or price < 0
+        ):
+            errors.append(
+                FieldError(f"{where}.{PRICE_KEY}", "expected a finite non-negative number")
+            )
             continue
-        unit = str(raw.get(MEMORY_UNIT_KEY, base.memory_unit if base is not None else "GiB"))
+        unit = str(fields.get(MEMORY_UNIT_KEY, "GiB"))
         entries[name] = CatalogEntry(
             name, fields, None if price is None else float(price), unit, file
         )

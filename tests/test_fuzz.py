@@ -60,6 +60,8 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from fuzz_surfaces import FAMILIES as SURFACES
+from fuzz_surfaces import SurfaceCase, surface_cases
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
@@ -100,6 +102,10 @@ SHORT_EXAMPLES = 300
 SHORT_SOLVE_PERCENT = 30
 LONG_EXAMPLES = 10_000
 LONG_SOLVE_PERCENT = 15
+#: Share of the long run's cases drawn from the surface families (tests/fuzz_surfaces.py).
+LONG_SURFACE_PERCENT = 30
+#: Surface cases of the default run (derandomised).
+SHORT_SURFACE_EXAMPLES = 90
 
 NO_PLAN = {
     Termination.INFEASIBLE.value,
@@ -886,6 +892,46 @@ def run_case(case: Case, tally: Counter[str]) -> None:
         tally[f"family:{fam.group(1) if fam else m[:20]}"] += 1
 
 
+def run_surface(case: SurfaceCase, tally: Counter[str]) -> None:
+    """One case of the surface families (tests/fuzz_surfaces.py) under the same deadline and
+    leak check as the instance cases."""
+    note(f"{case.family}: {case.drawn}")
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, CASE_DEADLINE_S)
+    try:
+        outcome = case.judge(no_leak)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert outcome.split(":")[0] == case.family, outcome
+    tally[outcome] += 1
+    tally["cases"] += 1
+    tally[f"family:{case.family}"] += 1
+
+
+def surfaces() -> st.SearchStrategy[SurfaceCase]:
+    """The surface families over the fuzz world (its catalog references are the csv ones;
+    its secret files are what a crafted plan names)."""
+    w = world()
+    secrets = [str(w.secret / "secret.txt"), "../secret/secret.txt", "link_secret.csv"]
+    secrets += ["/etc/passwd", "/proc/self/environ", "../" * 12 + "etc/shadow"]
+    return surface_cases(w.inst, csv_refs(), secrets)
+
+
+def mixed(solve_percent: int, most_items: int, surface_percent: int) -> st.SearchStrategy[Any]:
+    """Instance cases and surface cases, ``surface_percent`` of them surfaces."""
+    return st.integers(0, 99).flatmap(
+        lambda k: surfaces() if k < surface_percent else cases(solve_percent, most_items)
+    )
+
+
+def run_any(case: Case | SurfaceCase, tally: Counter[str]) -> None:
+    if isinstance(case, SurfaceCase):
+        run_surface(case, tally)
+    else:
+        run_case(case, tally)
+
+
 _SETTINGS: dict[str, Any] = {
     "deadline": None,
     "database": None,
@@ -960,6 +1006,22 @@ def test_fuzz_short(monkeypatch: pytest.MonkeyPatch) -> None:
     assert any(f.startswith("long ") for f in families), families
 
 
+def test_fuzz_surfaces_short() -> None:
+    """SHORT_SURFACE_EXAMPLES derandomised cases of the surface families (plan files,
+    catalogs, vms.csv, init flags, profiles around year ends and clock changes, local-time
+    CSVs); every family drawn."""
+    tally: Counter[str] = Counter()
+
+    @settings(max_examples=SHORT_SURFACE_EXAMPLES, derandomize=True, **_SETTINGS)
+    @given(surfaces())
+    def run(case: SurfaceCase) -> None:
+        run_surface(case, tally)
+
+    run()
+    assert tally["cases"] >= SHORT_SURFACE_EXAMPLES
+    assert set(_families(tally)) == set(SURFACES), _families(tally)
+
+
 @pytest.mark.fuzz_long
 @pytest.mark.timeout(6 * 3600)
 def test_fuzz_long(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -969,9 +1031,9 @@ def test_fuzz_long(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monke
     t0 = time.perf_counter()
 
     @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
-    @given(cases(LONG_SOLVE_PERCENT, 50_000))
-    def run(case: Case) -> None:
-        run_case(case, tally)
+    @given(mixed(LONG_SOLVE_PERCENT, 50_000, LONG_SURFACE_PERCENT))
+    def run(case: Case | SurfaceCase) -> None:
+        run_any(case, tally)
 
     try:
         run()
@@ -984,9 +1046,12 @@ def test_fuzz_long(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monke
                 f"{outcomes}\nfamilies drawn: {families}"
             )
     assert tally["cases"] >= LONG_EXAMPLES
-    assert all(k in OUTCOMES or k.removeprefix("known:") in KNOWN for k in _outcomes(tally))
+    assert all(
+        k in OUTCOMES or k.removeprefix("known:") in KNOWN or k.split(":")[0] in SURFACES
+        for k in _outcomes(tally)
+    )
     assert tally["invalid"] > 0 and tally["plan"] > 0
-    assert set(_families(tally)) >= FAMILIES
+    assert set(_families(tally)) >= FAMILIES | set(SURFACES)
 
 
 # ----------------------------------------------------------------------------- found by fuzzing

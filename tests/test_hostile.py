@@ -1454,3 +1454,324 @@ def test_impossible_file_names_are_refused(tmp_path: Path, name: str, why: str) 
     res, _ = run_check(f)
     assert res.exit_code == 2, res.output
     assert "internal error" not in res.output and "Traceback" not in res.output
+
+
+# ----------------------------------------------------------------------------- issue 26
+# The third round: references a plan or a grid makes, output paths, crafted plan files,
+# catalogs and vms.csv, each as the issue found it (exit 4, a key shown, a file overwritten).
+
+
+def _trainplan(*args: str) -> Result:
+    from planner.cli import _register
+
+    _register()
+    return CliRunner().invoke(app, list(args), env={"TRAINPLAN_NO_PROGRESS": "1"})
+
+
+@pytest.fixture(scope="module")
+def solved_tiny(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """tiny solved once into plans/plan.json (with its attribution), its instance in inst/,
+    and a secret YAML of credentials beside them."""
+    root = tmp_path_factory.mktemp("solved")
+    (root / "inst").mkdir()
+    (root / "plans").mkdir()
+    (root / "secret").mkdir()
+    inst = root / "inst" / "tiny.yaml"
+    inst.write_text(TINY.read_text())
+    (root / "secret" / "creds.yaml").write_text(
+        f"aws_secret_access_key: {SECRET}\naws_access_key_id: {SECRET}\n"
+    )
+    res = _trainplan("solve", str(inst), "-o", str(root / "plans" / "plan.json"))
+    assert res.exit_code == 0, res.output
+    return {
+        "root": root,
+        "inst": inst,
+        "plan": json.loads((root / "plans" / "plan.json").read_text()),
+    }
+
+
+def _plan_with(solved: dict[str, Any], tmp_path: Path, **changes: Any) -> Path:
+    data = copy.deepcopy(solved["plan"])
+    for k, v in changes.items():
+        if v is None:
+            data.pop(k, None)
+        else:
+            data[k] = v
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        {"instance": "SECRETFILE"},
+        {"instance": "../secret/creds"},
+        {"instance_file": {"path": "SECRETFILE", "sha256": "0" * 64}},
+        {"instance_file": {"path": "../secret/creds.yaml", "sha256": "0" * 64}},
+    ],
+    ids=["instance absolute", "instance relative", "file absolute", "file relative"],
+)
+def test_a_plans_reference_reads_no_file_outside_its_folder(
+    solved_tiny: dict[str, Any], tmp_path: Path, ref: dict[str, Any]
+) -> None:
+    # before: report read the file the plan named and printed its keys
+    # ("aws_secret_access_key: unknown field") and some values
+    secret = solved_tiny["root"] / "secret" / "creds.yaml"
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "creds.yaml").write_text(secret.read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    changes = {
+        k: json.loads(json.dumps(v).replace("SECRETFILE", str(secret))) for k, v in ref.items()
+    }
+    if "instance" in changes:
+        changes["instance_file"] = None
+    plan = _plan_with(solved_tiny, work, **changes)
+    res = _trainplan("report", str(plan), "-o", str(work / "r.html"))
+    assert res.exit_code == 0, res.output
+    assert SECRET not in res.output and "aws_" not in res.output
+    page = (work / "r.html").read_text()
+    assert SECRET not in page and "aws_" not in page
+    assert "not checked against an instance" in page or "not checked" in res.output
+
+
+def test_a_plans_instance_outside_with_the_recorded_hash_is_read(
+    solved_tiny: dict[str, Any], tmp_path: Path
+) -> None:
+    # a plan written to another folder than its instance: the file's bytes have the SHA-256
+    # the plan records, so whoever wrote the plan knew its content; it is read
+    plan = _plan_with(solved_tiny, tmp_path)
+    data = json.loads(plan.read_text())
+    data["instance_file"]["path"] = str(solved_tiny["inst"])
+    plan.write_text(json.dumps(data))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 0, res.output
+    assert "Prices and capacity use are left out" not in res.output
+
+
+def test_a_grids_base_outside_its_folder_is_refused_unread(tmp_path: Path) -> None:
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "creds.yaml").write_text(f"aws_secret_access_key: {SECRET}\n")
+    (tmp_path / "grids").mkdir()
+    for base in ("../secret/creds.yaml", str(tmp_path / "secret" / "creds.yaml"), "/etc/passwd"):
+        grid = tmp_path / "grids" / "g.yaml"
+        grid.write_text(yaml.safe_dump({"base": base, "axes": [{"path": "x", "values": [1]}]}))
+        res = _trainplan("grid", str(grid), "--dry-run")
+        assert res.exit_code == 2, res.output
+        assert "base:" in res.output and SECRET not in res.output and "aws_" not in res.output
+        assert "root:" not in res.output  # /etc/passwd's first line
+
+
+def test_a_gpu_catalog_is_checked_when_every_gpu_is_complete(tmp_path: Path) -> None:
+    # before: gpu_catalog was looked at only when some GPU type needed it; /etc/passwd passed
+    for ref in ("/etc/passwd", "../secret.yaml", "missing.yaml"):
+        doc = load_document(TINY)  # every GPU type of tiny gives its own figures
+        doc["gpu_catalog"] = ref
+        with pytest.raises(InstanceError) as e:
+            from_dict(doc, "<test>", tmp_path)
+        assert [fe.path for fe in e.value.errors] == ["gpu_catalog"], str(e.value)
+
+
+@pytest.mark.skipif(not POSIX, reason="symbolic links need POSIX")
+def test_outputs_are_never_written_through_a_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "plan.json").symlink_to(victim)
+    (out / "schema.json").symlink_to(victim)
+    (out / "r.html").symlink_to(victim)
+    for args in (
+        ("solve", str(TINY), "-o", str(out / "plan.json")),
+        ("schema", "-o", str(out / "schema.json")),
+        ("init", "-o", str(out / "plan.json"), "--model", "7B", "--force"),
+    ):
+        res = _trainplan(*args)
+        assert res.exit_code == 2, res.output
+        assert "symbolic link" in res.output
+        assert "solver" not in res.output  # refused before any solve
+    assert victim.read_text() == "untouched"
+
+
+def test_a_missing_folder_is_created_before_solving(tmp_path: Path) -> None:
+    # before: the plan was solved, then lost: "-o new/plan.json" ended in exit 4
+    res = _trainplan("solve", str(TINY), "-o", str(tmp_path / "new" / "deeper" / "plan.json"))
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "new" / "deeper" / "plan.json").is_file()
+    (tmp_path / "file").write_text("x")
+    res = _trainplan("solve", str(TINY), "-o", str(tmp_path / "file" / "plan.json"))
+    assert res.exit_code == 2 and "is not a folder" in res.output
+    assert "solver" not in res.output
+    for args in (("schema",), ("init", "--model", "7B")):
+        res = _trainplan(*args, "-o", str(tmp_path / "made" / args[0] / "x.yaml"))
+        assert res.exit_code == 0, res.output
+
+
+@pytest.mark.skipif(not POSIX, reason="symbolic links need POSIX")
+def test_report_pngs_refuse_a_planted_link(solved_tiny: dict[str, Any], tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    plan = _plan_with(solved_tiny, tmp_path)
+    data = json.loads(plan.read_text())
+    data["instance_file"]["path"] = str(solved_tiny["inst"])
+    plan.write_text(json.dumps(data))
+    (tmp_path / "pngs").mkdir()
+    (tmp_path / "pngs" / "gantt.png").symlink_to(victim)
+    res = _trainplan(
+        "report", str(plan), "-o", str(tmp_path / "r.html"), "--png", str(tmp_path / "pngs")
+    )
+    assert res.exit_code == 2, res.output
+    assert "symbolic link" in res.output and victim.read_text() == "untouched"
+
+
+# crafted segment figures and blocks: verify rejects them (1), report never prints them
+
+
+@pytest.fixture(scope="module")
+def segments(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    from test_segments import two_nights
+
+    root = tmp_path_factory.mktemp("segments")
+    inst = root / "seg.json"
+    inst.write_text(json.dumps(two_nights()))
+    res = _trainplan("solve", str(inst), "-o", str(root / "plan.json"), "--no-attribution")
+    assert res.exit_code == 0, res.output
+    return inst, json.loads((root / "plan.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("work", -4.0, "segment 1 states it does -4 of the work"),
+        ("work", 5.0, "segment 1 states it does 5 of the work"),
+        ("migration.hours", 99.0, "states hours 99"),
+        ("migration.from", "7", "comes from '7'"),
+        ("hours", [10**12], "outside"),
+    ],
+)
+def test_wrong_segment_figures_are_violations(
+    segments: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    field: str,
+    value: Any,
+    expected: str,
+) -> None:
+    inst, plan = segments
+    data = copy.deepcopy(plan)
+    seg = data["phases"][0]["segments"][1]
+    if "." in field:
+        a, b = field.split(".")
+        seg[a][b] = value
+    else:
+        seg[field] = value
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    res = _trainplan("verify", str(inst), str(path))
+    assert res.exit_code == 1, res.output
+    assert expected in " ".join(res.output.split()), res.output
+    res = _trainplan("report", str(path), "--instance", str(inst), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 1, res.output
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("block", "value", "code"),
+    [
+        ("attribution", "x", 2),
+        ("attribution", {"format": "trainplan-attribution/1"}, 2),
+        ("replan", {"from_hour": 5, "changes": "x"}, 2),
+        ("replan", {"from_hour": "x"}, 2),
+        ("replan", [1, 2], 2),
+        ("replan", {"from_hour": 9999}, 1),
+    ],
+)
+def test_crafted_blocks_are_refused_not_internal_errors(
+    solved_tiny: dict[str, Any], tmp_path: Path, block: str, value: Any, code: int
+) -> None:
+    # before: exit 4 (TypeError: string indices must be integers) or printed as given
+    plan = _plan_with(solved_tiny, tmp_path, **{block: value})
+    data = json.loads(plan.read_text())
+    data["instance_file"]["path"] = str(solved_tiny["inst"])
+    plan.write_text(json.dumps(data))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == code, res.output
+    assert block in res.output
+
+
+def test_an_attribution_that_does_not_add_up_is_refused(
+    solved_tiny: dict[str, Any], tmp_path: Path
+) -> None:
+    a = copy.deepcopy(solved_tiny["plan"]["attribution"])
+    a["baseline"]["objective"] *= 10  # "saves 90%"
+    plan = _plan_with(solved_tiny, tmp_path, attribution=a)
+    data = json.loads(plan.read_text())
+    data["instance_file"]["path"] = str(solved_tiny["inst"])
+    plan.write_text(json.dumps(data))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 1, res.output
+    assert "attribution.levers[0]" in res.output
+    # consistent but not the instance's baseline: refused too
+    for step in a["levers"]:
+        step["cost"] = step["cost"]  # unchanged chain: shift the whole baseline instead
+    a = copy.deepcopy(solved_tiny["plan"]["attribution"])
+    shift = 1000.0
+    a["baseline"]["objective"] += shift
+    a["baseline"]["costs"]["rental"] += shift
+    a["baseline"]["costs"]["total"] += shift
+    a["levers"][0]["saving"] += shift
+    data["attribution"] = a
+    plan.write_text(json.dumps(data))
+    res = _trainplan("report", str(plan), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 1, res.output
+    assert "lever-free baseline" in res.output
+
+
+# catalogs and price lists
+
+
+def test_import_skypilot_refuses_what_it_cannot_read(tmp_path: Path) -> None:
+    head = b"InstanceType,AcceleratorName,AcceleratorCount,Region,Price,SpotPrice\n"
+    cases = {
+        "overflow": head + b"p5,H100,1e-300,us-east-1,1e300,\n",
+        "latin1": head + b"p5,H\xe9100,8,us-east-1,98,\n",
+        "long field": head + b"p5," + b"A" * 140_000 + b",8,us,1,\n",
+        "nan": head + b"p5,H100,8,us,nan,\n",
+    }
+    for name, body in cases.items():
+        src = tmp_path / f"{name}.csv"
+        src.write_bytes(body)
+        res = _trainplan(
+            "gpus", "import-skypilot", str(src), "--cloud", "aws", "-o", str(tmp_path / "c.yaml")
+        )
+        assert res.exit_code == 2, (name, res.output)
+        assert "internal error" not in res.output
+
+
+def test_a_catalog_price_of_nan_is_refused(tmp_path: Path) -> None:
+    # before: gpus --json ended in exit 4 (ValueError: Out of range float values)
+    cat = tmp_path / "c.yaml"
+    cat.write_text(
+        "format: trainplan-catalog/1\ngpus:\n  H100-SXM: {on_demand_usd_per_gpu_hour: .nan}\n"
+    )
+    res = _trainplan("gpus", "--catalog", str(cat), "--json")
+    assert res.exit_code == 2 and "on_demand_usd_per_gpu_hour" in res.output, res.output
+
+
+def test_a_catalogs_memory_unit_reaches_the_plan(tmp_path: Path) -> None:
+    # before: gpus --catalog showed 80 GB, plans got 81.6 (80 GiB less headroom, in GB)
+    from planner.configs import config_space
+
+    (tmp_path / "cat.yaml").write_text(
+        "format: trainplan-catalog/1\ngpus:\n  A100: {catalog: A100-SXM-80GB, memory_unit: GB}\n"
+    )
+    doc = load_document(TINY)
+    doc["gpu_catalog"] = "cat.yaml"
+    doc["gpu_types"]["A100"] = {"catalog": "A100"}
+    inst = from_dict(doc, "<test>", tmp_path)
+    g = inst.gpu("A100")
+    assert (g.memory_gb, g.memory_unit) == (80, "GB")
+    c = next(c for c in config_space(inst)["finetune"] if c.gpu == "A100")
+    # usable memory per GPU: 80e9 bytes x (1 - headroom), in GB
+    want = 80.0 * (1 - inst.spec.memory.headroom)
+    assert c.memory.capacity_gb == pytest.approx(want, rel=1e-9)

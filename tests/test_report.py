@@ -396,8 +396,13 @@ def test_cli_missing_plan_and_bad_output(plan: Plan, tmp_path: Path) -> None:
     r = run(tmp_path / "nope.json")
     assert r.exit_code == 2 and f"{tmp_path / 'nope.json'}: file does not exist" in r.stderr
     plan.write(tmp_path / "plan.json")
+    # a missing folder is created (and named); a file where a folder should be is refused
     r = run(tmp_path / "plan.json", "-o", tmp_path / "no" / "such" / "r.html")
-    assert r.exit_code == 2 and "does not exist" in r.stderr
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "no" / "such" / "r.html").is_file()
+    assert f"created folder {tmp_path / 'no'}" in r.stderr
+    r = run(tmp_path / "plan.json", "-o", tmp_path / "plan.json" / "r.html")
+    assert r.exit_code == 2 and "is not a folder" in r.stderr
     # The default output is PLAN with the suffix .html: never the plan file itself.
     plan.write(tmp_path / "plan.html")
     r = run(tmp_path / "plan.html")

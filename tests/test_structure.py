@@ -25,6 +25,8 @@ PACKAGES = ("planner", "formulations")
 
 #: Modules (and packages) below formulations; everything else in planner is an upper layer.
 LOWER = (
+    "planner.lazy",
+    "planner.outfiles",
     "planner.instance",
     "planner.physics",
     "planner.catalog",

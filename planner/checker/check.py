@@ -15,7 +15,7 @@ from planner.checker.costs import (
 )
 from planner.checker.figures import check_figures
 from planner.checker.recompute import PhaseFacts, derive, running_facts
-from planner.checker.segments import check_segments, check_work_across
+from planner.checker.segments import check_segment_work, check_segments, check_work_across
 from planner.checker.violation import Verification, Violation
 from planner.instance.model import Instance
 from planner.plan import COST_KEYS, Plan
@@ -72,6 +72,8 @@ def verify(
             violations.extend(c.check_work(parts[0], found_facts[0]))
         else:
             violations.extend(check_work_across(ent, found_facts))
+        if ent.plan.segments:
+            violations.extend(check_segment_work(ent, found_facts))
         run = running_facts(inst, ent.phase)
         if run is not None:
             running[name] = run

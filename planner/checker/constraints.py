@@ -489,7 +489,11 @@ def check_deadline_reserve(inst: Instance, ent: Entry, f: PhaseFacts) -> list[Vi
 
 
 def in_horizon(inst: Instance, ent: Entry) -> bool:
-    return bool(ent.hours) and ent.hours[0] >= 0 and ent.hours[-1] < inst.hours
+    """Every hour of the entry and of each of its segments lies in the horizon (only then
+    can its costs be recomputed)."""
+    return all(
+        bool(e.hours) and e.hours[0] >= 0 and e.hours[-1] < inst.hours for e in (ent, *ent.parts())
+    )
 
 
 def check_contiguity(ent: Entry) -> list[Violation]:

@@ -374,11 +374,22 @@ def _compare_moves(e: PhasePlan, pc: PhaseCosts, rel_tol: float, abs_tol: float)
                 )
             )
             continue
+        source = "running" if k == 0 else str(k - 1)
+        if "from" in said and said["from"] != source:
+            out.append(
+                Violation(
+                    "migration",
+                    e.name,
+                    f"segment {k}: the migration states it comes from {said['from']!r}; it "
+                    f"comes {what} ({source!r})",
+                )
+            )
         for key, value in (
             ("total", m.total),
             ("rental", m.rental),
             ("energy", m.energy),
             ("transfer", m.transfer),
+            ("hours", m.hours),
         ):
             if key in said and not within(float(said[key]), value, rel_tol, abs_tol):
                 out.append(

@@ -45,12 +45,30 @@ _PHASE_FIELDS: tuple[tuple[str, str], ...] = (
     ("tier", "str"),
 )
 
-_EXPECTED = {"str": "a string", "number": "a finite number", "int": "a whole number"}
+#: Layout fields an entry may leave out (planner.plan fills the defaults), each typed.
+_OPTIONAL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("sp", "bool"),
+    ("cp", "int"),
+    ("ep", "int"),
+    ("microbatches", "int"),
+    ("virtual", "int"),
+    ("offload", "str"),
+    ("checkpoint", "str"),
+)
+
+_EXPECTED = {
+    "str": "a string",
+    "number": "a finite number",
+    "int": "a whole number",
+    "bool": "true or false",
+}
 
 
 def _is(value: Any, kind: str) -> bool:
     if kind == "str":
         return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
     if isinstance(value, bool):
         return False
     if kind == "int":
@@ -90,6 +108,7 @@ def _check_phase(i: int, ph: Any, errors: list[FieldError]) -> None:
         where += f" ({ph['name']})"
     for key, kind in _PHASE_FIELDS:
         _field(ph, key, kind, f"{where}.{key}", errors)
+    _optional_fields(ph, where, errors)
     _check_hours_and_costs(ph, where, errors)
     segs = ph.get("segments", [])
     if not isinstance(segs, list):
@@ -102,6 +121,7 @@ def _check_phase(i: int, ph: Any, errors: list[FieldError]) -> None:
             continue
         for key, kind in _PHASE_FIELDS[1:]:
             _field(seg, key, kind, f"{at}.{key}", errors)
+        _optional_fields(seg, at, errors)
         _check_hours_and_costs(seg, at, errors)
         _field(seg, "work", "number", f"{at}.work", errors, required=False)
         mig = seg.get("migration", {})
@@ -110,6 +130,15 @@ def _check_phase(i: int, ph: Any, errors: list[FieldError]) -> None:
         else:
             for key in ("rental", "energy", "transfer", "total", "hours"):
                 _field(mig, key, "number", f"{at}.migration.{key}", errors, required=False)
+
+
+def _optional_fields(obj: dict[str, Any], where: str, errors: list[FieldError]) -> None:
+    """The layout fields a plan may leave out, when given, of their type (``checkpoint``
+    may also be null: the phase's default scheme)."""
+    for key, kind in _OPTIONAL_FIELDS:
+        if key == "checkpoint" and obj.get(key) is None:
+            continue
+        _field(obj, key, kind, f"{where}.{key}", errors, required=False)
 
 
 def _check_hours_and_costs(ph: dict[str, Any], where: str, errors: list[FieldError]) -> None:

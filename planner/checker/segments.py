@@ -11,6 +11,7 @@ fractional hours the configuration needs for the whole (remaining) work.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import pairwise
 
@@ -79,6 +80,28 @@ def check_segments(ent: Entry) -> list[Violation]:
                 f"allows {list(p.options.segment_changes)}"
             )
     return [Violation("segments", ent.name, m) for m in out]
+
+
+def check_segment_work(
+    ent: Entry, facts: Sequence[PhaseFacts], rel_tol: float = 1e-6, abs_tol: float = 1e-6
+) -> list[Violation]:
+    """The share of the phase's (remaining) work each segment states, ``work_k = |H_k| /
+    work_h_k``, is the share its hours do (a plan shows it; a stated -400% or 500% is
+    wrong)."""
+    out: list[Violation] = []
+    for k, (part, f) in enumerate(zip(ent.parts(), facts, strict=True)):
+        stated = ent.plan.segments[k].work
+        share = len(part.hours) / f.work_h
+        if not (math.isfinite(stated) and abs(stated - share) <= abs_tol + rel_tol * share):
+            out.append(
+                Violation(
+                    "work",
+                    ent.name,
+                    f"segment {k} states it does {stated:.6g} of the work; its "
+                    f"{len(part.hours)} h of {f.work_h:.4f} h needed alone do {share:.6f}",
+                )
+            )
+    return out
 
 
 def check_work_across(ent: Entry, facts: Sequence[PhaseFacts]) -> list[Violation]:

@@ -1,13 +1,26 @@
-"""The command line: a thin layer over the library. One module per command."""
+"""The command line: a thin layer over the library. One module per command.
+
+A command line that starts at once: :func:`main` answers ``--version`` before loading any
+command, and otherwise imports only the module of the command asked for (``trainplan check``
+loads no solver). The help, a mistyped command or no command at all load every module; none
+of them imports a solver, matplotlib or pandas before its command runs
+(tests/test_cli_startup.py checks both).
+"""
 
 from __future__ import annotations
 
 import importlib
 import sys
+from typing import TYPE_CHECKING
 
-from planner.cli.app import app, hoist_global_options
+from planner.cli.argv import command_word, hoist_global_options, version_line
+from planner.lazy import lazy_names
 
-#: Command modules; each registers its commands on ``app`` when imported.
+if TYPE_CHECKING:
+    from planner.cli.app import app
+
+#: Command modules in the order the help lists their commands; each registers its commands
+#: on ``app`` when imported.
 COMMANDS = (
     "check",
     "estimate",
@@ -23,20 +36,41 @@ COMMANDS = (
     "init",
     "simulate",
 )
+#: Commands whose module is not named like them.
+MODULE_OF = {"grid-export": "grid", "schema": "init"}
 
 
-def _register() -> None:
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(f"planner.cli.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"planner.cli.{name}":
+            raise
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Import the module of the command ``argv`` names, or every module when it names none
+    that is known (the help, a mistyped command: its "did you mean" needs them all)."""
+    word = command_word(argv or [])
+    module = MODULE_OF.get(word, word)
+    if module in COMMANDS:
+        _import(module)
+        return
     for name in COMMANDS:
-        try:
-            importlib.import_module(f"planner.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"planner.cli.{name}":
-                raise
+        _import(name)
 
 
 def main() -> None:
-    _register()
-    app(args=hoist_global_options(sys.argv[1:]), prog_name="trainplan")
+    argv = hoist_global_options(sys.argv[1:])
+    if command_word(argv) == "--version":
+        print(version_line())
+        return
+    _register(argv)
+    from planner.cli.app import app
+
+    app(args=argv, prog_name="trainplan")
 
 
-__all__ = ["app", "main"]
+lazy_names(__name__, {"app": "planner.cli.app"})
+
+__all__ = ["COMMANDS", "MODULE_OF", "app", "main"]

@@ -25,11 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console, ConsoleDimensions
 
+from planner.cli.argv import GLOBAL_FLAGS as GLOBAL_FLAGS  # re-exported
+from planner.cli.argv import hoist_global_options as hoist_global_options  # re-exported
+from planner.cli.argv import version_line
 from planner.cli.exits import (
     EXIT_INPUT,
     EXIT_INTERNAL,
@@ -37,33 +40,53 @@ from planner.cli.exits import (
     EXIT_OK,
     EXIT_SOLVER,
 )
-from planner.instance import Instance, InstanceError, read
+from planner.instance.errors import InstanceError
 from planner.terminal import TextConsole, styled
 
-#: Width of output that goes to a pipe or file when COLUMNS is not set: wide enough that no
-#: table is cut (rich sizes tables to their content; it does not pad them to this width).
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
+
+#: Width of output that goes to a pipe or file when COLUMNS is not set and no terminal is
+#: attached (a log, CI): wide enough that no table is cut (rich sizes tables to their content;
+#: it does not pad them to this width).
 PIPE_WIDTH = 10_000
 
 
-def output_width(stream: IO[str] | Any, environ: dict[str, str] | None = None) -> int | None:
-    """The width output is laid out in: ``COLUMNS`` when it is set to a positive number, else
-    the terminal's (None: rich asks the terminal), else :data:`PIPE_WIDTH` (a pipe or file:
-    never cut a table to some fixed width)."""
+def output_width(
+    stream: IO[str] | Any, environ: dict[str, str] | None = None, terminal: Any = None
+) -> int | None:
+    """The width output is laid out in: ``COLUMNS`` when it is set to a positive number; the
+    terminal's when ``stream`` is one (None: rich asks it); when ``stream`` is a pipe or a
+    file and a terminal is still attached to stderr (``trainplan gpus | less``), that
+    terminal's width, so tables wrap to what the user sees; else :data:`PIPE_WIDTH` (a log:
+    nothing is cut). ``terminal`` defaults to ``sys.stderr``."""
     env = os.environ if environ is None else environ
     cols = env.get("COLUMNS", "").strip()
     if cols.isdigit() and int(cols) > 0:
         return int(cols)
+    if _is_tty(stream):
+        return None
+    term = sys.stderr if terminal is None else terminal
+    if _is_tty(term):
+        try:
+            return max(20, os.get_terminal_size(term.fileno()).columns)
+        except (AttributeError, OSError, ValueError):
+            pass
+    return PIPE_WIDTH
+
+
+def _is_tty(stream: Any) -> bool:
     try:
-        tty = bool(stream.isatty())
+        return bool(stream.isatty())
     except (AttributeError, ValueError):
-        tty = False
-    return None if tty else PIPE_WIDTH
+        return False
 
 
 @dataclass
 class Settings:
-    """What the global options set: ``quiet`` keeps only results and errors, ``verbose``
-    adds solver logs and detail; ``progress`` is shown on a terminal only."""
+    """What the global options set: ``quiet`` keeps results and errors (a command's answer
+    line, what it wrote, what is wrong) and drops progress, notes and the detail around them;
+    ``verbose`` adds solver logs and detail; progress is shown on a terminal only."""
 
     quiet: bool = False
     verbose: bool = False
@@ -72,18 +95,9 @@ class Settings:
 settings = Settings()
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("trainplan")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
 def _show_version(value: bool) -> None:
     if value:
-        typer.echo(f"trainplan {_version()}")
+        typer.echo(version_line())
         raise typer.Exit(EXIT_OK)
 
 
@@ -102,9 +116,10 @@ class _Console(TextConsole):
     text (:class:`planner.terminal.TextConsole`: no markup, no emoji codes, control
     characters escaped; styles come from :func:`planner.terminal.styled`)."""
 
-    def __init__(self, stderr: bool = False) -> None:
+    def __init__(self, stderr: bool = False, always: bool = False) -> None:
         super().__init__(stderr=stderr)
         self._stderr_stream = stderr
+        self._always = always
 
     @property
     def size(self) -> ConsoleDimensions:
@@ -130,14 +145,17 @@ class _Console(TextConsole):
 
     @property
     def quiet(self) -> bool:
-        return settings.quiet and not self._stderr_stream
+        return settings.quiet and not self._stderr_stream and not self._always
 
     @quiet.setter
     def quiet(self, value: bool) -> None:
         pass
 
 
+#: Detail on stdout (tables, plans, explanations): silenced by ``--quiet``.
 console = _Console()
+#: Results on stdout (a command's answer, what it wrote): printed with ``--quiet`` too.
+results = _Console(always=True)
 err_console = _Console(stderr=True)
 
 
@@ -151,7 +169,11 @@ def _root(
         help="Print the version and exit.",
     ),
     quiet: bool = typer.Option(
-        False, "-q", "--quiet", help="Print only results and errors (no progress, no notes)."
+        False,
+        "-q",
+        "--quiet",
+        help="Print only results and errors: the answer and what was written (no progress, "
+        "no notes, no detail tables).",
     ),
     verbose: bool = typer.Option(
         False, "-v", "--verbose", help="Print more: solver logs and detail."
@@ -163,24 +185,6 @@ def _root(
     solver, 4 internal error."""
     settings.quiet = quiet
     settings.verbose = verbose and not quiet
-
-
-#: Options that apply to every command; :func:`hoist_global_options` moves them in front of
-#: the command name, so ``trainplan solve x.yaml -q`` works as ``trainplan -q solve x.yaml``.
-GLOBAL_FLAGS = ("-q", "--quiet", "-v", "--verbose")
-
-
-def hoist_global_options(argv: list[str]) -> list[str]:
-    """``argv`` (without the program name) with the global flags first; ``--`` ends the
-    search (what follows it is left alone)."""
-    head: list[str] = []
-    rest: list[str] = []
-    for i, a in enumerate(argv):
-        if a == "--":
-            rest.extend(argv[i:])
-            break
-        (head if a in GLOBAL_FLAGS else rest).append(a)
-    return head + rest
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -218,8 +222,41 @@ def note(message: str) -> None:
     console.print(message, markup=False)
 
 
+def result(message: str) -> None:
+    """A result line on stdout (a command's answer, what it wrote): kept by ``--quiet``."""
+    results.print(message, markup=False)
+
+
+def output_path(path: Path, flag: str, *, folder: bool = False) -> Path:
+    """Check an output path before any work fills it (:func:`planner.outfiles.check_output`:
+    no link written through, no directory taken for a file, missing folders created and
+    named on stderr); a refusal exits 2 naming ``flag``."""
+    from planner.outfiles import OutputError, check_output
+
+    try:
+        made = check_output(path, folder=folder)
+    except OutputError as e:
+        fail(f"{flag}: {e}")
+    for f in made:
+        err_console.print(f"created folder {f}", markup=False, soft_wrap=True)
+    return path
+
+
+def write_output(path: Path, text: str, flag: str) -> None:
+    """Write an output file (:func:`planner.outfiles.write_text`: through a temporary file
+    that replaces it, never through a link); a failure exits 2 naming ``flag``."""
+    from planner.outfiles import OutputError, write_text
+
+    try:
+        write_text(path, text)
+    except OutputError as e:
+        fail(f"{flag}: {e}")
+
+
 def load_instance(path: Path) -> Instance:
     """Read an instance, turning every input problem into a message and exit status 2."""
+    from planner.instance.read import read
+
     try:
         return read(path)
     except InstanceError as e:

@@ -12,11 +12,17 @@ from typing import Annotated, Any
 
 import typer
 
-from planner.cli.app import command, console, load_instance, print_instance_error
+from planner.cli.app import (
+    command,
+    console,
+    load_instance,
+    print_instance_error,
+    result,
+    settings,
+)
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile
-from planner.instance import InstanceError, read
-from planner.summary import summarize
+from planner.instance.errors import InstanceError
 
 
 def _num(x: float) -> str:
@@ -101,6 +107,9 @@ def check(
     fastest hours), GPU types, regions (time zone, PUE, price range), phases that can never
     fit and why. Exit 0 if valid and every phase can fit, 1 if some phase cannot, 2 if the
     file is invalid."""
+    from planner.instance.read import read
+    from planner.summary import summarize
+
     if as_json:
         try:
             inst = read(file)
@@ -123,7 +132,9 @@ def check(
     if as_json:
         typer.echo(json.dumps({"valid": True, **summary}, indent=2))
     else:
-        for line in render(summary):
+        lines = render(summary)
+        for line in lines[:-1]:
             console.print(line, markup=False, highlight=False, soft_wrap=True, emoji=False)
+        result(f"{file}: {lines[-1]}" if settings.quiet else lines[-1])  # the verdict
     if not summary["feasible"]:
         raise typer.Exit(EXIT_INFEASIBLE)

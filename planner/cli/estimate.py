@@ -11,26 +11,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, fail, load_instance
+from planner.cli.app import command, console, fail, load_instance, results
 from planner.cli.exits import EXIT_INFEASIBLE
-from planner.estimate import (
-    EstimateError,
-    EstimateRow,
-    PhaseEstimate,
-    estimate,
-    estimate_inputs,
-    gpu_spec,
-    parse_quantity,
-    phase_estimates,
-)
-from planner.physics.transformer import active_params
 from planner.terminal import styled
+
+if TYPE_CHECKING:
+    from planner.estimate import EstimateRow, PhaseEstimate
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
 #: The parameters of ``estimate`` that choose the mode or the output; all others are flags
@@ -140,7 +132,7 @@ def _print_phase(pe: PhaseEstimate) -> None:
             f"{r.expected_failures:.2g}",
             _usd(r.total),
         )
-    console.print(t)
+    results.print(t)
 
 
 # ----------------------------------------------------------------------------- flag mode
@@ -153,6 +145,8 @@ def _detail(r: EstimateRow) -> Table:
     t.add_column("quantity")
     t.add_column("value")
     arch = f"L={m.layers}, h={m.hidden}, heads={m.heads}, s={m.seq_len}"
+    from planner.physics.transformer import active_params
+
     active = active_params(m)
     moe = f", {active:.3g} active" if active != m.params else ""
     t.add_row(
@@ -501,6 +495,15 @@ def estimate_command(
     without --tokens, memory only."""
     # every parameter but the mode options is a flag of the flag mode, by its own name
     flags = {k: v for k, v in locals().items() if k not in _MODE_OPTIONS}
+    from planner.estimate import (
+        EstimateError,
+        estimate,
+        estimate_inputs,
+        gpu_spec,
+        parse_quantity,
+        phase_estimates,
+    )
+
     if instance is not None:
         given = sorted("--" + k.replace("_", "-") for k, v in flags.items() if v is not None)
         if given:
@@ -544,6 +547,11 @@ def estimate_command(
         )
     if mtbf_scope not in ("gpu", "job"):
         fail(f"--mtbf-scope: expected 'gpu' or 'job', got {mtbf_scope!r}")
+    if per_doubling is not None and reference_gpus is None:
+        fail(
+            "--per-doubling needs --reference-gpus (the GPUs the MFU was measured at): "
+            "without it every GPU count runs at the MFU"
+        )
     try:
         spec = gpu_spec(
             gpu,
@@ -574,6 +582,6 @@ def estimate_command(
         typer.echo(_json([r.to_dict() for r in rows]))
         return
     for r in rows:
-        console.print(_detail(r))
+        results.print(_detail(r))
     if len(rows) > 1:
-        console.print(_summary(rows))
+        results.print(_summary(rows))

@@ -15,10 +15,9 @@ import json
 
 import typer
 
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import command, fail, load_instance, progress, results
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.explain import ExplainError, explain
 
 
 @command("explain")
@@ -30,6 +29,8 @@ def explain_cmd(
     """Explain why INSTANCE has no plan: the conflicts that hold for any plan, and the
     smallest relaxation (deadlines, capacity, carbon cap) that gives one. Exit 0 if the
     instance is feasible, 1 if infeasible, 3 if undecided within the time limit."""
+    from planner.explain import ExplainError, explain
+
     inst = load_instance(instance)
     try:
         with progress(f"explaining {inst.name}"):
@@ -40,7 +41,7 @@ def explain_cmd(
         typer.echo(json.dumps(ex.to_dict(), indent=2, allow_nan=False))
     else:
         for line in ex.lines():
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            results.print(line, markup=False, highlight=False, soft_wrap=True)
     if ex.feasible:
         return
     raise typer.Exit(EXIT_INFEASIBLE if ex.proven else EXIT_SOLVER)

@@ -16,37 +16,49 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 from rich.table import Table
+from typer import _click as click
 from typer.core import TyperGroup
 
-from planner.cli.app import app, console, fail, guarded, note
-from planner.usercatalog import (
-    CatalogEntry,
-    PriceRow,
-    UserCatalog,
-    builtin_entries,
-    catalog_document,
-    read_user_catalog,
+from planner.cli.app import (
+    app,
+    fail,
+    guarded,
+    note,
+    output_path,
+    result,
+    results,
+    write_output,
 )
+
+if TYPE_CHECKING:
+    from planner.usercatalog import CatalogEntry, PriceRow, UserCatalog
 
 
 class _GpusGroup(TyperGroup):
-    """``trainplan gpus H100 --cloud aws`` as ``sky show-gpus H100 --cloud aws``: a first
-    argument that names no subcommand is the GPU to show (passed on as ``--only``)."""
+    """``trainplan gpus [NAME ...]``: words before any option that are not a subcommand's
+    name are GPU names to list (``gpus H100``), kept in ``ctx.meta["gpus"]``; a subcommand
+    (``gpus import-skypilot ...``) is run as one."""
 
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        if args and not args[0].startswith("-") and args[0] not in self.commands:
-            args = ["--only", args[0], *args[1:]]
-        return super().parse_args(ctx, args)
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        names: list[str] = []
+        rest = list(args)
+        while rest and not rest[0].startswith("-") and rest[0] not in self.commands:
+            names.append(rest.pop(0))
+        ctx.meta["gpus"] = names
+        return super().parse_args(ctx, rest)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[NAME]... [OPTIONS] | COMMAND [ARGS]...")
 
 
 gpus_app = typer.Typer(
     cls=_GpusGroup,
-    help="The GPU catalog: list it (GPU --cloud C filters like sky show-gpus), or import a "
+    help="The GPU catalog: list it (or the GPUs named: trainplan gpus H100 L4; --cloud C "
+    "filters prices like sky show-gpus), or import a "
     "SkyPilot price catalog.",
     no_args_is_help=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -106,20 +118,6 @@ def _prices_table(user: UserCatalog, rows: list[PriceRow]) -> Table:
     return t
 
 
-def _matches(name: str, wanted: str | None) -> bool:
-    """A catalog name matches the GPU asked for: the same name, case aside, or the name the
-    catalog resolves it to (an alias such as H100)."""
-    if wanted is None:
-        return True
-    from planner.catalog import CatalogError, resolve_name
-
-    try:
-        resolved = resolve_name(wanted)
-    except CatalogError:
-        resolved = wanted
-    return name.lower() in (wanted.lower(), resolved.lower())
-
-
 @gpus_app.callback(invoke_without_command=True)
 @guarded
 def gpus_cmd(
@@ -144,22 +142,24 @@ def gpus_cmd(
     ``sky show-gpus H100 --cloud aws`` does."""
     if ctx.invoked_subcommand is not None:
         return
+    from planner.usercatalog import builtin_entries, read_user_catalog
+
     user = read_user_catalog(catalog) if catalog is not None else None
-    builtin = [e for e in builtin_entries() if _matches(e.name, only)]
-    mine = [] if user is None else [e for e in user.entries.values() if _matches(e.name, only)]
+    builtin = builtin_entries()
+    names = list(ctx.meta.get("gpus") or []) + ([only] if only else [])
+    if names:
+        builtin, user = _only(names, builtin, user)
+    mine = [] if user is None else list(user.entries.values())
     rows = (
         []
         if user is None
         else [
             r
             for r in user.prices
-            if _matches(r.gpu, only)
-            and (cloud is None or (r.cloud or "").lower() == cloud.lower())
+            if (cloud is None or (r.cloud or "").lower() == cloud.lower())
             and (region is None or r.region == region)
         ]
     )
-    if only is not None and not builtin and not mine and not rows:
-        fail(f"no GPU {only!r} in the catalog{'s' if user is not None else ''}; see trainplan gpus")
     if as_json:
         doc = {
             "builtin": [_entry_dict(e) for e in builtin],
@@ -175,13 +175,13 @@ def gpus_cmd(
         return
     if user is not None:
         if mine:
-            console.print(_table(mine, f"GPUs in {user.file}"))
+            results.print(_table(mine, f"GPUs in {user.file}"))
         if rows:
-            console.print(_prices_table(user, rows))
+            results.print(_prices_table(user, rows))
         elif cloud is not None or region is not None:
             note(
                 f"no price rows in {user.file} for "
-                + " ".join(x for x in (only, cloud, region) if x)
+                + " ".join(x for x in (*names, cloud, region) if x)
             )
     elif cloud is not None or region is not None:
         note(
@@ -189,7 +189,7 @@ def gpus_cmd(
             "(trainplan gpus import-skypilot makes one from SkyPilot's vms.csv)"
         )
     if builtin:
-        console.print(
+        results.print(
             _table(
                 builtin, "built-in GPU catalog (planner/data/gpus.yaml; dense peak, no sparsity)"
             )
@@ -198,6 +198,40 @@ def gpus_cmd(
         "name one in an instance as `gpu_types: {H100-SXM: {}}` (any figure may be given to "
         "override the catalog's); example prices are list prices with their date in the source"
     )
+
+
+def _only(
+    names: list[str], builtin: list[CatalogEntry], user: UserCatalog | None
+) -> tuple[list[CatalogEntry], UserCatalog | None]:
+    """The entries the names match (the user catalog's by name, the built-in one's as an
+    instance names them: aliases and partial names resolve); an unknown name exits 2 with
+    the closest names."""
+    import dataclasses
+
+    from planner.catalog import CatalogError, resolve_name
+
+    keep_builtin: set[str] = set()
+    keep_user: set[str] = set()
+    for name in names:
+        mine = user.find(name) if user is not None else None
+        if mine is not None:
+            keep_user.add(mine.name)
+            continue
+        try:
+            keep_builtin.add(resolve_name(name))
+        except CatalogError as e:
+            fail("gpus: " + "; ".join(fe.message for fe in e.errors))
+    if user is not None:
+        user = dataclasses.replace(
+            user,
+            entries={k: v for k, v in user.entries.items() if k in keep_user},
+            prices=tuple(
+                r
+                for r in user.prices
+                if any(r.gpu.lower() == k.lower() for k in keep_user | keep_builtin)
+            ),
+        )
+    return [e for e in builtin if e.name in keep_builtin], user
 
 
 @gpus_app.command("import-skypilot")
@@ -220,12 +254,16 @@ def import_skypilot(
     accelerator, region and availability zone (standard zones only unless --all-zones), USD
     per GPU-hour on demand and spot. A region of an instance with this catalog as its
     gpu_catalog, mapped to a cloud region (cloud, cloud_region), takes its offers from it."""
+    import yaml
+
     from planner.catalog import CatalogError, resolve_name
     from planner.skypilot_catalog import import_vms_csv
+    from planner.usercatalog import catalog_document
 
     name = cloud or vms_csv.resolve().parent.name
     if not name:
         fail("--cloud: give the cloud the catalog belongs to (aws, gcp, azure, ...)")
+    output_path(output, "-o")
     keep: set[str] | None = None
     if gpu:
         keep = set()
@@ -238,19 +276,15 @@ def import_skypilot(
     if not rows:
         fail(f"{vms_csv}: no priced accelerator rows matched", 2)
     doc = catalog_document(rows, note=f"imported from SkyPilot's {vms_csv.name} ({name})")
-    if output.is_dir():
-        fail(f"-o {output}: is a directory; expected a file name")
-    output.write_text(
-        "# A trainplan user catalog; list it with: trainplan gpus --catalog "
-        f"{output.name}\n" + yaml.safe_dump(doc, sort_keys=False),
-        encoding="utf-8",
-    )
-    console.print(
+    # the comment names the file as text on one line; the rest is the serializer's
+    shown = " ".join(output.name.split()) if output.name.isprintable() else "FILE"
+    header = f"# A trainplan user catalog; list it with: trainplan gpus --catalog {shown}\n"
+    write_output(output, header + yaml.safe_dump(doc, sort_keys=False), "-o")
+    result(
         f"wrote {output}: {len(rows)} price rows, "
         f"{len({r.gpu for r in rows})} GPUs, {len({r.region for r in rows})} regions, "
         f"{len({(r.region, r.zone) for r in rows})} zones"
         + ("" if all_zones else " (standard zones only; --all-zones for Local Zones)"),
-        markup=False,
     )
     if unknown:
         note(

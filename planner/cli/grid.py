@@ -5,27 +5,20 @@ from __future__ import annotations
 import contextlib
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.cli.app import command, console, err_console, fail
-from planner.grid.api import (
-    DEFAULT_GRACE_S,
-    EXECUTORS,
-    RunReport,
-    default_store,
-    grid_frame,
-    make_executor,
-    resolve_options,
-    run_grid,
-)
-from planner.grid.spec import GridSpec, load_grid
-from planner.grid.store import StoreError
+from planner.cli.app import command, console, err_console, fail, output_path, result, results
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
 from planner.terminal import shown, styled
+
+if TYPE_CHECKING:
+    from planner.grid.api import RunReport
+    from planner.grid.spec import GridSpec
 
 
 def _describe(spec: GridSpec) -> None:
@@ -57,7 +50,7 @@ def _list(spec: GridSpec) -> None:
         t.add_column(a.name, overflow="fold")
     for sc in spec.scenarios:
         t.add_row(sc.id, *(str(sc.params.get(a.name, "")) for a in spec.axes))
-    console.print(t)
+    results.print(t)
 
 
 @command("grid")
@@ -96,11 +89,11 @@ def grid_cmd(
         min=0.0,
         help="address-space limit per worker, GB (default: RAM / workers; 0: none)",
     ),
-    grace: float = typer.Option(
-        DEFAULT_GRACE_S,
+    grace: float | None = typer.Option(
+        None,
         "--grace",
         min=0.0,
-        help="seconds past the time limit before a worker is killed",
+        help="seconds past the time limit before a worker is killed (default: 60)",
     ),
     retry_failed: bool = typer.Option(
         False, "--retry-failed", help=f"redo scenarios stored as {' or '.join(RETRYABLE)}"
@@ -119,6 +112,18 @@ def grid_cmd(
     result in a SQLite store the moment it finishes. Rerun the same command to resume after an
     interruption: stored scenarios are skipped. Exit status 2 when the grid file or any
     scenario is invalid (nothing is solved then)."""
+    from planner.grid.api import (
+        DEFAULT_GRACE_S,
+        EXECUTORS,
+        default_store,
+        grid_frame,
+        make_executor,
+        resolve_options,
+        run_grid,
+    )
+    from planner.grid.spec import load_grid
+    from planner.grid.store import StoreError
+
     if executor not in EXECUTORS:
         fail(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
     if export_to is not None and export_to.suffix.lower() not in (".parquet", ".csv"):
@@ -129,12 +134,20 @@ def grid_cmd(
     except ValueError as e:
         fail(f"--{e}")
     store = output if output is not None else default_store(spec)
+    if not dry_run:  # every output checked before any scenario is solved
+        output_path(store, "-o")
+        if chart:
+            output_path(store.with_suffix(".png"), "--chart")
+        if export_to is not None:
+            output_path(export_to, "--export")
     _describe(spec)
     if dry_run:
         _list(spec)
         return
     try:
-        ex = make_executor(executor, workers, address, memory_gb, grace)
+        ex = make_executor(
+            executor, workers, address, memory_gb, DEFAULT_GRACE_S if grace is None else grace
+        )
     except RuntimeError as e:
         fail(str(e))
     from planner.grid.report import ProgressHooks, summary
@@ -189,11 +202,11 @@ def grid_cmd(
         png = draw(df, store.with_suffix(".png"))
         if png is not None:
             console.print(f"chart: {png}")
-    console.print(f"store: {store}")
+    result(f"store: {store}")
     if export_to is not None:
         from planner.grid.export import export
 
-        console.print(f"exported: {export(store, export_to)}")
+        result(f"exported: {export(store, export_to)}")
     else:
         console.print(f"export with: trainplan grid-export {store} -o {store.stem}.parquet")
 
@@ -208,11 +221,13 @@ def grid_export_cmd(
 ) -> None:
     """Export a grid store to Parquet or CSV, one row per scenario."""
     from planner.grid.export import FORMATS, export
+    from planner.grid.store import StoreError
 
     if output.suffix.lower() not in FORMATS:
         fail(f"-o: expected a .parquet or .csv file name, got {output}")
+    output_path(output, "-o")
     try:
         out = export(store, output, plan)
     except StoreError as e:
         fail(str(e))
-    console.print(f"exported {out}")
+    result(f"exported {out}")

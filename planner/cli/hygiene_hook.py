@@ -10,13 +10,18 @@ stays clean for ``--json`` output. The checks are :mod:`planner.consistency`'s (
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from planner.cli.app import err_console
-from planner.consistency import numeric_findings
-from planner.instance.model import Instance
+
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
 
 
 def print_numeric_warnings(inst: Instance) -> list[str]:
     """Print every numeric finding of ``inst`` on stderr and return the messages."""
+    from planner.consistency import numeric_findings
+
     found = [f.message for f in numeric_findings(inst)]
     for w in found:
         err_console.print(f"warning: {w}", soft_wrap=True, markup=False, highlight=False)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
-from planner.cli.app import command, console, fail, note
+from planner.cli.app import command, fail, note, output_path, result, write_output
 
 
 @command("schema")
@@ -20,12 +21,14 @@ def schema_cmd(
     example (save it as trainplan.schema.json for an editor's YAML support)."""
     from planner.instance.docs import json_schema
 
+    if output is not None:
+        output_path(output, "-o")
     text = json.dumps(json_schema(), indent=2)
     if output is None:
         typer.echo(text)
         return
-    output.write_text(text + "\n", encoding="utf-8")
-    console.print(f"wrote {output}", markup=False)
+    write_output(output, text + "\n", "-o")
+    result(f"wrote {output}")
 
 
 @command("init")
@@ -73,6 +76,7 @@ def init_cmd(
         Starter,
         StarterError,
         catalog_gpu,
+        check_starter,
         default_prices_dir,
         next_monday,
         parse_duration,
@@ -81,6 +85,11 @@ def init_cmd(
         render,
     )
 
+    if not (math.isfinite(tokens) and tokens > 0):
+        fail(f"--tokens: expected a positive number of tokens, got {tokens:g}")
+    if not (math.isfinite(data_gb) and data_gb >= 0):
+        fail(f"--data-gb: expected a size in GB >= 0, got {data_gb:g}")
+    output_path(output, "-o")
     if output.exists() and not force:
         fail(f"-o {output}: exists; pass --force to overwrite it")
     try:
@@ -122,10 +131,11 @@ def init_cmd(
             catalog=catalog,
         )
         text = render(s, output)
+        check_starter(text, output)
     except StarterError as e:
         fail(str(e))
-    output.write_text(text, encoding="utf-8")
-    console.print(f"wrote {output}", markup=False)
+    write_output(output, text, "-o")
+    result(f"wrote {output}")
     if s.prices_dir is None:
         note("no price extracts found: electricity is a constant placeholder (see the file)")
     for line in power_notes(s):

@@ -15,22 +15,46 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from planner.attribution import Attribution
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import (
+    command,
+    console,
+    fail,
+    load_instance,
+    output_path,
+    progress,
+    result,
+    results,
+)
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.levers import LEVER_KEYS, LeverError, LeverReport, LeverRun, evaluate_levers
 from planner.plan import COST_KEYS
+
+if TYPE_CHECKING:
+    from planner.attribution import Attribution
+    from planner.levers import LeverReport, LeverRun
 
 
 def money(x: float | None) -> str:
     if x is None:
         return "-"
     return f"-${-x:,.2f}" if x < -0.005 else f"${abs(x):,.2f}"
+
+
+def saving_share(baseline: float, plan: float) -> str:
+    """A component's saving as a share of its baseline cost, when that says something:
+    `` (13.2%)`` for a saving or a rise up to the baseline's own size, `` (3.4x the
+    baseline)`` for a larger rise (not "-236.2%"), nothing for a baseline of (nearly) 0."""
+    if baseline < 0.005:
+        return ""
+    share = (baseline - plan) / baseline
+    if share >= -1.0:
+        return f" ({share:.1%})"
+    return f" ({plan / baseline:,.1f}x the baseline)"
 
 
 def _row(r: LeverRun, components: tuple[str, ...]) -> list[str]:
@@ -83,13 +107,13 @@ def render(report: LeverReport) -> None:
         )
     for r in runs:
         t.add_row(*_row(r, components))
-    console.print(t)
+    results.print(t)  # the answer: kept by --quiet
     inter = report.interaction_usd
     if inter is not None:
         console.print(f"interaction (all levers minus the sum of single savings): {money(inter)}")
     if report.attribution is not None:
         console.print(attribution_table(report.attribution))
-    console.print(report.headline(), markup=False)
+    result(report.headline())
     cycle = report.cycle_headline()
     if cycle:
         console.print(cycle, markup=False)
@@ -105,13 +129,18 @@ def levers_cmd(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Path | None = typer.Option(None, "--png", help="write a waterfall chart (PNG) here"),
     only: str | None = typer.Option(
-        None, "--only", help=f"comma-separated levers ({', '.join(LEVER_KEYS)})"
+        None,
+        "--only",
+        help="comma-separated levers (time_shifting, precision, gpu_type, ...; a wrong name "
+        "lists them all)",
     ),
 ) -> None:
     """What each cost lever is worth on INSTANCE: the lever-free baseline (as soon as
     possible, on demand, the price sheet's GPU type per phase, one region, bf16 ZeRO-0, whole
     nodes, the dearest storage tier, no optional spares), each lever alone, all together,
     and the split of the saving over the levers."""
+    from planner.levers import LEVER_KEYS, LeverError, evaluate_levers
+
     keys = None
     if only is not None:
         keys = [k.strip() for k in only.split(",") if k.strip()]
@@ -120,6 +149,8 @@ def levers_cmd(
             fail(f"--only: unknown lever(s) {', '.join(bad)}; expected {', '.join(LEVER_KEYS)}")
     if png is not None and png.suffix.lower() != ".png":
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    if png is not None:
+        output_path(png, "--png")  # before any solve
     inst = load_instance(instance)
     try:
         with progress(f"levers of {inst.name}") as step:
@@ -131,11 +162,11 @@ def levers_cmd(
 
         try:
             save_png(waterfall(report), png)
-        except OSError as e:
-            fail(f"--png: cannot write {png}: {e.strerror or e}")
+        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
+            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, allow_nan=False))
         return
     render(report)
     if png is not None:
-        console.print(f"waterfall chart written to {png}")
+        result(f"waterfall chart written to {png}")

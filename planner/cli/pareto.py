@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from planner.cli.app import command, console, fail, load_instance, progress
+from planner.cli.app import command, fail, load_instance, output_path, progress, results
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.pareto import VS, ParetoError, ParetoPoint, frontier
+
+if TYPE_CHECKING:
+    from planner.pareto import ParetoPoint
 
 
 def _money(x: float | None) -> str:
@@ -57,7 +60,7 @@ def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
             p.termination + (f", gap {p.gap:.2%}" if p.gap and p.gap >= 5e-5 else ""),
             note,
         )
-    console.print(t)
+    results.print(t)
 
 
 @command("pareto")
@@ -71,10 +74,14 @@ def pareto_cmd(
 ) -> None:
     """The cost frontier of INSTANCE against completion time (--vs deadline) or emissions
     (--vs carbon): the cheapest plan under each of --points caps, as a table and a chart."""
+    from planner.pareto import VS, ParetoError, frontier
+
     if vs not in VS:
         fail(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
     if png is not None and png.suffix.lower() != ".png":
         fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    if png is not None:
+        output_path(png, "--png")  # before any solve
     inst = load_instance(instance)
     try:
         with progress(f"cost frontier of {inst.name} vs {vs} ({points} caps)"):
@@ -88,8 +95,8 @@ def pareto_cmd(
 
         try:
             save_png(frontier_chart(pts, f"{inst.name}: cost vs {vs}"), png)
-        except OSError as e:
-            fail(f"--png: cannot write {png}: {e.strerror or e}")
+        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
+            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
     if as_json:
         typer.echo(
             json.dumps(
@@ -106,4 +113,4 @@ def pareto_cmd(
         return
     render(inst.name, vs, pts)
     if png is not None:
-        console.print(f"frontier chart written to {png}")
+        results.print(f"frontier chart written to {png}")

@@ -11,13 +11,12 @@ import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import typer
 from rich.table import Table
 
-from planner.attribution import Attribution, BaselineError, attribute, day_earlier
 from planner.cli.app import (
     command,
     console,
@@ -25,23 +24,26 @@ from planner.cli.app import (
     fail,
     load_instance,
     note,
+    output_path,
     progress,
     progress_shown,
+    result,
     settings,
+    write_output,
 )
 from planner.cli.exits import no_plan_exit
 from planner.cli.hygiene_hook import print_numeric_warnings
-from planner.cli.levers import attribution_table, money
+from planner.cli.levers import attribution_table, money, saving_share
 from planner.cli.options import InstanceFile, TimeLimit
-from planner.consistency import NumericWarning
-from planner.emissions import carbon_coverage
-from planner.instance import InstanceError
-from planner.instance.model import Instance
+from planner.instance.errors import InstanceError
 from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
-from planner.progress import Progress, ProgressFn
-from planner.replan import describe
 from planner.result import Result, Termination
 from planner.solve import SOLVERS, solve
+
+if TYPE_CHECKING:
+    from planner.attribution import Attribution
+    from planner.instance.model import Instance
+    from planner.progress import Progress, ProgressFn
 
 
 def print_plan(inst: Instance, plan: Plan, title: str) -> None:
@@ -119,8 +121,7 @@ def print_costs(plan: Plan, a: Attribution | None) -> None:
             t.add_row(k, money(v))
             continue
         b = a.baseline_costs.get(k, 0.0)
-        pct = f" ({(b - v) / b:.1%})" if abs(b) > 1e-9 else ""
-        t.add_row(k, money(b), money(v), money(saving[k]) + pct)
+        t.add_row(k, money(b), money(v), money(saving[k]) + saving_share(b, v))
     console.print(t)
 
 
@@ -222,16 +223,20 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
+    from planner.attribution import BaselineError, attribute, day_earlier
+    from planner.consistency import NumericWarning
+    from planner.emissions import carbon_coverage
+
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
-    if output is not None and output.is_dir():
-        fail(f"-o {output}: is a directory; expected a file name")
     if (from_hour is None) != (old_plan is None):
         fail("--from and --plan go together: --from HOUR --plan OLD.json")
     if status and from_hour is None:
         fail("--status goes with --from and --plan")
+    if output is not None:  # before any work: a plan is never lost for want of a folder
+        output_path(output, "-o")
     inst = load_instance(instance)
     if from_hour is not None and old_plan is not None:
         _replan_cmd(
@@ -300,13 +305,12 @@ def solve_cmd(
                 a = dataclasses.replace(a, day_earlier=later)
     extra = plan_extras(instance, output, a, inst) if output is not None else {}
     if output is not None:
-        res.write(output, extra)
+        write_output(output, res.to_json(extra=extra) + "\n", "-o")
     if as_json:
         print(json.dumps(res.to_dict(extra), indent=2))
         return
-    console.print(f"plan for {inst.name} ({res.solver})", markup=False)
-    if a is not None:
-        console.print(a.headline(), markup=False)
+    answer = a.headline() if a is not None else f"${plan.costs.get('total', 0.0):,.2f}"
+    result(f"plan for {inst.name} ({res.solver}): {answer}")
     print_costs(plan, a)
     if a is not None:
         console.print(attribution_table(a))
@@ -327,14 +331,17 @@ def solve_cmd(
         for n in a.notes:
             note(f"baseline: {n}")
     if output is not None:
-        note(
-            f"plan written to {output}; check it with: trainplan verify {instance} {output}; "
-            f"report: trainplan report {output}"
-        )
+        result(f"plan written to {output}")
+        check_it = f"trainplan verify {instance} {output}"
+        note(f"check it with: {check_it}; report: trainplan report {output}")
+    else:
+        result("plan not saved: no file written (pass -o FILE to keep it)")
 
 
 def print_changes(plan: Plan) -> None:
     """What a re-plan changed against the old plan, phase by phase."""
+    from planner.replan import describe
+
     block = plan.replan or {}
     t = Table(title=f"changes from hour {block.get('from_hour')}", title_justify="left")
     for col in ("phase", "old plan from then", "new plan", "changed"):

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from planner.checker import Verification, read_plan, verify
-from planner.checker.costs import ALL_KEYS, within
-from planner.cli.app import command, console, fail, load_instance
+from planner.cli.app import command, console, fail, load_instance, results
 from planner.cli.exits import EXIT_INFEASIBLE
 from planner.cli.options import InstanceFile
-from planner.plan import Plan
 from planner.terminal import styled
+
+if TYPE_CHECKING:
+    from planner.checker import Verification
+    from planner.plan import Plan
 
 
 def _rows(plan: Plan, v: Verification) -> list[tuple[str, float | None, float]]:
     """(figure, stated, recomputed) for every plan-level figure the checker compares."""
+    from planner.checker.costs import ALL_KEYS
+
     rows: list[tuple[str, float | None, float]] = [
         (k, plan.costs.get(k), v.costs[k]) for k in ALL_KEYS
     ]
@@ -38,6 +41,8 @@ def _rows(plan: Plan, v: Verification) -> list[tuple[str, float | None, float]]:
 def _as_json(
     instance: Path, plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol: float
 ) -> dict[str, Any]:
+    from planner.checker.costs import within
+
     figures = {
         name: {
             "stated": stated,
@@ -61,8 +66,10 @@ def _as_json(
 
 
 def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol: float) -> None:
+    from planner.checker.costs import within
+
     verdict = styled("valid", "bold green") if v.ok else styled("invalid", "bold red")
-    console.print(Text.assemble(f"{plan_path}: ", verdict, f", {len(v.violations)} violation(s)"))
+    results.print(Text.assemble(f"{plan_path}: ", verdict, f", {len(v.violations)} violation(s)"))
     if v.violations:
         table = Table(title="violations", show_lines=False)
         table.add_column("kind")
@@ -70,7 +77,7 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
         table.add_column("message", overflow="fold")
         for x in v.violations:
             table.add_row(x.kind, x.phase or "-", x.message)  # str: shown escaped
-        console.print(table)
+        results.print(table)  # what is wrong: kept by --quiet
     costs = Table(title="stated against recomputed (USD unless named)")
     for col in ("figure", "stated", "recomputed", "difference", ""):
         costs.add_column(col, justify="left" if col == "figure" else "right")
@@ -98,7 +105,11 @@ def _print(plan_path: Path, plan: Plan, v: Verification, rel_tol: float, abs_tol
 @command("verify")
 def verify_command(
     instance: InstanceFile,
-    plan: Path = typer.Argument(..., help="Plan file (JSON, trainplan-plan/1)."),
+    plan: Path = typer.Argument(
+        ...,
+        help="Plan file (JSON) written by trainplan solve: trainplan-plan/2, /3 (segments, "
+        "terms, re-plans), or the older /1.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     rel_tol: float = typer.Option(1e-6, "--rel-tol", help="Relative tolerance on figures."),
     abs_tol: float = typer.Option(0.01, "--abs-tol", help="Absolute tolerance on figures."),
@@ -106,6 +117,8 @@ def verify_command(
     """Check every constraint of PLAN and recompute every cost from INSTANCE and PLAN alone.
 
     Exit status: 0 valid with matching costs, 1 any violation, 2 a file cannot be read."""
+    from planner.checker import read_plan, verify
+
     if not (rel_tol >= 0 and abs_tol >= 0):
         fail(f"--rel-tol and --abs-tol must be non-negative numbers; got {rel_tol}, {abs_tol}")
     inst = load_instance(instance)

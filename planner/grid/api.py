@@ -8,14 +8,15 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Protocol
 
 from planner.grid.spec import GridSpec, base_fingerprint, grid_from_dict, load_grid
 from planner.grid.store import Store
 from planner.grid.task import BasePayload, SolveOptions, Task, hooks_from_env
 from planner.terminal import TextConsole
+
+if TYPE_CHECKING:
+    import pandas as pd  # loaded by the functions that return frames (the CLI starts at once)
 
 EXECUTORS = ("local", "ray")
 BACKENDS = ("auto", "highs", "pyomo")

@@ -32,9 +32,12 @@ def export(store: str | Path, out: str | Path, with_plan: bool | None = None) ->
             kinds = {type(v) for v in df[c] if v is not None and not pd.isna(v)}
             if len(kinds) > 1:
                 df[c] = df[c].map(lambda v: None if v is None or pd.isna(v) else str(v))
-    o.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".parquet":
-        df.to_parquet(o, index=False)
-    else:
-        df.to_csv(o, index=False)
+    from planner.outfiles import check_output, replacing
+
+    check_output(o)  # no link written through; the folder made
+    with replacing(o) as tmp:
+        if suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
     return o

@@ -239,6 +239,9 @@ def chart(df: pd.DataFrame, path: str | Path) -> Path | None:
     fig.suptitle(f"cost against each axis ({len(solved)} scenarios with a plan)", fontsize=10)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    from planner.outfiles import replacing
+
+    with replacing(out) as tmp:  # never through a link
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return out

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.instance.errors import FieldError, InstanceError
+from planner.instance.files import FileRefused, data_root_of, referenced_file
 from planner.instance.model import Instance, copy_document
 from planner.instance.read import load_document, read, set_path
 
@@ -303,7 +304,11 @@ def grid_from_dict(
             )
         else:
             try:
-                base = read(directory / rel)
+                # the base obeys the file-access policy of the files an instance names:
+                # inside the grid's folder or the data root, never another file's keys shown
+                base = read(referenced_file(rel, directory, data_root_of(None)))
+            except FileRefused as e:
+                errors.append(FieldError("base", str(e)))
             except InstanceError as e:
                 errors.extend(
                     FieldError(f"base ({e.file})" + (f": {fe.path}" if fe.path else ""), fe.message)

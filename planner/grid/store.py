@@ -36,12 +36,13 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from planner.grid.task import RETRYABLE, now
 from planner.plan import COST_KEYS
+
+if TYPE_CHECKING:
+    import pandas as pd  # loaded where a frame is built (the CLI starts at once)
 
 SCHEMA_VERSION = "1"
 
@@ -108,6 +109,10 @@ class Store:
                     self.db.close()
                     raise StoreError(f"{self.path}: not a grid store (no scenarios table)")
                 return
+            if self.path.is_symlink():  # never written through (planner.outfiles)
+                raise StoreError(
+                    f"{self.path}: is a symbolic link; a store is never written through links"
+                )
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -299,6 +304,8 @@ class Store:
                 if c != "plan"
             )
         )
+        import pandas as pd
+
         df = pd.read_sql_query(f"SELECT {cols} FROM scenarios", self.db)
         return tidy(df, None if ids is None else list(ids))
 
@@ -345,6 +352,8 @@ def _process_start(pid: int) -> float | None:
 
 def tidy(df: pd.DataFrame, ids: list[str] | None) -> pd.DataFrame:
     """Expand ``params`` JSON into ``param.<axis>`` columns; order rows by ``ids``."""
+    import pandas as pd
+
     if ids is not None:
         df = df.set_index("id").reindex([i for i in ids if i in set(df["id"])]).reset_index()
     params = [json.loads(p) for p in df["params"]] if len(df) else []

@@ -36,11 +36,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.instance.errors import InstanceError
-from planner.instance.model import Instance
 from planner.plan import COST_KEYS
+
+if TYPE_CHECKING:
+    from planner.instance.model import Instance
 
 HOOK_CRASH = "TRAINPLAN_GRID_TEST_CRASH"
 HOOK_KILL = "TRAINPLAN_GRID_TEST_KILL"

@@ -58,8 +58,9 @@ Things to know:
   import-skypilot` writes one from SkyPilot's `vms.csv`).
 - **Future horizons on past prices.** A CSV series with `reference_year: 2023` is a price
   profile: each hour of a 2026 horizon reads 2023's price of the same weekday and local hour,
-  nearest the same date. `instances/data/prices/` holds full-year 2023 day-ahead prices of
-  12 markets (`instances/data/SOURCES.md`).
+  nearest the same date; around New Year, an hour the file lacks reads the same local time 52
+  weeks away, so every hour has a value. `instances/data/prices/` holds full-year 2023
+  day-ahead prices of 12 markets (`instances/data/SOURCES.md`).
 - **`kind` is a label.** An evaluation or validation is priced as a forward pass only with
   `work.passes: forward`; otherwise its tokens are trained on (6ND FLOPs).
 - **GPU counts.** Without `options.gpu_counts` the planner tries 1, 2, 4 and whole nodes by

@@ -14,6 +14,15 @@ enforces the policy for every such name, before anything is opened:
 
 The order matters: a name that leaves the allowed folders is refused before its target is
 looked at, so an instance cannot probe which files exist elsewhere.
+
+The same policy covers every other reference a file makes (:func:`referenced_file`): an
+instance's ``gpu_catalog``, a grid's ``base`` (relative to the grid file), a plan's
+``instance`` name and ``instance_file`` (relative to the plan file). A plan's
+``instance_file`` records the SHA-256 of the instance's bytes; outside the plan's folder such
+a file is read only when its bytes have that digest (whoever wrote the plan knew them), and
+anything else is refused with one message whether the file exists or not. So no command
+parses, or shows the keys of, a file outside the folders allowed. Where trainplan *writes*
+is :mod:`planner.outfiles`.
 """
 
 from __future__ import annotations
@@ -140,3 +149,60 @@ def data_file(name: str, base_dir: Path, data_root: Path | None) -> Path:
             f"files there{how}"
         )
     return path
+
+
+#: The largest file whose SHA-256 a reference may be checked against (the reader's limit).
+MAX_DIGEST_BYTES = 32 * 1024 * 1024
+
+
+def sha256_of(path: Path, limit: int = MAX_DIGEST_BYTES) -> str | None:
+    """The SHA-256 of a regular file of at most ``limit`` bytes (opened without following a
+    FIFO's wait; the type checked on the open descriptor), or None when it is not one."""
+    import hashlib
+    import stat
+
+    if not_a_file(path) is not None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def referenced_file(
+    name: str, base_dir: Path, data_root: Path | None, *, sha256: str | None = None
+) -> Path:
+    """The file a plan or a grid names as ``name`` (a plan's ``instance_file`` or
+    ``instance``, a grid's ``base``), under the policy of :func:`data_file`: inside
+    ``base_dir`` (the referring file's folder) or the data root. One exception, for a
+    reference that records the SHA-256 of the file's bytes (``sha256``, a plan's
+    ``instance_file``): a file outside whose bytes have that digest is allowed, since whoever
+    wrote the reference knew its content (a plan written to another folder than its
+    instance). Anything else outside is refused with one message whether or not the file
+    exists, so that a crafted reference learns nothing about the files around."""
+    try:
+        return data_file(name, base_dir, data_root)
+    except FileRefused:
+        if sha256 is None or bad_name(name) is not None:
+            raise
+    given = Path(name)
+    path = given if given.is_absolute() else base_dir / given
+    if sha256_of(path) == sha256:
+        return path
+    raise FileRefused(
+        f"file {shown_name(name)} is outside the folder {str(base_dir)!r} and is not (or "
+        "cannot be checked to be) the file the recorded SHA-256 names; give the file "
+        "explicitly, or " + HOW_TO_ALLOW
+    )

@@ -30,18 +30,20 @@ def expand_gpu_types(
     price rows, the offers of regions mapped to a cloud region (a new top-level mapping; the
     input is not changed). Raises :class:`InstanceError` naming the entry when a name is in
     no catalog, or the user catalog cannot be read. The user catalog file obeys the same
-    file-access policy as series files (:func:`planner.instance.files.data_file`)."""
+    file-access policy as series files (:func:`planner.instance.files.data_file`), and is
+    checked and read whenever it is named, also when every GPU type gives its own figures (a
+    field naming a file names one the instance may read)."""
+    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
+
+    user = _user_catalog(data.get("gpu_catalog"), base_dir, file, data_root)
     gpus = data.get("gpu_types")
     if not isinstance(gpus, dict):
         return data
-    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
-
     wanted = [
         k
         for k, v in gpus.items()
         if isinstance(v, dict) and ("catalog" in v or any(f not in v for f in REQUIRED_FIGURES))
     ]
-    user = _user_catalog(data, base_dir, file, data_root)
     if not wanted and user is None:
         return data
     errors: list[FieldError] = []
@@ -63,14 +65,18 @@ def expand_gpu_types(
 
 
 def _user_catalog(
-    data: dict[str, Any], base_dir: Path, file: str, data_root: Path | None
+    ref: Any, base_dir: Path, file: str, data_root: Path | None
 ) -> UserCatalog | None:
-    """The user catalog ``gpu_catalog`` names, read and validated; None without one."""
+    """The user catalog ``gpu_catalog`` names (None when it names none: the schema reports
+    a value of the wrong type), read under the file-access policy."""
     from planner.usercatalog import read_user_catalog
 
-    ref = data.get("gpu_catalog")
-    if not isinstance(ref, str) or not ref:
+    if not isinstance(ref, str):
         return None
+    if not ref.strip():
+        raise InstanceError(
+            file, [FieldError("gpu_catalog", "expected a file name (the user catalog), got ''")]
+        )
     try:
         path = data_file(ref, base_dir, data_root)
     except FileRefused as e:

@@ -353,5 +353,17 @@ def load_document(path: Path, *, nan_as_float: bool = False) -> Any:
     return data
 
 
+def load_yaml_text(text: str, file: str) -> Any:
+    """YAML text parsed as :func:`load_document` parses a YAML file (the guarded loader:
+    YAML 1.2 numbers, limits); errors name ``file``."""
+    loader = _GuardedLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise InstanceError(file, [FieldError("", f"cannot parse: {_yaml_problem(e)}")]) from None
+    finally:
+        loader.dispose()
+
+
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")

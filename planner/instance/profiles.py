@@ -14,12 +14,23 @@ the season, the weekday and the local hour (the daily peak, the weekend dip) car
 holidays, which move between years, do not. Wall-clock times that do not exist in the
 reference year (the hour skipped when clocks go forward) read the hour after it; the
 series' ``scale`` then applies as for any series (``scale: 1.1`` for prices 10% higher).
+
+**The ends of the year.** The reference day always lies in year ``Y`` in local time, but a
+file of year ``Y`` in UTC (the shipped extracts) lacks the first local hours of 1 January
+east of Greenwich and the last local hours of 31 December west of it. A reference time the
+file has no row for reads the same local wall-clock time 52 weeks later (in the first half of
+the year) or earlier (in the second): the same weekday and hour, inside year ``Y``
+(:func:`wrapped`). So every hour of a horizon profiled on a full-year file has a value, New
+Year included; a file that covers only part of the year still lacks the rest.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
+
+#: How far a reference time outside the file moves (keeps the weekday): :func:`wrapped`.
+WRAP = timedelta(weeks=52)
 
 
 def aligned_date(d: date, year: int) -> date:
@@ -46,3 +57,14 @@ def reference_times(start: datetime, hours: int, local_tz: str, year: int) -> li
         wall = datetime.combine(ref_day, local.time().replace(tzinfo=None))
         out.append(wall.replace(tzinfo=zone, fold=local.fold).astimezone(UTC))
     return out
+
+
+def wrapped(t: datetime, local_tz: str) -> datetime:
+    """The reference time that stands in for ``t`` (UTC) when the file has no row for it:
+    the same local wall-clock time 52 weeks later when ``t`` lies in the first half of its
+    local year, else 52 weeks earlier (module docstring, "The ends of the year")."""
+    zone = ZoneInfo(local_tz)
+    local = t.astimezone(zone)
+    step = WRAP if local.month <= 6 else -WRAP
+    wall = local.replace(tzinfo=None) + step
+    return wall.replace(tzinfo=zone, fold=local.fold).astimezone(UTC)

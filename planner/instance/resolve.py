@@ -39,10 +39,19 @@ def resolve(
     price: dict[str, np.ndarray] = {}
     carbon: dict[str, np.ndarray | None] = {}
     capacity: dict[tuple[str, str], np.ndarray] = {}
+    series_notes: list[str] = []  # what the CSV reader did that a user should know
     for rname, r in spec.regions.items():
         try:
             prices = (
-                resolve_series(r.electricity, start, T, r.timezone, base_dir, data_root=data_root)
+                resolve_series(
+                    r.electricity,
+                    start,
+                    T,
+                    r.timezone,
+                    base_dir,
+                    data_root=data_root,
+                    notes=series_notes,
+                )
                 + r.price_adder_usd_per_mwh
             )
             prices.setflags(write=False)
@@ -53,7 +62,13 @@ def resolve(
         if r.carbon_intensity is not None:
             try:
                 ci = resolve_series(
-                    r.carbon_intensity, start, T, r.timezone, base_dir, data_root=data_root
+                    r.carbon_intensity,
+                    start,
+                    T,
+                    r.timezone,
+                    base_dir,
+                    data_root=data_root,
+                    notes=series_notes,
                 )
                 if np.any(ci < 0):
                     errors.append(
@@ -79,7 +94,7 @@ def resolve(
     if errors:
         raise InstanceError(file, errors)
     models: dict[str, ModelDims] = {}
-    warnings: list[str] = []
+    warnings: list[str] = list(dict.fromkeys(series_notes))
     for mname, m in spec.models.items():
         models[mname] = dims(
             m.params,

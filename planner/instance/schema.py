@@ -431,7 +431,10 @@ class StorageTier(Strict):
 
 class Sla(Strict):
     """Provider credit: a share of failures is the provider's fault and earns
-    ``credit_multiplier`` times the downtime in rental credit (the article's 200% = 2.0)."""
+    ``credit_multiplier`` times the downtime in rental credit (the article's 200% = 2.0),
+    capped at the loss it compensates: per failure at most the rental of the hours the
+    failure lost (work since the last checkpoint plus the downtime), so a plan never earns
+    money by failing (docs/cost-model.md, "SLA credits")."""
 
     provider_fault_share: Fraction = 0.5
     credit_multiplier: NonNegFloat = 2.0
@@ -756,6 +759,21 @@ class Scaling(Strict):
     reference_gpus: PosFloat | None = None
     overlap: Fraction = 0.9
     layout: Literal["modeled", "in_mfu"] = "modeled"
+
+    @model_validator(mode="after")
+    def _per_doubling_needs_a_reference(self) -> Scaling:
+        """``per_doubling`` given without ``reference_gpus`` would do nothing (every count
+        runs at the MFU): refused, naming what it needs."""
+        if "per_doubling" in self.model_fields_set:
+            if self.kind != "per_doubling":
+                raise ValueError(f"'per_doubling' belongs to kind per_doubling, not {self.kind}")
+            if self.reference_gpus is None:
+                raise ValueError(
+                    "'per_doubling' needs 'reference_gpus' (the scale the MFU was measured "
+                    "at): without it every GPU count runs at the MFU and per_doubling has no "
+                    "effect"
+                )
+        return self
 
 
 class Redundancy(Strict):

@@ -14,6 +14,7 @@ import csv
 import math
 import os
 import stat
+from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -45,10 +46,12 @@ def resolve_series(
     base_dir: Path,
     *,
     data_root: Path | None = None,
+    notes: list[str] | None = None,
 ) -> np.ndarray:
     """Return ``hours`` values starting at ``start`` (UTC-aware), times ``series.scale``. A
     ``csv`` file is looked up by :func:`~planner.instance.files.data_file` (relative to
-    ``base_dir``, inside it or ``data_root``)."""
+    ``base_dir``, inside it or ``data_root``); what the reader did that a user should know
+    (hours of several rows averaged) is added to ``notes``."""
     if series.constant is not None:
         out = np.full(hours, float(series.constant))
     elif series.values is not None:
@@ -65,12 +68,10 @@ def resolve_series(
             path = data_file(series.csv, base_dir, data_root)
         except FileRefused as e:
             raise SeriesError(str(e)) from None
-        times = None
-        if series.reference_year is not None:
-            from planner.instance.profiles import reference_times
-
-            times = reference_times(start, hours, local_tz, series.reference_year)
-        out = _csv(path, series.column, series.time_column, series.timezone, start, hours, times)
+        profile = None if series.reference_year is None else (local_tz, series.reference_year)
+        out = _csv(
+            path, series.column, series.time_column, series.timezone, start, hours, profile, notes
+        )
     out = out * series.scale
     if not np.all(np.isfinite(out)):
         raise SeriesError("expected finite numbers, found NaN or infinity")
@@ -137,13 +138,6 @@ def local_clock(
     return day, (day + 3) % 7, (seconds % 86400) // 3600
 
 
-def _parse_time(text: str, tz: ZoneInfo) -> datetime:
-    dt = datetime.fromisoformat(text.strip())
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=tz)
-    return dt
-
-
 def _csv(
     path: Path,
     column: str,
@@ -151,18 +145,84 @@ def _csv(
     tz_name: str,
     start: datetime,
     hours: int,
-    times: list[datetime] | None = None,
+    profile: tuple[str, int] | None = None,
+    notes: list[str] | None = None,
 ) -> np.ndarray:
     """One value per horizon hour from a CSV file's ``column``, rows matched on the UTC hour
-    of their ``time_column`` (times without an offset are read in ``tz_name``). ``times``
-    (a price profile, :mod:`planner.instance.profiles`) gives the UTC hour each horizon hour
-    reads; by default hour ``k`` reads ``start + k`` hours."""
+    of their ``time_column`` (times without an offset are read in ``tz_name``, the repeated
+    hour when clocks go back by the fold rule of :func:`_csv_rows`). ``profile`` (the
+    region's time zone and a reference year: a price profile, :mod:`planner.instance.profiles`)
+    gives the UTC hour each horizon hour reads, a missing one wrapped by 52 weeks
+    (:func:`~planner.instance.profiles.wrapped`); by default hour ``k`` reads ``start + k``
+    hours. Hours of several rows read their mean, with a note in ``notes``.
+
+    The values are kept per file (identity, size and modification time) and request
+    (:data:`_CACHE`): a variant of an instance (the attribution's baselines, a grid's
+    scenarios) reads each file once."""
     why = not_a_file(path)
     if why is not None:
         raise SeriesError(f"file {str(path)!r} {why}")
     utc_start = start.astimezone(UTC)
-    at = times if times is not None else [utc_start + timedelta(hours=k) for k in range(hours)]
-    wanted = set(at)
+    try:
+        st = os.stat(path)
+        key: tuple[object, ...] | None = (
+            os.path.realpath(path),
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            column,
+            time_column,
+            tz_name,
+            utc_start,
+            hours,
+            profile,
+        )
+    except OSError:
+        key = None
+    hit = _CACHE.get(key) if key is not None else None
+    if key is not None and hit is not None:
+        _CACHE.move_to_end(key)
+        if notes is not None:
+            notes.extend(hit[1])
+        return hit[0]
+    out, found = _csv_read(path, column, time_column, tz_name, utc_start, hours, profile)
+    out.setflags(write=False)
+    if key is not None:
+        _CACHE[key] = (out, tuple(found))
+        while len(_CACHE) > CACHE_ENTRIES:
+            _CACHE.popitem(last=False)
+    if notes is not None:
+        notes.extend(found)
+    return out
+
+
+#: CSV series already read (see :func:`_csv`), least recently used first.
+_CACHE: OrderedDict[tuple[object, ...], tuple[np.ndarray, tuple[str, ...]]] = OrderedDict()
+#: Entries kept: 64 hourly years are about 4.5 MB.
+CACHE_ENTRIES = 64
+
+
+def _csv_read(
+    path: Path,
+    column: str,
+    time_column: str,
+    tz_name: str,
+    utc_start: datetime,
+    hours: int,
+    profile: tuple[str, int] | None,
+) -> tuple[np.ndarray, list[str]]:
+    """:func:`_csv` without the cache: the values and the notes."""
+    if profile is not None:
+        from planner.instance.profiles import reference_times, wrapped
+
+        at = reference_times(utc_start, hours, *profile)
+        spare = {t: wrapped(t, profile[0]) for t in set(at)}
+    else:
+        at = [utc_start + timedelta(hours=k) for k in range(hours)]
+        spare = {}
+    wanted = set(at) | set(spare.values())
+    notes: list[str] = []
     try:
         with _open_regular(path) as fh:
             values = _csv_rows(
@@ -173,6 +233,7 @@ def _csv(
                 ZoneInfo(tz_name),
                 wanted,
                 header_ok=_csv_named(os.path.realpath(path)),
+                notes=notes,
             )
     except UnicodeDecodeError as e:
         raise SeriesError(f"file {str(path)!r} is not UTF-8 text ({e.reason})") from None
@@ -185,13 +246,16 @@ def _csv(
     out = np.empty(hours)
     for k in range(hours):
         t = at[k]
+        if t not in values and spare.get(t) in values:
+            t = spare[t]
         if t not in values:
-            if times is not None:
+            if profile is not None:
                 when = (utc_start + timedelta(hours=k)).isoformat()
                 raise SeriesError(
                     f"file {str(path)!r} has no value for {t.isoformat()}, the reference time "
-                    f"of hour {k} of the horizon ({when}); expected hourly rows covering the "
-                    f"reference year {t.year} (a full-year extract)"
+                    f"of hour {k} of the horizon ({when}), nor 52 weeks from it; expected "
+                    f"hourly rows covering the reference year {profile[1]} (a full-year "
+                    "extract)"
                 )
             raise SeriesError(
                 f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
@@ -202,7 +266,7 @@ def _csv(
         if not math.isfinite(v):
             raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
         out[k] = v
-    return out
+    return out, notes
 
 
 def _open_regular(path: Path) -> IO[str]:
@@ -262,6 +326,44 @@ def _no_column(file: str, col: str, names: list[str], header_ok: bool = True) ->
     return SeriesError(f"file {file!r} has no column {col!r}; columns are [{shown}]")
 
 
+class _LocalTimes:
+    """Times without an offset, read in a zone: the fold rule for the hour that repeats when
+    the clocks go back (the first row of a repeated wall-clock time is the earlier instant,
+    the second the later one), and a refusal for a wall-clock time that does not exist (the
+    hour skipped when they go forward), so that no two rows land on one UTC hour unseen."""
+
+    def __init__(self, tz: ZoneInfo) -> None:
+        self.tz = tz
+        self.plain = str(tz.key).upper() in ("UTC", "ETC/UTC", "GMT", "ETC/GMT", "Z")
+        #: repeated wall-clock times seen so far -> the line of each row
+        self.repeated: dict[datetime, list[int]] = {}
+
+    def instant(self, naive: datetime, file: str, line: int, time_column: str) -> datetime:
+        local = naive.replace(tzinfo=self.tz)
+        if self.plain:
+            return local
+        early, late = local.replace(fold=0), local.replace(fold=1)
+        if early.utcoffset() == late.utcoffset():
+            return local
+        back = early.astimezone(UTC).astimezone(self.tz).replace(tzinfo=None)
+        if back != naive:
+            raise SeriesError(
+                f"file {file!r} line {line}: {time_column!r} is a local time that does not "
+                f"exist in {self.tz.key} (the clocks go forward over it); a file in local "
+                "time has no row for it: remove the row, or write the times with their UTC "
+                "offset"
+            )
+        lines = self.repeated.setdefault(naive, [])
+        lines.append(line)
+        if len(lines) > 2:
+            raise SeriesError(
+                f"file {file!r} lines {lines[0]}, {lines[1]} and {line}: {time_column!r} gives "
+                f"one local time three times; the hour the clocks go back repeats once (the "
+                f"first row is the earlier hour, the second the later one)"
+            )
+        return early if len(lines) == 1 else late
+
+
 def _csv_rows(
     fh: IO[str],
     file: str,
@@ -271,17 +373,28 @@ def _csv_rows(
     wanted: set[datetime],
     *,
     header_ok: bool = True,
+    notes: list[str] | None = None,
 ) -> dict[datetime, float]:
-    """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
-    rows outside it are checked but not kept, so memory follows the horizon, not the file.
-    Every value must be 0 or within MAGNITUDE (the rule for the instance's own numbers), except
-    that a value below MAGNITUDE's floor in size is read as 0: measured series carry rounding
-    residue of 0 (the 2023 DE-LU prices hold -5.7e-14 USD/MWh where a smoothed 0 was), which is
-    no unit mistake, while the ceiling still refuses 1e308.
+    """The value of every UTC hour in ``wanted`` (NaN where a value is empty); rows outside
+    them are checked but not kept, so memory follows the horizon, not the file.
+
+    - Times without an offset are read in ``tz`` (:class:`_LocalTimes`: the repeated hour
+      when the clocks go back is told apart by the order of its rows; a time the clocks skip
+      is refused).
+    - Two rows for one instant are refused, naming both lines (never "the last one wins").
+    - Rows at several instants of one hour (sub-hourly data: every 15 minutes) give the
+      hour their mean, and a note says how many hours were averaged.
+    - Every value must be 0 or within MAGNITUDE (the rule for the instance's own numbers),
+      except that a value below MAGNITUDE's floor in size is read as 0: measured series
+      carry rounding residue of 0 (the 2023 DE-LU prices hold -5.7e-14 USD/MWh where a
+      smoothed 0 was), which is no unit mistake, while the ceiling still refuses 1e308.
+
     Lines starting with ``#`` are comments. Errors name the line of the file, comments and
     blank lines counted, and the column, never what the row holds."""
     low, high = MAGNITUDE
-    values: dict[datetime, float] = {}
+    #: wanted hour -> {instant: (value, line)}
+    rows_of: dict[datetime, dict[datetime, tuple[float, int]]] = {}
+    local = _LocalTimes(tz)
     last = [0]  # the file line of the last line handed to the CSV reader
 
     def rows() -> Iterator[str]:
@@ -300,7 +413,12 @@ def _csv_rows(
         lineno = last[0]
         raw_t, raw_v = row.get(time_column), row.get(column)
         try:
-            t = _parse_time(raw_t or "", tz).astimezone(UTC)
+            parsed = datetime.fromisoformat((raw_t or "").strip())
+            if parsed.tzinfo is None:
+                parsed = local.instant(parsed, file, lineno, time_column)
+            t = parsed.astimezone(UTC)
+        except SeriesError:
+            raise
         except (ValueError, OverflowError):
             raise SeriesError(
                 f"file {file!r} line {lineno}: {time_column!r} is not an ISO time with a "
@@ -319,6 +437,27 @@ def _csv_rows(
                 "(is the unit right?)"
             )
         hour = t.replace(minute=0, second=0, microsecond=0)
-        if hour in wanted:
-            values[hour] = v
+        if hour not in wanted:
+            continue
+        seen = rows_of.setdefault(hour, {})
+        if t in seen:
+            raise SeriesError(
+                f"file {file!r} lines {seen[t][1]} and {lineno}: {time_column!r} gives the "
+                "same time twice; keep one row per time (times without an offset are read "
+                f"in {tz.key})"
+            )
+        seen[t] = (v, lineno)
+    values: dict[datetime, float] = {}
+    averaged = 0
+    for hour, seen in rows_of.items():
+        if len(seen) == 1:
+            values[hour] = next(iter(seen.values()))[0]
+        else:
+            averaged += 1
+            values[hour] = math.fsum(v for v, _ in seen.values()) / len(seen)
+    if averaged and notes is not None:
+        notes.append(
+            f"file {file!r} has several rows in {averaged} hour(s) the horizon reads "
+            "(sub-hourly data): each such hour reads the mean of its rows"
+        )
     return values

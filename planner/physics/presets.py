@@ -53,7 +53,11 @@ def resolve_preset(name: str) -> str:
     dotted = {_key(n).replace(".", "-"): n for n in _raw()}
     if k.replace(".", "-") in dotted:
         return dotted[k.replace(".", "-")]
-    raise PresetError(f"unknown model preset {name!r}; known: {', '.join(_raw())}")
+    import difflib
+
+    close = difflib.get_close_matches(k, list(by_key), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(by_key[c] for c in close)}?)" if close else ""
+    raise PresetError(f"unknown model preset {name!r}{hint}; known: {', '.join(_raw())}")
 
 
 def preset_entry(name: str) -> dict[str, Any]:

@@ -80,4 +80,9 @@ def frontier(points: list[ParetoPoint], title: str = "") -> Figure:
 
 
 def save_png(fig: Figure, path: str | Path) -> None:
-    fig.savefig(path, format="png", dpi=PNG_DPI)
+    """Write ``fig`` as a PNG file through a temporary file that replaces ``path`` (never
+    through a link: :func:`planner.outfiles.replacing`)."""
+    from planner.outfiles import replacing
+
+    with replacing(Path(path)) as tmp:
+        fig.savefig(tmp, format="png", dpi=PNG_DPI)

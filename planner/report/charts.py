@@ -508,12 +508,18 @@ def svg(fig: Figure, prefix: str, title: str) -> str:
 
 def write_pngs(plan: Plan, inst: Instance | None, directory: str | Path) -> list[Path]:
     """Write the report's charts as ``<name>.png`` into ``directory`` (created if missing);
-    returns the paths in :data:`CHARTS` order."""
+    returns the paths in :data:`CHARTS` order. Each file replaces its old self through a
+    temporary file (:func:`planner.outfiles.replacing`): a link planted in the folder is
+    refused, never written through."""
+    from planner.outfiles import check_output, replacing
+
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    check_output(d, folder=True)
     paths: list[Path] = []
     for name, fig in figures(plan, inst).items():
         path = d / f"{name}.png"
-        fig.savefig(path, format="png", dpi=PNG_DPI)
+        check_output(path)
+        with replacing(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=PNG_DPI)
         paths.append(path)
     return paths

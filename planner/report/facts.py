@@ -254,13 +254,12 @@ def check_match(plan: Plan, inst: Instance, plan_file: str, inst_file: str) -> N
         raise ReportError(plan_file, errors)
 
 
-def instance_candidates(plan: Plan, plan_path: Path) -> list[Path]:
-    """Where the plan's ``instance`` may be, relative to the plan file: the name as given,
-    then with ``.yaml``, ``.yml`` and ``.json`` appended."""
+def instance_candidates(plan: Plan) -> list[str]:
+    """The names the plan's ``instance`` may have beside the plan file: the name as given
+    (when it ends in ``.yaml``, ``.yml`` or ``.json``), then with each of them appended.
+    They are looked up under the file-access policy (``planner.instance.files``)."""
     name = plan.instance.strip()
     if not name:
         return []
-    base = plan_path.parent / name
-    cands = [base] if base.suffix.lower() in (".yaml", ".yml", ".json") else []
-    cands += [base.with_name(base.name + ext) for ext in (".yaml", ".yml", ".json")]
-    return cands
+    cands = [name] if Path(name).suffix.lower() in (".yaml", ".yml", ".json") else []
+    return cands + [name + ext for ext in (".yaml", ".yml", ".json")]
