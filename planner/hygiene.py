@@ -196,8 +196,8 @@ def _offers_and_capacity(inst: Instance) -> list[str]:
                         f"{where}.preemptions_per_hour: {_g(rate)} per "
                         "hour is beyond 1; was a percentage given?"
                     )
-        for gname, cap in region.capacity.items():
-            top = max(cap) if isinstance(cap, tuple) else cap
+        for gname in region.capacity:
+            top = float(np.max(inst.capacity[(rname, gname)]))
             if top > MAX_CAPACITY_GPUS:
                 out.append(
                     f"regions.{rname}.capacity.{gname}: {_g(float(top))} GPUs is beyond "

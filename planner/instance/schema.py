@@ -59,8 +59,11 @@ MAX_FRACTIONS = 32
 #: powers of two, and 16 of them reach 2^15.
 MAX_CHOICES = 16
 #: Phases: a campaign is a handful (data preparation, pre-training, annealing, fine-tunes,
-#: evaluations); 100 leaves room for sweeps of them.
-MAX_PHASES = 100
+#: evaluations); a lab's quarter of 20 teams is 200. 1,000 is what memory allows: the
+#: configuration space of a 200-phase quarter (10 regions x 4 GPU types, 2,190 hours) takes
+#: about 150 MB and its solve peaks near 2 GB (docs/benchmarks.md), so 1,000 such phases stay
+#: within a workstation's memory, and `check` reads them in well under a minute.
+MAX_PHASES = 1000
 #: Regions: the largest clouds have about 35 regions each; 64 covers a choice among several.
 MAX_REGIONS = 64
 #: GPU types: a vendor generation adds a handful; 64 covers every data-centre GPU since 2017.
@@ -322,6 +325,13 @@ class GpuType(Strict):
 Rate = NonNegFloat | Series
 
 
+#: GPUs a pool holds, per GPU type: one whole number for the whole horizon, an inline list
+#: (one a horizon hour), or an hourly series in any form prices take (``csv``, ``tou``,
+#: ``constant``, ``values``), whose values must be whole numbers >= 0 (checked when resolved,
+#: :mod:`planner.instance.resolve`).
+Capacity = Annotated[NonNegInt | tuple[NonNegInt, ...] | Series, Number]
+
+
 class OnDemand(Strict):
     usd_per_gpu_hour: Rate
     billing_granularity_hours: PosInt = 1
@@ -428,7 +438,7 @@ class Region(Strict):
     price_adder_usd_per_mwh: FiniteFloat = 0.0
     carbon_intensity: Series | None = None
     zones: PosInt = 1
-    capacity: dict[str, Annotated[NonNegInt | tuple[NonNegInt, ...], Number]]
+    capacity: dict[str, Capacity]
     offers: dict[str, Offers]
     storage: dict[Label, StorageTier] = Field(
         default_factory=lambda: {"hot": StorageTier(usd_per_gb_month=0.10, write_gb_per_s=5.0)},
