@@ -933,7 +933,9 @@ def _window_prices(inst: Instance, region: str, phase: str) -> tuple[float, floa
     return cache[key]
 
 
-_WINDOW_PRICES: weakref.WeakKeyDictionary[Instance, dict[tuple[str, str], tuple[float, float] | None]]
+_WINDOW_PRICES: weakref.WeakKeyDictionary[
+    Instance, dict[tuple[str, str], tuple[float, float] | None]
+]
 _WINDOW_PRICES = weakref.WeakKeyDictionary()
 
 

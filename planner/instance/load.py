@@ -312,14 +312,26 @@ def _lift_numbers(text: str) -> tuple[str, dict[str, list[int | float]]]:
     """``text`` with every long list of plain numbers replaced by a placeholder element on
     the same line (the other lines kept, so that every line and column a message names is
     the file's), and the numbers of each placeholder. Nothing is lifted from a document with
-    anchors or that already holds the placeholder's prefix."""
+    anchors or that already holds the placeholder's prefix; one with more than MAX_WRITTEN
+    numbers in such lists is refused before they are read."""
     if _PLACEHOLDER in text or ("&" in text and _ANCHOR.search(text)):
         return text, {}
     runs: dict[str, list[int | float]] = {}
+    count = [0]
+
+    def counted(n: int) -> None:
+        """Refuse before reading more than MAX_WRITTEN numbers."""
+        count[0] += n
+        if count[0] > MAX_WRITTEN:
+            raise _Refused(f"document has more than {MAX_WRITTEN} values; refusing it")
 
     def flow(m: re.Match[str]) -> str:
         body = m.group("body")
-        values = _numbers(body, ",") if body.count(",") >= BULK_MIN - 1 else None
+        n = body.count(",") + 1
+        if n < BULK_MIN:
+            return m.group(0)
+        counted(n)
+        values = _numbers(body, ",")
         if values is None:
             return m.group(0)
         key = f"{_PLACEHOLDER}{len(runs)}__"
@@ -331,6 +343,7 @@ def _lift_numbers(text: str) -> tuple[str, dict[str, list[int | float]]]:
 
     def block(m: re.Match[str]) -> str:
         run = m.group(0)
+        counted(run.count("\n") + 1)
         values = _numbers(run.replace("- ", "").strip(), "\n")  # one value a line
         if values is None:
             return run
@@ -387,8 +400,6 @@ def _load_yaml(text: str) -> tuple[Any, list[tuple[dict[Any, Any], Any, str]], s
     every list of numbers only that was read in bulk."""
     lifted, runs = _lift_numbers(text)
     total = sum(len(v) for v in runs.values())
-    if total > MAX_WRITTEN:
-        raise _Refused(f"document has more than {MAX_WRITTEN} values; refusing it")
     try:
         data, dups, composed = _compose(lifted, fast=True)
     except _Refused:

@@ -119,6 +119,8 @@ def _branch_takes(tag: str) -> str | None:
     ``number``, ``dict[str,constrained-float]`` -> ``mapping``, ``tuple[...]`` -> ``list``,
     ``function-before[f(), datetime]`` -> ``time``, ``Series`` -> ``mapping``); None when the
     tag is not understood."""
+    if re.fullmatch(r"function-wrap\[_bulk_\w+\(\)\]", tag):
+        return "list"  # schema's lists of numbers checked at once
     inner = re.fullmatch(r"function-[a-z-]+\[.*, (.+)\]", tag)
     t = inner.group(1) if inner else tag
     t = t.removeprefix("constrained-")

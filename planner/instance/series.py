@@ -162,16 +162,78 @@ def _csv(
         raise SeriesError(f"file {str(path)!r} {why}")
     utc_start = start.astimezone(UTC)
     at = times if times is not None else [utc_start + timedelta(hours=k) for k in range(hours)]
-    wanted = set(at)
+    wanted = np.fromiter((_seconds(t) for t in at), dtype=np.int64, count=len(at))
+    span = (int(wanted.min()), int(wanted.max())) if len(wanted) else (0, -1)
+    keys, values = _csv_table(path, column, time_column, tz_name, span)
+    pos = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+    found = (keys[pos] == wanted) if len(keys) else np.zeros(len(at), dtype=bool)
+    out = values[pos] if len(keys) else np.full(len(at), np.nan)
+    bad = np.flatnonzero(~(found & np.isfinite(out)))
+    if len(bad):
+        k = int(bad[0])
+        t = at[k]
+        if found[k]:
+            raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
+        if times is not None:
+            when = (utc_start + timedelta(hours=k)).isoformat()
+            raise SeriesError(
+                f"file {str(path)!r} has no value for {t.isoformat()}, the reference time "
+                f"of hour {k} of the horizon ({when}); expected hourly rows covering the "
+                f"reference year {t.year} (a full-year extract)"
+            )
+        raise SeriesError(
+            f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
+            f"expected hourly rows covering the horizon, or a price profile of a year the "
+            f"file covers ('reference_year')"
+        )
+    return out
+
+
+def _seconds(t: datetime) -> int:
+    """Whole seconds since 1970-01-01 UTC of an aware time (floored; exact for every time in
+    years 1-9999 to the second, well within a float's 2^53)."""
+    return math.floor(t.timestamp())
+
+
+#: Tables read, by file (its real path, size and modification time) and columns: a grid's
+#: scenarios and a solve's variants read the same price files again.
+_TABLES: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
+#: Tables kept (each a row's UTC second and value: 16 bytes a row).
+_TABLES_KEPT = 32
+
+
+def _csv_table(
+    path: Path, column: str, time_column: str, tz_name: str, span: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of a CSV series file whose UTC hour (seconds since 1970) lies in ``span``
+    (inclusive; rows outside are checked but not kept, so memory follows the horizon, not
+    the file): their hours, sorted (a row given twice: the last one), and values (NaN where
+    empty); read once per file version and span."""
+    try:
+        st = os.stat(path)
+        key: tuple[object, ...] | None = (
+            os.path.realpath(path),
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ino,
+            column,
+            time_column,
+            tz_name,
+            span,
+        )
+    except OSError:
+        key = None
+    if key is not None and key in _TABLES:
+        return _TABLES[key]
     try:
         with _open_regular(path) as fh:
-            values = _csv_rows(
+            rows = _csv_rows(
                 fh,
                 str(path),
                 column,
                 time_column,
                 ZoneInfo(tz_name),
-                wanted,
+                span,
                 header_ok=_csv_named(os.path.realpath(path)),
             )
     except UnicodeDecodeError as e:
@@ -182,27 +244,16 @@ def _csv(
         raise SeriesError(
             f"file {str(path)!r} cannot be read ({e.strerror or 'I/O error'})"
         ) from None
-    out = np.empty(hours)
-    for k in range(hours):
-        t = at[k]
-        if t not in values:
-            if times is not None:
-                when = (utc_start + timedelta(hours=k)).isoformat()
-                raise SeriesError(
-                    f"file {str(path)!r} has no value for {t.isoformat()}, the reference time "
-                    f"of hour {k} of the horizon ({when}); expected hourly rows covering the "
-                    f"reference year {t.year} (a full-year extract)"
-                )
-            raise SeriesError(
-                f"file {str(path)!r} has no value for {t.isoformat()} (hour {k} of the horizon); "
-                f"expected hourly rows covering the horizon, or a price profile of a year the "
-                f"file covers ('reference_year')"
-            )
-        v = values[t]
-        if not math.isfinite(v):
-            raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
-        out[k] = v
-    return out
+    order = sorted(rows)
+    table = (
+        np.fromiter(order, dtype=np.int64, count=len(order)),
+        np.fromiter((rows[k] for k in order), dtype=float, count=len(order)),
+    )
+    if key is not None:
+        while len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[key] = table
+    return table
 
 
 def _open_regular(path: Path) -> IO[str]:
@@ -268,20 +319,21 @@ def _csv_rows(
     column: str,
     time_column: str,
     tz: ZoneInfo,
-    wanted: set[datetime],
+    span: tuple[int, int],
     *,
     header_ok: bool = True,
-) -> dict[datetime, float]:
-    """The value of every row whose UTC hour is in ``wanted`` (NaN where the value is empty);
-    rows outside it are checked but not kept, so memory follows the horizon, not the file.
-    Every value must be 0 or within MAGNITUDE (the rule for the instance's own numbers), except
-    that a value below MAGNITUDE's floor in size is read as 0: measured series carry rounding
-    residue of 0 (the 2023 DE-LU prices hold -5.7e-14 USD/MWh where a smoothed 0 was), which is
-    no unit mistake, while the ceiling still refuses 1e308.
+) -> dict[int, float]:
+    """The value of every row whose UTC hour (seconds since 1970) lies in ``span``, by that
+    hour (NaN where the value is empty; a row given twice: the last one). Every value must be 0 or within MAGNITUDE (the
+    rule for the instance's own numbers), except that a value below MAGNITUDE's floor in size
+    is read as 0: measured series carry rounding residue of 0 (the 2023 DE-LU prices hold
+    -5.7e-14 USD/MWh where a smoothed 0 was), which is no unit mistake, while the ceiling
+    still refuses 1e308.
     Lines starting with ``#`` are comments. Errors name the line of the file, comments and
     blank lines counted, and the column, never what the row holds."""
     low, high = MAGNITUDE
-    values: dict[datetime, float] = {}
+    lo, hi = span
+    values: dict[int, float] = {}
     last = [0]  # the file line of the last line handed to the CSV reader
 
     def rows() -> Iterator[str]:
@@ -290,17 +342,27 @@ def _csv_rows(
                 last[0] = n
                 yield line
 
-    reader = csv.DictReader(rows())
-    if reader.fieldnames is None:
+    reader = csv.reader(rows())
+    fieldnames = next(reader, None)
+    if fieldnames is None:
         raise SeriesError(f"file {file!r} is empty")
     for col in (column, time_column):
-        if col not in reader.fieldnames:
-            raise _no_column(file, col, list(reader.fieldnames), header_ok)
+        if col not in fieldnames:
+            raise _no_column(file, col, list(fieldnames), header_ok)
+    # as csv.DictReader: the last column of a name wins; blank lines are skipped
+    ti = len(fieldnames) - 1 - fieldnames[::-1].index(time_column)
+    vi = len(fieldnames) - 1 - fieldnames[::-1].index(column)
     for row in reader:
+        if not row:
+            continue
         lineno = last[0]
-        raw_t, raw_v = row.get(time_column), row.get(column)
+        raw_t = row[ti] if ti < len(row) else None
+        raw_v = row[vi] if vi < len(row) else None
         try:
-            t = _parse_time(raw_t or "", tz).astimezone(UTC)
+            t = _parse_time(raw_t or "", tz)
+            if t.year in (1, 9999):  # its UTC time may fall outside years 1-9999
+                t = t.astimezone(UTC)
+            seconds = _seconds(t)
         except (ValueError, OverflowError):
             raise SeriesError(
                 f"file {file!r} line {lineno}: {time_column!r} is not an ISO time with a "
@@ -318,7 +380,7 @@ def _csv_rows(
                 f"allowed; expected 0 or a magnitude between {low:g} and {high:g} "
                 "(is the unit right?)"
             )
-        hour = t.replace(minute=0, second=0, microsecond=0)
-        if hour in wanted:
+        hour = seconds - seconds % 3600
+        if lo <= hour <= hi:
             values[hour] = v
     return values
