@@ -246,7 +246,7 @@ if _CPARSER is not None:
 
 
 #: A run of more digits than Python turns into an integer (in a number or in text).
-_LONG_DIGITS = re.compile(r"\d{%d}" % (_INT_TEXT_DIGITS + 1))
+_LONG_DIGITS = re.compile(rf"\d{{{_INT_TEXT_DIGITS + 1}}}")
 
 # ----------------------------------------------------------------------------- bulk numbers
 #
@@ -262,11 +262,11 @@ _LONG_DIGITS = re.compile(r"\d{%d}" % (_INT_TEXT_DIGITS + 1))
 
 #: ``[...]`` holding only characters of numbers, commas, spaces and line breaks, long enough
 #: for BULK_MIN numbers.
-_FLOW = re.compile(r"\[(?P<body>[-+0-9.eE, \n]{%d,})\]" % (2 * BULK_MIN - 1))
+_FLOW = re.compile(rf"\[(?P<body>[-+0-9.eE, \n]{{{2 * BULK_MIN - 1},}})\]")
 #: At least BULK_MIN lines ``- 1.5`` at one indentation (a block list, or part of one).
 _BLOCK = re.compile(
-    r"^(?P<indent>[ ]*)- [-+0-9.eE]+[ ]*\r?\n(?:(?P=indent)- [-+0-9.eE]+[ ]*(?:\r?\n|\Z)){%d,}"
-    % (BULK_MIN - 1),
+    r"^(?P<indent>[ ]*)- [-+0-9.eE]+[ ]*\r?\n"
+    rf"(?:(?P=indent)- [-+0-9.eE]+[ ]*(?:\r?\n|\Z)){{{BULK_MIN - 1},}}",
     re.MULTILINE,
 )
 #: YAML anchors (``&name``): lists read in bulk would escape the alias limits' counting.
