@@ -325,10 +325,10 @@ def _csv_rows(
 ) -> dict[int, float]:
     """The value of every row whose UTC hour (seconds since 1970) lies in ``span``, by that
     hour (NaN where the value is empty; a row given twice: the last one). Every value must be
-    0 or within MAGNITUDE (the rule for the instance's own numbers), except that a value below
-    MAGNITUDE's floor in size is read as 0: measured series carry rounding residue of 0 (the 2023 DE-LU prices hold
-    -5.7e-14 USD/MWh where a smoothed 0 was), which is no unit mistake, while the ceiling
-    still refuses 1e308.
+    0 or within MAGNITUDE (the rule for the instance's own numbers), except that a value
+    below MAGNITUDE's floor in size is read as 0: measured series carry rounding residue of
+    0 (the 2023 DE-LU prices hold -5.7e-14 USD/MWh where a smoothed 0 was), which is no unit
+    mistake, while the ceiling still refuses 1e308.
     Lines starting with ``#`` are comments. Errors name the line of the file, comments and
     blank lines counted, and the column, never what the row holds."""
     low, high = MAGNITUDE
