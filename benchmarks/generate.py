@@ -323,6 +323,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "shipped": ("small-finetune", "week-7b", "month-70b"),
     "long": ("long-4380", "long-8760"),
     "dag": ("dag30-static", "dag30-tou", "dag30-static-preempt", "dag30-tou-preempt"),
+    "quarter": ("quarter-100", "quarter-200"),
+    "year": ("year-seg",),
 }
 
 #: What the issue expects of an instance, printed beside its result.
@@ -374,6 +376,10 @@ def document(name: str, seed: int = 0) -> dict[str, Any]:
     if name.startswith("dag30-"):
         parts = name.split("-")
         return dag(parts[1], preempt="preempt" in parts, seed=seed)
+    if name in ("quarter-100", "quarter-200"):
+        return lab_quarter(int(name.removeprefix("quarter-")) // 10, seed)
+    if name == "year-seg":
+        return with_segments(long_horizon(8760, seed), "pretraining", 3)
     raise KeyError(f"no generated instance named {name!r}")
 
 
@@ -436,6 +442,18 @@ def tighten(
     out["description"] = (
         f"{d['description']}; deadlines {slack[0]:g}-{slack[1]:g}x the fastest finish"
     )
+    return out
+
+
+def with_segments(d: dict[str, Any], kind: str, segments: int) -> dict[str, Any]:
+    """A copy in which every phase of ``kind`` may change configuration at checkpoints, in up
+    to ``segments`` segments (region, GPU count and the rest: ``segment_changes`` default)."""
+    out = copy.deepcopy(d)
+    for ph in out["phases"]:
+        if ph["kind"] == kind:
+            ph["options"]["max_segments"] = segments
+    out["name"] = f"{d['name']}-seg{segments}"
+    out["description"] = f"{d['description']}; {kind} phases in up to {segments} segments"
     return out
 
 

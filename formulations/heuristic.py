@@ -19,7 +19,7 @@ from formulations.greedy import Usage, list_schedule
 from planner.configs import Config, ConfigSpace
 from planner.costs import block_rental, fixed_cost, hourly_cost, run_costs, weights
 from planner.instance.model import Instance
-from planner.schedule import Assignment, Pool, Schedule, count_runs, reservations_for
+from planner.schedule import Assignment, Pool, Schedule, reservations_for
 from planner.windows import Windows, time_windows
 
 #: Candidate end hours tried for a preemptible phase (evenly spread over its window).
@@ -94,14 +94,18 @@ class LookAhead:
                 at[starts] = val
                 if pre:
                     # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
-                    for end in np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int)):
-                        extra = self._succ_cost(name, np.array([end]))[0] + fixed_cost(
-                            self.inst, c, int(end), self.w
-                        )
-                        for r in range(e, end - n + 1, max(1, (end - n - e) // 8 or 1)):
-                            v = float(np.sort(h[r:end])[:n].sum()) + extra
-                            if v < at[r]:
-                                at[r] = v
+                    cands = np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int))
+                    succ = self._succ_cost(name, cands)
+                    firsts, ends, extras = [], [], []
+                    for end, after in zip(cands, succ, strict=True):
+                        extra = after + fixed_cost(self.inst, c, int(end), self.w)
+                        rs = np.arange(e, end - n + 1, max(1, (end - n - e) // 8 or 1))
+                        firsts.append(rs)
+                        ends.append(np.full(len(rs), end))
+                        extras.append(np.full(len(rs), extra))
+                    rs = np.concatenate(firsts)
+                    v = _cheapest_sums(h[e:l_], rs - e, np.concatenate(ends) - e, n)
+                    np.minimum.at(at, rs, v + np.concatenate(extras))
                 best_from = np.minimum(best_from, at)
             # suffix minimum: starting at >= r
             self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
@@ -115,7 +119,14 @@ class LookAhead:
             p = inst.phase(name)
             l_ = self.win.end[name]
             best: tuple[float, Config, tuple[int, ...]] | None = None
-            for c in self._configs(name):
+            configs = self._configs(name)
+            if p.preemptible:
+                # configurations in the order of a lower bound on their cost here, each
+                # tried only while it may still beat (or tie, earlier in the list) the best
+                configs = self._screened(name, configs, ready, used)
+            for c, floor in configs if p.preemptible else ((c, -np.inf) for c in configs):
+                if best is not None and floor > best[0]:
+                    break
                 n = c.hours
                 if l_ - ready < n:
                     continue
@@ -138,11 +149,18 @@ class LookAhead:
                             + block_rental(inst, c, self.w, pick.tolist())
                             + fixed_cost(inst, c, real_end, self.w)
                             + self._succ_cost(name, np.array([real_end]))[0]
-                            + self.w.failure * c.resume_usd * (count_runs(pick.tolist()) - 1)
+                            # pick is sorted and distinct: a resume at every gap
+                            + self.w.failure
+                            * c.resume_usd
+                            * int(np.count_nonzero(np.diff(pick) > 1))
                         )
                         if not np.isfinite(v):
                             continue  # a blocked hour (outside a reserved term)
-                        if best is None or v < best[0]:
+                        if (
+                            best is None
+                            or v < best[0]
+                            or (v == best[0] and c.index < best[1].index)
+                        ):
                             best = (v, c, tuple(int(t) for t in pick))
                 else:
                     ok = np.concatenate([[0], np.cumsum(~free)])
@@ -166,6 +184,38 @@ class LookAhead:
 
         return list_schedule(inst, self.space, self.win.start, place)
 
+    def _screened(
+        self, name: str, configs: list[Config], ready: int, used: Usage
+    ) -> list[tuple[Config, float]]:
+        """A preemptible phase's configurations with a lower bound on the cost of placing
+        them from ``ready`` (the n cheapest free hours of the window, the archive from its
+        end, the least successors' cost at any end), least first (the list's order among
+        equals). The bound holds when block rental and resumes cost >= 0 (then the caller
+        stops at the first bound above the best placement found); else it is -inf."""
+        inst, w = self.inst, self.w
+        l_ = self.win.end[name]
+        out: list[tuple[float, int, Config]] = []
+        for i, c in enumerate(configs):
+            n = c.hours
+            if l_ - ready < n:
+                continue
+            if c.resume_usd < 0 or c.rental_per_h < 0:
+                out.append((-np.inf, i, c))
+                continue
+            free = (
+                self.capacity[(c.region, c.gpu)][ready:l_] - used[(c.region, c.gpu)][ready:l_]
+                >= c.total_gpus - 1e-9
+            )
+            h = self.hourly[(name, c.index)][ready:l_][free]
+            if len(h) < n:
+                continue
+            least = float(np.partition(h, n - 1)[:n].sum()) if n < len(h) else float(h.sum())
+            after = float(np.min(self._succ_cost(name, np.arange(ready + n, l_ + 1))))
+            floor = least + fixed_cost(inst, c, l_, w) + after
+            out.append((floor if np.isfinite(floor) else np.inf, i, c))
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [(c, floor) for floor, _, c in out]
+
     def schedule(self) -> Schedule | None:
         """The forward pass's schedule with the least reservations that cover it; None when a
         phase cannot be placed or a reserved offer's maximum is exceeded."""
@@ -174,6 +224,16 @@ class LookAhead:
             return None
         reserved = reservations_for(self.inst, found)
         return None if reserved is None else Schedule(found, reserved)
+
+
+def _cheapest_sums(h: np.ndarray, firsts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
+    """For each pair (first hour f, end hour g), indices into ``h``, the sum of the ``n``
+    least of ``h[f:g]`` (inf when fewer than n are finite): one partial sort for all."""
+    i = np.arange(len(h))[None, :]
+    m = np.where((i >= firsts[:, None]) & (i < ends[:, None]), h[None, :], np.inf)
+    if n < m.shape[1]:
+        m = np.partition(m, n - 1, axis=1)
+    return m[:, :n].sum(axis=1)
 
 
 def lookahead_schedule(

@@ -81,6 +81,10 @@ FULL_MILP_MAX_NONZEROS = 300_000
 BYTES_PER_NONZERO = 400
 #: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
 NONZEROS_PER_COLUMN = 5.5
+#: Nonzeros per (segment, configuration, open hour) of a phase in segments (measured: one
+#: phase of 624 configurations x 336 hours in 3 segments, 8.3M nonzeros for 630k segment
+#: hours, 13 each; formulations/milp/segments.py).
+SEGMENT_NONZEROS_PER_COLUMN = 13
 #: How far from 0 or 1 a column of a phase that may pause may be in a point of the
 #: relaxation (pauses continuous) that is read as a plan.
 INTEGRALITY_TOL = 1e-6
@@ -88,6 +92,9 @@ INTEGRALITY_TOL = 1e-6
 #: at least as many as the relaxation took (same root LP; medium-compete at a 3 s limit: the
 #: exact model given 0.7 s stopped after 1.5 s).
 EXACT_MIN_S = 1.0
+#: Share of the time limit the segment-path bounds of the phases in segments may take
+#: together (each stops with the best bound found; formulations.segment_bound).
+SEGMENT_BOUND_SHARE = 0.25
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
 LAGRANGE_MAX_ITERATIONS = 100
@@ -277,7 +284,9 @@ def _pipeline(
     gap, tracker = st.gap, st.tracker
     # 1. the separable bound: infeasibility at once
     tracker.stage("bound", "separable bound")
-    bounds = phase_bounds(inst, space, windows.start, windows.end)
+    bounds = phase_bounds(
+        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
+    )
     lower = lower_bound(bounds)
     st.stats["lower_bound"] = lower
     if not math.isfinite(lower):
@@ -316,18 +325,34 @@ def _pipeline(
                 f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
                 f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
             )
-        if segmented - st.single:
+        rest = segmented - st.single
+        if rest:
             # the DP bound, its plans and its fixing have one configuration per phase
-            st.notes.append(
-                f"{', '.join(sorted(segmented - st.single))} may change configuration at "
-                "checkpoints: the separable bound (with the segment-path bound) and the MILP "
-                "in segments"
-            )
             model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
-            solver = "milp-bound"
-            if st.left() > 0.3:
-                solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
-            return _finish(st, t0, solver, "")
+            est = _segments_nonzeros(inst, masks, rest)
+            st.stats["estimated_nonzeros"] = est
+            if est <= _guard(st):
+                st.notes.append(
+                    f"{', '.join(sorted(rest))} may change configuration at checkpoints: the "
+                    "separable bound (with the segment-path bound) and the MILP in segments"
+                )
+                solver = "milp-bound"
+                if st.left() > 0.3:
+                    solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
+                return _finish(st, t0, solver, "")
+            # too large to model in segments: plans that use segments are bounded (every one
+            # costs at least the least bound of a plan with some phase in segments) and the
+            # rest of the pipeline plans every phase on one configuration
+            floor = min(lower - bounds[n].best + bounds[n].multi for n in rest)
+            st.single |= rest
+            st.cap = min(st.cap, floor)
+            st.bound = min(st.bound, st.cap)
+            st.notes.append(
+                f"the MILP in segments would have ~{est:,} nonzeros (> {_guard(st):,.0f}): "
+                f"{', '.join(sorted(rest))} planned on one configuration each; a plan in "
+                f"segments costs at least {floor:,.2f} (the segment-path bound), which caps "
+                "the bound"
+            )
     # the DP bound and its plan, then the Lagrangian prices
     tracker.stage("lagrange", "precedence-chained DP bound")
     rel = Relaxation(inst, space, windows)
@@ -384,9 +409,7 @@ def _pipeline(
     columns = sum(int(np.sum(m)) for m in masks.values())
     est = int(columns * NONZEROS_PER_COLUMN)
     st.stats["estimated_nonzeros"] = est
-    fits = memory_cap() / BYTES_PER_NONZERO
-    # without an incumbent the MILP is the only way to a plan: any size that fits in memory
-    guard = fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+    guard = _guard(st)
     solver = "milp-lns"
     if est <= guard and st.left() > 0.3:
         solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
@@ -398,6 +421,32 @@ def _pipeline(
     if not st.closed and st.schedule is not None and st.left() > 0.3:
         _search(space, windows, masks, st)
     return _finish(st, t0, solver, "")
+
+
+def _guard(st: _State) -> float:
+    """The most nonzeros the reduced MILP may have (estimated before it is built): within
+    memory, and without an incumbent any size (the MILP is then the only way to a plan), else
+    at most FULL_MILP_MAX_NONZEROS."""
+    fits = memory_cap() / BYTES_PER_NONZERO
+    return fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+
+
+def _segments_nonzeros(
+    inst: Instance, masks: dict[tuple[str, int], np.ndarray], segmented: set[str]
+) -> int:
+    """Estimated nonzeros of the MILP with ``segmented`` phases in segments: per open
+    (configuration, hour), NONZEROS_PER_COLUMN, or for a phase in N segments N x
+    SEGMENT_NONZEROS_PER_COLUMN."""
+    total = 0.0
+    for (name, _), m in masks.items():
+        open_hours = int(np.sum(m))
+        if name in segmented:
+            total += (
+                inst.phase(name).options.max_segments * SEGMENT_NONZEROS_PER_COLUMN * open_hours
+            )
+        else:
+            total += NONZEROS_PER_COLUMN * open_hours
+    return int(total)
 
 
 def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State) -> None:
@@ -435,7 +484,7 @@ def _fixing(
         keep[name] = tuple(
             c
             for k, c in enumerate(configs)
-            if cb[k] <= upper + tol or (inc is not None and inc[name].config == c)
+            if cb[k] <= upper + tol or (inc is not None and inc[name].config.index == c.index)
         )
     model_space = space.restricted(keep)
     masks: dict[tuple[str, int], np.ndarray] = {}
@@ -485,15 +534,13 @@ def _bound_fixing(
     if inc is None or not math.isfinite(st.upper):
         return space, {}
     pruned = prune_by_bound(space, bounds, st.upper)
+    # by index: comparing configurations field by field made this quadratic in them
+    keep = {
+        name: {c.index for c in pruned.by_phase[name]} | {a.config.index for a in inc.parts(name)}
+        for name in space.by_phase
+    }
     model_space = space.restricted(
-        {
-            name: tuple(
-                c
-                for c in cs
-                if c in pruned.by_phase[name] or any(a.config == c for a in inc.parts(name))
-            )
-            for name, cs in space.by_phase.items()
-        }
+        {name: tuple(c for c in cs if c.index in keep[name]) for name, cs in space.by_phase.items()}
     )
     masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
     _open_incumbent(masks, inc, windows)
