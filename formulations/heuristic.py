@@ -35,8 +35,11 @@ class LookAhead:
         allow_reserved: bool = False,
         prices: Mapping[Pool, np.ndarray] | None = None,
         capacity: Mapping[Pool, np.ndarray] | None = None,
+        hint: Mapping[str, Assignment] | None = None,
     ) -> None:
         self.inst = inst
+        #: placements to keep when they still fit (a warm start, formulations.warm)
+        self.hint = dict(hint or {})
         self.space = space
         self.w = weights(inst)
         self.win = windows or time_windows(inst, space.fewest_hours())
@@ -118,6 +121,9 @@ class LookAhead:
         def place(name: str, ready: int, used: Usage) -> Assignment | None:
             p = inst.phase(name)
             l_ = self.win.end[name]
+            kept = self._kept(name, ready, used)
+            if kept is not None:
+                return kept
             best: tuple[float, Config, tuple[int, ...]] | None = None
             configs = self._configs(name)
             if p.preemptible:
@@ -184,6 +190,27 @@ class LookAhead:
 
         return list_schedule(inst, self.space, self.win.start, place)
 
+    def _kept(self, name: str, ready: int, used: Usage) -> Assignment | None:
+        """The hinted placement of ``name`` if it still fits: its configuration's hours (the
+        first ``n`` of the hinted ones) from ``ready`` on inside the window, one run for a
+        phase that may not pause, the pool holding its GPUs in each with what is placed
+        already, every hour priced (inside a reserved term)."""
+        a = self.hint.get(name)
+        if a is None:
+            return None
+        c, n = a.config, a.config.hours
+        hours = np.asarray(sorted(a.hours)[:n], dtype=np.int64)
+        if len(hours) < n or hours[0] < ready or hours[-1] >= self.win.end[name]:
+            return None
+        if not self.inst.phase(name).preemptible and hours[-1] - hours[0] != n - 1:
+            return None
+        pool = (c.region, c.gpu)
+        if np.any(self.capacity[pool][hours] - used[pool][hours] < c.total_gpus - 1e-9):
+            return None
+        if not np.all(np.isfinite(self.hourly[(name, c.index)][hours])):
+            return None
+        return Assignment(c, tuple(int(t) for t in hours))
+
     def _screened(
         self, name: str, configs: list[Config], ready: int, used: Usage
     ) -> list[tuple[Config, float]]:
@@ -242,11 +269,13 @@ def lookahead_schedule(
     windows: Windows | None = None,
     allow_reserved: bool = False,
     prices: Mapping[Pool, np.ndarray] | None = None,
+    hint: Mapping[str, Assignment] | None = None,
 ) -> Schedule | None:
     """The look-ahead schedule; with ``allow_reserved`` reserved configurations compete at
     their reserved price per GPU-hour used (the pool is then sized to the peak). ``prices``
     (USD per GPU-hour by pool and hour, e.g. the Lagrangian capacity prices of
     :mod:`formulations.lagrange`) are added to the hours' costs the placement sees, steering
     phases away from crowded pool-hours; the schedule is costed by the caller at the real
-    costs."""
-    return LookAhead(inst, space, windows, allow_reserved, prices).schedule()
+    costs. ``hint``: placements kept where they still fit (:meth:`LookAhead._kept`; a warm
+    start), the other phases placed around them."""
+    return LookAhead(inst, space, windows, allow_reserved, prices, hint=hint).schedule()

@@ -7,8 +7,10 @@ from dataclasses import replace
 from typing import TypedDict
 
 from planner.instance.model import Instance
+from planner.plan import Plan
 from planner.progress import ProgressFn
 from planner.result import Result, Termination
+from planner.schedule import Schedule
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 
@@ -24,6 +26,7 @@ class SolveOptions(TypedDict, total=False):
     backend: str
     verbose: bool
     on_progress: ProgressFn | None
+    start: Plan | Schedule | None
 
 
 def solve(
@@ -35,6 +38,7 @@ def solve(
     backend: str = "auto",
     verbose: bool = False,
     on_progress: ProgressFn | None = None,
+    start: Plan | Schedule | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
@@ -49,7 +53,10 @@ def solve(
     child's start-up and a last check of the clock). ``on_progress`` is called with a
     :class:`planner.progress.Progress` (elapsed seconds, the best plan's objective, the best
     proved bound, stage) whenever either improves, and about every second while a solver
-    works; ``verbose`` shows the solvers' own logs."""
+    works; ``verbose`` shows the solvers' own logs. ``start``: a warm start, an earlier plan
+    or schedule (of this instance or of the one it was re-planned from): the hourly MILP
+    offers it as a plan, keeping its placements that still fit (formulations.warm); the
+    non-preemptive solvers take it as their hint."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
     if not time_limit > 0:
@@ -65,7 +72,7 @@ def solve(
             return empty_plan(instance, solver, t0)
         # the checks count against the time limit: the solver gets what is left
         left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
-        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress)
+        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress, start)
         if res.termination == Termination.INFEASIBLE:
             res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
         return res
@@ -169,6 +176,7 @@ def _dispatch(
     backend: str,
     verbose: bool,
     on_progress: ProgressFn | None = None,
+    start: Plan | Schedule | None = None,
 ) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
@@ -178,7 +186,7 @@ def _dispatch(
         from formulations.dispatch import solve_nonpreemptive
 
         return solve_nonpreemptive(
-            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress
+            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress, hint=start
         )
     if solver == "auto":
         from formulations.dispatch import choose
@@ -186,7 +194,7 @@ def _dispatch(
         picked, _why = choose(instance)
         if picked != "milp":
             return _dispatch(
-                instance, picked, time_limit, gap, threads, backend, verbose, on_progress
+                instance, picked, time_limit, gap, threads, backend, verbose, on_progress, start
             )
     from formulations.milp import solve_milp
 
@@ -198,4 +206,5 @@ def _dispatch(
         backend=backend,
         verbose=verbose,
         on_progress=on_progress,
+        start=start,
     )

@@ -65,6 +65,7 @@ from formulations.lagrange import Evaluation, Relaxation
 from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.solution import point_from_schedule, schedule_from_point
+from formulations.warm import Start, hint
 from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan
 from planner.instance.model import Instance
@@ -242,9 +243,12 @@ def solve_milp(
     verbose: bool = False,
     prune: bool = True,
     on_progress: ProgressFn | None = None,
+    start: Start | None = None,
 ) -> Result:
     """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
-    docstring's pipeline). ``backend``: "highs" (arrays into highspy, from the incumbent) or
+    docstring's pipeline). ``start``: an earlier plan or schedule (of this instance or the one
+    it was re-planned from) offered as a plan after the look-ahead's: its placements kept
+    where they still fit, the other phases placed around them (:mod:`formulations.warm`). ``backend``: "highs" (arrays into highspy, from the incumbent) or
     "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start), "auto" = highs.
     ``prune=False`` builds the full model (with the look-ahead start unless
     ``warm_start=False``: the plain reference). ``on_progress`` hears every improvement."""
@@ -260,7 +264,9 @@ def solve_milp(
     try:
         if not prune:
             return _plain(inst, space, windows, st, t0, backend, warm_start, verbose)
-        return _pipeline(inst, space, windows, st, t0, time_limit, backend, warm_start, verbose)
+        return _pipeline(
+            inst, space, windows, st, t0, time_limit, backend, warm_start, verbose, start
+        )
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
             raise
@@ -280,6 +286,7 @@ def _pipeline(
     backend: str,
     warm_start: bool,
     verbose: bool,
+    start: Start | None = None,
 ) -> Result:
     gap, tracker = st.gap, st.tracker
     # 1. the separable bound: infeasibility at once
@@ -308,6 +315,15 @@ def _pipeline(
         found = _best_heuristic(inst, space, windows, st.notes)
         if found is not None:
             st.offer(found[0], "look-ahead")
+    if start is not None:
+        tracker.stage("heuristic", "warm start")
+        kept = hint(space, inst.release, start)
+        st.stats["warm_start_kept"] = len(kept)
+        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
+            st.notes.append(
+                f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
+                "they started from, the others placed around them"
+            )
     st.stats["heuristic"] = st.upper
     if st.closed:
         return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
