@@ -248,9 +248,9 @@ def solve_milp(
     """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
     docstring's pipeline). ``start``: an earlier plan or schedule (of this instance or the one
     it was re-planned from) offered as a plan after the look-ahead's: its placements kept
-    where they still fit, the other phases placed around them (:mod:`formulations.warm`). ``backend``: "highs" (arrays into highspy, from the incumbent) or
-    "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start), "auto" = highs.
-    ``prune=False`` builds the full model (with the look-ahead start unless
+    where they still fit, the other phases placed around them (:mod:`formulations.warm`).
+    ``backend``: "highs" (arrays into highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS
+    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds the full model (with the look-ahead start unless
     ``warm_start=False``: the plain reference). ``on_progress`` hears every improvement."""
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
