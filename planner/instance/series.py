@@ -161,17 +161,19 @@ def _csv(
     if why is not None:
         raise SeriesError(f"file {str(path)!r} {why}")
     utc_start = start.astimezone(UTC)
-    at = times if times is not None else [utc_start + timedelta(hours=k) for k in range(hours)]
-    wanted = np.fromiter((_seconds(t) for t in at), dtype=np.int64, count=len(at))
+    if times is None:
+        wanted = _seconds(utc_start) + 3600 * np.arange(hours, dtype=np.int64)
+    else:
+        wanted = np.fromiter((_seconds(t) for t in times), dtype=np.int64, count=len(times))
     span = (int(wanted.min()), int(wanted.max())) if len(wanted) else (0, -1)
     keys, values = _csv_table(path, column, time_column, tz_name, span)
     pos = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
-    found = (keys[pos] == wanted) if len(keys) else np.zeros(len(at), dtype=bool)
-    out = values[pos] if len(keys) else np.full(len(at), np.nan)
+    found = (keys[pos] == wanted) if len(keys) else np.zeros(len(wanted), dtype=bool)
+    out = values[pos] if len(keys) else np.full(len(wanted), np.nan)
     bad = np.flatnonzero(~(found & np.isfinite(out)))
     if len(bad):
         k = int(bad[0])
-        t = at[k]
+        t = times[k] if times is not None else utc_start + timedelta(hours=k)
         if found[k]:
             raise SeriesError(f"file {str(path)!r}: {column!r} is empty or not finite at {t}")
         if times is not None:
