@@ -250,8 +250,9 @@ def solve_milp(
     it was re-planned from) offered as a plan after the look-ahead's: its placements kept
     where they still fit, the other phases placed around them (:mod:`formulations.warm`).
     ``backend``: "highs" (arrays into highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS
-    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds the full model (with the look-ahead start unless
-    ``warm_start=False``: the plain reference). ``on_progress`` hears every improvement."""
+    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds
+    the full model (with the look-ahead start unless ``warm_start=False``: the plain
+    reference). ``on_progress`` hears every improvement."""
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
     space = space or config_space(inst)
