@@ -96,6 +96,12 @@ EXACT_MIN_S = 1.0
 #: Share of the time limit the segment-path bounds of the phases in segments may take
 #: together (each stops with the best bound found; formulations.segment_bound).
 SEGMENT_BOUND_SHARE = 0.25
+#: The DP bound is not evaluated when this many times its estimated time (cells x
+#: SECONDS_PER_CELL, measured idle; a loaded machine is slower) exceeds what is left.
+DP_SAFETY = 4.0
+#: The relaxation's plan takes about as long as this many DP evaluations (measured: a
+#: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
+PRIMAL_EVALUATIONS = 2.5
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
 LAGRANGE_MAX_ITERATIONS = 100
@@ -373,8 +379,19 @@ def _pipeline(
     # the DP bound and its plan, then the Lagrangian prices
     tracker.stage("lagrange", "precedence-chained DP bound")
     rel = Relaxation(inst, space, windows)
+    if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
+        # one evaluation would not end in time: fixing by the separable bound, then the
+        # reduced MILP or the neighbourhood search
+        st.notes.append(
+            f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
+            f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
+        )
+        model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
+        return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
     lam, mu = rel.zero_prices()
+    te = time.perf_counter()
     ev = rel.evaluate(lam, mu)
+    st.stats["dp_eval_s"] = time.perf_counter() - te
     st.stats["dp_bound"] = ev.bound
     if not math.isfinite(ev.bound):
         return Result.no_plan(
@@ -387,7 +404,7 @@ def _pipeline(
             stats=st.stats,
         )
     st.prove(ev.bound, "DP bound")
-    if warm_start:
+    if warm_start and _has_time(st, PRIMAL_EVALUATIONS):
         st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
     _transfer_bound(rel, lam, mu, st)
     if st.closed:
@@ -412,7 +429,8 @@ def _pipeline(
         if res.iterations:
             _transfer_bound(rel, res.lam, res.mu, st)
         if warm_start and res.evaluation is not None and not st.closed:
-            st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
+            if _has_time(st, PRIMAL_EVALUATIONS):
+                st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
             st.offer(
                 lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead"
             )
@@ -422,7 +440,21 @@ def _pipeline(
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
     model_space, masks = _fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
-    # 5. the reduced MILP, or the neighbourhood search
+    return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
+
+
+def _reduced(
+    space: ConfigSpace,
+    model_space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: _State,
+    t0: float,
+    backend: str,
+    verbose: bool,
+) -> Result:
+    """Step 5: the reduced MILP when small enough, else (and after it) the neighbourhood
+    search, then the result."""
     columns = sum(int(np.sum(m)) for m in masks.values())
     est = int(columns * NONZEROS_PER_COLUMN)
     st.stats["estimated_nonzeros"] = est
@@ -438,6 +470,11 @@ def _pipeline(
     if not st.closed and st.schedule is not None and st.left() > 0.3:
         _search(space, windows, masks, st)
     return _finish(st, t0, solver, "")
+
+
+def _has_time(st: _State, evaluations: float) -> bool:
+    """Whether ``evaluations`` of the DP (as long as the first took) fit in the time left."""
+    return evaluations * st.stats.get("dp_eval_s", 0.0) < st.left()
 
 
 def _guard(st: _State) -> float:
@@ -473,7 +510,9 @@ def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State
     if st.closed or not rel.has_transfers:
         return
     regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
-    if rel.cells * regions * SECONDS_PER_CELL > 0.1 * st.left():
+    # an evaluation per region: as long as the first one took, or by the size's estimate
+    each = max(st.stats.get("dp_eval_s", 0.0), rel.cells * SECONDS_PER_CELL)
+    if each * regions > 0.1 * st.left():
         return
     tb = rel.transfer_bound(lam, mu)
     st.stats["transfer_bound"] = max(tb, st.stats.get("transfer_bound", -math.inf))
