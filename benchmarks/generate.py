@@ -706,9 +706,9 @@ TEAM_PIPELINE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("evaluation", "eval-math", ("ft-math",)),
     ("evaluation", "eval-report", ("eval-chat", "eval-code", "eval-math")),
 )
-#: Reserved terms per region on H100 and A100: three one-month commitments (730 h) from the
-#: quarter's start, priced at 65% of on-demand (the planner buys 0 or 64-256 GPUs of each).
-QUARTER_TERMS = 3
+#: Reserved capacity per region on H100 and A100: one commitment for the quarter (2,190 h)
+#: priced at 65% of on-demand, bought as a decision (0 or 64-256 GPUs per pool), paid
+#: whether used or not.
 QUARTER_RESERVED_SHARE = 0.65
 
 
@@ -717,8 +717,8 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
     check, pre-training, three fine-tunes each with its evaluation, a report evaluation after
     them), 2,190 hours from 2023-04-03 in the ten long-horizon markets with their real
     full-year 2023 prices (CSV series), four GPU types per region in pools that the teams
-    share, on demand, spot and three one-month reserved terms on H100 and A100 bought as
-    decisions (0 or 64-256 GPUs each).
+    share, on demand, spot and a reserved commitment for the quarter on H100 and A100
+    bought as a decision (0 or 64-256 GPUs per pool).
 
     Team i is released at i / teams x 45% of the quarter; its work is scaled so that its
     fastest schedule takes 30% of the quarter from its release, and deadlines are 1.4-2x the
@@ -743,10 +743,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
                     "usd_per_gpu_hour": round(od * QUARTER_RESERVED_SHARE, 3),
                     "min_gpus": 64,
                     "max_gpus": QUARTER_POOL[g],
-                    "terms": [
-                        {"name": f"m{k + 1}", "start": k * 730, "hours": 730}
-                        for k in range(QUARTER_TERMS)
-                    ],
+                    "terms": [{"name": "q2", "start": 0, "hours": hours}],
                 }
         regions[market] = {
             "timezone": tz,
