@@ -64,6 +64,7 @@ from formulations.highs_runner import RawSolution, memory_cap, solve_highs, solv
 from formulations.lagrange import Evaluation, Relaxation
 from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
+from formulations.milp.recontract import recontract
 from formulations.milp.solution import point_from_schedule, schedule_from_point
 from formulations.warm import Start, hint
 from planner.configs import Config, ConfigSpace, config_space
@@ -102,6 +103,10 @@ DP_SAFETY = 4.0
 #: The relaxation's plan takes about as long as this many DP evaluations (measured: a
 #: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
 PRIMAL_EVALUATIONS = 2.5
+#: The contracts-at-fixed-times MILP (formulations.milp.recontract) gets at most this share
+#: of the time left, and at most this many seconds.
+RECONTRACT_SHARE = 0.15
+RECONTRACT_MAX_S = 30.0
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
 LAGRANGE_MAX_ITERATIONS = 100
@@ -332,6 +337,7 @@ def _pipeline(
                 "they started from, the others placed around them"
             )
     st.stats["heuristic"] = st.upper
+    _recontract(space, windows, st)
     if st.closed:
         return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
     segmented = {
@@ -421,6 +427,8 @@ def _pipeline(
             iterations=iterations,
             deadline=time.perf_counter() + share,
             target=target,
+            start=ev,
+            step_s=st.stats.get("dp_eval_s", 0.0),
         )
         st.stats["lagrange_bound"] = res.bound
         st.stats["lagrange_iterations"] = res.iterations
@@ -436,6 +444,7 @@ def _pipeline(
             )
     if st.closed:
         return _finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
+    _recontract(space, windows, st)
     # 4. fixing
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
@@ -470,6 +479,28 @@ def _reduced(
     if not st.closed and st.schedule is not None and st.left() > 0.3:
         _search(space, windows, masks, st)
     return _finish(st, t0, solver, "")
+
+
+def _recontract(space: ConfigSpace, windows: Windows, st: _State) -> None:
+    """Offer the incumbent with its contracts and reserved commitments chosen anew at its
+    hours (:mod:`formulations.milp.recontract`) when reserved offers exist, within
+    RECONTRACT_SHARE of the time left."""
+    if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
+        return
+    if not any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        return
+    st.tracker.stage("heuristic", "contracts at fixed times")
+    found = recontract(
+        st.inst,
+        space,
+        windows,
+        st.schedule,
+        st.plan.objective,
+        min(RECONTRACT_MAX_S, RECONTRACT_SHARE * st.left()),
+        st.threads,
+    )
+    if found is not None:
+        st.offer(found[0], "contracts at fixed times")
 
 
 def _has_time(st: _State, evaluations: float) -> bool:
