@@ -98,8 +98,9 @@ EXACT_MIN_S = 1.0
 #: together (each stops with the best bound found; formulations.segment_bound).
 SEGMENT_BOUND_SHARE = 0.25
 #: The DP bound is not evaluated when this many times its estimated time (cells x
-#: SECONDS_PER_CELL, measured idle; a loaded machine is slower) exceeds what is left.
-DP_SAFETY = 4.0
+#: SECONDS_PER_CELL, measured idle) exceeds what is left: a 200-phase quarter's 400M cells
+#: took 10-24 s an evaluation on the loaded 2-core machine, 5-12 times the estimate.
+DP_SAFETY = 6.0
 #: The relaxation's plan takes about as long as this many DP evaluations (measured: a
 #: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
 PRIMAL_EVALUATIONS = 2.5
