@@ -158,9 +158,11 @@ class Config:
     def plan_fields(self) -> dict[str, object]:
         """The fields a plan entry states for this configuration (planner.plan.PhasePlan):
         where and on what it runs, its layout but ``dp``, its checkpointing and reserved term."""
-        mine = ("gpu", "region", "contract", "gpus", "spare_gpus", "tier", "checkpoint", "term")
-        layout = {f.name: getattr(self.layout, f.name) for f in fields(LayoutChoice)}
-        return {**{k: getattr(self, k) for k in mine}, **layout}
+        lay = self.layout
+        return {
+            **{k: getattr(self, k) for k in _PLAN_FIELDS},
+            **{k: getattr(lay, k) for k in _LAYOUT_FIELDS},
+        }
 
     @property
     def label(self) -> str:
@@ -178,6 +180,11 @@ class Config:
             f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
             + (f" {extras}" if extras else "")
         )
+
+
+#: A configuration's own fields a plan entry states, and its layout's (planner.plan).
+_PLAN_FIELDS = ("gpu", "region", "contract", "gpus", "spare_gpus", "tier", "checkpoint", "term")
+_LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutChoice))
 
 
 @dataclass(frozen=True)
@@ -807,9 +814,12 @@ def _configs_for(
                 if len(runs) == 1:
                     continue
                 if _longer_never_cheaper(inst, first):
-                    skipped[0] += sum(1 for x in runs if admit(x[2], first.total_gpus)) - int(
-                        admit(best[2], first.total_gpus)
-                    )
+                    # the class's others that would have been kept (GPUs alike, so the
+                    # hours decide; in hours order, so those up to the last admitted)
+                    if admit(best[2], first.total_gpus):
+                        skipped[0] += len(runs) - 1
+                        if not admit(max(x[2] for x in runs), first.total_gpus):
+                            skipped[0] -= sum(1 for x in runs if not admit(x[2], first.total_gpus))
                 else:
                     for x in runs:
                         if x is not best:

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -148,27 +149,39 @@ def _model_stats(mm: MilpModel) -> dict[str, float]:
 
 
 def _best_heuristic(
-    inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    notes: list[str],
+    offer: Callable[[Schedule], object] | None = None,
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
-    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
+    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap; each
+    handed to ``offer`` as soon as it is found (the first plan of a large instance comes a
+    look-ahead earlier)."""
     cap = inst.spec.objective.carbon_cap_tonnes
     best: tuple[Schedule, Plan] | None = None
-    candidates = [lookahead_schedule(inst, space, windows)]
-    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
-        candidates.append(lookahead_schedule(inst, space, windows, allow_reserved=True))
-    if candidates[0] is None:
-        candidates.append(greedy(inst, space))
     broke_cap = False
-    for sched in candidates:
+
+    def consider(sched: Schedule | None) -> None:
+        nonlocal best, broke_cap
         if sched is None:
-            continue
+            return
         plan = cost_plan(inst, sched)
         if cap is not None and plan.emissions_t > cap + 1e-9:
             broke_cap = True  # the heuristics do not know the cap
-            continue
+            return
         if best is None or plan.objective < best[1].objective:
             best = (sched, plan)
+            if offer is not None:
+                offer(sched)
+
+    first = lookahead_schedule(inst, space, windows)
+    consider(first)
+    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
+    if first is None:
+        consider(greedy(inst, space))
     if best is None and broke_cap:
         notes.append("the look-ahead plan breaks the carbon cap; solving without it")
     return best
@@ -325,9 +338,7 @@ def _pipeline(
     # 2. the look-ahead plan
     if warm_start:
         tracker.stage("heuristic", "look-ahead plan")
-        found = _best_heuristic(inst, space, windows, st.notes)
-        if found is not None:
-            st.offer(found[0], "look-ahead")
+        _best_heuristic(inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"))
     if start is not None:
         tracker.stage("heuristic", "warm start")
         kept = hint(space, inst.release, start)
