@@ -126,11 +126,15 @@ class LookAhead:
                 return kept
             best: tuple[float, Config, tuple[int, ...]] | None = None
             configs = self._configs(name)
-            if p.preemptible:
-                # configurations in the order of a lower bound on their cost here, each
-                # tried only while it may still beat (or tie, earlier in the list) the best
-                configs = self._screened(name, configs, ready, used)
-            for c, floor in configs if p.preemptible else ((c, -np.inf) for c in configs):
+            # a preemptible phase's configurations in the order of a lower bound on their
+            # cost here, each tried only while it may still beat (or tie, earlier in the
+            # list) the best
+            order = (
+                self._screened(name, configs, ready, used)
+                if p.preemptible
+                else [(c, -np.inf) for c in configs]
+            )
+            for c, floor in order:
                 if best is not None and floor > best[0]:
                     break
                 n = c.hours

@@ -243,7 +243,8 @@ def replan(
     :func:`planner.solve.solve`'s (solver, time_limit, gap, threads, backend, ...)."""
     updates = state_at(inst, old, hour)
     derived = inst.replace(updates)
-    res = solve(derived, **{"start": old, **options})  # the old plan as a warm start
+    options.setdefault("start", old)  # the old plan as a warm start
+    res = solve(derived, **options)
     if res.plan is not None:
         block = {
             "from_hour": hour,

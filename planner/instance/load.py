@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.composer import Composer
@@ -81,6 +81,12 @@ class _Guards(Composer, SafeConstructor, Resolver):
     and records keys given twice in one mapping (``duplicates``: the mapping built, the key,
     the lines of both occurrences) so that the reader can name their path. Numbers follow
     YAML 1.2 (``2.0e9`` is a float); integers of more than 4,300 digits are refused."""
+
+    if TYPE_CHECKING:  # the parser's side, from PyYAML's Parser or libyaml's CParser
+
+        def check_event(self, *choices: Any) -> bool: ...
+        def peek_event(self) -> Any: ...
+        def dispose(self) -> None: ...
 
     def _guards_init(self) -> None:
         Composer.__init__(self)
@@ -187,8 +193,9 @@ class _Guards(Composer, SafeConstructor, Resolver):
         return value
 
 
-_Guards.add_constructor("tag:yaml.org,2002:map", _Guards._construct_map)
-_Guards.add_constructor("tag:yaml.org,2002:int", _Guards._construct_int)
+# (the stubs bind add_constructor to PyYAML's own loader classes)
+_Guards.add_constructor("tag:yaml.org,2002:map", _Guards._construct_map)  # type: ignore[type-var]
+_Guards.add_constructor("tag:yaml.org,2002:int", _Guards._construct_int)  # type: ignore[type-var]
 _Guards.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
@@ -202,13 +209,13 @@ class _GuardedLoader(Reader, Scanner, Parser, _Guards):
         self._guards_init()
 
 
-def _libyaml_parser() -> type | None:
+def _libyaml_parser() -> Any:
     """libyaml's parser (``yaml.CParser``), scanning in C about four times faster than PyYAML's
     own; events feed the same guarded composer. Used only when installed and when it refuses
     nesting beyond its own depth limit (libyaml 0.2.5 and later; an older one, whose
     composer recursion is unbounded, is not used)."""
     try:
-        from yaml.cyaml import CParser
+        from yaml.cyaml import CParser  # type: ignore[attr-defined]
     except ImportError:
         return None
     probe = CParser("[" * 5000 + "]" * 5000)
@@ -222,7 +229,7 @@ def _libyaml_parser() -> type | None:
     return None
 
 
-_CPARSER = _libyaml_parser()
+_CPARSER: Any = _libyaml_parser()
 
 
 def _loader(text: str, fast: bool) -> _Guards:
@@ -234,7 +241,7 @@ def _loader(text: str, fast: bool) -> _Guards:
 
 if _CPARSER is not None:
 
-    class _CLoader(_Guards, _CPARSER):  # type: ignore[misc,valid-type]
+    class _CLoader(_Guards, _CPARSER):
         """The guarded loader on libyaml's parser (events in C, composing in Python)."""
 
         def __init__(self, stream: str) -> None:
