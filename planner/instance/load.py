@@ -25,9 +25,9 @@ from planner.instance.schema import MAX_DIGITS
 
 #: Sizes are set by the largest real instance: a year of hours (8,760) x 20 regions x 4 GPU
 #: types x 3 hourly series (capacity, on-demand and spot price) = 2,102,400 values, written
-#: inline. As YAML, one value a line with six decimals, that is about 45 MB; as JSON, 25 MB.
-#: Read in 9 s (YAML) and 1.4 s (JSON) with 1.2 GB at most (docs/benchmarks.md, "Reading
-#: a year").
+#: inline (2.28M with the regions' prices): 38 MB of YAML as PyYAML writes it (a value a
+#: line), 13 MB of JSON; `planner.read` takes 3.4 s of CPU and 744 MB at its peak for either
+#: (benchmarks/read_year.py; docs/benchmarks.md, "Reading a year").
 MAX_FILE_BYTES = 64 * 1024 * 1024
 #: YAML files have the same limit (long lists of plain numbers are read in bulk, not value
 #: by value: :func:`_lift_numbers`).
