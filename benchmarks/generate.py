@@ -773,6 +773,8 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
         release = round(team / teams * 0.45 * hours)
         for kind, step, preds in TEAM_PIPELINE:
             ph = _phase(rng, f"t{team:02d}-{step}", kind, hours, 60, len(LONG_MARKETS))
+            if kind == "validation":  # the data check reads the data: a forward pass
+                ph["work"]["passes"] = "forward"
             if kind == "evaluation":
                 ph["gpu_types"] = ["L4", "L40S"]
             elif kind == "fine_tuning":
