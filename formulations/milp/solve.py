@@ -154,11 +154,12 @@ def _best_heuristic(
     windows: Windows,
     notes: list[str],
     offer: Callable[[Schedule], object] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
     its reserved price per GPU-hour) and the greedy one, that meets the carbon cap; each
     handed to ``offer`` as soon as it is found (the first plan of a large instance comes a
-    look-ahead earlier)."""
+    look-ahead earlier); the second look-ahead only when it can end by ``deadline``."""
     cap = inst.spec.objective.carbon_cap_tonnes
     best: tuple[Schedule, Plan] | None = None
     broke_cap = False
@@ -176,9 +177,13 @@ def _best_heuristic(
             if offer is not None:
                 offer(sched)
 
+    t0 = time.perf_counter()
     first = lookahead_schedule(inst, space, windows)
     consider(first)
-    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+    took = time.perf_counter() - t0
+    reserved = any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs)
+    # the second look-ahead takes about as long as the first: only when that fits
+    if reserved and (deadline is None or time.perf_counter() + took < deadline):
         consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
     if first is None:
         consider(greedy(inst, space))
@@ -338,7 +343,9 @@ def _pipeline(
     # 2. the look-ahead plan
     if warm_start:
         tracker.stage("heuristic", "look-ahead plan")
-        _best_heuristic(inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"))
+        _best_heuristic(
+            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+        )
     if start is not None:
         tracker.stage("heuristic", "warm start")
         kept = hint(space, inst.release, start)
