@@ -17,7 +17,7 @@ import numpy as np
 
 from formulations.greedy import Usage, list_schedule
 from planner.configs import Config, ConfigSpace
-from planner.costs import block_rental, fixed_cost, hourly_cost, run_costs, weights
+from planner.costs import Weights, block_rental, fixed_cost, hourly_cost, run_costs, weights
 from planner.instance.model import Instance
 from planner.schedule import Assignment, Pool, Schedule, reservations_for
 from planner.windows import Windows, time_windows
@@ -45,19 +45,12 @@ class LookAhead:
         self.win = windows or time_windows(inst, space.fewest_hours())
         self.allow_reserved = allow_reserved
         self.capacity = dict(inst.capacity if capacity is None else capacity)
-        self.hourly = {
-            (p, c.index): hourly_cost(inst, c, self.w, "as_used")
-            for p, cs in space.by_phase.items()
-            for c in cs
-        }
-        for p, cs in space.by_phase.items() if prices else ():
-            for c in cs:
-                lam = prices.get((c.region, c.gpu)) if prices else None
-                if lam is not None:
-                    self.hourly[(p, c.index)] = self.hourly[(p, c.index)] + c.total_gpus * lam
+        self.hourly = _Hourly(inst, space, self.w, prices)
+        #: per phase, the least cost of placing it (and its successors' shares) from each
+        #: hour on: computed when first needed (a warm start keeps most phases as they were
+        #: and needs few of them)
         self.G: dict[str, np.ndarray] = {}
         self.failed: str | None = None
-        self._backward()
 
     def _configs(self, name: str) -> list[Config]:
         return [
@@ -67,51 +60,67 @@ class LookAhead:
     def _succ_cost(self, name: str, end: np.ndarray) -> np.ndarray:
         total = np.zeros(len(end))
         for s in self.inst.successors(name):
-            if s in self.G:
-                g = self.G[s]
+            g = self._g(s)
+            if g is not None:
                 idx = np.clip(end, 0, len(g) - 1)
                 total += g[idx]
         return total
 
-    def _backward(self) -> None:
-        T = self.inst.hours
-        for name in reversed(self.inst.order):
-            if name not in self.space.by_phase:
+    def _g(self, name: str) -> np.ndarray | None:
+        """G of ``name`` (None for a phase not to be placed), its descendants' first, in
+        reverse topological order (no recursion: chains may be a thousand phases long)."""
+        if name in self.G or name not in self.space.by_phase:
+            return self.G.get(name)
+        need: set[str] = set()
+        stack = [name]
+        while stack:
+            q = stack.pop()
+            if q in need or q in self.G or q not in self.space.by_phase:
                 continue
-            e, l_ = self.win.start[name], self.win.end[name]
-            best_from = np.full(T + 1, np.inf)  # best cost of a placement starting at >= r
-            pre = self.inst.phase(name).preemptible
-            for c in self._configs(name):
-                n = c.hours
-                if l_ - e < n:
-                    continue
-                # capacity alone (no other phase) must admit the run: a static filter
-                h = np.where(
-                    self.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
-                    self.hourly[(name, c.index)],
-                    np.inf,
-                )
-                starts = np.arange(e, l_ - n + 1)
-                val = run_costs(self.inst, c, starts, self.w, h) + self._succ_cost(name, starts + n)
-                at = np.full(T + 1, np.inf)
-                at[starts] = val
-                if pre:
-                    # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
-                    cands = np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int))
-                    succ = self._succ_cost(name, cands)
-                    firsts, ends, extras = [], [], []
-                    for end, after in zip(cands, succ, strict=True):
-                        extra = after + fixed_cost(self.inst, c, int(end), self.w)
-                        rs = np.arange(e, end - n + 1, max(1, (end - n - e) // 8 or 1))
-                        firsts.append(rs)
-                        ends.append(np.full(len(rs), end))
-                        extras.append(np.full(len(rs), extra))
-                    rs = np.concatenate(firsts)
-                    v = _cheapest_sums(h[e:l_], rs - e, np.concatenate(ends) - e, n)
-                    np.minimum.at(at, rs, v + np.concatenate(extras))
-                best_from = np.minimum(best_from, at)
-            # suffix minimum: starting at >= r
-            self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
+            need.add(q)
+            stack.extend(self.inst.successors(q))
+        for q in reversed(self.inst.order):
+            if q in need:
+                self._backward(q)
+        return self.G[name]
+
+    def _backward(self, name: str) -> None:
+        """G of one phase, from its successors' (computed before it)."""
+        T = self.inst.hours
+        e, l_ = self.win.start[name], self.win.end[name]
+        best_from = np.full(T + 1, np.inf)  # best cost of a placement starting at >= r
+        pre = self.inst.phase(name).preemptible
+        for c in self._configs(name):
+            n = c.hours
+            if l_ - e < n:
+                continue
+            # capacity alone (no other phase) must admit the run: a static filter
+            h = np.where(
+                self.capacity[(c.region, c.gpu)] >= c.total_gpus - 1e-9,
+                self.hourly[(name, c.index)],
+                np.inf,
+            )
+            starts = np.arange(e, l_ - n + 1)
+            val = run_costs(self.inst, c, starts, self.w, h) + self._succ_cost(name, starts + n)
+            at = np.full(T + 1, np.inf)
+            at[starts] = val
+            if pre:
+                # cheapest n hours in [r, end) for a few ends, r = e .. (end - n)
+                cands = np.unique(np.linspace(e + n, l_, END_CANDIDATES).astype(int))
+                succ = self._succ_cost(name, cands)
+                firsts, ends, extras = [], [], []
+                for end, after in zip(cands, succ, strict=True):
+                    extra = after + fixed_cost(self.inst, c, int(end), self.w)
+                    rs = np.arange(e, end - n + 1, max(1, (end - n - e) // 8 or 1))
+                    firsts.append(rs)
+                    ends.append(np.full(len(rs), end))
+                    extras.append(np.full(len(rs), extra))
+                rs = np.concatenate(firsts)
+                v = _cheapest_sums(h[e:l_], rs - e, np.concatenate(ends) - e, n)
+                np.minimum.at(at, rs, v + np.concatenate(extras))
+            best_from = np.minimum(best_from, at)
+        # suffix minimum: starting at >= r
+        self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
 
     def assignments(self) -> dict[str, Assignment] | None:
         """The forward pass: one assignment per phase within the capacity left, or None when
@@ -255,6 +264,30 @@ class LookAhead:
             return None
         reserved = reservations_for(self.inst, found)
         return None if reserved is None else Schedule(found, reserved)
+
+
+class _Hourly(dict[tuple[str, int], np.ndarray]):
+    """Each configuration's cost per hour (``as_used`` rental) plus its GPUs at the given
+    prices, by (phase, configuration index), computed when first asked for."""
+
+    def __init__(
+        self,
+        inst: Instance,
+        space: ConfigSpace,
+        w: Weights,
+        prices: Mapping[Pool, np.ndarray] | None,
+    ) -> None:
+        super().__init__()
+        self.inst, self.space, self.w, self.prices = inst, space, w, prices
+
+    def __missing__(self, key: tuple[str, int]) -> np.ndarray:
+        c = self.space.by_phase[key[0]][key[1]]
+        h = hourly_cost(self.inst, c, self.w, "as_used")
+        lam = self.prices.get((c.region, c.gpu)) if self.prices else None
+        if lam is not None:
+            h = h + c.total_gpus * lam
+        self[key] = h
+        return h
 
 
 def _cheapest_sums(h: np.ndarray, firsts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:

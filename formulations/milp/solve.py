@@ -340,12 +340,7 @@ def _pipeline(
             stats={"lower_bound": lower},
         )
     st.prove(lower, "separable bound")
-    # 2. the look-ahead plan
-    if warm_start:
-        tracker.stage("heuristic", "look-ahead plan")
-        _best_heuristic(
-            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
-        )
+    # 2. the plan started from (a warm start) first, then the look-ahead plan
     if start is not None:
         tracker.stage("heuristic", "warm start")
         kept = hint(space, inst.release, start)
@@ -355,6 +350,11 @@ def _pipeline(
                 f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
                 "they started from, the others placed around them"
             )
+    if warm_start:
+        tracker.stage("heuristic", "look-ahead plan")
+        _best_heuristic(
+            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+        )
     st.stats["heuristic"] = st.upper
     _recontract(space, windows, st)
     if st.closed:
