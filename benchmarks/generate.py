@@ -323,6 +323,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "shipped": ("small-finetune", "week-7b", "month-70b"),
     "long": ("long-4380", "long-8760"),
     "dag": ("dag30-static", "dag30-tou", "dag30-static-preempt", "dag30-tou-preempt"),
+    "quarter": ("quarter-100", "quarter-200"),
+    "year": ("year-seg",),
 }
 
 #: What the issue expects of an instance, printed beside its result.
@@ -374,6 +376,10 @@ def document(name: str, seed: int = 0) -> dict[str, Any]:
     if name.startswith("dag30-"):
         parts = name.split("-")
         return dag(parts[1], preempt="preempt" in parts, seed=seed)
+    if name in ("quarter-100", "quarter-200"):
+        return lab_quarter(int(name.removeprefix("quarter-")) // 10, seed)
+    if name == "year-seg":
+        return with_segments(long_horizon(8760, seed), "pretraining", 3)
     raise KeyError(f"no generated instance named {name!r}")
 
 
@@ -436,6 +442,18 @@ def tighten(
     out["description"] = (
         f"{d['description']}; deadlines {slack[0]:g}-{slack[1]:g}x the fastest finish"
     )
+    return out
+
+
+def with_segments(d: dict[str, Any], kind: str, segments: int) -> dict[str, Any]:
+    """A copy in which every phase of ``kind`` may change configuration at checkpoints, in up
+    to ``segments`` segments (region, GPU count and the rest: ``segment_changes`` default)."""
+    out = copy.deepcopy(d)
+    for ph in out["phases"]:
+        if ph["kind"] == kind:
+            ph["options"]["max_segments"] = segments
+    out["name"] = f"{d['name']}-seg{segments}"
+    out["description"] = f"{d['description']}; {kind} phases in up to {segments} segments"
     return out
 
 
@@ -649,6 +667,145 @@ def _scale_work(d: dict[str, Any], share: float) -> dict[str, float]:
                 if key in w:
                     w[key] = float(f"{w[key] * k:.4g}")
     return _fastest_finish(_one_market(d), steady=True)
+
+
+# ----------------------------------------------------------------------------- a lab's quarter
+
+#: The quarter's GPU types: the sizes' three and the L40S (datasheet figures as in
+#: planner/data/gpus.yaml: 362.05 dense bf16 TFLOPS, 350 W, 48 GB).
+QUARTER_GPUS: dict[str, dict[str, Any]] = {
+    **GPUS,
+    "L40S": {
+        "memory_gb": 48,
+        "peak_tflops": {"bf16": 362.05, "fp8": 733.0},
+        "board_power_w": 350,
+        "idle_power_w": 35,
+        "gpus_per_node": 8,
+        "node_overhead_w": 1000,
+        "family": "nvidia",
+    },
+}
+#: On-demand USD per GPU-hour of the quarter's GPU types (the sizes' and the catalog's L40S
+#: rounded: 1.95).
+QUARTER_PRICE = {**PRICE, "L40S": 1.95}
+#: Capacity of each pool before other tenants and maintenance (GPUs per region).
+QUARTER_POOL = {"H100": 256, "A100": 256, "L40S": 128, "L4": 128}
+QUARTER_HOURS = 2190
+#: 2023-04-03 00:00 UTC, a Monday: the second quarter of the full-year 2023 price files.
+QUARTER_START = datetime(2023, 4, 3, tzinfo=UTC)
+#: A team's pipeline (10 phases): (kind, step name, predecessors by step name).
+TEAM_PIPELINE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("data_preparation", "prep", ()),
+    ("validation", "data-check", ("prep",)),
+    ("pretraining", "pretrain", ("prep",)),
+    ("fine_tuning", "ft-chat", ("pretrain",)),
+    ("fine_tuning", "ft-code", ("pretrain",)),
+    ("fine_tuning", "ft-math", ("pretrain",)),
+    ("evaluation", "eval-chat", ("ft-chat",)),
+    ("evaluation", "eval-code", ("ft-code",)),
+    ("evaluation", "eval-math", ("ft-math",)),
+    ("evaluation", "eval-report", ("eval-chat", "eval-code", "eval-math")),
+)
+#: Reserved capacity per region on H100 and A100: one commitment for the quarter (2,190 h)
+#: priced at 65% of on-demand, bought as a decision (0 or 64-256 GPUs per pool), paid
+#: whether used or not.
+QUARTER_RESERVED_SHARE = 0.65
+
+
+def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
+    """A lab's quarter: ``teams`` pipelines of ten phases each (data preparation, a data
+    check, pre-training, three fine-tunes each with its evaluation, a report evaluation after
+    them), 2,190 hours from 2023-04-03 in the ten long-horizon markets with their real
+    full-year 2023 prices (CSV series), four GPU types per region in pools that the teams
+    share, on demand, spot and a reserved commitment for the quarter on H100 and A100
+    bought as a decision (0 or 64-256 GPUs per pool).
+
+    Team i is released at i / teams x 45% of the quarter; its work is scaled so that its
+    fastest schedule takes 30% of the quarter from its release, and deadlines are 1.4-2x the
+    fastest finish after the release (capped at the horizon), as for the long horizons. With
+    20 teams about a third of them want the cheap pools at once: capacity binds (the suite
+    prints how close the plan comes to every pool)."""
+    rng = random.Random(f"quarter-{teams}-{seed}")
+    hours = QUARTER_HOURS
+    start = QUARTER_START
+    regions: dict[str, Any] = {}
+    for market, tz, pue in LONG_MARKETS:
+        factor = rng.uniform(0.9, 1.1)
+        offers: dict[str, Any] = {}
+        for g in QUARTER_GPUS:
+            od = round(QUARTER_PRICE[g] * factor, 3)
+            offers[g] = {
+                "on_demand": {"usd_per_gpu_hour": od},
+                "spot": {"usd_per_gpu_hour": round(od * 0.45, 3), "preemptions_per_hour": 0.02},
+            }
+            if g in ("H100", "A100"):
+                offers[g]["reserved"] = {
+                    "usd_per_gpu_hour": round(od * QUARTER_RESERVED_SHARE, 3),
+                    "min_gpus": 64,
+                    "max_gpus": QUARTER_POOL[g],
+                    "terms": [{"name": "q2", "start": 0, "hours": hours}],
+                }
+        regions[market] = {
+            "timezone": tz,
+            "pue": pue,
+            "electricity": {
+                "csv": FULL_YEAR_PRICES.format(market=market),
+                "column": "Price (USD/MWh)",
+                "time_column": "Datetime (UTC)",
+            },
+            "price_adder_usd_per_mwh": 30.0,
+            "capacity": {
+                g: _capacity_series(QUARTER_POOL[g], tz, start, hours) for g in QUARTER_GPUS
+            },
+            "offers": offers,
+            "storage": {
+                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
+                "cold": {
+                    "usd_per_gb_month": 0.02,
+                    "write_gb_per_s": 1.0,
+                    "read_gb_per_s": 1.0,
+                    "retrieval_usd_per_gb": 0.01,
+                },
+            },
+        }
+    phases: list[dict[str, Any]] = []
+    for team in range(teams):
+        release = round(team / teams * 0.45 * hours)
+        for kind, step, preds in TEAM_PIPELINE:
+            ph = _phase(rng, f"t{team:02d}-{step}", kind, hours, 60, len(LONG_MARKETS))
+            if kind == "validation":  # the data check reads the data: a forward pass
+                ph["work"]["passes"] = "forward"
+            if kind == "evaluation":
+                ph["gpu_types"] = ["L4", "L40S"]
+            elif kind == "fine_tuning":
+                ph["gpu_types"] = ["H100", "A100", "L40S"]
+                ph["mfu"]["L40S"] = 0.35
+            else:
+                ph["mfu"]["L40S"] = 0.35
+            if kind in ("pretraining", "fine_tuning"):
+                ph["options"]["contracts"] = ["on_demand", "spot", "reserved"]
+            ph["release"] = release
+            ph["predecessors"] = [f"t{team:02d}-{q}" for q in preds]
+            phases.append(ph)
+    d: dict[str, Any] = {
+        "name": f"bench-quarter-{teams}x10-{seed}",
+        "description": (
+            f"generated lab quarter: {teams} teams' pipelines ({len(phases)} phases), "
+            f"{hours} h, {len(LONG_MARKETS)} markets x {len(QUARTER_GPUS)} GPU types, "
+            f"reserved terms, seed {seed}"
+        ),
+        "horizon": {"start": start.strftime("%Y-%m-%dT%H:%M:%SZ"), "hours": hours},
+        "gpu_types": QUARTER_GPUS,
+        "regions": regions,
+        "models": MODELS,
+        "phases": phases,
+    }
+    finish = _scale_work(d, 0.30)
+    for ph in d["phases"]:
+        rel = ph["release"]
+        slack = rng.uniform(1.4, 2.0)
+        ph["deadline"] = int(min(hours, rel + math.ceil((finish[ph["name"]] - rel) * slack) + 2))
+    return d
 
 
 # ----------------------------------------------------------------------------- DAG

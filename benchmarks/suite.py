@@ -257,8 +257,11 @@ def free_instance(inst: Any) -> Any:
     updates: dict[str, Any] = {}
     for rname, region in inst.spec.regions.items():
         for g, v in region.capacity.items():
+            # a number stays a number; a list or any series form becomes the hourly list
             updates[f"regions.{rname}.capacity.{g}"] = (
-                int(v) * FREE_FACTOR if isinstance(v, int) else [int(x) * FREE_FACTOR for x in v]
+                int(v) * FREE_FACTOR
+                if isinstance(v, int)
+                else [int(x) * FREE_FACTOR for x in inst.capacity[(rname, g)]]
             )
     return inst.replace(updates)
 

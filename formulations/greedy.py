@@ -65,15 +65,22 @@ def greedy(
 
     def place(name: str, ready: int, used: Usage) -> Assignment | None:
         best: tuple[float, int, Config] | None = None
+        # hours a pool cannot hold so many more GPUs, counted: the same for every
+        # configuration of a pool and size (most differ in layout and tier only)
+        counted: dict[tuple[str, str, float], np.ndarray] = {}
         for c in space.by_phase[name]:
             if not allow(c):
                 continue
-            free = inst.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
             # end by the latest time that still leaves successors their fastest run
             starts = np.arange(ready, win.end[name] - c.hours + 1)
             if not len(starts):
                 continue
-            blocked = np.concatenate([[0], np.cumsum(~free)])
+            key = (c.region, c.gpu, c.total_gpus)
+            blocked = counted.get(key)
+            if blocked is None:
+                pool = (c.region, c.gpu)
+                free = inst.capacity[pool] - used[pool] >= c.total_gpus - 1e-9
+                blocked = counted[key] = np.concatenate([[0], np.cumsum(~free)])
             starts = starts[blocked[starts + c.hours] == blocked[starts]]
             if not len(starts):
                 continue

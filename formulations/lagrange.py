@@ -520,13 +520,21 @@ class Relaxation:
         deadline: float | None = None,
         target: float | None = None,
         theta: float = 1.0,
+        start: Evaluation | None = None,
+        step_s: float = 0.0,
     ) -> LagrangeResult:
         """Subgradient ascent from zero capacity prices for at most ``iterations`` steps (or
         until ``deadline``, a ``time.perf_counter()`` instant, or the bound reaching
-        ``target``); ``upper`` is the incumbent's cost (the Polyak step's aim)."""
+        ``target``); ``upper`` is the incumbent's cost (the Polyak step's aim). ``start``:
+        the evaluation at zero prices when the caller has it; ``step_s``: about how long an
+        evaluation takes (no step starts that would end after the deadline)."""
         t0 = time.perf_counter()
         lam, mu = self.zero_prices()
-        ev = self.evaluate(lam, mu)
+        ev = start if start is not None else self.evaluate(lam, mu)
+
+        def out_of_time() -> bool:
+            return deadline is not None and time.perf_counter() + step_s > deadline
+
         first = ev.bound
         best = (ev.bound, lam.copy(), mu.copy(), ev)
         aim = upper if math.isfinite(upper) else abs(first) * 1.05 + 1.0
@@ -535,7 +543,7 @@ class Relaxation:
         use = np.zeros_like(lam)
         if not math.isfinite(first) or not (self.binding.any() or len(mu)):
             return self._result(best, first, 0, t0, use)
-        if len(mu):
+        if len(mu) and not out_of_time():
             # reserved prices in proportion to the relaxed plan's reserved use: the whole
             # commitment charged to the hours it is used (often where every plan must use it)
             _, ruse = self.usage(ev, lam, mu)
@@ -547,7 +555,7 @@ class Relaxation:
                 mu, ev = mu2, ev2
                 best = (ev.bound, lam.copy(), mu.copy(), ev)
         while done < iterations:
-            if deadline is not None and time.perf_counter() > deadline:
+            if out_of_time():
                 break
             if target is not None and best[0] >= target:
                 break

@@ -42,11 +42,12 @@ correct instance never trips them):
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.configs import config_space
+from planner.configs import Config, config_space
 from planner.costs import hourly_cost, term_hours, weights
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
@@ -89,10 +90,16 @@ def _g(x: float) -> str:
 
 
 def _phase_path(inst: Instance, name: str) -> str:
-    for i, p in enumerate(inst.phases):
-        if p.name == name:
-            return f"phases[{i}] ({name})"
-    return f"phases ({name})"
+    index = _PHASE_INDEX.get(inst)
+    if index is None:
+        index = _PHASE_INDEX[inst] = {p.name: i for i, p in enumerate(inst.phases)}
+    i = index.get(name)
+    return f"phases ({name})" if i is None else f"phases[{i}] ({name})"
+
+
+#: Each instance's phase positions by name (a check names many phases: 1,000 of them made
+#: a linear search per name take a second).
+_PHASE_INDEX: weakref.WeakKeyDictionary[Instance, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
 # ----------------------------------------------------------------------------- series
@@ -196,8 +203,8 @@ def _offers_and_capacity(inst: Instance) -> list[str]:
                         f"{where}.preemptions_per_hour: {_g(rate)} per "
                         "hour is beyond 1; was a percentage given?"
                     )
-        for gname, cap in region.capacity.items():
-            top = max(cap) if isinstance(cap, tuple) else cap
+        for gname in region.capacity:
+            top = float(np.max(inst.capacity[(rname, gname)]))
             if top > MAX_CAPACITY_GPUS:
                 out.append(
                     f"regions.{rname}.capacity.{gname}: {_g(float(top))} GPUs is beyond "
@@ -316,13 +323,16 @@ def _cost_range(inst: Instance) -> list[str]:
             f"objective: the configurations' costs cannot be computed ({type(e).__name__}: "
             f"{e}); look for numbers many orders of magnitude off"
         ]
-    hi: tuple[float, str] | None = None
-    lo: tuple[float, str] | None = None
+    hi: tuple[float, Config] | None = None
+    lo: tuple[float, Config] | None = None
     w = weights(inst)
+
+    def what(c: Config) -> str:
+        return f"{_phase_path(inst, c.phase)} on {c.gpus:g} {c.gpu} {c.contract} in {c.region}"
+
     for name, configs in space.by_phase.items():
         a, b = inst.release[name], inst.deadline[name]
         for c in configs:
-            what = f"{_phase_path(inst, name)} on {c.gpus:g} {c.gpu} {c.contract} in {c.region}"
             first, end = a, b
             window = term_hours(inst, c)  # a reserved term's hours: +inf outside by design
             if window is not None:
@@ -331,7 +341,7 @@ def _cost_range(inst: Instance) -> list[str]:
                 costs = np.abs(hourly_cost(inst, c, w, "all")[first:end])
             if not np.all(np.isfinite(costs)):
                 return [
-                    f"objective: the hourly cost of {what} is not a finite number "
+                    f"objective: the hourly cost of {what(c)} is not a finite number "
                     "(overflow); look for numbers many orders of magnitude off"
                 ]
             nz = costs[costs > 0]
@@ -339,16 +349,16 @@ def _cost_range(inst: Instance) -> list[str]:
                 continue
             top, bottom = float(nz.max()), float(nz.min())
             if hi is None or top > hi[0]:
-                hi = (top, what)
+                hi = (top, c)
             if lo is None or bottom < lo[0]:
-                lo = (bottom, what)
+                lo = (bottom, c)
     if hi is None or lo is None:
         return []
     ratio = hi[0] / lo[0]
     if ratio > MAX_COST_RANGE:
         return [
             f"objective: hourly costs span {_g(ratio)}x, beyond {_g(MAX_COST_RANGE)}x: from "
-            f"{_g(lo[0])} USD/h ({lo[1]}) to {_g(hi[0])} USD/h ({hi[1]}); the solver's "
+            f"{_g(lo[0])} USD/h ({what(lo[1])}) to {_g(hi[0])} USD/h ({what(hi[1])}); the solver's "
             "tolerances cannot resolve the small ones; check the units of the prices that "
             "stand out"
         ]

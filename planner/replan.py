@@ -507,6 +507,7 @@ def replan(
         admit(base, old, source)
     updates = state_at(inst, old, hour, old_instance, status, notes)
     derived = inst.replace(updates)
+    options.setdefault("start", old)  # the old plan as a warm start
     res = solve(derived, **options)
     if res.plan is not None:
         block = {

@@ -11,6 +11,8 @@ from planner.result import Result, Termination
 
 if TYPE_CHECKING:
     from planner.instance.model import Instance
+    from planner.plan import Plan
+    from planner.schedule import Schedule
 
 SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
 
@@ -26,6 +28,7 @@ class SolveOptions(TypedDict, total=False):
     backend: str
     verbose: bool
     on_progress: ProgressFn | None
+    start: Plan | Schedule | None
 
 
 def solve(
@@ -37,6 +40,7 @@ def solve(
     backend: str = "auto",
     verbose: bool = False,
     on_progress: ProgressFn | None = None,
+    start: Plan | Schedule | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
     plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
@@ -58,7 +62,10 @@ def solve(
     child's start-up and a last check of the clock). ``on_progress`` is called with a
     :class:`planner.progress.Progress` (elapsed seconds, the best plan's objective, the best
     proved bound, stage) whenever either improves, and about every second while a solver
-    works; ``verbose`` shows the solvers' own logs."""
+    works; ``verbose`` shows the solvers' own logs. ``start``: a warm start, an earlier plan
+    or schedule (of this instance or of the one it was re-planned from): the hourly MILP
+    offers it as a plan, keeping its placements that still fit (formulations.warm); the
+    non-preemptive solvers take it as their hint."""
     if solver not in SOLVERS:
         raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
     if not time_limit > 0:
@@ -74,7 +81,7 @@ def solve(
             return verified(instance, empty_plan(instance, solver, t0), t0)
         # the checks count against the time limit: the solver gets what is left
         left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
-        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress)
+        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress, start)
         if res.termination == Termination.INFEASIBLE:
             res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
         return verified(instance, res, t0)
@@ -238,6 +245,7 @@ def _dispatch(
     backend: str,
     verbose: bool,
     on_progress: ProgressFn | None = None,
+    start: Plan | Schedule | None = None,
 ) -> Result:
     if solver == "baseline":
         from formulations.baseline import solve_baseline
@@ -247,7 +255,7 @@ def _dispatch(
         from formulations.dispatch import solve_nonpreemptive
 
         return solve_nonpreemptive(
-            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress
+            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress, hint=start
         )
     if solver == "auto":
         from formulations.dispatch import choose
@@ -255,7 +263,7 @@ def _dispatch(
         picked, _why = choose(instance)
         if picked != "milp":
             return _dispatch(
-                instance, picked, time_limit, gap, threads, backend, verbose, on_progress
+                instance, picked, time_limit, gap, threads, backend, verbose, on_progress, start
             )
     from formulations.milp import solve_milp
 
@@ -267,4 +275,5 @@ def _dispatch(
         backend=backend,
         verbose=verbose,
         on_progress=on_progress,
+        start=start,
     )

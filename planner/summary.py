@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.configs import ConfigSpace, build_config_space
+from planner.configs import ConfigSpace, config_space
 from planner.consistency import fastest_hours, late_reasons, numeric_findings
 from planner.instance.model import Instance
 from planner.instance.offers import power_note, site_of
@@ -96,7 +96,7 @@ def summarize(inst: Instance, space: ConfigSpace | None = None) -> dict[str, Any
 
     ``feasible`` is True when every active phase has a configuration and meets its deadline
     after its predecessors' fastest configurations (:mod:`planner.consistency`)."""
-    space = space if space is not None else build_config_space(inst)
+    space = space if space is not None else config_space(inst)
     infeasible = {i.phase: i.reason for i in space.infeasible}
     fastest = fastest_hours(space)
     ef = {name: f.finish for name, f in earliest_finish(inst, fastest).items()}

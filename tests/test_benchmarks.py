@@ -28,6 +28,7 @@ import suite  # noqa: E402
 
 import planner  # noqa: E402
 from planner.checker import verify  # noqa: E402
+from planner.instance.read import from_dict  # noqa: E402
 
 PRICES = ROOT / "instances" / "data" / "prices"
 
@@ -539,3 +540,79 @@ def test_reaping_the_forkserver_brings_its_child_into_ru_maxrss(tmp_path: Path) 
     before, reaped, after = json.loads(out.stdout.strip().splitlines()[-1])
     assert reaped is True
     assert before < 100 < 150 <= after, (before, after)
+
+
+# ----------------------------------------------------------------------------- issue 27
+
+
+def test_lab_quarter_shape_and_a_small_one_solves() -> None:
+    # the quarter's shape at two teams: 20 phases in 2 pipelines of 10 (a DAG: three
+    # fine-tunes after the pre-training, each with its evaluation, and a report after them),
+    # ten markets x four GPU types with their real 2023 prices, a reserved commitment for the
+    # quarter on H100 and A100 bought as a decision
+    d = G.lab_quarter(teams=2)
+    assert len(d["phases"]) == 20 and d["horizon"]["hours"] == G.QUARTER_HOURS == 2190
+    assert len(d["regions"]) == 10 and set(d["gpu_types"]) == {"H100", "A100", "L40S", "L4"}
+    for r in d["regions"].values():
+        assert r["electricity"]["csv"].endswith("_2023.csv")
+        assert set(r["capacity"]) == set(d["gpu_types"])
+        (term,) = r["offers"]["H100"]["reserved"]["terms"]
+        assert term["hours"] == 2190 and r["offers"]["H100"]["reserved"]["min_gpus"] == 64
+    report = next(p for p in d["phases"] if p["name"] == "t01-eval-report")
+    assert report["predecessors"] == ["t01-eval-chat", "t01-eval-code", "t01-eval-math"]
+    assert next(p for p in d["phases"] if p["name"] == "t00-pretrain")["release"] == 0
+    assert next(p for p in d["phases"] if p["name"] == "t01-pretrain")["release"] > 0
+    inst = from_dict(d, "<quarter-20>", G.ROOT)
+    res = planner.solve(inst, time_limit=20, gap=0.05)
+    assert res.plan is not None and verify(inst, res.plan).ok
+
+
+def test_with_segments_marks_one_kind() -> None:
+    d = G.with_segments(G.generate("small"), "pretraining", 3)
+    kinds = {p["kind"]: p["options"].get("max_segments", 1) for p in d["phases"]}
+    assert kinds["pretraining"] == 3 and all(v == 1 for k, v in kinds.items() if k != "pretraining")
+    inst = from_dict(d, "<small in segments>", G.ROOT)
+    res = planner.solve(inst, time_limit=10)
+    assert res.plan is not None and verify(inst, res.plan).ok
+    assert "year-seg" in G.FAMILIES["year"] and "quarter-200" in G.FAMILIES["quarter"]
+
+
+def test_replan_benchmark_changes() -> None:
+    import replan
+
+    inst = planner.read(ROOT / "instances" / "week-7b.yaml")
+    res = planner.solve(inst, time_limit=20)
+    assert res.plan is not None
+    hour = inst.hours // 2
+    r = replan.busiest_region(inst, res.plan, hour)
+    dear = replan.changed(inst, "price", r)
+    assert np.allclose(
+        dear.price[r] - inst.spec.regions[r].price_adder_usd_per_mwh,
+        (inst.price[r] - inst.spec.regions[r].price_adder_usd_per_mwh) * 1.3,
+    )
+    lost = replan.changed(inst, "lost", r)
+    assert all(not np.any(lost.capacity[(r, g)]) for g in inst.spec.regions[r].capacity)
+
+
+def test_read_year_document_counts() -> None:
+    import read_year
+
+    d = read_year.document(2)
+    a, _ = d["regions"].values()
+    assert len(a["electricity"]["values"]) == 8760
+    assert a["electricity"]["values"][:3] == read_year._prices("US-TEX-ERCO")[:3]
+    # per GPU type three hourly series: capacity, on-demand and spot prices
+    series = [
+        *a["capacity"].values(),
+        *(o[c]["usd_per_gpu_hour"]["values"] for o in a["offers"].values() for c in o),
+    ]
+    assert len(series) == 4 * 3 and all(len(s) == 8760 for s in series)
+
+
+def test_free_instance_takes_capacity_series() -> None:
+    d = G.generate("small")
+    region = next(iter(d["regions"]))
+    d["regions"][region]["capacity"]["L4"] = {"constant": 7}
+    inst = from_dict(d, "<small>", G.ROOT)
+    free = suite.free_instance(inst)
+    assert np.all(free.capacity[(region, "L4")] == 7 * suite.FREE_FACTOR)

@@ -45,7 +45,7 @@ from typer.testing import CliRunner, Result
 import planner.cli.check  # noqa: F401  (registers the command)
 from planner.cli.app import app
 from planner.instance import Instance, InstanceError, read
-from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, from_dict, load_document
+from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, from_dict, load_document
 from planner.instance.schema import MAX_PHASES
 from planner.instance.series import MAX_CSV_BYTES
 
@@ -684,11 +684,11 @@ def test_long_phase_chain_reads(tmp_path: Path) -> None:
     f.write_text(json.dumps(doc, default=str))
     res = CliRunner().invoke(_cli(), ["check", str(f)])
     assert "internal error" not in res.output and res.exit_code in (0, 1), res.output
-    # 1000 phases: refused at once, naming the field
+    # one more: refused at once, naming the field
     with deadline(QUICK_S), pytest.raises(InstanceError) as e:
-        from_dict(_phase_chain(1000), "<test>", DATA)
+        from_dict(_phase_chain(MAX_PHASES + 1), "<test>", DATA)
     assert [str(fe) for fe in e.value.errors] == [
-        f"phases: expected at most {MAX_PHASES} items (got a list of 1000 items)"
+        f"phases: expected at most {MAX_PHASES} items (got a list of {MAX_PHASES + 1} items)"
     ]
 
 
@@ -744,7 +744,7 @@ def test_shared_sub_objects_in_a_python_document_are_bounded() -> None:
     phase["options"] = {"gpu_counts": list(range(1, 25_201))}
     doc["phases"] = [phase] * 25_200
     t0 = _time.perf_counter()
-    with pytest.raises(InstanceError, match="more than 2000000 values"):
+    with pytest.raises(InstanceError, match=f"more than {MAX_NODES} values"):
         from_dict(doc, "<python>", DATA)
     assert _time.perf_counter() - t0 < 5
 

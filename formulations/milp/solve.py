@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -64,7 +65,9 @@ from formulations.highs_runner import RawSolution, memory_cap, solve_highs, solv
 from formulations.lagrange import Evaluation, Relaxation
 from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
+from formulations.milp.recontract import recontract
 from formulations.milp.solution import point_from_schedule, schedule_from_point
+from formulations.warm import Start, hint
 from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
@@ -81,6 +84,10 @@ FULL_MILP_MAX_NONZEROS = 300_000
 BYTES_PER_NONZERO = 400
 #: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
 NONZEROS_PER_COLUMN = 5.5
+#: Nonzeros per (segment, configuration, open hour) of a phase in segments (measured: one
+#: phase of 624 configurations x 336 hours in 3 segments, 8.3M nonzeros for 630k segment
+#: hours, 13 each; formulations/milp/segments.py).
+SEGMENT_NONZEROS_PER_COLUMN = 13
 #: How far from 0 or 1 a column of a phase that may pause may be in a point of the
 #: relaxation (pauses continuous) that is read as a plan.
 INTEGRALITY_TOL = 1e-6
@@ -88,6 +95,20 @@ INTEGRALITY_TOL = 1e-6
 #: at least as many as the relaxation took (same root LP; medium-compete at a 3 s limit: the
 #: exact model given 0.7 s stopped after 1.5 s).
 EXACT_MIN_S = 1.0
+#: Share of the time limit the segment-path bounds of the phases in segments may take
+#: together (each stops with the best bound found; formulations.segment_bound).
+SEGMENT_BOUND_SHARE = 0.25
+#: The DP bound is not evaluated when this many times its estimated time (cells x
+#: SECONDS_PER_CELL, measured idle) exceeds what is left: a 200-phase quarter's 400M cells
+#: took 10-24 s an evaluation on the loaded 2-core machine, 5-12 times the estimate.
+DP_SAFETY = 6.0
+#: The relaxation's plan takes about as long as this many DP evaluations (measured: a
+#: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
+PRIMAL_EVALUATIONS = 2.5
+#: The contracts-at-fixed-times MILP (formulations.milp.recontract) gets at most this share
+#: of the time left, and at most this many seconds.
+RECONTRACT_SHARE = 0.15
+RECONTRACT_MAX_S = 30.0
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
 LAGRANGE_MAX_ITERATIONS = 100
@@ -133,26 +154,43 @@ def _model_stats(mm: MilpModel) -> dict[str, float]:
 
 
 def _best_heuristic(
-    inst: Instance, space: ConfigSpace, windows: Windows, notes: list[str]
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    notes: list[str],
+    offer: Callable[[Schedule], object] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
-    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap."""
+    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap; each
+    handed to ``offer`` as soon as it is found (the first plan of a large instance comes a
+    look-ahead earlier); the second look-ahead only when it can end by ``deadline``."""
     best: tuple[Schedule, Plan] | None = None
-    candidates = [lookahead_schedule(inst, space, windows)]
-    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
-        candidates.append(lookahead_schedule(inst, space, windows, allow_reserved=True))
-    if candidates[0] is None:
-        candidates.append(greedy(inst, space))
     broke_cap = False
-    for sched in candidates:
+
+    def consider(sched: Schedule | None) -> None:
+        nonlocal best, broke_cap
         if sched is None:
-            continue
+            return
         plan = cost_plan(inst, sched)
         if not within_carbon_cap(inst, plan.emissions_t):
             broke_cap = True  # the heuristics do not know the cap
-            continue
+            return
         if best is None or plan.objective < best[1].objective:
             best = (sched, plan)
+            if offer is not None:
+                offer(sched)
+
+    t0 = time.perf_counter()
+    first = lookahead_schedule(inst, space, windows)
+    consider(first)
+    took = time.perf_counter() - t0
+    reserved = any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs)
+    # the second look-ahead takes about as long as the first: only when that fits
+    if reserved and (deadline is None or time.perf_counter() + took < deadline):
+        consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
+    if first is None:
+        consider(greedy(inst, space))
     if best is None and broke_cap:
         notes.append("the look-ahead plan breaks the carbon cap; solving without it")
     return best
@@ -249,12 +287,16 @@ def solve_milp(
     verbose: bool = False,
     prune: bool = True,
     on_progress: ProgressFn | None = None,
+    start: Start | None = None,
 ) -> Result:
     """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
-    docstring's pipeline). ``backend``: "highs" (arrays into highspy, from the incumbent) or
-    "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start), "auto" = highs.
-    ``prune=False`` builds the full model (with the look-ahead start unless
-    ``warm_start=False``: the plain reference). ``on_progress`` hears every improvement."""
+    docstring's pipeline). ``start``: an earlier plan or schedule (of this instance or the one
+    it was re-planned from) offered as a plan after the look-ahead's: its placements kept
+    where they still fit, the other phases placed around them (:mod:`formulations.warm`).
+    ``backend``: "highs" (arrays into highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS
+    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds
+    the full model (with the look-ahead start unless ``warm_start=False``: the plain
+    reference). ``on_progress`` hears every improvement."""
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
     space = space or config_space(inst)
@@ -267,7 +309,9 @@ def solve_milp(
     try:
         if not prune:
             return _plain(inst, space, windows, st, t0, backend, warm_start, verbose)
-        return _pipeline(inst, space, windows, st, t0, time_limit, backend, warm_start, verbose)
+        return _pipeline(
+            inst, space, windows, st, t0, time_limit, backend, warm_start, verbose, start
+        )
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
             raise
@@ -287,11 +331,14 @@ def _pipeline(
     backend: str,
     warm_start: bool,
     verbose: bool,
+    start: Start | None = None,
 ) -> Result:
     gap, tracker = st.gap, st.tracker
     # 1. the separable bound: infeasibility at once
     tracker.stage("bound", "separable bound")
-    bounds = phase_bounds(inst, space, windows.start, windows.end)
+    bounds = phase_bounds(
+        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
+    )
     lower = lower_bound(bounds)
     st.stats["lower_bound"] = lower
     if not math.isfinite(lower):
@@ -307,13 +354,23 @@ def _pipeline(
             stats={"lower_bound": lower},
         )
     st.prove(lower, "separable bound")
-    # 2. the look-ahead plan
+    # 2. the plan started from (a warm start) first, then the look-ahead plan
+    if start is not None:
+        tracker.stage("heuristic", "warm start")
+        kept = hint(space, inst.release, start)
+        st.stats["warm_start_kept"] = len(kept)
+        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
+            st.notes.append(
+                f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
+                "they started from, the others placed around them"
+            )
     if warm_start:
         tracker.stage("heuristic", "look-ahead plan")
-        found = _best_heuristic(inst, space, windows, st.notes)
-        if found is not None:
-            st.offer(found[0], "look-ahead")
+        _best_heuristic(
+            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+        )
     st.stats["heuristic"] = st.upper
+    _recontract(space, windows, st)
     if st.closed:
         return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
     segmented = {
@@ -330,23 +387,50 @@ def _pipeline(
                 f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
                 f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
             )
-        if segmented - st.single:
+        rest = segmented - st.single
+        if rest:
             # the DP bound, its plans and its fixing have one configuration per phase
-            st.notes.append(
-                f"{', '.join(sorted(segmented - st.single))} may change configuration at "
-                "checkpoints: the separable bound (with the segment-path bound) and the MILP "
-                "in segments"
-            )
             model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
-            solver = "milp-bound"
-            if st.left() > 0.3:
-                solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
-            return _finish(st, t0, solver, "")
+            est = _segments_nonzeros(inst, masks, rest)
+            st.stats["estimated_nonzeros"] = est
+            if est <= _guard(st):
+                st.notes.append(
+                    f"{', '.join(sorted(rest))} may change configuration at checkpoints: the "
+                    "separable bound (with the segment-path bound) and the MILP in segments"
+                )
+                solver = "milp-bound"
+                if st.left() > 0.3:
+                    solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
+                return _finish(st, t0, solver, "")
+            # too large to model in segments: plans that use segments are bounded (every one
+            # costs at least the least bound of a plan with some phase in segments) and the
+            # rest of the pipeline plans every phase on one configuration
+            floor = min(lower - bounds[n].best + bounds[n].multi for n in rest)
+            st.single |= rest
+            st.cap = min(st.cap, floor)
+            st.bound = min(st.bound, st.cap)
+            st.notes.append(
+                f"the MILP in segments would have ~{est:,} nonzeros (> {_guard(st):,.0f}): "
+                f"{', '.join(sorted(rest))} planned on one configuration each; a plan in "
+                f"segments costs at least {floor:,.2f} (the segment-path bound), which caps "
+                "the bound"
+            )
     # the DP bound and its plan, then the Lagrangian prices
     tracker.stage("lagrange", "precedence-chained DP bound")
     rel = Relaxation(inst, space, windows)
+    if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
+        # one evaluation would not end in time: fixing by the separable bound, then the
+        # reduced MILP or the neighbourhood search
+        st.notes.append(
+            f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
+            f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
+        )
+        model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
+        return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
     lam, mu = rel.zero_prices()
+    te = time.perf_counter()
     ev = rel.evaluate(lam, mu)
+    st.stats["dp_eval_s"] = time.perf_counter() - te
     st.stats["dp_bound"] = ev.bound
     if not math.isfinite(ev.bound):
         return Result.no_plan(
@@ -359,7 +443,7 @@ def _pipeline(
             stats=st.stats,
         )
     st.prove(ev.bound, "DP bound")
-    if warm_start:
+    if warm_start and _has_time(st, PRIMAL_EVALUATIONS):
         st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
     _transfer_bound(rel, lam, mu, st)
     if st.closed:
@@ -376,6 +460,8 @@ def _pipeline(
             iterations=iterations,
             deadline=time.perf_counter() + share,
             target=target,
+            start=ev,
+            step_s=st.stats.get("dp_eval_s", 0.0),
         )
         st.stats["lagrange_bound"] = res.bound
         st.stats["lagrange_iterations"] = res.iterations
@@ -384,23 +470,37 @@ def _pipeline(
         if res.iterations:
             _transfer_bound(rel, res.lam, res.mu, st)
         if warm_start and res.evaluation is not None and not st.closed:
-            st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
+            if _has_time(st, PRIMAL_EVALUATIONS):
+                st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
             st.offer(
                 lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead"
             )
     if st.closed:
         return _finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
+    _recontract(space, windows, st)
     # 4. fixing
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
     model_space, masks = _fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
-    # 5. the reduced MILP, or the neighbourhood search
+    return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
+
+
+def _reduced(
+    space: ConfigSpace,
+    model_space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: _State,
+    t0: float,
+    backend: str,
+    verbose: bool,
+) -> Result:
+    """Step 5: the reduced MILP when small enough, else (and after it) the neighbourhood
+    search, then the result."""
     columns = sum(int(np.sum(m)) for m in masks.values())
     est = int(columns * NONZEROS_PER_COLUMN)
     st.stats["estimated_nonzeros"] = est
-    fits = memory_cap() / BYTES_PER_NONZERO
-    # without an incumbent the MILP is the only way to a plan: any size that fits in memory
-    guard = fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+    guard = _guard(st)
     solver = "milp-lns"
     if est <= guard and st.left() > 0.3:
         solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
@@ -414,6 +514,59 @@ def _pipeline(
     return _finish(st, t0, solver, "")
 
 
+def _recontract(space: ConfigSpace, windows: Windows, st: _State) -> None:
+    """Offer the incumbent with its contracts and reserved commitments chosen anew at its
+    hours (:mod:`formulations.milp.recontract`) when reserved offers exist, within
+    RECONTRACT_SHARE of the time left."""
+    if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
+        return
+    if not any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        return
+    st.tracker.stage("heuristic", "contracts at fixed times")
+    found = recontract(
+        st.inst,
+        space,
+        windows,
+        st.schedule,
+        st.plan.objective,
+        min(RECONTRACT_MAX_S, RECONTRACT_SHARE * st.left()),
+        st.threads,
+    )
+    if found is not None:
+        st.offer(found[0], "contracts at fixed times")
+
+
+def _has_time(st: _State, evaluations: float) -> bool:
+    """Whether ``evaluations`` of the DP (as long as the first took) fit in the time left."""
+    return evaluations * st.stats.get("dp_eval_s", 0.0) < st.left()
+
+
+def _guard(st: _State) -> float:
+    """The most nonzeros the reduced MILP may have (estimated before it is built): within
+    memory, and without an incumbent any size (the MILP is then the only way to a plan), else
+    at most FULL_MILP_MAX_NONZEROS."""
+    fits = memory_cap() / BYTES_PER_NONZERO
+    return fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+
+
+def _segments_nonzeros(
+    inst: Instance, masks: dict[tuple[str, int], np.ndarray], segmented: set[str]
+) -> int:
+    """Estimated nonzeros of the MILP with ``segmented`` phases in segments: per open
+    (configuration, hour), NONZEROS_PER_COLUMN, or for a phase in N segments N x
+    SEGMENT_NONZEROS_PER_COLUMN."""
+    total = 0.0
+    for (name, _), m in masks.items():
+        open_hours = int(np.sum(m))
+        if name in segmented:
+            total += (
+                inst.phase(name).options.max_segments * SEGMENT_NONZEROS_PER_COLUMN * open_hours
+            )
+        else:
+            total += NONZEROS_PER_COLUMN * open_hours
+    return int(total)
+
+
 def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State) -> None:
     """Prove the DP bound with the transfers between phases' regions (one evaluation per
     region of each phase) when it may close the gap and takes at most a tenth of the time
@@ -421,7 +574,9 @@ def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State
     if st.closed or not rel.has_transfers:
         return
     regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
-    if rel.cells * regions * SECONDS_PER_CELL > 0.1 * st.left():
+    # an evaluation per region: as long as the first one took, or by the size's estimate
+    each = max(st.stats.get("dp_eval_s", 0.0), rel.cells * SECONDS_PER_CELL)
+    if each * regions > 0.1 * st.left():
         return
     tb = rel.transfer_bound(lam, mu)
     st.stats["transfer_bound"] = max(tb, st.stats.get("transfer_bound", -math.inf))
@@ -449,7 +604,7 @@ def _fixing(
         keep[name] = tuple(
             c
             for k, c in enumerate(configs)
-            if cb[k] <= upper + tol or (inc is not None and inc[name].config == c)
+            if cb[k] <= upper + tol or (inc is not None and inc[name].config.index == c.index)
         )
     model_space = space.restricted(keep)
     masks: dict[tuple[str, int], np.ndarray] = {}
@@ -499,15 +654,13 @@ def _bound_fixing(
     if inc is None or not math.isfinite(st.upper):
         return space, {}
     pruned = prune_by_bound(space, bounds, st.upper)
+    # by index: comparing configurations field by field made this quadratic in them
+    keep = {
+        name: {c.index for c in pruned.by_phase[name]} | {a.config.index for a in inc.parts(name)}
+        for name in space.by_phase
+    }
     model_space = space.restricted(
-        {
-            name: tuple(
-                c
-                for c in cs
-                if c in pruned.by_phase[name] or any(a.config == c for a in inc.parts(name))
-            )
-            for name, cs in space.by_phase.items()
-        }
+        {name: tuple(c for c in cs if c.index in keep[name]) for name, cs in space.by_phase.items()}
     )
     masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
     _open_incumbent(masks, inc, windows)

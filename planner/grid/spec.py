@@ -217,13 +217,21 @@ def updates_for(base: Instance, sc: Scenario) -> dict[str, Any]:
 def _updates(
     base: Instance, sets: Mapping[str, Any], multiply: Mapping[str, float]
 ) -> tuple[dict[str, Any], list[FieldError]]:
-    updates: dict[str, Any] = dict(sets)
-    errors: list[FieldError] = []
     if not multiply:
-        return updates, errors
+        return dict(sets), []
     data = copy_document(base.raw)
     for path, value in sets.items():
         set_path(data, path, copy_document(value), base.source)
+    return _scales(data, sets, multiply)
+
+
+def _scales(
+    data: Any, sets: Mapping[str, Any], multiply: Mapping[str, float]
+) -> tuple[dict[str, Any], list[FieldError]]:
+    """``sets`` and, per multiplied series of ``data`` (the base with the sets applied), its
+    ``scale`` times the factor; and the problems with the multiplied paths."""
+    updates: dict[str, Any] = dict(sets)
+    errors: list[FieldError] = []
     for path, factor in multiply.items():
         try:
             series = get_path(data, path)
@@ -683,6 +691,9 @@ def scenario_errors(base: Instance, sc: Scenario) -> list[FieldError]:
 
 
 def _check(base: Instance, sc: Scenario) -> tuple[list[FieldError], dict[str, Any]]:
+    """A scenario's problems and its ``replace`` updates. One copy of the base document takes
+    the sound sets and the multipliers' scales, and is validated as ``base.replace(updates)``
+    would validate it (the same document; built once instead of three times)."""
     data = copy_document(base.raw)
     errors: list[FieldError] = []
     good: dict[str, Any] = {}
@@ -693,10 +704,13 @@ def _check(base: Instance, sc: Scenario) -> tuple[list[FieldError], dict[str, An
             errors.extend(e.errors)
         else:
             good[path] = value
-    updates, more = _updates(base, good, sc.multiply)
+    updates, more = _scales(data, good, sc.multiply)
     errors.extend(more)
+    for path, value in updates.items():
+        if path not in good:
+            set_path(data, path, value, base.source)
     try:
-        base.replace(updates)
+        base.rebuild(data, base.source, base.base_dir, data_root=base.data_root)
     except InstanceError as e:
         errors.extend(e.errors)
     return errors, updates

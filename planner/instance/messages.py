@@ -117,12 +117,15 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
 def _branch_takes(tag: str) -> str | None:
     """What a union branch takes, from pydantic's tag for it (``constrained-float`` ->
     ``number``, ``dict[str,constrained-float]`` -> ``mapping``, ``tuple[...]`` -> ``list``,
-    ``function-before[f(), datetime]`` -> ``time``); None when the tag is not understood."""
+    ``function-before[f(), datetime]`` -> ``time``, ``Series`` -> ``mapping``); None when the
+    tag is not understood."""
+    if re.fullmatch(r"function-wrap\[_bulk_\w+\(\)\]", tag):
+        return "list"  # schema's lists of numbers checked at once
     inner = re.fullmatch(r"function-[a-z-]+\[.*, (.+)\]", tag)
     t = inner.group(1) if inner else tag
     t = t.removeprefix("constrained-")
-    if t.startswith(("dict", "model")):
-        return "mapping"
+    if t.startswith(("dict", "model")) or re.fullmatch(r"[A-Z]\w*", t):
+        return "mapping"  # a model is tagged by its class name (Series)
     if t.startswith(("tuple", "list", "set", "frozenset")):
         return "list"
     if t in ("float", "int"):

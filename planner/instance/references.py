@@ -9,6 +9,8 @@ import math
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from planner.instance.errors import FieldError
 from planner.instance.messages import field_path, listing, quoted
 from planner.instance.schema import MAX_OFFERED_PAIRS, InstanceSpec, Phase
@@ -22,6 +24,31 @@ LARGEST_SIZE = 1e30
 _SIZE_KEYS = frozenset({"tokens", "flops", "params", "gpu_hours"})
 
 
+#: Lists of at least this many values are checked at once when they hold numbers only.
+_BULK = 64
+
+
+def _numbers_within(values: list[Any], low: float, top: float) -> bool:
+    """Whether ``values`` holds only ints and floats (no bool) whose nonzero finite ones lie
+    within [low, top] in size: then :func:`check_magnitudes` has nothing to say about it.
+    False when unsure (anything else in it, integers beyond float range): the values are
+    then checked one by one."""
+    if not all(type(v) is float or type(v) is int for v in values):
+        return False
+    try:
+        arr = np.abs(np.asarray(values, dtype=float))
+    except OverflowError:
+        return False
+    arr = arr[np.isfinite(arr) & (arr != 0)]
+    if np.any(arr > _EXACT):
+        return False  # an integer may have been rounded: compare it exactly
+    return bool(np.all((arr >= low) & (arr <= top)))
+
+
+#: Every integer up to this size is exactly a float (2^53).
+_EXACT = float(2**53)
+
+
 def check_magnitudes(data: Any, errors: list[FieldError]) -> None:
     """Append an error for every nonzero number outside MAGNITUDE (keys in _SIZE_KEYS: above
     LARGEST_SIZE), with its readable path."""
@@ -32,6 +59,9 @@ def check_magnitudes(data: Any, errors: list[FieldError]) -> None:
         if isinstance(node, dict):
             stack.extend((v, (*loc, k), str(k)) for k, v in node.items())
         elif isinstance(node, list):
+            top = LARGEST_SIZE if key in _SIZE_KEYS else high
+            if len(node) >= _BULK and _numbers_within(node, low, top):
+                continue  # an hourly series whose every number is fine
             stack.extend((v, (*loc, i), key) for i, v in enumerate(node))
         elif (
             isinstance(node, int | float)

@@ -4,6 +4,7 @@ every series one value per horizon hour."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -14,7 +15,7 @@ from planner.instance.errors import FieldError, InstanceError
 from planner.instance.model import Instance
 from planner.instance.offers import resolve_offers
 from planner.instance.references import topological, window
-from planner.instance.schema import InstanceSpec
+from planner.instance.schema import InstanceSpec, Series
 from planner.instance.series import SeriesError, resolve_series
 from planner.physics.reliability import FAILURE_PRESETS, per_gpu_hour_from_node_days
 from planner.physics.transformer import ModelDims, dims
@@ -80,13 +81,12 @@ def resolve(
             except SeriesError as e:
                 errors.append(FieldError(f"regions.{rname}.carbon_intensity", str(e)))
         for g, cap in r.capacity.items():
-            # a constant capacity is one value seen T times (a read-only broadcast view): 64
-            # regions x 64 GPU types x 3 years of hours would otherwise take 860 MB
-            arr = (
-                np.asarray(cap[:T], dtype=float)
-                if isinstance(cap, tuple)
-                else np.broadcast_to(np.float64(cap), (T,))
-            )
+            where = f"regions.{rname}.capacity.{g}"
+            try:
+                arr = _capacity(cap, start, T, r.timezone, base_dir, data_root)
+            except SeriesError as e:
+                errors.append(FieldError(where, str(e)))
+                continue
             arr.setflags(write=False)
             capacity[(rname, g)] = arr
     rates, rate_errors = resolve_offers(spec, base_dir)
@@ -144,3 +144,32 @@ def resolve(
         rebuild=rebuild,
         data_root=data_root,
     )
+
+
+def _capacity(
+    cap: int | tuple[int, ...] | Series,
+    start: datetime,
+    hours: int,
+    timezone: str,
+    base_dir: Path,
+    data_root: Path | None,
+) -> np.ndarray:
+    """A pool's GPUs per horizon hour. A constant capacity is one value seen ``hours`` times
+    (a read-only broadcast view: 64 regions x 64 GPU types x 3 years of hours would
+    otherwise take 860 MB); a series (any form) must give whole numbers >= 0."""
+    if isinstance(cap, tuple):
+        return np.asarray(cap[:hours], dtype=float)
+    if not isinstance(cap, Series):
+        return np.broadcast_to(np.float64(cap), (hours,))
+    if cap.constant is not None and cap.scale == 1.0:
+        values = np.broadcast_to(np.float64(cap.constant), (hours,))
+    else:
+        values = resolve_series(cap, start, hours, timezone, base_dir, data_root=data_root)
+    bad = np.flatnonzero((values < 0) | (values != np.floor(values)))
+    if len(bad):
+        k = int(bad[0])
+        raise SeriesError(
+            f"expected whole numbers of GPUs >= 0, got {values[k]:g} at hour {k} "
+            f"({len(bad)} hour{'s' * (len(bad) != 1)} in all)"
+        )
+    return values

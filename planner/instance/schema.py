@@ -21,6 +21,8 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
     field_validator,
     model_validator,
 )
@@ -59,8 +61,11 @@ MAX_FRACTIONS = 32
 #: powers of two, and 16 of them reach 2^15.
 MAX_CHOICES = 16
 #: Phases: a campaign is a handful (data preparation, pre-training, annealing, fine-tunes,
-#: evaluations); 100 leaves room for sweeps of them.
-MAX_PHASES = 100
+#: evaluations); a lab's quarter of 20 teams is 200. 1,000 is what memory allows: the
+#: configuration space of a 200-phase quarter (10 regions x 4 GPU types, 2,190 hours) takes
+#: about 150 MB and its solve peaks near 2 GB (docs/benchmarks.md), so 1,000 such phases stay
+#: within a workstation's memory, and `check` reads them in well under a minute.
+MAX_PHASES = 1000
 #: Regions: the largest clouds have about 35 regions each; 64 covers a choice among several.
 MAX_REGIONS = 64
 #: GPU types: a vendor generation adds a handful; 64 covers every data-centre GPU since 2017.
@@ -112,6 +117,40 @@ PosFloat = Annotated[float, Field(gt=0.0, allow_inf_nan=False), Number]
 NonNegFloat = Annotated[float, Field(ge=0.0, allow_inf_nan=False), Number]
 PosInt = Annotated[int, Field(gt=0), Number]
 NonNegInt = Annotated[int, Field(ge=0), Number]
+#: Lists of at least this many numbers are checked at once (an hourly series of a year has
+#: 8,760): validating each number on its own took most of reading a year of inline series.
+BULK_VALUES = 64
+
+
+def _bulk_floats(v: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """A list of finite numbers (ints and floats, no bool) as a tuple of floats, checked at
+    once; anything else, number by number (the handler: every error named by its index)."""
+    if isinstance(v, list | tuple) and len(v) >= BULK_VALUES and set(map(type, v)) <= _PLAIN:
+        try:
+            out = tuple(map(float, v))
+        except OverflowError:
+            return handler(v)
+        if all(map(math.isfinite, out)):
+            return out
+    return handler(v)
+
+
+def _bulk_whole(v: object, handler: ValidatorFunctionWrapHandler) -> object:
+    """A list of whole numbers >= 0 of at most MAX_DIGITS digits as a tuple, checked at
+    once; anything else, number by number (the handler)."""
+    if (
+        isinstance(v, list | tuple)
+        and len(v) >= BULK_VALUES
+        and set(map(type, v)) == {int}
+        and min(v) >= 0
+        and max(v) < _TOO_LARGE
+    ):
+        return tuple(v)
+    return handler(v)
+
+
+_PLAIN = {int, float}
+
 #: A file or column name: at least one character.
 Name = Annotated[str, Field(min_length=1)]
 #: The probability a deadline is to be met with (``deadline_confidence``): above 0, at most
@@ -213,7 +252,7 @@ class Series(Strict):
     so a 2026 horizon can reuse 2023's prices; ``scale`` multiplies the values.
     """
 
-    values: tuple[FiniteFloat, ...] | None = None
+    values: Annotated[tuple[FiniteFloat, ...], WrapValidator(_bulk_floats)] | None = None
     csv: Name | None = None
     column: Name | None = None
     time_column: Name | None = None
@@ -334,6 +373,15 @@ EnergyBilling = Literal["metered", "included"]
 SiteKind = Literal["cloud", "colocation", "own", "leasing"]
 
 
+#: GPUs a pool holds, per GPU type: one whole number for the whole horizon, an inline list
+#: (one a horizon hour), or an hourly series in any form prices take (``csv``, ``tou``,
+#: ``constant``, ``values``), whose values must be whole numbers >= 0 (checked when resolved,
+#: :mod:`planner.instance.resolve`).
+Capacity = Annotated[
+    NonNegInt | Annotated[tuple[NonNegInt, ...], WrapValidator(_bulk_whole)] | Series, Number
+]
+
+
 class OnDemand(Strict):
     usd_per_gpu_hour: Rate
     billing_granularity_hours: PosInt = 1
@@ -448,7 +496,7 @@ class Region(Strict):
     price_adder_usd_per_mwh: FiniteFloat = 0.0
     carbon_intensity: Series | None = None
     zones: PosInt = 1
-    capacity: dict[str, Annotated[NonNegInt | tuple[NonNegInt, ...], Number]]
+    capacity: dict[str, Capacity]
     offers: dict[str, Offers]
     storage: dict[Label, StorageTier] = Field(
         default_factory=lambda: {"hot": StorageTier(usd_per_gb_month=0.10, write_gb_per_s=5.0)},

@@ -1,0 +1,181 @@
+"""Re-plans: an old plan, a change at a middle hour, and the re-plan warm-started from it.
+
+    .venv/bin/python benchmarks/replan.py [--instance month-70b quarter-200]
+        [--change price lost] [--time-limit 60] [--cold] [--jsonl replan.jsonl]
+
+Per instance (a shipped one or a generated one, ``benchmarks/generate.py``): the old plan is
+``planner.solve`` of the instance (``--old-gap``, ``--old-time-limit``); the hour is the
+middle of the horizon; the changed region is the one the old plan uses most from that hour on
+(GPU-hours; the first by name among equals). The changes:
+
+- ``price``: that region's electricity x1.3 (the series' ``scale``);
+- ``lost``: that region loses every GPU (capacity 0 for each GPU type).
+
+The re-plan is :func:`planner.replan.replan` on the changed instance from the hour (the state
+at the hour derived, the old plan passed as the warm start), at the target gap of the
+instance (``TARGETS``: 0.1% for month-70b, 2% for the quarter; ``--gap`` overrides), within
+``--time-limit``. Reported from ``on_progress``: the time to the first plan and to the
+target gap, counted from the call (deriving the state included), the gap at the end, the
+objective, whether the plan verifies against the derived instance, and peak memory
+(``ru_maxrss``). With ``--cold`` the derived instance is also solved without the warm start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+#: The issue's targets: the gap a re-plan must prove, and in how many seconds.
+TARGETS: dict[str, tuple[float, float]] = {
+    "month-70b": (0.001, 2.0),
+    "quarter-200": (0.02, 60.0),
+}
+#: Factor on the changed region's electricity price (``price``).
+PRICE_FACTOR = 1.3
+
+
+def busiest_region(inst: Any, plan: Any, hour: int) -> str:
+    """The region the plan uses most from ``hour`` on (GPU-hours), the first by name among
+    equals."""
+    use: dict[str, float] = dict.fromkeys(sorted(inst.spec.regions), 0.0)
+    for p in plan.phases:
+        for part in p.parts():
+            n = sum(1 for h in part.hours if h >= hour)
+            use[part.region] += n * (part.gpus + part.spare_gpus)
+    return max(sorted(use), key=lambda r: use[r])
+
+
+def changed(inst: Any, change: str, region: str) -> Any:
+    """The instance after ``change`` in ``region``."""
+    if change == "price":
+        scale = inst.spec.regions[region].electricity.scale
+        return inst.replace({f"regions.{region}.electricity.scale": scale * PRICE_FACTOR})
+    if change == "lost":
+        return inst.replace(
+            {f"regions.{region}.capacity.{g}": 0 for g in inst.spec.regions[region].capacity}
+        )
+    raise ValueError(f"unknown change {change!r}")
+
+
+def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    from generate import load
+    from suite import _event_fields, trace_times
+
+    import planner
+    from planner.checker import verify
+    from planner.replan import replan, state_at
+
+    inst = load(name)
+    gap, target_s = TARGETS.get(name, (args.gap or 0.01, args.time_limit))
+    if args.gap is not None:
+        gap = args.gap
+    t0 = time.perf_counter()
+    old = planner.solve(inst, time_limit=args.old_time_limit, gap=args.old_gap)
+    old_s = time.perf_counter() - t0
+    if old.plan is None:
+        raise SystemExit(f"{name}: the old solve found no plan ({old.message})")
+    hour = inst.hours // 2
+    region = busiest_region(inst, old.plan, hour)
+    out = []
+    for change in args.change:
+        new = changed(inst, change, region)
+        for warm in (True, False) if args.cold else (True,):
+            events: list[tuple[float, float | None, float | None]] = []
+            t1 = time.perf_counter()
+
+            def on_progress(
+                *a: Any, _t1: float = t1, _to: list[tuple[float, Any, Any]] = events
+            ) -> None:
+                _, inc, bnd = _event_fields(a)
+                _to.append((time.perf_counter() - _t1, inc, bnd))
+
+            options: dict[str, Any] = {
+                "time_limit": args.time_limit,
+                "gap": gap,
+                "threads": args.threads,
+                "on_progress": on_progress,
+            }
+            if warm:
+                rp = replan(new, old.plan, hour, **options)
+                derived, res = rp.instance, rp.result
+            else:
+                derived = new.replace(state_at(new, old.plan, hour))
+                t1 = time.perf_counter()  # the derived instance is built before the clock
+                res = planner.solve(derived, **options)
+            wall = time.perf_counter() - t1
+            first, to_target = trace_times(events, gap)
+            rec = {
+                "instance": name,
+                "change": change,
+                "region": region,
+                "hour": hour,
+                "warm": warm,
+                "old_objective": old.objective,
+                "old_gap": old.gap,
+                "old_s": old_s,
+                "target_gap": gap,
+                "target_s": target_s,
+                "first_plan_s": first,
+                "to_target_s": to_target,
+                "met": to_target is not None and to_target <= target_s,
+                "wall_s": wall,
+                "runtime_s": res.runtime_s,
+                "termination": res.termination.value,
+                "objective": res.objective,
+                "bound": res.bound,
+                "gap": res.gap,
+                "warm_kept": res.stats.get("warm_start_kept"),
+                "verified": None if res.plan is None else bool(verify(derived, res.plan).ok),
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "message": (res.message or "")[:300],
+            }
+            out.append(rec)
+            print(
+                f"# {name} {change} in {region} from hour {hour} "
+                f"({'warm' if warm else 'cold'}): first plan {_s(first)} s, "
+                f"{gap:.1%} at {_s(to_target)} s (target {target_s:g} s: "
+                f"{'met' if rec['met'] else 'missed'}), gap at the end "
+                f"{'-' if res.gap is None else f'{res.gap:.3%}'}, {res.termination.value}, "
+                f"verified {rec['verified']}",
+                flush=True,
+            )
+    return out
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instance", nargs="*", default=list(TARGETS))
+    ap.add_argument("--change", nargs="*", default=["price", "lost"])
+    ap.add_argument("--time-limit", type=float, default=60.0, help="per re-plan, seconds")
+    ap.add_argument("--gap", type=float, default=None, help="target gap (default: TARGETS)")
+    ap.add_argument("--old-time-limit", type=float, default=120.0)
+    ap.add_argument("--old-gap", type=float, default=0.001)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cold", action="store_true", help="also solve without the warm start")
+    ap.add_argument("--jsonl", type=Path, default=Path("replan.jsonl"))
+    args = ap.parse_args(argv)
+    print(f"# load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
+    with args.jsonl.open("w") as fh:
+        for name in args.instance:
+            for rec in run(name, args):
+                fh.write(json.dumps(rec, default=str) + "\n")
+    print(f"# load average at the end {os.getloadavg()[0]:.2f}; JSON lines: {args.jsonl}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
