@@ -278,10 +278,12 @@ class _Hourly(dict[tuple[str, int], np.ndarray]):
         prices: Mapping[Pool, np.ndarray] | None,
     ) -> None:
         super().__init__()
-        self.inst, self.space, self.w, self.prices = inst, space, w, prices
+        self.inst, self.w, self.prices = inst, w, prices
+        # by index, not position: a pruned space keeps its configurations' indices
+        self.configs = {(p, c.index): c for p, cs in space.by_phase.items() for c in cs}
 
     def __missing__(self, key: tuple[str, int]) -> np.ndarray:
-        c = self.space.by_phase[key[0]][key[1]]
+        c = self.configs[key]
         h = hourly_cost(self.inst, c, self.w, "as_used")
         lam = self.prices.get((c.region, c.gpu)) if self.prices else None
         if lam is not None:

@@ -722,7 +722,6 @@ def _admitted(
     return (hours <= open_h or (segmented and open_h > 0)) and total_gpus <= most
 
 
-
 def _configs_for(
     inst: Instance,
     p: Phase,
@@ -1225,8 +1224,12 @@ _ENUMERATED: weakref.WeakKeyDictionary[Instance, dict[bool, _Enumerated]] = (
 
 
 def _enumerated(inst: Instance, prefilter: bool) -> _Enumerated:
-    """:func:`_enumerate_all`, once per instance object and ``prefilter``."""
+    """:func:`_enumerate_all`, once per instance object and ``prefilter``; the prefiltered
+    kind is the full one when that is built already (pruning it keeps the same
+    configurations: the prefilter only skips building what :func:`_prune` drops)."""
     cache = _ENUMERATED.setdefault(inst, {})
+    if prefilter and prefilter not in cache and False in cache:
+        return cache[False]
     if prefilter not in cache:
         cache[prefilter] = _enumerate_all(inst, prefilter)
     return cache[prefilter]
@@ -1353,8 +1356,6 @@ def full_config_space(inst: Instance) -> ConfigSpace:
         space = build_config_space(inst, prune=False)
         _FULL_SPACES[inst] = space
     return space
-
-
 
 
 def config_space(inst: Instance) -> ConfigSpace:

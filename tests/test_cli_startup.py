@@ -145,25 +145,27 @@ def test_a_solve_and_its_attribution_enumerate_the_instance_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The numeric checks, the solver, the lever-free baseline and the attribution of one
-    solve share one enumeration of the instance's configurations (planner.configs caches it
-    per instance; the pruned and the unpruned spaces are built from it): the instance is
-    enumerated once, each variant of the attribution once."""
+    solve share the enumerations of the instance's configurations (planner.configs caches
+    them per instance: the solvers' prefiltered one, which builds only what dominance keeps,
+    and the full one of the baseline and the attribution): each kind once per instance, each
+    variant of the attribution once."""
     import planner.configs as configs
     from planner.attribution import attribute
     from planner.instance.read import read
     from planner.solve import solve
 
-    seen: list[object] = []  # the instances themselves: alive, so no id is reused
-    real = configs._enumerate
+    seen: list[tuple[object, bool]] = []  # the instances themselves: alive, no id reused
+    real = configs._enumerate_all
 
-    def counting(inst: object) -> object:
-        seen.append(inst)
-        return real(inst)  # type: ignore[arg-type]
+    def counting(inst: object, prefilter: bool) -> object:
+        seen.append((inst, prefilter))
+        return real(inst, prefilter)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(configs, "_enumerate", counting)
+    monkeypatch.setattr(configs, "_enumerate_all", counting)
     inst = read(ROOT / "tests" / "data" / "tiny.yaml")
     res = solve(inst, time_limit=30)
     assert res.plan is not None
     attribute(inst, res.plan)
-    assert sum(x is inst for x in seen) == 1
-    assert len({id(x) for x in seen}) == len(seen)  # no variant enumerated twice
+    assert sorted(p for x, p in seen if x is inst) == [False, True]
+    kinds = [(id(x), p) for x, p in seen]
+    assert len(set(kinds)) == len(kinds)  # no variant enumerated twice of a kind
