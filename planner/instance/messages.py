@@ -55,7 +55,15 @@ _TAGS = {
 }
 
 
-def _walk(loc: tuple[Any, ...], data: Any) -> tuple[str, int | None]:
+#: Characters that make a key be written quoted in a field path.
+_QUOTED = re.compile(r"[. \[\]'\"]")
+
+
+def _walk(
+    loc: tuple[Any, ...],
+    data: Any,
+    memo: dict[tuple[Any, ...], tuple[str, Any, int | None]] | None = None,
+) -> tuple[str, int | None]:
     """A readable field path such as ``phases[1] (pretrain).options.precision[0]``, and the
     index in ``loc`` of the first tag pydantic put there (a union branch), if any.
 
@@ -63,33 +71,44 @@ def _walk(loc: tuple[Any, ...], data: Any) -> tuple[str, int | None]:
     are labelled by it, and drops the tags pydantic puts in ``loc`` for union members and
     validators (``constrained-float``, ``function-after[...]``, ``tuple[int, ...]``) unless
     the document really has a key of that name. Keys holding a dot or a space are quoted:
-    ``regions['us east'].pue``."""
-    parts: list[str] = []
-    first_tag: int | None = None
-    node: Any = data
-    for i, item in enumerate(loc):
+    ``regions['us east'].pue``. ``memo`` keeps the walk of each prefix (thousands of errors
+    in one long list share all but their index)."""
+    text_so_far, node, first_tag = "", data, None
+    start = 0
+    if memo is not None:
+        for k in range(len(loc) - 1, 0, -1):
+            hit = memo.get(loc[:k])
+            if hit is not None:
+                text_so_far, node, first_tag = hit
+                start = k
+                break
+    parts: list[str] = [text_so_far] if text_so_far else []
+    for i in range(start, len(loc)):
+        item = loc[i]
         if isinstance(item, int) and isinstance(node, list | tuple):
             label = f"[{item}]"
             node = node[item] if -len(node) <= item < len(node) else None
             if isinstance(node, dict) and isinstance(node.get("name"), str) and node["name"]:
                 label += f" ({node['name']})"
             parts.append(label)
-            continue
-        key_present = isinstance(node, dict) and item in node
-        text = str(item)
-        if (
-            not key_present
-            and isinstance(item, str)
-            and (item in _TAGS or "[" in item or item.startswith(("constrained-", "function-")))
-        ):
-            if first_tag is None:
-                first_tag = i
-            continue
-        node = node[item] if key_present else None
-        if text == "" or any(c in text for c in ". []'\""):
-            parts.append(f"[{text!r}]")
         else:
-            parts.append(("." if parts else "") + text)
+            key_present = isinstance(node, dict) and item in node
+            text = str(item)
+            if (
+                not key_present
+                and isinstance(item, str)
+                and (item in _TAGS or "[" in item or item.startswith(("constrained-", "function-")))
+            ):
+                if first_tag is None:
+                    first_tag = i
+            else:
+                node = node[item] if key_present else None
+                if text == "" or _QUOTED.search(text):
+                    parts.append(f"[{text!r}]")
+                else:
+                    parts.append(("." if parts else "") + text)
+        if memo is not None and i < len(loc) - 1:
+            memo[loc[: i + 1]] = ("".join(parts), node, first_tag)
     return "".join(parts), first_tag
 
 
@@ -165,9 +184,10 @@ def _plain_branch(errs: Sequence[Mapping[str, Any]], data: Any) -> list[Mapping[
     errors are kept; otherwise (say, text for a number-or-mapping field) all of them are."""
     groups: dict[tuple[Any, ...], dict[str, str | None]] = {}
     where: list[tuple[tuple[Any, ...], str] | None] = []
+    memo: dict[tuple[Any, ...], tuple[str, Any, int | None]] = {}
     for err in errs:
         loc = tuple(err["loc"])
-        _, i = _walk(loc, data)
+        _, i = _walk(loc, data, memo)
         if i is None or not isinstance(loc[i], str):
             where.append(None)
             continue
@@ -295,19 +315,22 @@ def _explain(err: Mapping[str, Any]) -> str:
 def schema_errors(e: ValidationError, data: Any) -> list[FieldError]:
     """One readable :class:`FieldError` per pydantic error of ``data`` (union branches the
     input plainly is not dropped), at most MAX_ERRORS of them."""
-    return capped(
-        [
-            FieldError(field_path(tuple(err["loc"]), data), _explain(err))
-            for err in _plain_branch(e.errors(), data)
-        ]
-    )
+    kept = _plain_branch(e.errors(), data)
+    # only the errors shown are written out (a list of 150,000 bad values gives 50 and a count)
+    shown = [
+        FieldError(field_path(tuple(err["loc"]), data), _explain(err))
+        for err in kept[: MAX_ERRORS + 1]
+    ]
+    return capped(shown, len(kept))
 
 
-def capped(errors: list[FieldError]) -> list[FieldError]:
-    """The first MAX_ERRORS problems, and a count of the rest."""
-    if len(errors) <= MAX_ERRORS:
+def capped(errors: list[FieldError], total: int | None = None) -> list[FieldError]:
+    """The first MAX_ERRORS problems, and a count of the rest (of ``total`` problems when
+    only the first are given)."""
+    total = len(errors) if total is None else total
+    if total <= MAX_ERRORS:
         return errors
-    rest = len(errors) - MAX_ERRORS
+    rest = total - MAX_ERRORS
     return [
         *errors[:MAX_ERRORS],
         FieldError(
