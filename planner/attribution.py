@@ -263,6 +263,11 @@ class DayEarlier:
         )
 
 
+#: Seconds at most for the solve that prices finishing a day earlier (``solve --day-earlier``
+#: or ``report``; less when the solve's own limit is less).
+DAY_EARLIER_S = 20.0
+
+
 def day_earlier(
     inst: Instance, plan: Plan, time_limit: float = 20.0, gap: float = 1e-4
 ) -> DayEarlier | None:

@@ -545,6 +545,7 @@ def test_reaping_the_forkserver_brings_its_child_into_ru_maxrss(tmp_path: Path) 
 # ----------------------------------------------------------------------------- issue 27
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_lab_quarter_shape_and_a_small_one_solves() -> None:
     # the quarter's shape at two teams: 20 phases in 2 pipelines of 10 (a DAG: three
     # fine-tunes after the pre-training, each with its evaluation, and a report after them),
@@ -567,6 +568,7 @@ def test_lab_quarter_shape_and_a_small_one_solves() -> None:
     assert res.plan is not None and verify(inst, res.plan).ok
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_with_segments_marks_one_kind() -> None:
     d = G.with_segments(G.generate("small"), "pretraining", 3)
     kinds = {p["kind"]: p["options"].get("max_segments", 1) for p in d["phases"]}

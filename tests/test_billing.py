@@ -543,3 +543,32 @@ def test_the_replay_confirms_the_confidence_of_a_deadline() -> None:
     sure = replayed(12, 0.95)
     assert sure >= 0.95
     assert sure == pytest.approx(_count_cdf(1.0, 0.21, 4), abs=0.0045)  # 3.5 standard errors
+
+
+def test_the_day_earlier_is_the_reports_and_solve_prices_it_when_asked(tmp_path: Any) -> None:
+    # solve answers at once: the second solve that prices a finish a day earlier runs with
+    # --day-earlier (recorded in the plan file) or in the report (when the file has none)
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from planner.cli import _register, app
+
+    _register()
+    tiny = Path(__file__).parent / "data" / "tiny.yaml"
+    run = CliRunner(env={"TRAINPLAN_NO_PROGRESS": "1"})
+    plain, asked = tmp_path / "plain.json", tmp_path / "asked.json"
+    r1 = run.invoke(app, ["solve", str(tiny), "-o", str(plain)])
+    r2 = run.invoke(app, ["solve", str(tiny), "--day-earlier", "-o", str(asked)])
+    assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
+    assert "day_earlier" not in json.loads(plain.read_text())["attribution"]
+    recorded = json.loads(asked.read_text())["attribution"]["day_earlier"]
+    assert recorded["finish_hour"] == recorded["by_hour"] + 24
+    assert "a day earlier" in r2.output and "a day earlier" not in r1.output
+    page, skipped = tmp_path / "plain.html", tmp_path / "skipped.html"
+    r3 = run.invoke(app, ["report", str(plain), "-o", str(page)])
+    r4 = run.invoke(app, ["report", str(plain), "--no-day-earlier", "-o", str(skipped)])
+    assert r3.exit_code == 0 and r4.exit_code == 0, r3.output + r4.output
+    assert 'id="day-earlier"' in page.read_text()
+    assert 'id="day-earlier"' not in skipped.read_text()

@@ -83,6 +83,7 @@ def _grid_on(address: str, store: Path, env: dict[str, str]) -> subprocess.Compl
     )
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
     address = cluster.get_runtime_context().gcs_address
     store = tmp_path / "cli.sqlite"
@@ -94,6 +95,7 @@ def test_cli_attaches_by_address(cluster: ModuleType, tmp_path: Path) -> None:
     assert len(df) == 8 and set(df["status"]) == {"ok"}
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_cli_without_the_auth_mode_says_what_to_set(cluster: ModuleType, tmp_path: Path) -> None:
     # the cluster started above uses token authentication (Ray 2.60's default for ray.init,
     # which set RAY_AUTH_MODE=token in this process); a process without it cannot attach,

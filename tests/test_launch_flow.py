@@ -110,6 +110,7 @@ def _calls(flow: dict[str, Any]) -> list[str]:
     return (flow["folder"] / "calls.log").read_text().splitlines()
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_every_line_of_the_readme_runs(flow: dict[str, Any]) -> None:
     lines = [line for line, _ in flow["runs"]]
     assert lines[0].startswith("trainplan init") and any("launch.sh" in x for x in lines)

@@ -380,6 +380,7 @@ def test_infeasible_deadline_is_reported_not_raised() -> None:
     assert "explain" in res.message
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_isolated_solve_matches_in_process(tiny: Any) -> None:
     from formulations.highs_runner import solve_highs
 

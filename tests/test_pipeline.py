@@ -91,6 +91,7 @@ def test_proven_infeasibility_returns_at_once() -> None:
 # ----------------------------------------------------------------------------- no plan lost
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_a_failing_milp_keeps_the_best_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     # the HiGHS child dies (out of memory) after the pipeline has plans: they come back with
     # the best bound and the reason, termination error
@@ -236,6 +237,7 @@ def test_a_broken_progress_callback_does_not_stop_the_solve() -> None:
 # ----------------------------------------------------------------------------- neighbourhoods
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_a_neighbourhood_of_every_phase_is_the_whole_problem() -> None:
     # freeing every phase leaves nothing fixed: the sub-model is the hourly MILP itself, and
     # re-optimising from a poor plan reaches HiGHS's optimum of the full model

@@ -275,6 +275,7 @@ def test_console_check_catches_errors_and_external_requests(tmp_path: Path) -> N
     assert "request: http://report-test.invalid/x.png" in text
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     proc = subprocess.run(

@@ -103,6 +103,7 @@ def test_the_passes_are_the_dynamic_programme(
             assert np.allclose(sb._backward(d, mu), _reference_backward(d, mig, mu), equal_nan=True)
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_the_bound_stops_at_its_deadline_and_stays_valid() -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import generate

@@ -211,6 +211,7 @@ def test_capacity_series_must_be_whole_gpus(cap: Any, message: str) -> None:
     ]
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_a_year_of_inline_series_in_ten_regions(tmp_path: Path) -> None:
     # 10 regions x (electricity + 4 GPU types' capacity) x 8,760 hours = 438,000 values,
     # written as PyYAML writes lists (a value a line): read as they were written

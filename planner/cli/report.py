@@ -165,12 +165,26 @@ def report(
             help="A trainplan simulate summary to draw (default: the one the plan file holds).",
         ),
     ] = None,
+    no_day_earlier: Annotated[
+        bool,
+        typer.Option(
+            "--no-day-earlier",
+            help="Do not price finishing a day earlier when the plan file has no such figure "
+            "(it takes a second solve of up to 20 s).",
+        ),
+    ] = False,
 ) -> None:
     """Write a self-contained HTML report of a plan: its cost against the lever-free
     baseline and the saving per component and per lever first, then the schedule, costs,
     solver, memory, prices, utilisation and failures."""
     # matplotlib loads only when a report is made, not with every command.
-    from planner.attribution import Attribution, BaselineError, attribute
+    from planner.attribution import (
+        DAY_EARLIER_S,
+        Attribution,
+        BaselineError,
+        attribute,
+        day_earlier,
+    )
     from planner.checker import read_plan_document
     from planner.report import ReportError, check_hours, render, write_pngs
     from planner.report.blocks import BlockError, attribution_of, check_baseline, check_replan
@@ -220,6 +234,17 @@ def report(
             why = str(e)
     elif attribution is None:
         why = "the plan file has no attribution and the instance was not found"
+    if (
+        attribution is not None
+        and attribution.day_earlier is None
+        and inst is not None
+        and not no_day_earlier
+    ):
+        import dataclasses
+
+        with progress("pricing a finish a day earlier"):
+            later = day_earlier(inst, plan, DAY_EARLIER_S)
+        attribution = dataclasses.replace(attribution, day_earlier=later)
     if local_time and inst is None:
         note("note: --local-time needs the instance (the regions' time zones); times are UTC")
     page = render(

@@ -125,11 +125,6 @@ def print_costs(plan: Plan, a: Attribution | None) -> None:
     console.print(t)
 
 
-#: Seconds at most for the solve that prices finishing a day earlier (``solve`` with the
-#: attribution; less when the solve's own limit is less).
-DAY_EARLIER_S = 20.0
-
-
 def plan_notes(inst: Instance, plan: Plan) -> list[str]:
     """What a practitioner checks first: memory a phase fills within 5% of its usable share
     (the report's flag), and the value of time the objective counts."""
@@ -202,6 +197,12 @@ def solve_cmd(
         "--no-attribution",
         help="skip the baseline and the saving per lever (the report computes them later)",
     ),
+    with_day_earlier: bool = typer.Option(
+        False,
+        "--day-earlier",
+        help="also price finishing a day earlier (a second solve; the report does it "
+        "when the plan has none)",
+    ),
     from_hour: str | None = typer.Option(
         None,
         "--from",
@@ -223,7 +224,7 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
-    from planner.attribution import BaselineError, attribute, day_earlier
+    from planner.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
     from planner.consistency import NumericWarning
     from planner.emissions import carbon_coverage
 
@@ -299,7 +300,7 @@ def solve_cmd(
                 a = attribute(inst, plan, on_step=step)
             except BaselineError as e:
                 why_none = str(e)
-            if a is not None:
+            if a is not None and with_day_earlier:
                 step("what finishing a day earlier costs")
                 later = day_earlier(inst, plan, min(DAY_EARLIER_S, time_limit), gap)
                 a = dataclasses.replace(a, day_earlier=later)

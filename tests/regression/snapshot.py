@@ -25,15 +25,20 @@ SIZES = ("small", "medium", "large", "xlarge")
 
 
 def instances() -> dict[str, Any]:
+    return {name: instance(name) for name in [*SHIPPED, *(f"bench-{s}" for s in SIZES)]}
+
+
+def instance(name: str) -> Any:
+    """One instance of the snapshot: a shipped one by name, or ``bench-SIZE`` generated."""
     from generate import generate
 
     import planner
     from planner.instance.read import from_dict
 
-    out: dict[str, Any] = {n: planner.read(ROOT / "instances" / f"{n}.yaml") for n in SHIPPED}
-    for s in SIZES:
-        out[f"bench-{s}"] = from_dict(generate(s, 0), f"<{s}>", ROOT)
-    return out
+    if name.startswith("bench-"):
+        size = name.removeprefix("bench-")
+        return from_dict(generate(size, 0), f"<{size}>", ROOT)
+    return planner.read(ROOT / "instances" / f"{name}.yaml")
 
 
 def figures(inst: Any) -> dict[str, Any]:
