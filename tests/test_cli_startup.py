@@ -169,3 +169,12 @@ def test_a_solve_and_its_attribution_enumerate_the_instance_once(
     assert sorted(p for x, p in seen if x is inst) == [False, True]
     kinds = [(id(x), p) for x, p in seen]
     assert len(set(kinds)) == len(kinds)  # no variant enumerated twice of a kind
+
+
+def test_solve_draws_nothing(tmp_path: Path) -> None:
+    """``solve`` writes a plan and its notes; the report's charts (matplotlib, 3 s to import on
+    a busy machine) load only when a report is made."""
+    mods = imported(tmp_path, "-q", "solve", str(WEEK), "-o", str(tmp_path / "plan.json"))
+    assert (tmp_path / "plan.json").is_file()
+    assert "planner.report.facts" in mods  # solve's notes read the report's facts
+    assert not {m for m in mods if m.split(".")[0] == "matplotlib"}
