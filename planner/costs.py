@@ -41,10 +41,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
+from planner.configtypes import Config
 from planner.instance.model import Instance
 from planner.instance.offers import is_constant
 from planner.instance.schema import Phase, Region
@@ -52,9 +53,6 @@ from planner.physics import storage
 from planner.plan import COST_KEYS, PhasePlan, Plan, SegmentPlan
 from planner.schedule import Assignment, Schedule, count_runs, reserved_key
 from planner.workload import checkpoint_gb_of, output_gb_of
-
-if TYPE_CHECKING:  # annotations only: planner.configs imports this module
-    from planner.configs import Config
 
 #: How rental enters an hour's cost:
 #: ``billed``  - the rental of configurations billed per hour (granularity 1); blocks of

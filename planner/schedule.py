@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from planner.configtypes import Config
 from planner.instance.model import Instance
-
-if TYPE_CHECKING:  # annotations only: the configuration space imports this module's users
-    from planner.configs import Config
 
 #: A (region, GPU type) pool.
 Pool = tuple[str, str]
