@@ -39,9 +39,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from planner.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
 from planner.configs import Config, Layout, build_config_space, enumerate_phase, kv_heads
 from planner.costs import mean_price_costs
+from planner.instance.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
 from planner.instance.errors import InstanceError
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
