@@ -43,20 +43,24 @@ from planner.configtypes import (
 from planner.costs import (
     HourlyTerms,
     Weights,
-    archive_tier,
+    archive_usd_per_h,
     deadline_confidence,
     enter_cost,
+    facility_kw_of,
     hourly_terms,
     leave_cost,
     migration_cost,
     move_cost,
-    transfer_usd_per_gb,
+    one_time_usd,
+    rental_usd_per_h,
+    resume_usd,
+    running_storage_usd_per_h,
     weights,
 )
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region, StorageTier
-from planner.physics import compute, energy, layout, reliability, storage
+from planner.physics import compute, layout, reliability, storage
 from planner.physics.layout import (
     Layout,
     moe_all_to_all_bytes_per_token,
@@ -76,7 +80,6 @@ from planner.workload import (
     checkpoint_gb_of,
     is_training,
     mfu_of,
-    output_gb_of,
     peak_tflops,
     phase_model,
     remaining_share,
@@ -572,11 +575,8 @@ def _configs_for(
     a configuration whose failures come faster than its work can be saved is never built."""
     contract, price, bill_h, min_h, preempt, term = offer
     tiers = p.options.storage_tiers or tuple(r.storage)
-    arch_name = archive_tier(r, inst.spec.storage.archive)
-    arch = r.storage[arch_name]
-    out_gb = output_gb_of(inst, p)
-    successors = inst.successors(p.name)
-    mean_price = _mean_price(inst, rname)
+    archive_h = archive_usd_per_h(inst, p, r)
+    billing = energy_billing(r, gname, contract)
     required = p.redundancy.spare_nodes
     spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
     ck_gb = checkpoint_gb_of(inst, p, cands[0][0].precision)
@@ -591,6 +591,8 @@ def _configs_for(
         if tier_name not in r.storage:
             continue
         tier = r.storage[tier_name]
+        stor_h = running_storage_usd_per_h(inst, p, ck_gb, tier)
+        one_time = one_time_usd(inst, p, rname, tier)
         io_bw = storage.sharded_bandwidth_gb_per_s(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
@@ -615,27 +617,9 @@ def _configs_for(
                     if (x[1] < best[1]) if segmented else (x[2] < best[2]):
                         best = x
                 spare_gpus = spare_nodes * g.gpus_per_node
-                rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
-                it_kw = energy.it_power_kw(
-                    count,
-                    spare_gpus,
-                    g.board_power_w,
-                    g.idle_power_w,
-                    p.power_load,
-                    g.gpus_per_node,
-                    g.node_overhead_w,
-                )
-                kw = energy.facility_kw(it_kw, r.effective_pue)
-                billing = energy_billing(r, gname, contract)
+                rental = rental_usd_per_h(p, count, spare_gpus, price)
+                kw = facility_kw_of(p, g, count, spare_gpus, r)
                 paid_kw = kw if billing == "metered" else 0.0
-                state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
-                stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
-                one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
-                if p.data.home_region is not None:
-                    one_time += p.data.size_gb * transfer_usd_per_gb(
-                        inst, p.data.home_region, rname
-                    )
-                one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
                 sla = r.sla
                 sla_share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
                 mult = sla.credit_multiplier if sla else 0.0
@@ -667,9 +651,8 @@ def _configs_for(
                     "billing_hours": bill_h,
                     "min_rental_hours": min_h,
                     "one_time_usd": one_time,
-                    "archive_per_h": storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
-                    "resume_usd": p.resume_overhead_hours
-                    * (rental + paid_kw * mean_price / 1000.0),
+                    "archive_per_h": archive_h,
+                    "resume_usd": resume_usd(inst, p, rname, rental, paid_kw),
                     "term": term,
                     "energy": billing,
                 }
@@ -732,17 +715,6 @@ def _runs(
         if hours <= cut:
             out.append((k, work_h, hours))
     return out
-
-
-def _mean_price(inst: Instance, region: str) -> float:
-    """The mean electricity price of a region over the horizon (USD/MWh), once per instance."""
-    cache = _MEAN_PRICES.setdefault(inst, {})
-    if region not in cache:
-        cache[region] = float(np.mean(inst.price[region]))
-    return cache[region]
-
-
-_MEAN_PRICES: weakref.WeakKeyDictionary[Instance, dict[str, float]] = weakref.WeakKeyDictionary()
 
 
 def _failure_figures(

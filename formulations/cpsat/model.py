@@ -296,7 +296,7 @@ def add_redundant(cm: CpsatModel) -> None:
 
 def _phase_key(cm: CpsatModel, name: str) -> tuple[object, ...]:
     d = cm.data
-    from planner.configs import output_gb_of
+    from planner.workload import output_gb_of
 
     p = d.inst.phase(name)
     active = set(d.tables)
