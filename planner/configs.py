@@ -27,7 +27,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -331,6 +331,49 @@ def layout_class(p: Phase, lay: Layout) -> tuple[object, ...]:
     return (lay.precision,)
 
 
+@dataclass
+class _Seen:
+    """What the enumeration of one phase met on its way (:func:`_infeasibility` says from it
+    why a phase has no configuration): whether any layout had a supported precision or fit
+    in memory, whether any region held the phase's GPU types in enough zones and offered them,
+    the least memory need, the layout closest to fitting, the fewest hours and the fewest
+    hours plus deadline reserve (with that reserve)."""
+
+    precision: bool = False
+    fit: bool = False
+    region: bool = False
+    offer: bool = False
+    best_need: tuple[float, str] | None = None
+    closest: MemoryNeed | None = None
+    fastest: int | None = None
+    tightest: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One (GPU type and count, layout class, region, offer) to build configurations for:
+    ``cands`` are the layouts of one :func:`layout_class` (in enumeration order) with their
+    memory and throughput; the offer is (contract, price, billing hours, minimum rental hours,
+    preemptions per hour, reserved term); ``window``: runs longer than it plus ten years are
+    not built (None: all are)."""
+
+    p: Phase
+    g: GpuType
+    gname: str
+    r: Region
+    rname: str
+    count: float
+    cands: tuple[tuple[Layout, MemoryBreakdown, Throughput], ...]
+    flops: float
+    contract: str
+    price: float
+    bill_h: int
+    min_h: int
+    preempt: float
+    term: str
+    window: int | None
+
+
 def _enumerate(
     inst: Instance, p: Phase, every: bool, prefilter: bool
 ) -> tuple[list[Config], Infeasibility | None, int]:
@@ -343,23 +386,11 @@ def _enumerate(
     m = phase_model(inst, p)
     flops = work_flops(inst, p) * remaining_share(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
-    mem_pol = inst.spec.memory
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
     if p.data.residency is not None:
         rnames = tuple(r for r in rnames if r in p.data.residency)
-    # in segments a configuration too slow to do the whole work in the window may do a part
-    segmented = p.options.max_segments > 1
-    best_need: tuple[float, str] | None = None
-    closest: MemoryNeed | None = None
-    largest = max(
-        gnames, key=lambda n: capacity_bytes(inst.gpu(n).memory_gb, inst.gpu(n).memory_unit)
-    )
-    largest_gb = capacity_bytes(inst.gpu(largest).memory_gb, inst.gpu(largest).memory_unit) / 1e9
-    fastest: float | None = None
-    #: the least hours plus deadline reserve, and that configuration's reserve
-    tightest: tuple[int, int] | None = None
-    saw_offer = saw_region = saw_precision = saw_fit = False
+    seen = _Seen()
     out: list[Config] = []
     skipped = [0]
     memo: dict[tuple[object, ...], tuple[float, ...] | None] = {}
@@ -367,97 +398,144 @@ def _enumerate(
     for gname in gnames:
         g = inst.gpu(gname)
         for count in gpu_counts(p, g):
-            classes: dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]]
-            classes = {}
-            for lay in layouts(p, m, g, count, every):
-                peak = peak_tflops(g, lay.precision)
-                if peak is None:
-                    continue
-                saw_precision = True
-                mem = layout_memory(inst, p, m, g, count, lay)
-                if best_need is None or mem.total_gb < best_need[0]:
-                    best_need = (
-                        mem.total_gb,
-                        f"{lay.precision}, ZeRO-{lay.zero}, "
-                        f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
-                        f"{' ' + lay.extras() if lay.extras() else ''}, {count:g} GPUs",
-                    )
-                if closest is None or mem.total_gb - mem.capacity_gb < closest.short_gb:
-                    setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
-                    if m is not None:
-                        setting += (
-                            f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
-                        )
-                    closest = MemoryNeed(mem.total_gb, mem.capacity_gb, gname, setting)
-                if not mem.fits and not every:
-                    continue
-                saw_fit = True
-                speed = throughput(inst, p, m, g, gname, count, lay, peak)
-                key = layout_class(p, lay) if prefilter else (len(classes),)
-                classes.setdefault(key, []).append((lay, mem, speed))
+            classes = _layout_classes(inst, p, m, gname, count, every, prefilter, seen)
             for cands in classes.values():
                 for rname in rnames:
                     r = inst.region(rname)
-                    if (rname, gname) not in inst.capacity:
+                    if (rname, gname) not in inst.capacity or r.zones < p.redundancy.zones:
                         continue
-                    if r.zones < p.redundancy.zones:
-                        continue
-                    saw_region = True
+                    seen.region = True
+                    most = _most_capacity(inst, p, rname, gname, most_cache)
                     for contract, term, price, bill_h, min_h, preempt in _offers(
                         inst, rname, gname, p
                     ):
-                        saw_offer = True
-                        lo, hi = inst.release[p.name], inst.deadline[p.name]
-                        if term:
-                            t = inst.term(rname, gname, term)
-                            assert t is not None
-                            lo, hi = max(t.first, lo), min(t.end, hi)
-                        most = _most_capacity(inst, p, rname, gname, most_cache)
-                        admit = functools.partial(
-                            _admitted, every, segmented, lo, hi, inst.deadline[p.name], most
+                        seen.offer = True
+                        slot = _Slot(
+                            p=p,
+                            g=g,
+                            gname=gname,
+                            r=r,
+                            rname=rname,
+                            count=count,
+                            cands=tuple(cands),
+                            flops=flops,
+                            contract=contract,
+                            price=price,
+                            bill_h=bill_h,
+                            min_h=min_h,
+                            preempt=preempt,
+                            term=term,
+                            window=None if every else window,
                         )
-                        for cfg in _configs_for(
-                            inst,
-                            p,
-                            g,
-                            gname,
-                            r,
-                            rname,
-                            count,
-                            cands,
-                            flops,
-                            (contract, price, bill_h, min_h, preempt, term),
-                            None if every else window,
-                            memo,
-                            admit,
-                            skipped,
-                        ):
-                            fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
-                            need = (cfg.hours + cfg.reserve_h, cfg.reserve_h)
-                            tightest = need if tightest is None else min(tightest, need)
-                            if admit(cfg.hours, cfg.total_gpus, cfg.reserve_h):
-                                out.append(cfg)
+                        out += _slot_configs(inst, slot, every, most, memo, skipped, seen)
     if out:
         return out, None, skipped[0]
+    return [], _infeasibility(inst, p, seen, gnames, rnames), 0
 
-    def no(kind: str, reason: str) -> tuple[list[Config], Infeasibility, int]:
-        return [], Infeasibility(p.name, f"{p.name}: {reason}", kind, closest), 0
 
-    if not saw_precision:
+def _layout_classes(
+    inst: Instance,
+    p: Phase,
+    m: ModelDims | None,
+    gname: str,
+    count: float,
+    every: bool,
+    prefilter: bool,
+    seen: _Seen,
+) -> dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]]:
+    """The layouts of ``count`` GPUs of ``gname`` that fit in memory (all of them with
+    ``every``) with their memory and throughput, grouped by :func:`layout_class` (each its
+    own group without ``prefilter``); ``seen`` records the least memory need and the layout
+    closest to fitting for the phase's :class:`Infeasibility`."""
+    g = inst.gpu(gname)
+    classes: dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]] = {}
+    for lay in layouts(p, m, g, count, every):
+        peak = peak_tflops(g, lay.precision)
+        if peak is None:
+            continue
+        seen.precision = True
+        mem = layout_memory(inst, p, m, g, count, lay)
+        if seen.best_need is None or mem.total_gb < seen.best_need[0]:
+            seen.best_need = (
+                mem.total_gb,
+                f"{lay.precision}, ZeRO-{lay.zero}, "
+                f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+                f"{' ' + lay.extras() if lay.extras() else ''}, {count:g} GPUs",
+            )
+        if seen.closest is None or mem.total_gb - mem.capacity_gb < seen.closest.short_gb:
+            setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
+            if m is not None:
+                setting += f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+            seen.closest = MemoryNeed(mem.total_gb, mem.capacity_gb, gname, setting)
+        if not mem.fits and not every:
+            continue
+        seen.fit = True
+        speed = throughput(inst, p, m, g, gname, count, lay, peak)
+        key = layout_class(p, lay) if prefilter else (len(classes),)
+        classes.setdefault(key, []).append((lay, mem, speed))
+    return classes
+
+
+def _slot_configs(
+    inst: Instance,
+    s: _Slot,
+    every: bool,
+    most: float,
+    memo: dict[tuple[object, ...], tuple[float, ...] | None],
+    skipped: list[int],
+    seen: _Seen,
+) -> list[Config]:
+    """The configurations of one slot that :func:`_admitted` keeps (its reserved term and the
+    phase's window, its pool's most GPUs ``most``); ``seen`` records the fewest hours and the
+    fewest hours plus reserve of every one built."""
+    p = s.p
+    lo, hi = inst.release[p.name], inst.deadline[p.name]
+    if s.term:
+        t = inst.term(s.rname, s.gname, s.term)
+        assert t is not None
+        lo, hi = max(t.first, lo), min(t.end, hi)
+    segmented = p.options.max_segments > 1
+    admit = functools.partial(_admitted, every, segmented, lo, hi, inst.deadline[p.name], most)
+    out: list[Config] = []
+    for cfg in _configs_for(inst, s, memo, admit, skipped):
+        seen.fastest = cfg.hours if seen.fastest is None else min(seen.fastest, cfg.hours)
+        need = (cfg.hours + cfg.reserve_h, cfg.reserve_h)
+        seen.tightest = need if seen.tightest is None else min(seen.tightest, need)
+        if admit(cfg.hours, cfg.total_gpus, cfg.reserve_h):
+            out.append(cfg)
+    return out
+
+
+def _infeasibility(
+    inst: Instance, p: Phase, seen: _Seen, gnames: tuple[str, ...], rnames: tuple[str, ...]
+) -> Infeasibility:
+    """Why the phase has no configuration, from what its enumeration met (``seen``): the
+    first of precision, memory, zones, region, offer, window (with and without the deadline
+    reserve) and capacity that rules every configuration out."""
+    window = inst.deadline[p.name] - inst.release[p.name]
+
+    def no(kind: str, reason: str) -> Infeasibility:
+        return Infeasibility(p.name, f"{p.name}: {reason}", kind, seen.closest)
+
+    if not seen.precision:
         return no(
             "precision",
             "none of the allowed GPU types supports the allowed precisions "
             f"{list(p.options.precision)}",
         )
-    if not saw_fit and best_need is not None:
+    if not seen.fit and seen.best_need is not None:
+        largest = max(
+            gnames, key=lambda n: capacity_bytes(inst.gpu(n).memory_gb, inst.gpu(n).memory_unit)
+        )
+        big = inst.gpu(largest)
+        largest_gb = capacity_bytes(big.memory_gb, big.memory_unit) / 1e9
         return no(
             "memory",
-            f"needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
-            f"largest allowed GPU has {inst.gpu(largest).memory_gb:g} "
-            f"{inst.gpu(largest).memory_unit} ({largest_gb:.1f} GB), "
-            f"{largest_gb * (1 - mem_pol.headroom):.1f} GB usable after headroom",
+            f"needs {seen.best_need[0]:.1f} GB per GPU at best ({seen.best_need[1]}); the "
+            f"largest allowed GPU has {big.memory_gb:g} {big.memory_unit} ({largest_gb:.1f} GB), "
+            f"{largest_gb * (1 - inst.spec.memory.headroom):.1f} GB usable after headroom",
         )
-    if not saw_region:
+    if not seen.region:
         if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
             return no(
                 "zones",
@@ -475,13 +553,14 @@ def _enumerate(
             f"no allowed region {list(rnames)} has capacity for the allowed "
             f"GPU types {list(gnames)}",
         )
-    if not saw_offer:
+    if not seen.offer:
         return no(
             "offer",
             f"no region among {list(rnames)} offers the allowed GPU types "
             f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
             + ("" if p.preemptible else " (spot needs a preemptible phase)"),
         )
+    tightest, fastest = seen.tightest, seen.fastest
     if tightest is not None and tightest[1] > 0 and tightest[0] > window:
         q = deadline_confidence(inst, p)
         return no(
@@ -541,29 +620,17 @@ def _admitted(
 
 def _configs_for(
     inst: Instance,
-    p: Phase,
-    g: GpuType,
-    gname: str,
-    r: Region,
-    rname: str,
-    count: float,
-    cands: list[tuple[Layout, MemoryBreakdown, Throughput]],
-    flops: float,
-    offer: tuple[str, float, int, int, float, str],
-    window: int | None,
+    s: _Slot,
     memo: dict[tuple[object, ...], tuple[float, ...] | None],
     admit: Callable[[int, float, int], bool],
     skipped: list[int],
 ) -> Iterator[Config]:
-    """The configurations of one (GPU count, layout class, region, offer): one per storage
-    tier, checkpointing scheme and spare-node choice. ``cands`` are the layouts of one
-    :func:`layout_class` (in enumeration order) with their memory and throughput; of them only
-    the one of least work hours (non-segmented: least whole hours; the first among equals) is
-    built, unless a longer run could cost less (an hour's cost below 0 at the window's
-    lowest or highest price: then every one is). ``skipped[0]`` counts the others that
-    ``admit`` would have kept. ``offer``: (contract, price, billing hours, minimum rental
-    hours, preemptions per hour, reserved term). ``window``: runs longer than it plus ten
-    years are not built (None: all are). ``memo`` holds the failure figures per (tier,
+    """The configurations of one slot (:class:`_Slot`: GPU count, layout class, region,
+    offer): one per storage tier, checkpointing scheme and spare-node choice. Of the slot's
+    layouts only the one of least work hours (non-segmented: least whole hours; the first
+    among equals) is built, unless a longer run could cost less (an hour's cost below 0 at
+    the window's lowest or highest price: then every one is). ``skipped[0]`` counts the
+    others that ``admit`` would have kept. ``memo`` holds the failure figures per (tier,
     scheme, spares), shared by the phase's regions and layout classes.
 
     Failures (docs/cost-model.md): the checkpoint is sharded over the job's nodes
@@ -573,130 +640,157 @@ def _configs_for(
     is detection + (swap with a spare, else restart) + reload; expected failures per running
     hour lambda / (1 - lambda L) (:func:`planner.physics.reliability.failures_per_running_hour`);
     a configuration whose failures come faster than its work can be saved is never built."""
-    contract, price, bill_h, min_h, preempt, term = offer
-    tiers = p.options.storage_tiers or tuple(r.storage)
-    archive_h = archive_usd_per_h(inst, p, r)
-    billing = energy_billing(r, gname, contract)
+    p, g, r, count = s.p, s.g, s.r, s.count
     required = p.redundancy.spare_nodes
     spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
-    ck_gb = checkpoint_gb_of(inst, p, cands[0][0].precision)
+    ck_gb = checkpoint_gb_of(inst, p, s.cands[0][0].precision)
     # without a checkpoint to write the scheme changes nothing: the default one only
     schemes = inst.spec.checkpoint_schemes(p) if ck_gb > 0 else (inst.spec.default_checkpoint(p),)
-    confidence = deadline_confidence(inst, p)
     nodes = layout.nodes_for(count, g.gpus_per_node)
-    compute_hs = [compute.hours_for(flops, speed.flops_per_s) for _, _, speed in cands]
-    segmented = p.options.max_segments > 1
+    compute_hs = [compute.hours_for(s.flops, speed.flops_per_s) for _, _, speed in s.cands]
     share = remaining_share(inst, p)
-    for tier_name in tiers:
+    archive_h = archive_usd_per_h(inst, p, r)
+    for tier_name in p.options.storage_tiers or tuple(r.storage):
         if tier_name not in r.storage:
             continue
         tier = r.storage[tier_name]
-        stor_h = running_storage_usd_per_h(inst, p, ck_gb, tier)
-        one_time = one_time_usd(inst, p, rname, tier)
         io_bw = storage.sharded_bandwidth_gb_per_s(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
         io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0 * share
+        per_tier = {
+            "tier": tier_name,
+            "storage_per_h": running_storage_usd_per_h(inst, p, ck_gb, tier),
+            "one_time_usd": one_time_usd(inst, p, s.rname, tier),
+            "archive_per_h": archive_h,
+        }
         for scheme in schemes:
             for spare_nodes in spare_choices:
                 if spare_nodes > 0 and count < g.gpus_per_node:
                     continue
                 fig = _failure_figures(
-                    inst, g, gname, tier, scheme, ck_gb, count, nodes, spare_nodes, preempt, memo
+                    inst,
+                    g,
+                    s.gname,
+                    tier,
+                    scheme,
+                    ck_gb,
+                    count,
+                    nodes,
+                    spare_nodes,
+                    s.preempt,
+                    memo,
                 )
                 if fig is None:
                     continue  # checkpoints or failures take all the time: no progress
-                lam, down, tau, overhead, loss, failures, stall, persist, stored, reload = fig
-                runs = _runs(compute_hs, overhead, io_h, window)
+                runs = _runs(compute_hs, fig[3], io_h, s.window)
                 if not runs:
                     continue
-                # least work hours in segments (a segment's share of the work), else least
-                # whole hours; the first among equals
-                best = runs[0]
-                for x in runs:
-                    if (x[1] < best[1]) if segmented else (x[2] < best[2]):
-                        best = x
-                spare_gpus = spare_nodes * g.gpus_per_node
-                rental = rental_usd_per_h(p, count, spare_gpus, price)
-                kw = facility_kw_of(p, g, count, spare_gpus, r)
-                paid_kw = kw if billing == "metered" else 0.0
-                sla = r.sla
-                sla_share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
-                mult = sla.credit_multiplier if sla else 0.0
-
-                common: dict[str, Any] = {
-                    "phase": p.name,
-                    "index": -1,
-                    "gpu": gname,
-                    "region": rname,
-                    "contract": contract,
-                    "gpus": count,
-                    "spare_gpus": spare_gpus,
-                    "tier": tier_name,
-                    "rental_per_h": rental,
-                    "storage_per_h": stor_h,
-                    "facility_kw": kw,
-                    "job_failure_rate": lam,
-                    "failure_rate": failures,
-                    "loss_h": loss,
-                    "downtime_h": down,
-                    "checkpoint": scheme,
-                    "checkpoint_interval_s": tau,
-                    "checkpoint_write_s": stall,
-                    "checkpoint_persist_s": persist,
-                    "checkpoint_stored_s": stored,
-                    "checkpoint_reload_s": reload,
-                    "sla_share": sla_share,
-                    "sla_multiplier": mult,
-                    "billing_hours": bill_h,
-                    "min_rental_hours": min_h,
-                    "one_time_usd": one_time,
-                    "archive_per_h": archive_h,
-                    "resume_usd": resume_usd(inst, p, rname, rental, paid_kw),
-                    "term": term,
-                    "energy": billing,
+                common = {
+                    **_rates(inst, s, spare_nodes * g.gpus_per_node, scheme, fig),
+                    **per_tier,
                 }
+                yield from _built(inst, s, common, compute_hs, runs, admit, skipped)
 
-                def reserve(hours: int) -> int:
-                    return reliability.deadline_reserve(
-                        lam,  # noqa: B023 (called in this iteration only)
-                        hours,
-                        loss,  # noqa: B023
-                        confidence,
-                    ).hours
 
-                def build(k: int, work_h: float, hours: int) -> Config:
-                    lay, mem, speed = cands[k]
-                    return Config(
-                        layout=lay,
-                        memory=mem,
-                        throughput=speed,
-                        compute_hours=compute_hs[k],
-                        work_hours=work_h,
-                        hours=hours,
-                        reserve_h=reserve(hours),
-                        **common,  # noqa: B023 (called in this iteration only)
-                    )
+def _rates(
+    inst: Instance, s: _Slot, spare_gpus: int, scheme: str, fig: tuple[float, ...]
+) -> dict[str, Any]:
+    """The fields a slot's configurations on ``spare_gpus`` spares and checkpointing
+    ``scheme`` share but their tier's and archive's: where and on what they run, their rates
+    per running hour (:mod:`planner.costs`), failure figures ``fig``
+    (:func:`_failure_figures`) and SLA."""
+    p, r = s.p, s.r
+    lam, down, tau, _, loss, failures, stall, persist, stored, reload = fig
+    rental = rental_usd_per_h(p, s.count, spare_gpus, s.price)
+    kw = facility_kw_of(p, s.g, s.count, spare_gpus, r)
+    billing = energy_billing(r, s.gname, s.contract)
+    paid_kw = kw if billing == "metered" else 0.0
+    sla = r.sla
+    return {
+        "phase": p.name,
+        "index": -1,
+        "gpu": s.gname,
+        "region": s.rname,
+        "contract": s.contract,
+        "gpus": s.count,
+        "spare_gpus": spare_gpus,
+        "rental_per_h": rental,
+        "facility_kw": kw,
+        "job_failure_rate": lam,
+        "failure_rate": failures,
+        "loss_h": loss,
+        "downtime_h": down,
+        "checkpoint": scheme,
+        "checkpoint_interval_s": tau,
+        "checkpoint_write_s": stall,
+        "checkpoint_persist_s": persist,
+        "checkpoint_stored_s": stored,
+        "checkpoint_reload_s": reload,
+        "sla_share": sla.provider_fault_share if (sla and s.contract != "spot") else 0.0,
+        "sla_multiplier": sla.credit_multiplier if sla else 0.0,
+        "billing_hours": s.bill_h,
+        "min_rental_hours": s.min_h,
+        "resume_usd": resume_usd(inst, p, s.rname, rental, paid_kw),
+        "term": s.term,
+        "energy": billing,
+    }
 
-                first = build(*best)
-                yield first
-                if len(runs) == 1:
-                    continue
-                if _longer_never_cheaper(inst, first):
-                    # the class's others that would have been kept (GPUs alike, so the
-                    # hours decide; in hours order, so those up to the last admitted)
-                    gpus = first.total_gpus
-                    if admit(best[2], gpus, first.reserve_h):
-                        skipped[0] += len(runs) - 1
-                        longest = max(x[2] for x in runs)
-                        if not admit(longest, gpus, reserve(longest)):
-                            skipped[0] -= sum(
-                                1 for x in runs if not admit(x[2], gpus, reserve(x[2]))
-                            )
-                else:
-                    for x in runs:
-                        if x is not best:
-                            yield build(*x)
+
+def _built(
+    inst: Instance,
+    s: _Slot,
+    common: dict[str, Any],
+    compute_hs: list[float],
+    runs: list[tuple[int, float, int]],
+    admit: Callable[[int, float, int], bool],
+    skipped: list[int],
+) -> Iterator[Config]:
+    """The configurations of the slot's layouts ``runs`` (:func:`_runs`) sharing ``common``:
+    the one of least work hours in segments, else of least whole hours (the first among
+    equals); the others too when a longer run may cost less (:func:`_longer_never_cheaper`),
+    else counted in ``skipped[0]`` as far as ``admit`` would have kept them."""
+    confidence = deadline_confidence(inst, s.p)
+    lam, loss = common["job_failure_rate"], common["loss_h"]
+
+    def reserve(hours: int) -> int:
+        return reliability.deadline_reserve(lam, hours, loss, confidence).hours
+
+    def build(k: int, work_h: float, hours: int) -> Config:
+        lay, mem, speed = s.cands[k]
+        return Config(
+            layout=lay,
+            memory=mem,
+            throughput=speed,
+            compute_hours=compute_hs[k],
+            work_hours=work_h,
+            hours=hours,
+            reserve_h=reserve(hours),
+            **common,
+        )
+
+    segmented = s.p.options.max_segments > 1
+    best = runs[0]
+    for x in runs:
+        if (x[1] < best[1]) if segmented else (x[2] < best[2]):
+            best = x
+    first = build(*best)
+    yield first
+    if len(runs) == 1:
+        return
+    if _longer_never_cheaper(inst, first):
+        # the class's others that would have been kept (GPUs alike, so the hours decide; in
+        # hours order, so those up to the last admitted)
+        gpus = first.total_gpus
+        if admit(best[2], gpus, first.reserve_h):
+            skipped[0] += len(runs) - 1
+            longest = max(x[2] for x in runs)
+            if not admit(longest, gpus, reserve(longest)):
+                skipped[0] -= sum(1 for x in runs if not admit(x[2], gpus, reserve(x[2])))
+    else:
+        for x in runs:
+            if x is not best:
+                yield build(*x)
 
 
 def _runs(
