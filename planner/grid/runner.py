@@ -375,20 +375,26 @@ class LocalExecutor:
                             )
                         )
         finally:
-            for s in list(slots):
-                if not s.queue:
-                    with contextlib.suppress(BrokenPipeError, OSError):
-                        s.conn.send(None)
-            deadline = time.monotonic() + 2.0
-            for s in list(slots):
-                if s.queue:
-                    s.proc.kill()
-                s.proc.join(timeout=max(0.0, deadline - time.monotonic()))
-                if s.proc.is_alive():
-                    s.proc.kill()
-                    s.proc.join(timeout=5)
-                s.conn.close()
-            slots.clear()
+            _shut_down(slots)
+
+
+def _shut_down(slots: list[_Slot]) -> None:
+    """End every worker: idle ones are told to stop (None) and given two seconds together,
+    busy ones (an error or interrupt left them mid-task) are killed; none outlives the run."""
+    for s in list(slots):
+        if not s.queue:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                s.conn.send(None)
+    deadline = time.monotonic() + 2.0
+    for s in list(slots):
+        if s.queue:
+            s.proc.kill()
+        s.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if s.proc.is_alive():
+            s.proc.kill()
+            s.proc.join(timeout=5)
+        s.conn.close()
+    slots.clear()
 
 
 def _readable(conn: Connection) -> bool:
