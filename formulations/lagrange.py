@@ -342,6 +342,9 @@ class Relaxation:
         return _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
 
     def evaluate(self, lam: np.ndarray, mu: np.ndarray) -> Evaluation:
+        """The relaxation at prices ``lam`` (pool-hours) and ``mu``: the phases' value functions by
+        backward induction over the precedence order, and the bound they give (a valid lower bound
+        for any non-negative prices)."""
         V: dict[str, np.ndarray] = {}
         A: dict[str, list[np.ndarray]] = {}
         for name in reversed(self.order):

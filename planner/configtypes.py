@@ -97,10 +97,12 @@ class Config:
 
     @property
     def total_gpus(self) -> float:
+        """GPUs held, spares included: what capacity and rental count."""
         return self.gpus + self.spare_gpus
 
     @property
     def flops_per_s(self) -> float:
+        """Sustained model FLOP/s of the configuration (:class:`Throughput`)."""
         return self.throughput.flops_per_s
 
     @property
@@ -125,6 +127,8 @@ class Config:
 
     @property
     def label(self) -> str:
+        """The configuration in one line for tables and messages: GPUs (+spares), type, contract,
+        region, precision, ZeRO, recomputation, tp/pp, tier and extras."""
         lay = self.layout
         g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
         spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
@@ -158,6 +162,7 @@ class MemoryNeed:
 
     @property
     def short_gb(self) -> float:
+        """GB per GPU the closest layout lacks (need - usable)."""
         return self.need_gb - self.usable_gb
 
 
@@ -205,6 +210,7 @@ class ConfigSpace:
 
     @property
     def size(self) -> int:
+        """Configurations over every phase."""
         return sum(len(v) for v in self.by_phase.values())
 
 

@@ -617,12 +617,16 @@ class Migration:
 
     @property
     def total(self) -> float:
+        """The migration's USD, unweighted: rental + energy + transfer."""
         return self.rental + self.energy + self.transfer
 
     def weighted(self, w: Weights) -> float:
+        """The migration's cost under the objective weights ``w``, each component by its own
+        weight."""
         return w.rental * self.rental + w.energy * self.energy + w.transfer * self.transfer
 
     def parts(self) -> tuple[float, float, float]:
+        """(rental, energy, transfer) USD, the order ``Config.entry`` stores them in."""
         return (self.rental, self.energy, self.transfer)
 
 

@@ -180,6 +180,8 @@ def power_notes(s: Starter) -> list[str]:
 
 
 def catalog_gpu(flag: str, text: str) -> str:
+    """The catalog name ``text`` resolves to (aliases and partial names resolve), or a
+    :class:`StarterError` naming ``flag`` and the catalog's message."""
     try:
         return resolve_name(text)
     except CatalogError as e:

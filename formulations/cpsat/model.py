@@ -98,6 +98,8 @@ class CpsatModel:
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def scaled(self, usd: np.ndarray | float) -> np.ndarray:
+        """USD amounts in CP-SAT's integer units: ``round(usd x scale)`` (the rounding error the
+        module docstring bounds)."""
         return np.rint(np.asarray(usd, dtype=float) * self.scale).astype(np.int64)
 
 

@@ -48,6 +48,8 @@ def is_training(p: Phase) -> bool:
 
 
 def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
+    """The dimensions of the phase's model, None for a phase whose work is not given through a
+    model."""
     return inst.models[p.model] if p.model is not None else None
 
 

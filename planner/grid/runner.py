@@ -68,6 +68,8 @@ NEAR_LIMIT = 0.8
 
 
 def default_workers() -> int:
+    """The CPUs this process may run on (its affinity, else the CPU count): the default number of
+    local workers."""
     return max(
         1,
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
@@ -75,6 +77,8 @@ def default_workers() -> int:
 
 
 def physical_memory_gb() -> float | None:
+    """The machine's RAM in GiB, None where it cannot be read: the default per-worker memory limit
+    is a share of it."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):

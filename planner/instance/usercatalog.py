@@ -90,6 +90,7 @@ class CatalogEntry:
     origin: str
 
     def gpu_type(self) -> GpuType:
+        """The entry's figures validated as an instance's GPU type."""
         return GpuType.model_validate(dict(self.fields))
 
 
@@ -143,6 +144,8 @@ def builtin_entry(name: str) -> CatalogEntry:
 
 
 def builtin_entries() -> list[CatalogEntry]:
+    """Every built-in catalog GPU as a user-catalog entry (``trainplan gpus`` lists them with a user
+    catalog's)."""
     return [builtin_entry(n) for n in catalog_names()]
 
 
