@@ -18,8 +18,9 @@ def _index(keys: list[object]) -> list[object]:
 
 
 def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
-    """The linear program as a Pyomo model (one indexed variable per family, rows in CSR order), for
-    the Pyomo backend; :func:`values_of` reads its solution back."""
+    """The linear program as a Pyomo model (one indexed variable per variable family, one
+    indexed constraint per row family), for the Pyomo backend; :func:`values_of` reads its
+    solution back."""
     m = pyo.ConcreteModel(name="trainplan")
     a = lp.arrays()
     cols: list[Any] = [None] * lp.num_vars

@@ -75,8 +75,9 @@ class Tracker:
         return time.perf_counter() - self.t0
 
     def emit(self, message: str = "") -> None:
-        """Send a progress event (best plan, bound, stage, ``message``) to the callback; a callback
-        that raises is dropped with a warning, never taking the solve down."""
+        """Send a progress event (best plan, bound, stage, ``message``) to the callback; a
+        callback that raises is dropped (its error kept in ``callback_error``), never taking the
+        solve down."""
         self._last = time.perf_counter()
         if self.fn is None:
             return

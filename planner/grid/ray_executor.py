@@ -154,7 +154,8 @@ class RayExecutor:
         self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
     ) -> None:
         """Solve the tasks as Ray tasks (one CPU each, no retry, the memory limit when set), the
-        base instance put once; outcomes are stored here as they finish."""
+        base instance put once; each outcome goes to ``on_result`` in this process as it
+        finishes."""
         ray = self.connect()
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
         if self.memory_gb:

@@ -108,11 +108,11 @@ class Instance:
 
     @property
     def start(self) -> datetime:
-        """The horizon's first hour (UTC, timezone-aware): hour 0 of every array."""
+        """The horizon's first hour (a time with its UTC offset): hour 0 of every array."""
         return self.spec.horizon.start
 
     def time_of(self, hour: int) -> datetime:
-        """The UTC time at which horizon hour ``hour`` starts."""
+        """The time at which horizon hour ``hour`` starts (in the horizon start's offset)."""
         return self.start + timedelta(hours=hour)
 
     def phase(self, name: str) -> Phase:
