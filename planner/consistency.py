@@ -59,7 +59,7 @@ class Finding:
     phases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """The finding as ``check --json`` and ``explain --json`` write it."""
+        """The finding as ``explain --json`` writes it."""
         return record(self)
 
 

@@ -127,8 +127,8 @@ class GridSpec:
     updates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def updates_of(self, sc: Scenario) -> Mapping[str, Any]:
-        """The instance updates of scenario ``sc`` (:func:`updates_for`), computed once when the
-        grid was read."""
+        """The instance updates of scenario ``sc`` (:func:`updates_for`): those worked out
+        when the grid was read, else worked out now."""
         known = self.updates.get(sc.id)
         return known if known is not None else updates_for(self.base, sc)
 
