@@ -353,9 +353,9 @@ class _Seen:
 class _Slot:
     """One (GPU type and count, layout class, region, offer) to build configurations for:
     ``cands`` are the layouts of one :func:`layout_class` (in enumeration order) with their
-    memory and throughput; the offer is (contract, price, billing hours, minimum rental hours,
-    preemptions per hour, reserved term); ``window``: runs longer than it plus ten years are
-    not built (None: all are)."""
+    memory and throughput; ``window``: runs longer than it plus ten years are not built
+    (None: all are); the offer's fields as :func:`_offers` lists them (contract, reserved
+    term, price per GPU-hour, billing hours, minimum rental hours, preemptions per hour)."""
 
     p: Phase
     g: GpuType
@@ -365,13 +365,13 @@ class _Slot:
     count: float
     cands: tuple[tuple[Layout, MemoryBreakdown, Throughput], ...]
     flops: float
+    window: int | None
     contract: str
+    term: str
     price: float
     bill_h: int
     min_h: int
     preempt: float
-    term: str
-    window: int | None
 
 
 def _enumerate(
@@ -390,6 +390,7 @@ def _enumerate(
     rnames = p.regions or tuple(inst.spec.regions)
     if p.data.residency is not None:
         rnames = tuple(r for r in rnames if r in p.data.residency)
+    cut = None if every else window
     seen = _Seen()
     out: list[Config] = []
     skipped = [0]
@@ -406,27 +407,9 @@ def _enumerate(
                         continue
                     seen.region = True
                     most = _most_capacity(inst, p, rname, gname, most_cache)
-                    for contract, term, price, bill_h, min_h, preempt in _offers(
-                        inst, rname, gname, p
-                    ):
+                    for offer in _offers(inst, rname, gname, p):
                         seen.offer = True
-                        slot = _Slot(
-                            p=p,
-                            g=g,
-                            gname=gname,
-                            r=r,
-                            rname=rname,
-                            count=count,
-                            cands=tuple(cands),
-                            flops=flops,
-                            contract=contract,
-                            price=price,
-                            bill_h=bill_h,
-                            min_h=min_h,
-                            preempt=preempt,
-                            term=term,
-                            window=None if every else window,
-                        )
+                        slot = _Slot(p, g, gname, r, rname, count, tuple(cands), flops, cut, *offer)
                         out += _slot_configs(inst, slot, every, most, memo, skipped, seen)
     if out:
         return out, None, skipped[0]
