@@ -487,6 +487,22 @@ def _reliability(
     )
 
 
+def facility_kw_of(inst: Instance, p: Phase, e: Configured) -> float:
+    """Facility kW of entry ``e``: working GPUs at ``idle + (board - idle) x power_load``,
+    spares idle, every node's host overhead (a fractional GPU its share of one node's), times
+    the region's PUE."""
+    g = inst.gpu(e.gpu)
+    gpus, spare = float(e.gpus), float(e.spare_gpus)
+    gpn = g.gpus_per_node
+    nodes = math.ceil(gpus / gpn) if gpus >= 1 else gpus / gpn
+    watts = (
+        gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
+        + spare * g.idle_power_w
+        + (nodes + spare / gpn) * g.node_overhead_w
+    )
+    return watts / 1000.0 * inst.region(e.region).effective_pue
+
+
 def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     """The configuration physics of entry ``e`` of phase ``p``.
 
@@ -539,13 +555,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
         preempt_t if e.contract == "spot" else 0.0
     ) * np.ones(inst.hours)
     failure_t = job_t / (1.0 - job_t * loss)  # expected failures per running hour, by hour
-    nodes = nodes_ceil if gpus >= 1 else gpus / gpn
-    watts = (
-        gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
-        + spare * g.idle_power_w
-        + (nodes + spare / gpn) * g.node_overhead_w
-    )
-    kw = watts / 1000.0 * r.effective_pue
+    kw = facility_kw_of(inst, p, e)
     billing = power_billing(inst, e.region, e.gpu, e.contract)
     paid_kw = kw if billing == "metered" else 0.0
     storage_h = (

@@ -180,6 +180,19 @@ def _progress_line(step: Callable[[str], None]) -> ProgressFn | None:
     return show
 
 
+def _print_warnings(inst: Instance) -> None:
+    """The instance's warnings (its reader's notes, what kind of run each phase is) and its
+    numeric findings, printed once before solving; the solvers' numeric warnings are then
+    silenced so that none is printed twice."""
+    from planner.consistency import NumericWarning
+    from planner.summary import kind_notes
+
+    for w in (*inst.warnings, *kind_notes(inst)):
+        err_console.print(f"warning: {w}", soft_wrap=True)
+    print_numeric_warnings(inst)
+    warnings.simplefilter("ignore", NumericWarning)  # printed above, once
+
+
 def _no_plan(res: Result, instance: Path) -> NoReturn:
     """No plan: say why, point an infeasible instance at ``explain``, exit with the status
     the termination calls for (planner/cli/exits.py)."""
@@ -261,8 +274,6 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
-    from planner.consistency import NumericWarning
-
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
@@ -290,12 +301,7 @@ def solve_cmd(
             status,
         )
         return
-    from planner.summary import kind_notes
-
-    for w in (*inst.warnings, *kind_notes(inst)):
-        err_console.print(f"warning: {w}", soft_wrap=True)
-    print_numeric_warnings(inst)
-    warnings.simplefilter("ignore", NumericWarning)  # printed above, once
+    _print_warnings(inst)
     with progress(f"solving {inst.name}") as step:
         if baseline:
             step("the lever-free baseline")
