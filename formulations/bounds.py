@@ -190,6 +190,8 @@ def single_segment(
 
 
 def lower_bound(bounds: dict[str, PhaseBound]) -> float:
+    """The separable lower bound: the sum of every phase's cheapest possible cost alone (its pools
+    to itself); infinite when some phase cannot run at all."""
     return float(sum(b.best for b in bounds.values()))
 
 

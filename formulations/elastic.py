@@ -62,6 +62,8 @@ class ElasticModel:
     penalty: dict[int, float] = field(default_factory=dict)
 
     def slack_vars(self, kind: str) -> list[int]:
+        """The columns of one kind of slack (``late`` hours, ``capacity`` overuse, ``carbon`` above
+        the cap); ValueError for another kind."""
         if kind == "late":
             return list(self.late.values())
         if kind == "capacity":
@@ -217,6 +219,8 @@ def earliest_finish_schedule(
 
 
 def penalty_of(em: ElasticModel, x: np.ndarray) -> float:
+    """The weighted slack of solution ``x``: how far it is from meeting every relaxed constraint (0:
+    feasible)."""
     return float(sum(wt * x[j] for j, wt in em.penalty.items()))
 
 

@@ -93,6 +93,7 @@ class RawSolution:
 
     @property
     def status(self) -> str:
+        """The termination as its string value (what the result header records)."""
         return self.termination.value
 
 

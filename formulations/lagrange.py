@@ -342,6 +342,10 @@ class Relaxation:
         return _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
 
     def evaluate(self, lam: np.ndarray, mu: np.ndarray) -> Evaluation:
+        """The relaxation at capacity prices ``lam`` (per pool and hour) and reserved-pool
+        prices ``mu``: the phases' value functions by backward induction over the precedence
+        order, and the bound they give (a lower bound for any prices the module docstring
+        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P``)."""
         V: dict[str, np.ndarray] = {}
         A: dict[str, list[np.ndarray]] = {}
         for name in reversed(self.order):

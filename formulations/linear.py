@@ -48,14 +48,17 @@ class LinearProgram:
 
     @property
     def num_vars(self) -> int:
+        """Columns of the program."""
         return len(self.cost)
 
     @property
     def num_rows(self) -> int:
+        """Rows (constraints) of the program."""
         return len(self.row_lower)
 
     @property
     def num_nonzeros(self) -> int:
+        """Nonzeros of the constraint matrix: what the size guards compare."""
         return len(self.row_idx)
 
     def add_vars(
@@ -154,6 +157,8 @@ class LinearProgram:
         fam.keys.extend(keys)
 
     def arrays(self) -> dict[str, np.ndarray]:
+        """The program as numpy arrays (costs, bounds, integrality, rows in CSR form), what a solver
+        backend or a child process takes."""
         return {
             "cost": np.asarray(self.cost, dtype=float),
             "lower": np.asarray(self.lower, dtype=float),
@@ -167,12 +172,15 @@ class LinearProgram:
         }
 
     def var_name(self, j: int) -> str:
+        """A readable name of column ``j``: its family and key (``x[train,3,17]``), or ``v<j>``
+        outside any family."""
         for fam in self.var_families.values():
             if j in fam.members:
                 return f"{fam.name}[{_fmt(fam.keys[fam.members.index(j)])}]"
         return f"v{j}"
 
     def objective_of(self, x: np.ndarray) -> float:
+        """The objective of solution ``x``, the constant offset included."""
         return float(np.dot(np.asarray(self.cost), x) + self.offset)
 
     def violations(self, x: np.ndarray, tol: float = 1e-6) -> list[str]:

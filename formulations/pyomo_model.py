@@ -18,6 +18,9 @@ def _index(keys: list[object]) -> list[object]:
 
 
 def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
+    """The linear program as a Pyomo model (one indexed variable per variable family, one
+    indexed constraint per row family), for the Pyomo backend; :func:`values_of` reads its
+    solution back."""
     m = pyo.ConcreteModel(name="trainplan")
     a = lp.arrays()
     cols: list[Any] = [None] * lp.num_vars
@@ -74,5 +77,7 @@ def to_pyomo(lp: LinearProgram) -> pyo.ConcreteModel:
 
 
 def values_of(m: pyo.ConcreteModel, lp: LinearProgram) -> np.ndarray:
+    """The solution of a model built by :func:`to_pyomo` as one value per column (0 for a column the
+    solver left unset)."""
     cols = m._trainplan_cols
     return np.asarray([0.0 if v.value is None else float(v.value) for v in cols], dtype=float)

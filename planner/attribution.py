@@ -97,6 +97,7 @@ class LeverStep:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The step as the plan file's attribution block stores it."""
         return {
             "key": self.key,
             "label": self.label,
@@ -109,6 +110,7 @@ class LeverStep:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LeverStep:
+        """A step read back from the attribution block (:meth:`to_dict`'s form)."""
         return cls(
             str(d["key"]),
             str(d.get("label", d["key"])),
@@ -166,6 +168,8 @@ class Attribution:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The attribution block of a plan file: the baseline's costs, every lever step and the
+        day-earlier price; what the report reads back."""
         return {
             "format": ATTRIBUTION_FORMAT,
             "method": self.method,
@@ -241,6 +245,7 @@ class DayEarlier:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The day-earlier figure as the attribution block stores it."""
         return {
             "finish_hour": self.finish,
             "by_hour": self.by,
@@ -252,6 +257,7 @@ class DayEarlier:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DayEarlier:
+        """The day-earlier figure read back from the attribution block."""
         obj, extra = d.get("objective"), d.get("extra")
         return cls(
             int(d["finish_hour"]),

@@ -27,32 +27,42 @@ import itertools
 import math
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from planner.configtypes import (
+    Config,
+    ConfigSpace,
+    Infeasibility,
+    MemoryNeed,
+    Throughput,
+    plan_key,
+)
 from planner.costs import (
     HourlyTerms,
     Weights,
-    archive_tier,
+    archive_usd_per_h,
     deadline_confidence,
     enter_cost,
+    facility_kw_of,
     hourly_terms,
     leave_cost,
     migration_cost,
     move_cost,
-    transfer_usd_per_gb,
+    one_time_usd,
+    rental_usd_per_h,
+    resume_usd,
+    running_storage_usd_per_h,
     weights,
 )
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region, StorageTier
-from planner.physics import compute, energy, layout, reliability, storage
+from planner.physics import compute, layout, reliability, storage
 from planner.physics.layout import (
     Layout,
-    LayoutChoice,
     moe_all_to_all_bytes_per_token,
     params_per_rank,
 )
@@ -70,204 +80,11 @@ from planner.workload import (
     checkpoint_gb_of,
     is_training,
     mfu_of,
-    output_gb_of,
     peak_tflops,
     phase_model,
     remaining_share,
     work_flops,
 )
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """Sustained model FLOP/s of a configuration and its factors: ``eff_scale`` relative to
-    the MFU's reference scale (``scaling`` says how), ``eff_layout`` the layout's own factor
-    and ``recompute`` the recomputation factor (both 1 when the MFU is ``in_mfu``)."""
-
-    flops_per_s: float
-    eff_scale: float
-    eff_layout: float
-    recompute: float
-    scaling: compute.ScalingReport
-
-
-@dataclass(frozen=True)
-class Config:
-    """One way to run one phase. Rates are per running hour unless named otherwise."""
-
-    phase: str
-    index: int
-    gpu: str
-    region: str
-    contract: str
-    gpus: float
-    spare_gpus: int
-    layout: Layout
-    tier: str
-    memory: MemoryBreakdown
-    throughput: Throughput
-    compute_hours: float
-    work_hours: float
-    hours: int
-    rental_per_h: float
-    storage_per_h: float
-    facility_kw: float
-    job_failure_rate: float
-    failure_rate: float
-    loss_h: float
-    downtime_h: float
-    checkpoint: str
-    checkpoint_interval_s: float
-    checkpoint_write_s: float
-    checkpoint_persist_s: float
-    #: Seconds until a checkpoint is in the storage tier: what leaving this configuration
-    #: (a migration) waits for (planner.physics.storage.CheckpointCost.stored_s).
-    checkpoint_stored_s: float
-    checkpoint_reload_s: float
-    sla_share: float
-    sla_multiplier: float
-    billing_hours: int
-    min_rental_hours: int
-    one_time_usd: float
-    archive_per_h: float
-    resume_usd: float
-    #: The reserved term a reserved-contract configuration runs under ("" for the offer's
-    #: whole-horizon reservation and for other contracts).
-    term: str = ""
-    #: For a phase re-planned while running (``phases.<p>.running``): the migration from the
-    #: running configuration into this one, (rental, energy, transfer) USD and its hours
-    #: (planner.costs.migration_cost), None when the phase is not running anywhere;
-    #: ``continues``: this is the running configuration (no cost when it goes on from the
-    #: phase's release; a write and restart otherwise).
-    entry: tuple[float, float, float] | None = None
-    entry_hours: float = 0.0
-    continues: bool = False
-    #: Who pays the power (planner.instance.offers.energy_billing): ``metered`` on top of
-    #: the rental at the region's price, or ``included`` in the rental price (then the
-    #: configuration's power counts in kWh and emissions, not in its energy cost).
-    energy: str = "metered"
-    #: Whole hours kept before the phase's deadline for the interruptions expected at its
-    #: ``deadline_confidence`` (planner.physics.reliability.deadline_reserve; 0 without one).
-    reserve_h: int = 0
-
-    @property
-    def billed_kw(self) -> float:
-        """Facility kW the plan pays for at the electricity price: all of it when the power
-        is metered, none when the rental includes it."""
-        return self.facility_kw if self.energy == "metered" else 0.0
-
-    @property
-    def total_gpus(self) -> float:
-        return self.gpus + self.spare_gpus
-
-    @property
-    def flops_per_s(self) -> float:
-        return self.throughput.flops_per_s
-
-    @property
-    def checkpoint_overhead(self) -> float:
-        """Share of the work hours spent stalled on checkpoints, delta / (tau + delta)."""
-        return reliability.checkpoint_overhead(self.checkpoint_write_s, self.checkpoint_interval_s)
-
-    @property
-    def effective_training_time(self) -> float:
-        """Useful compute over expected wall time: (1 - overhead) (1 - lambda L)
-        (:func:`planner.physics.reliability.effective_training_time`)."""
-        return (1.0 - self.checkpoint_overhead) * (1.0 - self.job_failure_rate * self.loss_h)
-
-    def plan_fields(self) -> dict[str, object]:
-        """The fields a plan entry states for this configuration (planner.plan.PhasePlan):
-        where and on what it runs, its layout but ``dp``, its checkpointing and reserved term."""
-        lay = self.layout
-        return {
-            **{k: getattr(self, k) for k in _PLAN_FIELDS},
-            **{k: getattr(lay, k) for k in _LAYOUT_FIELDS},
-        }
-
-    @property
-    def label(self) -> str:
-        lay = self.layout
-        g = f"{self.gpus:g}" if self.gpus >= 1 else f"{self.gpus:g}x"
-        spares = f"+{self.spare_gpus}" if self.spare_gpus else ""
-        extras = " ".join(
-            x
-            for x in (lay.extras(), "" if self.checkpoint == "async" else f"ckpt={self.checkpoint}")
-            if x
-        )
-        contract = f"{self.contract}:{self.term}" if self.term else self.contract
-        return (
-            f"{g}{spares} {self.gpu} {contract} @{self.region} {lay.precision} "
-            f"ZeRO-{lay.zero} rc={lay.recompute} tp{lay.tp} pp{lay.pp} {self.tier}"
-            + (f" {extras}" if extras else "")
-        )
-
-
-#: A configuration's own fields a plan entry states, and its layout's (planner.plan).
-_PLAN_FIELDS = ("gpu", "region", "contract", "gpus", "spare_gpus", "tier", "checkpoint", "term")
-_LAYOUT_FIELDS = tuple(f.name for f in fields(LayoutChoice))
-
-
-@dataclass(frozen=True)
-class MemoryNeed:
-    """The layout of a phase whose memory need comes closest to fitting: ``need_gb`` against
-    ``usable_gb`` (the GPU's memory x slice x (1 - headroom)) on ``gpu`` at ``setting``."""
-
-    need_gb: float
-    usable_gb: float
-    gpu: str
-    setting: str
-
-    @property
-    def short_gb(self) -> float:
-        return self.need_gb - self.usable_gb
-
-
-@dataclass(frozen=True)
-class Infeasibility:
-    """Why a phase has no configuration. ``kind``: memory, precision, zones, region, offer,
-    window or capacity; ``memory`` is the closest layout when memory rules every one out."""
-
-    phase: str
-    reason: str
-    kind: str = "configuration"
-    memory: MemoryNeed | None = None
-
-
-@dataclass(frozen=True)
-class ConfigSpace:
-    """Feasible configurations per phase (dominated ones dropped) and the phases without any."""
-
-    by_phase: dict[str, tuple[Config, ...]]
-    infeasible: tuple[Infeasibility, ...]
-    dropped: dict[str, int] = field(default_factory=dict)
-
-    def __getitem__(self, phase: str) -> tuple[Config, ...]:
-        return self.by_phase[phase]
-
-    def fewest_hours(self) -> dict[str, int]:
-        """The fewest hours any configuration of each phase needs (0 when it has none): the
-        ``n_p`` of :func:`planner.windows.time_windows`."""
-        return {p: min((c.hours for c in cs), default=0) for p, cs in self.by_phase.items()}
-
-    def restricted(self, by_phase: dict[str, tuple[Config, ...]]) -> ConfigSpace:
-        """The same space with fewer configurations per phase (e.g. after bound pruning)."""
-        return ConfigSpace(by_phase, self.infeasible, self.dropped)
-
-    @cached_property
-    def _by_plan_fields(self) -> dict[str, dict[tuple[object, ...], Config]]:
-        return {
-            phase: {plan_key(c.plan_fields()): c for c in cs} for phase, cs in self.by_phase.items()
-        }
-
-    def by_plan_fields(self, phase: str) -> dict[tuple[object, ...], Config]:
-        """The phase's configurations by :func:`plan_key` of their plan fields (how a plan
-        entry names its configuration), built once per space."""
-        return self._by_plan_fields.get(phase, {})
-
-    @property
-    def size(self) -> int:
-        return sum(len(v) for v in self.by_phase.values())
-
 
 # ----------------------------------------------------------------------------- phase facts
 
@@ -514,6 +331,49 @@ def layout_class(p: Phase, lay: Layout) -> tuple[object, ...]:
     return (lay.precision,)
 
 
+@dataclass
+class _Seen:
+    """What the enumeration of one phase met on its way (:func:`_infeasibility` says from it
+    why a phase has no configuration): whether any layout had a supported precision or fit
+    in memory, whether any region held the phase's GPU types in enough zones and offered them,
+    the least memory need, the layout closest to fitting, the fewest hours and the fewest
+    hours plus deadline reserve (with that reserve)."""
+
+    precision: bool = False
+    fit: bool = False
+    region: bool = False
+    offer: bool = False
+    best_need: tuple[float, str] | None = None
+    closest: MemoryNeed | None = None
+    fastest: int | None = None
+    tightest: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One (GPU type and count, layout class, region, offer) to build configurations for:
+    ``cands`` are the layouts of one :func:`layout_class` (in enumeration order) with their
+    memory and throughput; ``window``: runs longer than it plus ten years are not built
+    (None: all are); the offer's fields as :func:`_offers` lists them (contract, reserved
+    term, price per GPU-hour, billing hours, minimum rental hours, preemptions per hour)."""
+
+    p: Phase
+    g: GpuType
+    gname: str
+    r: Region
+    rname: str
+    count: float
+    cands: tuple[tuple[Layout, MemoryBreakdown, Throughput], ...]
+    flops: float
+    window: int | None
+    contract: str
+    term: str
+    price: float
+    bill_h: int
+    min_h: int
+    preempt: float
+
+
 def _enumerate(
     inst: Instance, p: Phase, every: bool, prefilter: bool
 ) -> tuple[list[Config], Infeasibility | None, int]:
@@ -526,23 +386,12 @@ def _enumerate(
     m = phase_model(inst, p)
     flops = work_flops(inst, p) * remaining_share(inst, p)
     window = inst.deadline[p.name] - inst.release[p.name]
-    mem_pol = inst.spec.memory
     gnames = p.gpu_types or tuple(inst.spec.gpu_types)
     rnames = p.regions or tuple(inst.spec.regions)
     if p.data.residency is not None:
         rnames = tuple(r for r in rnames if r in p.data.residency)
-    # in segments a configuration too slow to do the whole work in the window may do a part
-    segmented = p.options.max_segments > 1
-    best_need: tuple[float, str] | None = None
-    closest: MemoryNeed | None = None
-    largest = max(
-        gnames, key=lambda n: capacity_bytes(inst.gpu(n).memory_gb, inst.gpu(n).memory_unit)
-    )
-    largest_gb = capacity_bytes(inst.gpu(largest).memory_gb, inst.gpu(largest).memory_unit) / 1e9
-    fastest: float | None = None
-    #: the least hours plus deadline reserve, and that configuration's reserve
-    tightest: tuple[int, int] | None = None
-    saw_offer = saw_region = saw_precision = saw_fit = False
+    cut = None if every else window
+    seen = _Seen()
     out: list[Config] = []
     skipped = [0]
     memo: dict[tuple[object, ...], tuple[float, ...] | None] = {}
@@ -550,97 +399,126 @@ def _enumerate(
     for gname in gnames:
         g = inst.gpu(gname)
         for count in gpu_counts(p, g):
-            classes: dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]]
-            classes = {}
-            for lay in layouts(p, m, g, count, every):
-                peak = peak_tflops(g, lay.precision)
-                if peak is None:
-                    continue
-                saw_precision = True
-                mem = layout_memory(inst, p, m, g, count, lay)
-                if best_need is None or mem.total_gb < best_need[0]:
-                    best_need = (
-                        mem.total_gb,
-                        f"{lay.precision}, ZeRO-{lay.zero}, "
-                        f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
-                        f"{' ' + lay.extras() if lay.extras() else ''}, {count:g} GPUs",
-                    )
-                if closest is None or mem.total_gb - mem.capacity_gb < closest.short_gb:
-                    setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
-                    if m is not None:
-                        setting += (
-                            f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
-                        )
-                    closest = MemoryNeed(mem.total_gb, mem.capacity_gb, gname, setting)
-                if not mem.fits and not every:
-                    continue
-                saw_fit = True
-                speed = throughput(inst, p, m, g, gname, count, lay, peak)
-                key = layout_class(p, lay) if prefilter else (len(classes),)
-                classes.setdefault(key, []).append((lay, mem, speed))
+            classes = _layout_classes(inst, p, m, gname, count, every, prefilter, seen)
             for cands in classes.values():
                 for rname in rnames:
                     r = inst.region(rname)
-                    if (rname, gname) not in inst.capacity:
+                    if (rname, gname) not in inst.capacity or r.zones < p.redundancy.zones:
                         continue
-                    if r.zones < p.redundancy.zones:
-                        continue
-                    saw_region = True
-                    for contract, term, price, bill_h, min_h, preempt in _offers(
-                        inst, rname, gname, p
-                    ):
-                        saw_offer = True
-                        lo, hi = inst.release[p.name], inst.deadline[p.name]
-                        if term:
-                            t = inst.term(rname, gname, term)
-                            assert t is not None
-                            lo, hi = max(t.first, lo), min(t.end, hi)
-                        most = _most_capacity(inst, p, rname, gname, most_cache)
-                        admit = functools.partial(
-                            _admitted, every, segmented, lo, hi, inst.deadline[p.name], most
-                        )
-                        for cfg in _configs_for(
-                            inst,
-                            p,
-                            g,
-                            gname,
-                            r,
-                            rname,
-                            count,
-                            cands,
-                            flops,
-                            (contract, price, bill_h, min_h, preempt, term),
-                            None if every else window,
-                            memo,
-                            admit,
-                            skipped,
-                        ):
-                            fastest = cfg.hours if fastest is None else min(fastest, cfg.hours)
-                            need = (cfg.hours + cfg.reserve_h, cfg.reserve_h)
-                            tightest = need if tightest is None else min(tightest, need)
-                            if admit(cfg.hours, cfg.total_gpus, cfg.reserve_h):
-                                out.append(cfg)
+                    seen.region = True
+                    most = _most_capacity(inst, p, rname, gname, most_cache)
+                    for offer in _offers(inst, rname, gname, p):
+                        seen.offer = True
+                        slot = _Slot(p, g, gname, r, rname, count, tuple(cands), flops, cut, *offer)
+                        out += _slot_configs(inst, slot, every, most, memo, skipped, seen)
     if out:
         return out, None, skipped[0]
+    return [], _infeasibility(inst, p, seen, gnames, rnames), 0
 
-    def no(kind: str, reason: str) -> tuple[list[Config], Infeasibility, int]:
-        return [], Infeasibility(p.name, f"{p.name}: {reason}", kind, closest), 0
 
-    if not saw_precision:
+def _layout_classes(
+    inst: Instance,
+    p: Phase,
+    m: ModelDims | None,
+    gname: str,
+    count: float,
+    every: bool,
+    prefilter: bool,
+    seen: _Seen,
+) -> dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]]:
+    """The layouts of ``count`` GPUs of ``gname`` that fit in memory (all of them with
+    ``every``) with their memory and throughput, grouped by :func:`layout_class` (each its
+    own group without ``prefilter``); ``seen`` records the least memory need and the layout
+    closest to fitting for the phase's :class:`Infeasibility`."""
+    g = inst.gpu(gname)
+    classes: dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]] = {}
+    for lay in layouts(p, m, g, count, every):
+        peak = peak_tflops(g, lay.precision)
+        if peak is None:
+            continue
+        seen.precision = True
+        mem = layout_memory(inst, p, m, g, count, lay)
+        if seen.best_need is None or mem.total_gb < seen.best_need[0]:
+            seen.best_need = (
+                mem.total_gb,
+                f"{lay.precision}, ZeRO-{lay.zero}, "
+                f"{lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+                f"{' ' + lay.extras() if lay.extras() else ''}, {count:g} GPUs",
+            )
+        if seen.closest is None or mem.total_gb - mem.capacity_gb < seen.closest.short_gb:
+            setting = f"{count:g} GPU{'' if count == 1 else 's'}, {lay.precision}"
+            if m is not None:
+                setting += f", ZeRO-{lay.zero}, {lay.recompute} recompute, tp{lay.tp} pp{lay.pp}"
+            seen.closest = MemoryNeed(mem.total_gb, mem.capacity_gb, gname, setting)
+        if not mem.fits and not every:
+            continue
+        seen.fit = True
+        speed = throughput(inst, p, m, g, gname, count, lay, peak)
+        key = layout_class(p, lay) if prefilter else (len(classes),)
+        classes.setdefault(key, []).append((lay, mem, speed))
+    return classes
+
+
+def _slot_configs(
+    inst: Instance,
+    s: _Slot,
+    every: bool,
+    most: float,
+    memo: dict[tuple[object, ...], tuple[float, ...] | None],
+    skipped: list[int],
+    seen: _Seen,
+) -> list[Config]:
+    """The configurations of one slot that :func:`_admitted` keeps (its reserved term and the
+    phase's window, its pool's most GPUs ``most``); ``seen`` records the fewest hours and the
+    fewest hours plus reserve of every one built."""
+    p = s.p
+    lo, hi = inst.release[p.name], inst.deadline[p.name]
+    if s.term:
+        t = inst.term(s.rname, s.gname, s.term)
+        assert t is not None
+        lo, hi = max(t.first, lo), min(t.end, hi)
+    segmented = p.options.max_segments > 1
+    admit = functools.partial(_admitted, every, segmented, lo, hi, inst.deadline[p.name], most)
+    out: list[Config] = []
+    for cfg in _configs_for(inst, s, memo, admit, skipped):
+        seen.fastest = cfg.hours if seen.fastest is None else min(seen.fastest, cfg.hours)
+        need = (cfg.hours + cfg.reserve_h, cfg.reserve_h)
+        seen.tightest = need if seen.tightest is None else min(seen.tightest, need)
+        if admit(cfg.hours, cfg.total_gpus, cfg.reserve_h):
+            out.append(cfg)
+    return out
+
+
+def _infeasibility(
+    inst: Instance, p: Phase, seen: _Seen, gnames: tuple[str, ...], rnames: tuple[str, ...]
+) -> Infeasibility:
+    """Why the phase has no configuration, from what its enumeration met (``seen``): the
+    first of precision, memory, zones, region, offer, window (with and without the deadline
+    reserve) and capacity that rules every configuration out."""
+    window = inst.deadline[p.name] - inst.release[p.name]
+
+    def no(kind: str, reason: str) -> Infeasibility:
+        return Infeasibility(p.name, f"{p.name}: {reason}", kind, seen.closest)
+
+    if not seen.precision:
         return no(
             "precision",
             "none of the allowed GPU types supports the allowed precisions "
             f"{list(p.options.precision)}",
         )
-    if not saw_fit and best_need is not None:
+    if not seen.fit and seen.best_need is not None:
+        largest = max(
+            gnames, key=lambda n: capacity_bytes(inst.gpu(n).memory_gb, inst.gpu(n).memory_unit)
+        )
+        big = inst.gpu(largest)
+        largest_gb = capacity_bytes(big.memory_gb, big.memory_unit) / 1e9
         return no(
             "memory",
-            f"needs {best_need[0]:.1f} GB per GPU at best ({best_need[1]}); the "
-            f"largest allowed GPU has {inst.gpu(largest).memory_gb:g} "
-            f"{inst.gpu(largest).memory_unit} ({largest_gb:.1f} GB), "
-            f"{largest_gb * (1 - mem_pol.headroom):.1f} GB usable after headroom",
+            f"needs {seen.best_need[0]:.1f} GB per GPU at best ({seen.best_need[1]}); the "
+            f"largest allowed GPU has {big.memory_gb:g} {big.memory_unit} ({largest_gb:.1f} GB), "
+            f"{largest_gb * (1 - inst.spec.memory.headroom):.1f} GB usable after headroom",
         )
-    if not saw_region:
+    if not seen.region:
         if any(inst.region(r).zones < p.redundancy.zones for r in rnames):
             return no(
                 "zones",
@@ -658,13 +536,14 @@ def _enumerate(
             f"no allowed region {list(rnames)} has capacity for the allowed "
             f"GPU types {list(gnames)}",
         )
-    if not saw_offer:
+    if not seen.offer:
         return no(
             "offer",
             f"no region among {list(rnames)} offers the allowed GPU types "
             f"{list(gnames)} under the allowed contracts {list(p.options.contracts)}"
             + ("" if p.preemptible else " (spot needs a preemptible phase)"),
         )
+    tightest, fastest = seen.tightest, seen.fastest
     if tightest is not None and tightest[1] > 0 and tightest[0] > window:
         q = deadline_confidence(inst, p)
         return no(
@@ -724,29 +603,17 @@ def _admitted(
 
 def _configs_for(
     inst: Instance,
-    p: Phase,
-    g: GpuType,
-    gname: str,
-    r: Region,
-    rname: str,
-    count: float,
-    cands: list[tuple[Layout, MemoryBreakdown, Throughput]],
-    flops: float,
-    offer: tuple[str, float, int, int, float, str],
-    window: int | None,
+    s: _Slot,
     memo: dict[tuple[object, ...], tuple[float, ...] | None],
     admit: Callable[[int, float, int], bool],
     skipped: list[int],
 ) -> Iterator[Config]:
-    """The configurations of one (GPU count, layout class, region, offer): one per storage
-    tier, checkpointing scheme and spare-node choice. ``cands`` are the layouts of one
-    :func:`layout_class` (in enumeration order) with their memory and throughput; of them only
-    the one of least work hours (non-segmented: least whole hours; the first among equals) is
-    built, unless a longer run could cost less (an hour's cost below 0 at the window's
-    lowest or highest price: then every one is). ``skipped[0]`` counts the others that
-    ``admit`` would have kept. ``offer``: (contract, price, billing hours, minimum rental
-    hours, preemptions per hour, reserved term). ``window``: runs longer than it plus ten
-    years are not built (None: all are). ``memo`` holds the failure figures per (tier,
+    """The configurations of one slot (:class:`_Slot`: GPU count, layout class, region,
+    offer): one per storage tier, checkpointing scheme and spare-node choice. Of the slot's
+    layouts only the one of least work hours (non-segmented: least whole hours; the first
+    among equals) is built, unless a longer run could cost less (an hour's cost below 0 at
+    the window's lowest or highest price: then every one is). ``skipped[0]`` counts the
+    others that ``admit`` would have kept. ``memo`` holds the failure figures per (tier,
     scheme, spares), shared by the phase's regions and layout classes.
 
     Failures (docs/cost-model.md): the checkpoint is sharded over the job's nodes
@@ -756,24 +623,17 @@ def _configs_for(
     is detection + (swap with a spare, else restart) + reload; expected failures per running
     hour lambda / (1 - lambda L) (:func:`planner.physics.reliability.failures_per_running_hour`);
     a configuration whose failures come faster than its work can be saved is never built."""
-    contract, price, bill_h, min_h, preempt, term = offer
-    tiers = p.options.storage_tiers or tuple(r.storage)
-    arch_name = archive_tier(r, inst.spec.storage.archive)
-    arch = r.storage[arch_name]
-    out_gb = output_gb_of(inst, p)
-    successors = inst.successors(p.name)
-    mean_price = _mean_price(inst, rname)
+    p, g, r, count = s.p, s.g, s.r, s.count
     required = p.redundancy.spare_nodes
     spare_choices = sorted({required + e for e in p.options.extra_spare_nodes})
-    ck_gb = checkpoint_gb_of(inst, p, cands[0][0].precision)
+    ck_gb = checkpoint_gb_of(inst, p, s.cands[0][0].precision)
     # without a checkpoint to write the scheme changes nothing: the default one only
     schemes = inst.spec.checkpoint_schemes(p) if ck_gb > 0 else (inst.spec.default_checkpoint(p),)
-    confidence = deadline_confidence(inst, p)
     nodes = layout.nodes_for(count, g.gpus_per_node)
-    compute_hs = [compute.hours_for(flops, speed.flops_per_s) for _, _, speed in cands]
-    segmented = p.options.max_segments > 1
+    compute_hs = [compute.hours_for(s.flops, speed.flops_per_s) for _, _, speed in s.cands]
     share = remaining_share(inst, p)
-    for tier_name in tiers:
+    archive_h = archive_usd_per_h(inst, p, r)
+    for tier_name in p.options.storage_tiers or tuple(r.storage):
         if tier_name not in r.storage:
             continue
         tier = r.storage[tier_name]
@@ -781,125 +641,139 @@ def _configs_for(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
         io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0 * share
+        per_tier = {
+            "tier": tier_name,
+            "storage_per_h": running_storage_usd_per_h(inst, p, ck_gb, tier),
+            "one_time_usd": one_time_usd(inst, p, s.rname, tier),
+            "archive_per_h": archive_h,
+        }
         for scheme in schemes:
             for spare_nodes in spare_choices:
                 if spare_nodes > 0 and count < g.gpus_per_node:
                     continue
                 fig = _failure_figures(
-                    inst, g, gname, tier, scheme, ck_gb, count, nodes, spare_nodes, preempt, memo
+                    inst,
+                    g,
+                    s.gname,
+                    tier,
+                    scheme,
+                    ck_gb,
+                    count,
+                    nodes,
+                    spare_nodes,
+                    s.preempt,
+                    memo,
                 )
                 if fig is None:
                     continue  # checkpoints or failures take all the time: no progress
-                lam, down, tau, overhead, loss, failures, stall, persist, stored, reload = fig
-                runs = _runs(compute_hs, overhead, io_h, window)
+                runs = _runs(compute_hs, fig[3], io_h, s.window)
                 if not runs:
                     continue
-                # least work hours in segments (a segment's share of the work), else least
-                # whole hours; the first among equals
-                best = runs[0]
-                for x in runs:
-                    if (x[1] < best[1]) if segmented else (x[2] < best[2]):
-                        best = x
-                spare_gpus = spare_nodes * g.gpus_per_node
-                rental = (count + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
-                it_kw = energy.it_power_kw(
-                    count,
-                    spare_gpus,
-                    g.board_power_w,
-                    g.idle_power_w,
-                    p.power_load,
-                    g.gpus_per_node,
-                    g.node_overhead_w,
-                )
-                kw = energy.facility_kw(it_kw, r.effective_pue)
-                billing = energy_billing(r, gname, contract)
-                paid_kw = kw if billing == "metered" else 0.0
-                state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
-                stor_h = storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
-                one_time = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
-                if p.data.home_region is not None:
-                    one_time += p.data.size_gb * transfer_usd_per_gb(
-                        inst, p.data.home_region, rname
-                    )
-                one_time += len(successors) * out_gb * arch.retrieval_usd_per_gb
-                sla = r.sla
-                sla_share = sla.provider_fault_share if (sla and contract != "spot") else 0.0
-                mult = sla.credit_multiplier if sla else 0.0
-
-                common: dict[str, Any] = {
-                    "phase": p.name,
-                    "index": -1,
-                    "gpu": gname,
-                    "region": rname,
-                    "contract": contract,
-                    "gpus": count,
-                    "spare_gpus": spare_gpus,
-                    "tier": tier_name,
-                    "rental_per_h": rental,
-                    "storage_per_h": stor_h,
-                    "facility_kw": kw,
-                    "job_failure_rate": lam,
-                    "failure_rate": failures,
-                    "loss_h": loss,
-                    "downtime_h": down,
-                    "checkpoint": scheme,
-                    "checkpoint_interval_s": tau,
-                    "checkpoint_write_s": stall,
-                    "checkpoint_persist_s": persist,
-                    "checkpoint_stored_s": stored,
-                    "checkpoint_reload_s": reload,
-                    "sla_share": sla_share,
-                    "sla_multiplier": mult,
-                    "billing_hours": bill_h,
-                    "min_rental_hours": min_h,
-                    "one_time_usd": one_time,
-                    "archive_per_h": storage.storage_usd_per_hour(out_gb, arch.usd_per_gb_month),
-                    "resume_usd": p.resume_overhead_hours
-                    * (rental + paid_kw * mean_price / 1000.0),
-                    "term": term,
-                    "energy": billing,
+                common = {
+                    **_rates(inst, s, spare_nodes * g.gpus_per_node, scheme, fig),
+                    **per_tier,
                 }
+                yield from _built(inst, s, common, compute_hs, runs, admit, skipped)
 
-                def reserve(hours: int) -> int:
-                    return reliability.deadline_reserve(
-                        lam,  # noqa: B023 (called in this iteration only)
-                        hours,
-                        loss,  # noqa: B023
-                        confidence,
-                    ).hours
 
-                def build(k: int, work_h: float, hours: int) -> Config:
-                    lay, mem, speed = cands[k]
-                    return Config(
-                        layout=lay,
-                        memory=mem,
-                        throughput=speed,
-                        compute_hours=compute_hs[k],
-                        work_hours=work_h,
-                        hours=hours,
-                        reserve_h=reserve(hours),
-                        **common,  # noqa: B023 (called in this iteration only)
-                    )
+def _rates(
+    inst: Instance, s: _Slot, spare_gpus: int, scheme: str, fig: tuple[float, ...]
+) -> dict[str, Any]:
+    """The fields a slot's configurations on ``spare_gpus`` spares and checkpointing
+    ``scheme`` share but their tier's and archive's: where and on what they run, their rates
+    per running hour (:mod:`planner.costs`), failure figures ``fig``
+    (:func:`_failure_figures`) and SLA."""
+    p, r = s.p, s.r
+    lam, down, tau, _, loss, failures, stall, persist, stored, reload = fig
+    rental = rental_usd_per_h(p, s.count, spare_gpus, s.price)
+    kw = facility_kw_of(p, s.g, s.count, spare_gpus, r)
+    billing = energy_billing(r, s.gname, s.contract)
+    paid_kw = kw if billing == "metered" else 0.0
+    sla = r.sla
+    return {
+        "phase": p.name,
+        "index": -1,
+        "gpu": s.gname,
+        "region": s.rname,
+        "contract": s.contract,
+        "gpus": s.count,
+        "spare_gpus": spare_gpus,
+        "rental_per_h": rental,
+        "facility_kw": kw,
+        "job_failure_rate": lam,
+        "failure_rate": failures,
+        "loss_h": loss,
+        "downtime_h": down,
+        "checkpoint": scheme,
+        "checkpoint_interval_s": tau,
+        "checkpoint_write_s": stall,
+        "checkpoint_persist_s": persist,
+        "checkpoint_stored_s": stored,
+        "checkpoint_reload_s": reload,
+        "sla_share": sla.provider_fault_share if (sla and s.contract != "spot") else 0.0,
+        "sla_multiplier": sla.credit_multiplier if sla else 0.0,
+        "billing_hours": s.bill_h,
+        "min_rental_hours": s.min_h,
+        "resume_usd": resume_usd(inst, p, s.rname, rental, paid_kw),
+        "term": s.term,
+        "energy": billing,
+    }
 
-                first = build(*best)
-                yield first
-                if len(runs) == 1:
-                    continue
-                if _longer_never_cheaper(inst, first):
-                    # the class's others that would have been kept (GPUs alike, so the
-                    # hours decide; in hours order, so those up to the last admitted)
-                    gpus = first.total_gpus
-                    if admit(best[2], gpus, first.reserve_h):
-                        skipped[0] += len(runs) - 1
-                        longest = max(x[2] for x in runs)
-                        if not admit(longest, gpus, reserve(longest)):
-                            skipped[0] -= sum(
-                                1 for x in runs if not admit(x[2], gpus, reserve(x[2]))
-                            )
-                else:
-                    for x in runs:
-                        if x is not best:
-                            yield build(*x)
+
+def _built(
+    inst: Instance,
+    s: _Slot,
+    common: dict[str, Any],
+    compute_hs: list[float],
+    runs: list[tuple[int, float, int]],
+    admit: Callable[[int, float, int], bool],
+    skipped: list[int],
+) -> Iterator[Config]:
+    """The configurations of the slot's layouts ``runs`` (:func:`_runs`) sharing ``common``:
+    the one of least work hours in segments, else of least whole hours (the first among
+    equals); the others too when a longer run may cost less (:func:`_longer_never_cheaper`),
+    else counted in ``skipped[0]`` as far as ``admit`` would have kept them."""
+    confidence = deadline_confidence(inst, s.p)
+    lam, loss = common["job_failure_rate"], common["loss_h"]
+
+    def reserve(hours: int) -> int:
+        return reliability.deadline_reserve(lam, hours, loss, confidence).hours
+
+    def build(k: int, work_h: float, hours: int) -> Config:
+        lay, mem, speed = s.cands[k]
+        return Config(
+            layout=lay,
+            memory=mem,
+            throughput=speed,
+            compute_hours=compute_hs[k],
+            work_hours=work_h,
+            hours=hours,
+            reserve_h=reserve(hours),
+            **common,
+        )
+
+    segmented = s.p.options.max_segments > 1
+    best = runs[0]
+    for x in runs:
+        if (x[1] < best[1]) if segmented else (x[2] < best[2]):
+            best = x
+    first = build(*best)
+    yield first
+    if len(runs) == 1:
+        return
+    if _longer_never_cheaper(inst, first):
+        # the class's others that would have been kept (GPUs alike, so the hours decide; in
+        # hours order, so those up to the last admitted)
+        gpus = first.total_gpus
+        if admit(best[2], gpus, first.reserve_h):
+            skipped[0] += len(runs) - 1
+            longest = max(x[2] for x in runs)
+            if not admit(longest, gpus, reserve(longest)):
+                skipped[0] -= sum(1 for x in runs if not admit(x[2], gpus, reserve(x[2])))
+    else:
+        for x in runs:
+            if x is not best:
+                yield build(*x)
 
 
 def _runs(
@@ -918,17 +792,6 @@ def _runs(
         if hours <= cut:
             out.append((k, work_h, hours))
     return out
-
-
-def _mean_price(inst: Instance, region: str) -> float:
-    """The mean electricity price of a region over the horizon (USD/MWh), once per instance."""
-    cache = _MEAN_PRICES.setdefault(inst, {})
-    if region not in cache:
-        cache[region] = float(np.mean(inst.price[region]))
-    return cache[region]
-
-
-_MEAN_PRICES: weakref.WeakKeyDictionary[Instance, dict[str, float]] = weakref.WeakKeyDictionary()
 
 
 def _failure_figures(
@@ -1233,11 +1096,6 @@ def _enumerated(inst: Instance, prefilter: bool) -> _Enumerated:
     if prefilter not in cache:
         cache[prefilter] = _enumerate_all(inst, prefilter)
     return cache[prefilter]
-
-
-def plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
-    """A configuration's plan fields (:meth:`Config.plan_fields`) as a key, in name order."""
-    return tuple(fields_[k] for k in sorted(fields_))
 
 
 def running_config(inst: Instance, p: Phase) -> Config | None:

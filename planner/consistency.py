@@ -59,6 +59,7 @@ class Finding:
     phases: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as ``explain --json`` writes it."""
         return record(self)
 
 
@@ -83,6 +84,8 @@ def hour_ranges(hours: list[int]) -> list[list[int]]:
 
 
 def span(inst: Instance, run: list[int]) -> str:
+    """Hours ``run`` (first to last) as a message states them: hour numbers and the times they
+    cover."""
     a, b = run[0], run[-1]
     hours = f"hour {a}" if a == b else f"hours {a}-{b}"
     return f"{hours} ({when(inst, a)} to {when(inst, b + 1)})"

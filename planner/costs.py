@@ -6,7 +6,8 @@ formulation, bound, heuristic, the baseline, ``levers``, ``estimate`` and the nu
 call these functions; the independent checker (:mod:`planner.checker`) has its own twins,
 under the same names, written from the document and not from this module.
 
-A configuration's rates per running hour come from :mod:`planner.configs`: rental
+A configuration's rates per running hour (computed here, stated on each configuration by
+:mod:`planner.configs`): rental
 ``rho = (gpus + spares) x (offer price + licence)``, facility power ``kW``, running storage,
 expected failures per running hour ``f = lambda / (1 - lambda L)`` (``Config.failure_rate``;
 ``lambda`` the job's failure rate per wall hour), loss per failure ``L``, downtime ``D`` and
@@ -38,23 +39,22 @@ change of configuration is a migration (:func:`migration_cost`).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from itertools import pairwise
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
+from planner.configtypes import Config
 from planner.instance.model import Instance
 from planner.instance.offers import is_constant
-from planner.instance.schema import Phase, Region
-from planner.physics import storage
+from planner.instance.schema import GpuType, Phase, Region, StorageTier
+from planner.physics import energy, storage
 from planner.plan import COST_KEYS, PhasePlan, Plan, SegmentPlan
 from planner.schedule import Assignment, Schedule, count_runs, reserved_key
 from planner.workload import checkpoint_gb_of, output_gb_of
-
-if TYPE_CHECKING:  # annotations only: planner.configs imports this module
-    from planner.configs import Config
 
 #: How rental enters an hour's cost:
 #: ``billed``  - the rental of configurations billed per hour (granularity 1); blocks of
@@ -127,6 +127,87 @@ def pause_usd_per_h(inst: Instance, p: Phase) -> float:
     ck = max(checkpoint_gb_of(inst, p, pr) for pr in p.options.precision)
     gb = inst.spec.storage.retention * ck + p.data.size_gb
     return storage.storage_usd_per_hour(gb, price)
+
+
+# ------------------------------------------------------------------- a configuration's rates
+#: What :mod:`planner.configs` states on each :class:`~planner.configtypes.Config`: its rates
+#: per running hour and its one-time costs, computed here so that the cost model owns them.
+
+
+def rental_usd_per_h(p: Phase, gpus: float, spare_gpus: int, price: float) -> float:
+    """``rho = (gpus + spares) x (offer price + licence)`` USD per running hour: every GPU held
+    is rented and licensed, the idle spares too."""
+    return (gpus + spare_gpus) * (price + p.licence_usd_per_gpu_hour)
+
+
+def facility_kw_of(p: Phase, g: GpuType, gpus: float, spare_gpus: int, r: Region) -> float:
+    """Facility kW of a configuration: working GPUs at the phase's ``power_load``, spares idle,
+    every node's host overhead, times the region's PUE (:mod:`planner.physics.energy`)."""
+    it_kw = energy.it_power_kw(
+        gpus,
+        spare_gpus,
+        g.board_power_w,
+        g.idle_power_w,
+        p.power_load,
+        g.gpus_per_node,
+        g.node_overhead_w,
+    )
+    return energy.facility_kw(it_kw, r.effective_pue)
+
+
+def running_storage_usd_per_h(inst: Instance, p: Phase, ck_gb: float, tier: StorageTier) -> float:
+    """The phase's state on its working tier while it runs: ``(retention x checkpoint + input
+    data) x USD per GB-month / 730``."""
+    state_gb = inst.spec.storage.retention * ck_gb + p.data.size_gb
+    return storage.storage_usd_per_hour(state_gb, tier.usd_per_gb_month)
+
+
+def one_time_usd(inst: Instance, p: Phase, region: str, tier: StorageTier) -> float:
+    """Paid once by a configuration: the input read ``read_passes`` times out of its tier
+    (retrieval), staged from the data's home region (transfer), and every successor's
+    retrieval of the output from the region's archive tier."""
+    r = inst.region(region)
+    usd = p.data.size_gb * p.data.read_passes * tier.retrieval_usd_per_gb
+    if p.data.home_region is not None:
+        usd += p.data.size_gb * transfer_usd_per_gb(inst, p.data.home_region, region)
+    arch = r.storage[archive_tier(r, inst.spec.storage.archive)]
+    usd += len(inst.successors(p.name)) * output_gb_of(inst, p) * arch.retrieval_usd_per_gb
+    return usd
+
+
+def archive_usd_per_h(inst: Instance, p: Phase, r: Region) -> float:
+    """The phase's output on the region's archive tier, per hour from its end to the horizon."""
+    arch = r.storage[archive_tier(r, inst.spec.storage.archive)]
+    return storage.storage_usd_per_hour(output_gb_of(inst, p), arch.usd_per_gb_month)
+
+
+def mean_price(inst: Instance, region: str) -> float:
+    """The mean electricity price of a region over the horizon (USD/MWh), once per instance:
+    what GPUs held outside the hourly schedule (a resume, a migration) pay their power at."""
+    cache = _MEAN_PRICES.setdefault(inst, {})
+    if region not in cache:
+        cache[region] = float(np.mean(inst.price[region]))
+    return cache[region]
+
+
+_MEAN_PRICES: weakref.WeakKeyDictionary[Instance, dict[str, float]] = weakref.WeakKeyDictionary()
+
+
+def held_usd(
+    inst: Instance, region: str, rental_per_h: float, billed_kw: float, hours: float
+) -> tuple[float, float]:
+    """(rental, energy) USD of GPUs held ``hours`` without progress: ``hours x rho`` and
+    ``hours x kW_paid x mean(price) / 1000`` (a resume, a migration's write, move and read)."""
+    return hours * rental_per_h, hours * billed_kw * mean_price(inst, region) / 1000.0
+
+
+def resume_usd(
+    inst: Instance, p: Phase, region: str, rental_per_h: float, billed_kw: float
+) -> float:
+    """What a resume of a preemptible phase costs: its ``resume_overhead_hours`` held
+    (:func:`held_usd`, as a migration's hours are costed), rental plus power."""
+    rental, power = held_usd(inst, region, rental_per_h, billed_kw, p.resume_overhead_hours)
+    return rental + power
 
 
 def reserved_price(inst: Instance, c: Config) -> float:
@@ -536,20 +617,24 @@ class Migration:
 
     @property
     def total(self) -> float:
+        """The migration's USD, unweighted: rental + energy + transfer."""
         return self.rental + self.energy + self.transfer
 
     def weighted(self, w: Weights) -> float:
+        """The migration's cost under the objective weights ``w``, each component by its own
+        weight."""
         return w.rental * self.rental + w.energy * self.energy + w.transfer * self.transfer
 
     def parts(self) -> tuple[float, float, float]:
+        """(rental, energy, transfer) USD, the order ``Config.entry`` stores them in."""
         return (self.rental, self.energy, self.transfer)
 
 
 def _held(inst: Instance, c: Config, hours: float) -> Migration:
     """c's GPUs held ``hours`` without progress: rental ``hours x rho`` and the power it pays
     for, ``hours x kW_paid x mean(price) / 1000`` (as a resume is costed)."""
-    mean_price = float(np.mean(inst.price[c.region]))
-    return Migration(hours * c.rental_per_h, hours * c.billed_kw * mean_price / 1000.0, 0.0, hours)
+    rental, power = held_usd(inst, c.region, c.rental_per_h, c.billed_kw, hours)
+    return Migration(rental, power, 0.0, hours)
 
 
 def leave_cost(inst: Instance, a: Config) -> Migration:

@@ -24,10 +24,14 @@ class CarbonCoverage:
 
     @property
     def complete(self) -> bool:
+        """Whether every region the plan draws power in has carbon-intensity data (else the
+        emissions are a lower figure)."""
         return not self.regions_without_data
 
     @property
     def share_without_data(self) -> float:
+        """The share of the plan's kWh drawn in regions without carbon data (0 when it draws
+        none)."""
         return self.kwh_without_data / self.kwh_total if self.kwh_total > 0 else 0.0
 
     def describe(self, emissions_t: float) -> str:

@@ -39,9 +39,9 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from planner.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
 from planner.configs import Config, Layout, build_config_space, enumerate_phase, kv_heads
 from planner.costs import mean_price_costs
+from planner.instance.catalog import CatalogError, catalog_price, gpu_by_name, resolve_name
 from planner.instance.errors import InstanceError
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
@@ -282,6 +282,8 @@ class Costs:
 
     @property
     def total(self) -> float | None:
+        """Rental + energy + expected failure cost, None when there is no rental price (memory-only
+        estimates)."""
         return None if self.rental is None else self.rental + self.energy + self.failure
 
 
@@ -325,22 +327,27 @@ class EstimateRow:
 
     @property
     def flops_per_s(self) -> float:
+        """Sustained model FLOP/s of the estimated configuration."""
         return self.config.flops_per_s
 
     @property
     def hours(self) -> float | None:
+        """Wall hours of the run, None for a memory-only estimate (no tokens given)."""
         return None if self.run is None else self.run.hours
 
     @property
     def gpu_hours(self) -> float | None:
+        """Wall hours x GPUs, None for a memory-only estimate."""
         return None if self.run is None else self.run.hours * self.gpus
 
     @property
     def energy_kwh(self) -> float | None:
+        """Facility energy of the run's work hours (kWh), None for a memory-only estimate."""
         return None if self.run is None else self.config.facility_kw * self.run.work_hours
 
     @property
     def tokens_per_kwh(self) -> float | None:
+        """Tokens trained per facility kWh, None without tokens or energy."""
         kwh = self.energy_kwh
         return (
             None if kwh is None or self.tokens is None else energy.tokens_per_kwh(self.tokens, kwh)
@@ -348,6 +355,8 @@ class EstimateRow:
 
     @property
     def label(self) -> str:
+        """The row's setting in one line: GPUs, precision, ZeRO, recomputation, tp/pp and any
+        extras."""
         lay = self.layout
         extras = lay.extras()
         return (
@@ -858,9 +867,12 @@ class ConfigEstimate:
 
     @property
     def total(self) -> float:
+        """The configuration's total cost (USD) over its run at the mean prices."""
         return self.costs["total"]
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as ``estimate --json`` prints it: plan fields, layout, memory, hours, failures
+        and costs."""
         c = self.config
         lay = c.layout
         mem = c.memory

@@ -87,6 +87,8 @@ class Relaxation:
     schedule: Schedule | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The relaxation as ``explain --json`` writes it: what it allows, its status, penalty,
+        findings and cost."""
         return {
             "name": self.name,
             "allow": list(self.allow),
@@ -112,6 +114,7 @@ class Explanation:
     weights: ElasticWeights = field(default_factory=ElasticWeights)
 
     def to_dict(self) -> dict[str, Any]:
+        """The explanation as ``explain --json`` writes it (trainplan-explain/1)."""
         return {
             "format": "trainplan-explain/1",
             "instance": self.instance,

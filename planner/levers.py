@@ -87,6 +87,7 @@ class LeverRun:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The lever's run as ``levers --json`` writes it, with its plan."""
         out = record(self, {"cycle_h": "cycle_hours"}, skip=("instance", "plan"))
         return {**out, "plan": self.plan.to_dict() if self.plan is not None else None}
 
@@ -103,6 +104,8 @@ class LeverReport:
     runtime_s: float = 0.0
 
     def run(self, key: str) -> LeverRun:
+        """The run of lever ``key`` (``all`` and ``baseline`` name the all-levers and lever-free
+        runs); KeyError for an unknown key."""
         for r in self.levers:
             if r.key == key:
                 return r
@@ -121,18 +124,23 @@ class LeverReport:
         return self.all_levers.saving_usd - sum(r.saving_usd or 0.0 for r in self.levers)
 
     def headline(self) -> str:
+        """The report's first line: what all levers together save against the lever-free
+        baseline."""
         pct = self.all_levers.saving_pct
         if pct is None:
             return "all levers: n/a"
         return f"all levers: {-pct * 100:+.1f}% against the lever-free baseline".replace("+-", "-")
 
     def cycle_headline(self) -> str:
+        """How the training cycle (first start to last finish) changes with all levers; empty when
+        either run has none."""
         b, a = self.baseline.cycle_h, self.all_levers.cycle_h
         if not b or a is None:
             return ""
         return f"training cycle: {b} h -> {a} h ({(a - b) / b * 100:+.1f}%)"
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``levers --json`` writes it (trainplan-levers/2)."""
         return {
             "format": "trainplan-levers/2",
             "instance": self.instance,

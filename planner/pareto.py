@@ -61,6 +61,7 @@ class ParetoPoint:
     kept_from: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The frontier point as ``pareto --json`` writes it, with its plan."""
         out = record(self, {"makespan_h": "makespan_hours"}, skip=("instance", "plan"))
         return {**out, "plan": self.plan.to_dict() if self.plan is not None else None}
 

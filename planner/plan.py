@@ -130,10 +130,12 @@ class EntryConfig(LayoutChoice):
 
     @property
     def start_hour(self) -> int:
+        """The first hour the entry runs (its hours need not be contiguous)."""
         return min(self.hours)
 
     @property
     def end_hour(self) -> int:
+        """One past the last hour the entry runs: where the entry (phase or segment) ends."""
         return max(self.hours) + 1
 
     def config(self) -> dict[str, Any]:
@@ -150,6 +152,8 @@ class SegmentPlan(EntryConfig):
     migration: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The segment as the plan JSON states it: its configuration, hours, work share and
+        migration (``term`` only when reserved under one)."""
         d = {**self.config(), **asdict(self)}
         d["hours"] = list(self.hours)
         if not self.term:
@@ -158,6 +162,7 @@ class SegmentPlan(EntryConfig):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SegmentPlan:
+        """A segment read back from the plan JSON (:meth:`to_dict`'s form)."""
         return cls(
             **_entry_of(d),
             work=float(d.get("work", 0.0)),
@@ -177,6 +182,7 @@ class PhasePlan(EntryConfig):
 
     @property
     def contiguous(self) -> bool:
+        """Whether the phase runs in one block of consecutive hours (no pause)."""
         return self.end_hour - self.start_hour == len(self.hours)
 
     @property
@@ -224,6 +230,7 @@ class Plan:
         return PLAN_FORMAT_3 if new else PLAN_FORMAT
 
     def phase(self, name: str) -> PhasePlan:
+        """The entry of the phase called ``name``; KeyError when the plan has none."""
         for p in self.phases:
             if p.name == name:
                 return p
@@ -231,9 +238,13 @@ class Plan:
 
     @property
     def total(self) -> float:
+        """The plan's total cost in USD (NaN when the costs are missing, as in a hand-made file)."""
         return self.costs.get("total", math.nan)
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan JSON (trainplan-plan format) as a mapping: every entry with its times in ISO
+        form, costs, reserved pools and figures; what :meth:`from_dict` reads back."""
+
         def t(h: int) -> str:
             return (self.horizon_start + timedelta(hours=h)).isoformat()
 
@@ -270,13 +281,17 @@ class Plan:
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
+        """The plan JSON text; NaN or infinite figures raise instead of writing invalid JSON."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def write(self, path: str | Path) -> None:
+        """Write the plan JSON to ``path`` (UTF-8, one trailing newline)."""
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Plan:
+        """A plan read from its JSON mapping (:meth:`to_dict`'s form; older formats' missing fields
+        get their defaults)."""
         phases = tuple(
             PhasePlan(
                 name=str(p["name"]),
@@ -309,6 +324,7 @@ class Plan:
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
+        """The plan stored in the JSON file at ``path``."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
@@ -366,6 +382,9 @@ class InstanceRef:
 
     @classmethod
     def of(cls, instance_file: str | Path, plan_file: str | Path) -> InstanceRef:
+        """The reference a plan written to ``plan_file`` records of its instance: the path relative
+        to the plan's folder (absolute across drives) and the file's SHA-256, so a later command
+        finds it and notices a change."""
         inst = Path(instance_file).resolve()
         folder = Path(plan_file).resolve().parent
         try:
@@ -380,6 +399,7 @@ class InstanceRef:
         return p if p.is_absolute() else Path(plan_file).parent / p
 
     def to_dict(self) -> dict[str, str]:
+        """The reference as the plan file stores it (``path``, ``sha256``)."""
         return {"path": self.path, "sha256": self.sha256}
 
     @classmethod

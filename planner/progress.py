@@ -71,9 +71,13 @@ class Tracker:
         self._last = -math.inf
 
     def elapsed(self) -> float:
+        """Seconds since the solve started."""
         return time.perf_counter() - self.t0
 
     def emit(self, message: str = "") -> None:
+        """Send a progress event (best plan, bound, stage, ``message``) to the callback; a
+        callback that raises is dropped (its error kept in ``callback_error``), never taking the
+        solve down."""
         self._last = time.perf_counter()
         if self.fn is None:
             return
@@ -110,10 +114,13 @@ class Tracker:
         return True
 
     def stage(self, name: str, message: str = "") -> None:
+        """Enter stage ``name`` and report it."""
         self.current = name
         self.emit(message)
 
     def tick(self) -> None:
+        """Report again when nothing was reported for a heartbeat interval, so a long stage still
+        shows it is alive."""
         if time.perf_counter() - self._last >= HEARTBEAT_S:
             self.emit()
 
@@ -127,4 +134,5 @@ class Tracker:
 
     @property
     def gap(self) -> float | None:
+        """Relative gap between the best plan and the bound so far, None before either exists."""
         return relative_gap(self.incumbent, self.bound)

@@ -262,20 +262,26 @@ class Result:
 
     @property
     def objective(self) -> float | None:
+        """The plan's objective (weighted cost), None without a plan."""
         return None if self.plan is None else self.plan.objective
 
     @property
     def gap(self) -> float | None:
+        """Relative gap between the plan's objective and the proven bound, None when either is
+        missing."""
         return relative_gap(self.objective, self.bound)
 
     @property
     def has_plan(self) -> bool:
+        """Whether the solve produced a plan (a result may carry only a status and a bound)."""
         return self.plan is not None
 
     def with_notes(self, *notes: str) -> Result:
+        """The same result with ``notes`` appended (results are frozen)."""
         return replace(self, notes=(*self.notes, *notes))
 
     def with_stats(self, **stats: float) -> Result:
+        """The same result with ``stats`` added to (or replacing) its statistics."""
         return replace(self, stats={**self.stats, **stats})
 
     def with_alternatives(self, *alternatives: tuple[str, Plan]) -> Result:
@@ -284,6 +290,8 @@ class Result:
         return replace(self, alternatives=_ranked((*self.alternatives, *alternatives), self.plan))
 
     def summary(self) -> str:
+        """One line for logs and the CLI: solver, termination, solution status, objective, bound,
+        gap and seconds."""
         gap = f"{self.gap:.2%}" if self.gap is not None else "n/a"
         obj = f"{self.objective:,.2f}" if self.objective is not None else "n/a"
         bnd = f"{self.bound:,.2f}" if self.bound is not None else "n/a"
@@ -318,9 +326,12 @@ class Result:
         return {**self.plan.to_dict(), "solve": self.header(), **(extra or {})}
 
     def to_json(self, indent: int | None = 2, extra: Mapping[str, Any] | None = None) -> str:
+        """The result file's JSON text (the solve header and the plan, plus ``extra`` top-level
+        fields); NaN raises instead of writing invalid JSON."""
         return json.dumps(self.to_dict(extra), indent=indent, allow_nan=False)
 
     def write(self, path: str | Path, extra: Mapping[str, Any] | None = None) -> None:
+        """Write the result file (:meth:`to_json`) to ``path``."""
         Path(path).write_text(self.to_json(extra=extra) + "\n", encoding="utf-8")
 
 
@@ -342,6 +353,8 @@ class SolveHeader:
 
     @classmethod
     def from_file_dict(cls, d: Mapping[str, Any]) -> SolveHeader:
+        """The solve header of a plan file: from its ``solve`` block, or from the top level of older
+        files that kept it there; fields of the wrong type read as missing."""
         h = d.get("solve")
         src: Mapping[str, Any] = h if isinstance(h, Mapping) else d
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from planner.configtypes import Config
 from planner.instance.model import Instance
-
-if TYPE_CHECKING:  # annotations only: the configuration space imports this module's users
-    from planner.configs import Config
 
 #: A (region, GPU type) pool.
 Pool = tuple[str, str]
@@ -64,6 +62,7 @@ class Assignment(NamedTuple):
 
     @property
     def start(self) -> int:
+        """The first hour the assignment runs."""
         return self.hours[0]
 
     @property
@@ -73,6 +72,8 @@ class Assignment(NamedTuple):
 
     @property
     def runs(self) -> list[tuple[int, int]]:
+        """The assignment's runs of consecutive hours as (first, one past last): each run after the
+        first is a resume."""
         return hour_runs(self.hours)
 
 
@@ -152,9 +153,12 @@ class Schedule(Mapping[str, Assignment]):
         return {name: self.parts(name)[0].config.region for name in self}
 
     def last_region(self, name: str) -> str:
+        """The region phase ``name`` ends in (its last segment's): where its output is archived and
+        its successors fetch it."""
         return self.parts(name)[-1].config.region
 
     def with_reserved(self, reserved: Mapping[Any, int]) -> Schedule:
+        """The same schedule with the reserved pools ``reserved`` (pool -> GPUs committed)."""
         return Schedule(self.assignments, reserved, self.segments)
 
 

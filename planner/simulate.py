@@ -89,6 +89,7 @@ class Simulation:
         return float(np.mean(x)), Z99 * sd / math.sqrt(len(x))
 
     def deadline_probability(self, phase: PhaseSim) -> float:
+        """The share of simulated runs in which ``phase`` finishes by its deadline."""
         return float(np.mean(phase.end_hour <= phase.deadline + 1e-9))
 
     def to_dict(self) -> dict[str, Any]:

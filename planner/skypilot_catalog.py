@@ -1,5 +1,5 @@
 """SkyPilot's names for accelerators and its price catalogs (``vms.csv``) read into a user
-catalog (:mod:`planner.usercatalog`).
+catalog (:mod:`planner.instance.usercatalog`).
 
 SkyPilot keeps one catalog per cloud (``<cloud>/vms.csv``, schema v5 onwards) with the
 columns ``InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, GpuInfo, Region,
@@ -17,7 +17,7 @@ AWS Local Zone (``us-east-1-bos-1a``) or Wavelength zone (``us-east-1-wl1-bos-wl
 the same instance type at its own price, far from the region and often without the capacity
 a training job needs (a 1.28 USD/GPU-h spot H100 in a Local Zone against 6.88 on demand).
 A region of an instance mapped to the cloud region takes its offers from these rows
-(:func:`planner.usercatalog.catalog_offers`: the cheapest zone per contract, the zone
+(:func:`planner.instance.usercatalog.catalog_offers`: the cheapest zone per contract, the zone
 stated in the plan). Accelerator names become catalog names through :data:`FROM_SKYPILOT`;
 names it does not know are kept as they are, so that the user can add their figures under
 ``gpus:``.
@@ -31,11 +31,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.catalog import CatalogError, resolve_name
+from planner.instance.catalog import CatalogError, resolve_name
 from planner.instance.errors import FieldError
 from planner.instance.files import not_a_file
 from planner.instance.references import MAGNITUDE
-from planner.usercatalog import PriceRow
+from planner.instance.usercatalog import PriceRow
 
 #: The columns an import needs (SkyPilot catalog schema v5+); ``AvailabilityZone`` is read
 #: when present (without it a row stands for its whole region).

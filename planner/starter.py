@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from planner.catalog import CatalogError, catalog_price, resolve_name
+from planner.instance.catalog import CatalogError, catalog_price, resolve_name
 
 #: Market code of a shipped price extract -> its time zone.
 MARKETS: dict[str, str] = {
@@ -180,6 +180,8 @@ def power_notes(s: Starter) -> list[str]:
 
 
 def catalog_gpu(flag: str, text: str) -> str:
+    """The catalog name ``text`` resolves to (aliases and partial names resolve), or a
+    :class:`StarterError` naming ``flag`` and the catalog's message."""
     try:
         return resolve_name(text)
     except CatalogError as e:
@@ -262,7 +264,7 @@ def render(s: Starter, out_file: Path) -> str:
     the text: a region called ``a: b``, ``{x}`` or one with a newline is a quoted string, not
     new keys. The text is read back and compared with the document it was written from
     (:meth:`_Doc.text`), so what the file holds is what was meant."""
-    from planner.catalog import gpu_by_name
+    from planner.instance.catalog import gpu_by_name
 
     model_entry, model_note = _model_entry(s.model)
     counts = _counts(gpu_by_name(s.gpu).gpus_per_node, s.max_gpus)
@@ -467,10 +469,10 @@ def check_starter(text: str, out_file: Path) -> None:
 
 def _from_catalog(s: Starter, r: RegionChoice, gpu: str) -> bool:
     """The user catalog prices ``gpu`` in the region's cloud region (so its offers come from
-    there: :func:`planner.usercatalog.catalog_offers`)."""
+    there: :func:`planner.instance.usercatalog.catalog_offers`)."""
     if s.catalog is None or r.cloud is None:
         return False
-    from planner.usercatalog import catalog_offers, read_user_catalog
+    from planner.instance.usercatalog import catalog_offers, read_user_catalog
 
     user = read_user_catalog(s.catalog)
     return catalog_offers(user, r.cloud, r.cloud_region or r.name, gpu, (gpu,)) is not None

@@ -98,6 +98,8 @@ class CpsatModel:
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def scaled(self, usd: np.ndarray | float) -> np.ndarray:
+        """USD amounts in CP-SAT's integer units: ``round(usd x scale)`` (the rounding error the
+        module docstring bounds)."""
         return np.rint(np.asarray(usd, dtype=float) * self.scale).astype(np.int64)
 
 
@@ -296,7 +298,7 @@ def add_redundant(cm: CpsatModel) -> None:
 
 def _phase_key(cm: CpsatModel, name: str) -> tuple[object, ...]:
     d = cm.data
-    from planner.configs import output_gb_of
+    from planner.workload import output_gb_of
 
     p = d.inst.phase(name)
     active = set(d.tables)

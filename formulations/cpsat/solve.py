@@ -139,6 +139,8 @@ def add_hint(
 def read_choice(
     cm: CpsatModel, solver: cp_model.CpSolver
 ) -> tuple[dict[str, tuple[int, int]], dict[Pool, int]]:
+    """The solved model's choice: per phase (configuration table index, start hour) and the reserved
+    GPUs committed per pool."""
     choice: dict[str, tuple[int, int]] = {}
     for name, tables in cm.data.tables.items():
         k = next(j for j in range(len(tables)) if solver.boolean_value(cm.present[(name, j)]))

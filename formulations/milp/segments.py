@@ -45,11 +45,11 @@ running configuration itself).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from formulations.milp.columns import Column
+from formulations.milp.variables import MilpModel
 from planner.configs import Config, fixed_attributes
 from planner.costs import (
     Weights,
@@ -61,9 +61,6 @@ from planner.costs import (
     move_cost,
     usd_per_hour_early,
 )
-
-if TYPE_CHECKING:  # annotations only: formulations.milp.model builds with these families
-    from formulations.milp.model import MilpModel
 
 #: Work a plan may fall short of 1 by, for rounding (the checker allows 1e-9).
 WORK_TOL = 1e-10

@@ -333,6 +333,11 @@ def _pipeline(
     verbose: bool,
     start: Start | None = None,
 ) -> Result:
+    """The MILP pipeline, stage by stage until the gap closes or time runs out: 1. the
+    separable bound (infeasibility at once), 2. the warm start and look-ahead plans, 3. the
+    MILP in segments when a phase may gain from segments, else the precedence-chained DP
+    bound, its plan and the Lagrangian prices, 4. fixing by the bounds, 5. the reduced MILP
+    or the neighbourhood search (:func:`_reduced`)."""
     gap, tracker = st.gap, st.tracker
     # 1. the separable bound: infeasibility at once
     tracker.stage("bound", "separable bound")
@@ -342,79 +347,15 @@ def _pipeline(
     lower = lower_bound(bounds)
     st.stats["lower_bound"] = lower
     if not math.isfinite(lower):
-        stuck = [n for n, b in bounds.items() if not math.isfinite(b.best)]
-        return Result.no_plan(
-            "milp-bound",
-            Termination.INFEASIBLE,
-            f"infeasible: {', '.join(stuck)} cannot run in {'its' if len(stuck) == 1 else 'their'}"
-            " window (release, deadline and predecessors' fastest runs) in any hours whose "
-            "capacity can hold a configuration, even with every pool to itself; run "
-            "`trainplan explain` to see which constraints conflict",
-            runtime_s=time.perf_counter() - t0,
-            stats={"lower_bound": lower},
-        )
+        return _bound_infeasible(bounds, lower, t0)
     st.prove(lower, "separable bound")
     # 2. the plan started from (a warm start) first, then the look-ahead plan
-    if start is not None:
-        tracker.stage("heuristic", "warm start")
-        kept = hint(space, inst.release, start)
-        st.stats["warm_start_kept"] = len(kept)
-        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
-            st.notes.append(
-                f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
-                "they started from, the others placed around them"
-            )
-    if warm_start:
-        tracker.stage("heuristic", "look-ahead plan")
-        _best_heuristic(
-            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
-        )
-    st.stats["heuristic"] = st.upper
-    _recontract(space, windows, st)
+    _first_plans(inst, space, windows, st, warm_start, start)
     if st.closed:
         return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
-    segmented = {
-        p.name
-        for p in inst.active_phases
-        if p.options.max_segments > 1 and len(space.by_phase.get(p.name, ())) > 1
-    }
-    if segmented:
-        if st.plan is not None:
-            st.single, st.cap = single_segment(bounds, st.upper, gap)
-            st.single &= segmented
-        if st.single:
-            st.notes.append(
-                f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
-                f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
-            )
-        rest = segmented - st.single
-        if rest:
-            # the DP bound, its plans and its fixing have one configuration per phase
-            model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
-            est = _segments_nonzeros(inst, masks, rest)
-            st.stats["estimated_nonzeros"] = est
-            if est <= _guard(st):
-                st.notes.append(
-                    f"{', '.join(sorted(rest))} may change configuration at checkpoints: the "
-                    "separable bound (with the segment-path bound) and the MILP in segments"
-                )
-                solver = "milp-bound"
-                if st.left() > 0.3:
-                    solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
-                return _finish(st, t0, solver, "")
-            # too large to model in segments: plans that use segments are bounded (every one
-            # costs at least the least bound of a plan with some phase in segments) and the
-            # rest of the pipeline plans every phase on one configuration
-            floor = min(lower - bounds[n].best + bounds[n].multi for n in rest)
-            st.single |= rest
-            st.cap = min(st.cap, floor)
-            st.bound = min(st.bound, st.cap)
-            st.notes.append(
-                f"the MILP in segments would have ~{est:,} nonzeros (> {_guard(st):,.0f}): "
-                f"{', '.join(sorted(rest))} planned on one configuration each; a plan in "
-                f"segments costs at least {floor:,.2f} (the segment-path bound), which caps "
-                "the bound"
-            )
+    done = _in_segments(inst, space, windows, bounds, lower, st, t0, backend, verbose)
+    if done is not None:
+        return done
     # the DP bound and its plan, then the Lagrangian prices
     tracker.stage("lagrange", "precedence-chained DP bound")
     rel = Relaxation(inst, space, windows)
@@ -483,6 +424,112 @@ def _pipeline(
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
     model_space, masks = _fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
     return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
+
+
+def _bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> Result:
+    """No plan: the separable bound is infinite, some phase cannot run in its window at all
+    (named in the message, with where to look next)."""
+    stuck = [n for n, b in bounds.items() if not math.isfinite(b.best)]
+    return Result.no_plan(
+        "milp-bound",
+        Termination.INFEASIBLE,
+        f"infeasible: {', '.join(stuck)} cannot run in {'its' if len(stuck) == 1 else 'their'}"
+        " window (release, deadline and predecessors' fastest runs) in any hours whose "
+        "capacity can hold a configuration, even with every pool to itself; run "
+        "`trainplan explain` to see which constraints conflict",
+        runtime_s=time.perf_counter() - t0,
+        stats={"lower_bound": lower},
+    )
+
+
+def _first_plans(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: _State,
+    warm_start: bool,
+    start: Start | None,
+) -> None:
+    """Stage 2: the plan started from (a warm start, its phases kept where they still fit)
+    first, then the look-ahead plan, offered to ``st``; then re-contracting the best."""
+    tracker = st.tracker
+    if start is not None:
+        tracker.stage("heuristic", "warm start")
+        kept = hint(space, inst.release, start)
+        st.stats["warm_start_kept"] = len(kept)
+        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
+            st.notes.append(
+                f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
+                "they started from, the others placed around them"
+            )
+    if warm_start:
+        tracker.stage("heuristic", "look-ahead plan")
+        _best_heuristic(
+            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+        )
+    st.stats["heuristic"] = st.upper
+    _recontract(space, windows, st)
+
+
+def _in_segments(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    bounds: dict[str, PhaseBound],
+    lower: float,
+    st: _State,
+    t0: float,
+    backend: str,
+    verbose: bool,
+) -> Result | None:
+    """Stage 3 for phases that may run in segments: those that cannot gain from them within
+    the gap are modelled on one configuration; the others are solved by the MILP in segments
+    when it is small enough (the result), else capped by the segment-path bound and planned
+    on one configuration by the rest of the pipeline (None: go on)."""
+    gap = st.gap
+    segmented = {
+        p.name
+        for p in inst.active_phases
+        if p.options.max_segments > 1 and len(space.by_phase.get(p.name, ())) > 1
+    }
+    if segmented:
+        if st.plan is not None:
+            st.single, st.cap = single_segment(bounds, st.upper, gap)
+            st.single &= segmented
+        if st.single:
+            st.notes.append(
+                f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
+                f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
+            )
+        rest = segmented - st.single
+        if rest:
+            # the DP bound, its plans and its fixing have one configuration per phase
+            model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
+            est = _segments_nonzeros(inst, masks, rest)
+            st.stats["estimated_nonzeros"] = est
+            if est <= _guard(st):
+                st.notes.append(
+                    f"{', '.join(sorted(rest))} may change configuration at checkpoints: the "
+                    "separable bound (with the segment-path bound) and the MILP in segments"
+                )
+                solver = "milp-bound"
+                if st.left() > 0.3:
+                    solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
+                return _finish(st, t0, solver, "")
+            # too large to model in segments: plans that use segments are bounded (every one
+            # costs at least the least bound of a plan with some phase in segments) and the
+            # rest of the pipeline plans every phase on one configuration
+            floor = min(lower - bounds[n].best + bounds[n].multi for n in rest)
+            st.single |= rest
+            st.cap = min(st.cap, floor)
+            st.bound = min(st.bound, st.cap)
+            st.notes.append(
+                f"the MILP in segments would have ~{est:,} nonzeros (> {_guard(st):,.0f}): "
+                f"{', '.join(sorted(rest))} planned on one configuration each; a plan in "
+                f"segments costs at least {floor:,.2f} (the segment-path bound), which caps "
+                "the bound"
+            )
+    return None
 
 
 def _reduced(

@@ -73,10 +73,12 @@ class StartTable:
 
     @property
     def hours(self) -> int:
+        """Whole hours the configuration runs: the length of every start's run."""
         return self.config.hours
 
     @property
     def pool(self) -> Pool:
+        """The (region, GPU type) pool whose capacity the configuration uses."""
         return (self.config.region, self.config.gpu)
 
 
@@ -124,13 +126,16 @@ class StartData:
 
     @property
     def phases(self) -> list[str]:
+        """The phases with start tables, in table order."""
         return list(self.tables)
 
     @property
     def num_starts(self) -> int:
+        """Start variables over every phase and configuration: the model's size."""
         return sum(len(t.starts) for ts in self.tables.values() for t in ts)
 
     def family(self, c: Config) -> str:
+        """The GPU family of configuration ``c`` (porting cost is paid once per family)."""
         return self.inst.gpu(c.gpu).family
 
     def table_of(self, name: str, c: Config) -> int | None:
@@ -496,6 +501,8 @@ def finish(
 
 
 def no_plan_message(term: Termination) -> str:
+    """What the start-time model says when it returns no plan, by termination: time limit,
+    infeasible, or the solver's own failure."""
     if term == Termination.TIME_LIMIT:
         return (
             "no plan found in time: the solver stopped at its time limit without a "

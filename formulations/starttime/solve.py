@@ -32,6 +32,8 @@ HIGHS_OPTIONS: dict[str, Any] = {"presolve": "off"}
 
 
 def model_stats(sm: StartModel) -> dict[str, float]:
+    """The start-time model's size for the result's statistics: variables, constraints, nonzeros,
+    starts and configurations merged as duplicates."""
     return {
         "variables": sm.lp.num_vars,
         "constraints": sm.lp.num_rows,

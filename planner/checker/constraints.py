@@ -47,6 +47,7 @@ class Entry:
 
     @property
     def name(self) -> str:
+        """The name of the phase the entry plans."""
         return self.phase.name
 
     def parts(self) -> tuple[Entry, ...]:

@@ -59,6 +59,7 @@ class Move:
 
     @property
     def total(self) -> float:
+        """The move's USD, unweighted: rental + energy + transfer."""
         return self.rental + self.energy + self.transfer
 
 

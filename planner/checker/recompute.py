@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,6 +48,8 @@ def is_training(p: Phase) -> bool:
 
 
 def phase_model(inst: Instance, p: Phase) -> ModelDims | None:
+    """The dimensions of the phase's model, None for a phase whose work is not given through a
+    model."""
     return inst.models[p.model] if p.model is not None else None
 
 
@@ -411,6 +414,95 @@ def checkpoint_times(
     return snapshot, snapshot + write, read, snapshot + write
 
 
+def _speed(
+    inst: Instance, p: Phase, e: Configured, m: ModelDims | None, dp: int, pk: float
+) -> tuple[float, float, float, float]:
+    """(R, eff_scale, eff_layout, sustained FLOP/s) of entry ``e``: FLOP/s = gpus x peak x
+    1e12 x mfu x R x eff_scale x eff_layout (R and eff_layout 1 unless the layout is
+    modelled)."""
+    g = inst.gpu(e.gpu)
+    gpus = float(e.gpus)
+    modeled = m is not None and p.scaling.layout == "modeled"
+    r_factor = RECOMPUTE_FACTOR[e.recompute] if modeled else 1.0
+    per_gpu = pk * 1e12 * mfu_of(p, e.gpu) * r_factor
+    step_s = grad_bytes = 0.0
+    if m is not None:
+        tokens = p.options.micro_batch * m.seq_len * e.microbatches
+        step_s = flops_per_token(m, p.work.flops_convention) * tokens / (e.tp * e.cp * e.pp)
+        step_s /= per_gpu
+        grad_bytes = WEIGHT_BYTES[e.precision] * rank_params(m, e)
+    eff_layout = 1.0
+    if modeled:
+        assert m is not None
+        eff_layout = layout_efficiency(inst, p, e, m, dp, per_gpu, step_s)
+    eff_scale = scale_efficiency(
+        p, gpus, g.gpus_per_node, step_s, grad_bytes, max(1, dp * e.cp), g.inter_node_gb_per_s
+    )
+    return r_factor, eff_scale, eff_layout, gpus * per_gpu * eff_scale * eff_layout
+
+
+class _Reliability(NamedTuple):
+    """An entry's checkpoint times (s) and failure figures: job failure rate ``lam`` per
+    wall hour, downtime and loss per failure (h), interval ``tau`` (s), overhead, failures
+    per running hour."""
+
+    write_s: float
+    persist_s: float
+    reload_s: float
+    stored_s: float
+    lam: float
+    downtime: float
+    tau: float
+    overhead: float
+    loss: float
+    failures: float
+
+
+def _reliability(
+    inst: Instance, e: Configured, scheme: str, ck: float, tier: StorageTier, preempt: float
+) -> _Reliability:
+    """Reliability of entry ``e``: λ, the scheme's stall δ / persist / reload, interval
+    τ = max(Daly, lag), overhead δ/(τ+δ), downtime D, loss per failure L, failures per
+    running hour f = λ / (1 - λ L)."""
+    fail = inst.spec.failure
+    gpus = float(e.gpus)
+    write_s, persist_s, reload_s, stored_s = checkpoint_times(inst, e, scheme, ck, tier)
+    lag = persist_s - write_s
+    lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
+    spare_nodes = float(e.spare_gpus) / inst.gpu(e.gpu).gpus_per_node
+    downtime = (
+        fail.detect_hours
+        + (fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours)
+        + reload_s / 3600.0
+    )
+    if ck > 0 and lam > 0:
+        tau = max(daly_interval_s(write_s, 3600.0 / lam), lag)
+        overhead = write_s / (tau + write_s)
+        loss = (tau + write_s) / 2.0 / 3600.0 + lag / 3600.0 + downtime
+    else:
+        tau, overhead, loss = math.inf, 0.0, downtime
+    failures = lam / (1.0 - lam * loss) if lam * loss < 1.0 else math.inf
+    return _Reliability(
+        write_s, persist_s, reload_s, stored_s, lam, downtime, tau, overhead, loss, failures
+    )
+
+
+def facility_kw_of(inst: Instance, p: Phase, e: Configured) -> float:
+    """Facility kW of entry ``e``: working GPUs at ``idle + (board - idle) x power_load``,
+    spares idle, every node's host overhead (a fractional GPU its share of one node's), times
+    the region's PUE."""
+    g = inst.gpu(e.gpu)
+    gpus, spare = float(e.gpus), float(e.spare_gpus)
+    gpn = g.gpus_per_node
+    nodes = math.ceil(gpus / gpn) if gpus >= 1 else gpus / gpn
+    watts = (
+        gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
+        + spare * g.idle_power_w
+        + (nodes + spare / gpn) * g.node_overhead_w
+    )
+    return watts / 1000.0 * inst.region(e.region).effective_pue
+
+
 def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     """The configuration physics of entry ``e`` of phase ``p``.
 
@@ -435,49 +527,17 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     dp = data_parallel(p, m, gpus, e.tp * e.cp, e.pp)
     nodes_ceil = math.ceil(gpus / gpn)
 
-    # sustained FLOP/s = gpus x peak x 1e12 x mfu x R x eff_scale x eff_layout
-    modeled = m is not None and p.scaling.layout == "modeled"
-    r_factor = RECOMPUTE_FACTOR[e.recompute] if modeled else 1.0
-    per_gpu = pk * 1e12 * mfu_of(p, e.gpu) * r_factor
-    step_s = grad_bytes = 0.0
-    if m is not None:
-        tokens = p.options.micro_batch * m.seq_len * e.microbatches
-        step_s = flops_per_token(m, p.work.flops_convention) * tokens / (e.tp * e.cp * e.pp)
-        step_s /= per_gpu
-        grad_bytes = WEIGHT_BYTES[e.precision] * rank_params(m, e)
-    eff_layout = 1.0
-    if modeled:
-        assert m is not None
-        eff_layout = layout_efficiency(inst, p, e, m, dp, per_gpu, step_s)
-    eff_scale = scale_efficiency(
-        p, gpus, gpn, step_s, grad_bytes, max(1, dp * e.cp), g.inter_node_gb_per_s
-    )
-    fps = gpus * per_gpu * eff_scale * eff_layout
+    r_factor, eff_scale, eff_layout, fps = _speed(inst, p, e, m, dp, pk)
 
     run = (p.options.micro_batch, train, p.memory_gb, min(gpus, 1.0))
     mem = layout_memory_per_gpu(m, (g.memory_gb, g.memory_unit), e, dp, run, inst.memory_allowances)
 
-    # reliability: λ, the scheme's stall δ / persist / reload, interval τ = max(Daly, lag),
-    # overhead δ/(τ+δ), downtime D, loss per failure L, failures per running hour f
-    fail = inst.spec.failure
     ck = checkpoint_gb_of(inst, p, e.precision)
-    scheme = e.checkpoint if e.checkpoint is not None else fail.checkpoint
-    write_s, persist_s, reload_s, stored_s = checkpoint_times(inst, e, scheme, ck, tier)
-    lag = persist_s - write_s
-    lam = gpus * inst.failures_per_gpu_hour[e.gpu] + (preempt if e.contract == "spot" else 0.0)
-    spare_nodes = spare / gpn
-    downtime = (
-        fail.detect_hours
-        + (fail.spare_swap_hours if spare_nodes > 0 else fail.restart_hours)
-        + reload_s / 3600.0
-    )
-    if ck > 0 and lam > 0:
-        tau = max(daly_interval_s(write_s, 3600.0 / lam), lag)
-        overhead = write_s / (tau + write_s)
-        loss = (tau + write_s) / 2.0 / 3600.0 + lag / 3600.0 + downtime
-    else:
-        tau, overhead, loss = math.inf, 0.0, downtime
-    failures = lam / (1.0 - lam * loss) if lam * loss < 1.0 else math.inf
+    scheme = e.checkpoint if e.checkpoint is not None else inst.spec.failure.checkpoint
+    rl = _reliability(inst, e, scheme, ck, tier, preempt)
+    write_s, persist_s, reload_s, stored_s = rl.write_s, rl.persist_s, rl.reload_s, rl.stored_s
+    lam, downtime, tau, overhead, loss = rl.lam, rl.downtime, rl.tau, rl.overhead, rl.loss
+    failures = rl.failures
 
     # hours n = max(1, ceil(max(compute h / (1 - overhead), I/O h) - 1e-9)), the data read
     # sharded like the checkpoint
@@ -495,13 +555,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
         preempt_t if e.contract == "spot" else 0.0
     ) * np.ones(inst.hours)
     failure_t = job_t / (1.0 - job_t * loss)  # expected failures per running hour, by hour
-    nodes = nodes_ceil if gpus >= 1 else gpus / gpn
-    watts = (
-        gpus * (g.idle_power_w + (g.board_power_w - g.idle_power_w) * p.power_load)
-        + spare * g.idle_power_w
-        + (nodes + spare / gpn) * g.node_overhead_w
-    )
-    kw = watts / 1000.0 * r.effective_pue
+    kw = facility_kw_of(inst, p, e)
     billing = power_billing(inst, e.region, e.gpu, e.contract)
     paid_kw = kw if billing == "metered" else 0.0
     storage_h = (

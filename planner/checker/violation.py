@@ -76,12 +76,16 @@ class Verification:
 
     @property
     def kinds(self) -> frozenset[str]:
+        """The kinds of violation found (empty for a valid plan)."""
         return frozenset(v.kind for v in self.violations)
 
     def of_kind(self, kind: str) -> tuple[Violation, ...]:
+        """The violations of one ``kind``, in the order found."""
         return tuple(v for v in self.violations if v.kind == kind)
 
     def summary(self) -> str:
+        """One line for ``verify``: valid with the recomputed total, or how many violations of each
+        kind."""
         if self.ok:
             return f"valid; recomputed total {self.costs.get('total', math.nan):,.2f} USD"
         counts: dict[str, int] = {}

@@ -61,6 +61,8 @@ def _register(argv: list[str] | None = None) -> None:
 
 
 def main() -> None:
+    """The ``trainplan`` entry point: global options may come anywhere, ``--version`` answers
+    without loading any command, and only the command run is imported (start-up speed)."""
     argv = hoist_global_options(sys.argv[1:])
     if command_word(argv) == "--version":
         print(version_line())

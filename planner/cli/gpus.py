@@ -35,7 +35,7 @@ from planner.cli.app import (
 )
 
 if TYPE_CHECKING:
-    from planner.usercatalog import CatalogEntry, PriceRow, UserCatalog
+    from planner.instance.usercatalog import CatalogEntry, PriceRow, UserCatalog
 
 
 class _GpusGroup(TyperGroup):
@@ -142,7 +142,7 @@ def gpus_cmd(
     ``sky show-gpus H100 --cloud aws`` does."""
     if ctx.invoked_subcommand is not None:
         return
-    from planner.usercatalog import builtin_entries, read_user_catalog
+    from planner.instance.usercatalog import builtin_entries, read_user_catalog
 
     user = read_user_catalog(catalog) if catalog is not None else None
     builtin = builtin_entries()
@@ -208,7 +208,7 @@ def _only(
     the closest names."""
     import dataclasses
 
-    from planner.catalog import CatalogError, resolve_name
+    from planner.instance.catalog import CatalogError, resolve_name
 
     keep_builtin: set[str] = set()
     keep_user: set[str] = set()
@@ -256,9 +256,9 @@ def import_skypilot(
     gpu_catalog, mapped to a cloud region (cloud, cloud_region), takes its offers from it."""
     import yaml
 
-    from planner.catalog import CatalogError, resolve_name
+    from planner.instance.catalog import CatalogError, resolve_name
+    from planner.instance.usercatalog import catalog_document
     from planner.skypilot_catalog import import_vms_csv
-    from planner.usercatalog import catalog_document
 
     name = cloud or vms_csv.resolve().parent.name
     if not name:

@@ -19,6 +19,7 @@ from planner.terminal import shown, styled
 if TYPE_CHECKING:
     from planner.grid.api import RunReport
     from planner.grid.spec import GridSpec
+    from planner.grid.task import SolveOptions
 
 
 def _describe(spec: GridSpec) -> None:
@@ -51,6 +52,70 @@ def _list(spec: GridSpec) -> None:
     for sc in spec.scenarios:
         t.add_row(sc.id, *(str(sc.params.get(a.name, "")) for a in spec.axes))
     results.print(t)
+
+
+def _check_outputs(store: Path, chart: bool, export_to: Path | None) -> None:
+    """Every file the run will write can be written (the store, its chart, the export),
+    checked before any scenario is solved."""
+    output_path(store, "-o")
+    if chart:
+        output_path(store.with_suffix(".png"), "--chart")
+    if export_to is not None:
+        output_path(export_to, "--export")
+
+
+def _starting(rep: RunReport, store: Path, opts: SolveOptions) -> None:
+    """What a run says as it starts: the grid's warnings, the scenarios already stored (a
+    resumed run) and what is left to solve, with which solver on how many workers."""
+    for w in rep.warnings:
+        err_console.print(f"warning: {w}", soft_wrap=True)
+    if rep.skipped:
+        console.print(
+            f"resuming {store}: {rep.skipped} of {rep.total} scenarios already stored, skipped"
+        )
+    if rep.pending:
+        console.print(
+            f"solving {rep.pending} with {opts.solver} (time limit "
+            f"{opts.time_limit:g} s) on {rep.workers} {rep.executor} workers"
+        )
+
+
+def _finish(
+    spec: GridSpec, store: Path, report: RunReport, chart: bool, export_to: Path | None
+) -> None:
+    """After a run: how many were solved, the store's summary table, the cost chart and the
+    export (or how to export)."""
+    from planner.grid.api import grid_frame
+    from planner.grid.report import summary
+
+    if report.pending:
+        console.print(f"solved {report.pending} in {report.wall_s:.1f} s")
+    df = grid_frame(spec, store, with_plan=False)
+    summary(df, console)
+    if chart:
+        from planner.grid.report import chart as draw
+
+        png = draw(df, store.with_suffix(".png"))
+        if png is not None:
+            console.print(f"chart: {png}")
+    result(f"store: {store}")
+    if export_to is not None:
+        from planner.grid.export import export
+
+        result(f"exported: {export(store, export_to)}")
+    else:
+        console.print(f"export with: trainplan grid-export {store} -o {store.stem}.parquet")
+
+
+def _on_term(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # stop the workers and leave the store consistent
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM stops a run as Ctrl-C does: the workers end, every finished result is kept in
+    the store and the same command resumes (only the main thread may set handlers)."""
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGTERM, _on_term)
 
 
 @command("grid")
@@ -116,7 +181,6 @@ def grid_cmd(
         DEFAULT_GRACE_S,
         EXECUTORS,
         default_store,
-        grid_frame,
         make_executor,
         resolve_options,
         run_grid,
@@ -135,11 +199,7 @@ def grid_cmd(
         fail(f"--{e}")
     store = output if output is not None else default_store(spec)
     if not dry_run:  # every output checked before any scenario is solved
-        output_path(store, "-o")
-        if chart:
-            output_path(store.with_suffix(".png"), "--chart")
-        if export_to is not None:
-            output_path(export_to, "--export")
+        _check_outputs(store, chart, export_to)
     _describe(spec)
     if dry_run:
         _list(spec)
@@ -150,28 +210,10 @@ def grid_cmd(
         )
     except RuntimeError as e:
         fail(str(e))
-    from planner.grid.report import ProgressHooks, summary
+    from planner.grid.report import ProgressHooks
 
-    def start(rep: RunReport) -> None:
-        for w in rep.warnings:
-            err_console.print(f"warning: {w}", soft_wrap=True)
-        if rep.skipped:
-            console.print(
-                f"resuming {store}: {rep.skipped} of {rep.total} scenarios already stored, skipped"
-            )
-        if rep.pending:
-            console.print(
-                f"solving {rep.pending} with {opts.solver} (time limit "
-                f"{opts.time_limit:g} s) on {rep.workers} {rep.executor} workers"
-            )
-
-    def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # stop the workers and leave the store consistent
-
-    with contextlib.suppress(ValueError):  # only the main thread may set handlers
-        signal.signal(signal.SIGTERM, on_term)
-
-    hooks = ProgressHooks(console, spec.name, before=start)
+    _interrupt_on_sigterm()
+    hooks = ProgressHooks(console, spec.name, before=lambda rep: _starting(rep, store, opts))
     close_bars = hooks.close
     try:
         report = run_grid(
@@ -192,23 +234,7 @@ def grid_cmd(
         fail(str(e), 3)
     finally:
         close_bars()
-    if report.pending:
-        console.print(f"solved {report.pending} in {report.wall_s:.1f} s")
-    df = grid_frame(spec, store, with_plan=False)
-    summary(df, console)
-    if chart:
-        from planner.grid.report import chart as draw
-
-        png = draw(df, store.with_suffix(".png"))
-        if png is not None:
-            console.print(f"chart: {png}")
-    result(f"store: {store}")
-    if export_to is not None:
-        from planner.grid.export import export
-
-        result(f"exported: {export(store, export_to)}")
-    else:
-        console.print(f"export with: trainplan grid-export {store} -o {store.stem}.parquet")
+    _finish(spec, store, report, chart, export_to)
 
 
 @command("grid-export")

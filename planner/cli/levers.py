@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 
 def money(x: float | None) -> str:
+    """USD for tables: ``$1,234.50``, a saving as ``-$12.00``, ``-`` for no figure; amounts within
+    half a cent of 0 show as ``$0.00``."""
     if x is None:
         return "-"
     return f"-${-x:,.2f}" if x < -0.005 else f"${abs(x):,.2f}"

@@ -30,6 +30,9 @@ def _money(x: float | None) -> str:
 
 
 def render(inst_name: str, vs: str, points: list[ParetoPoint]) -> None:
+    """Print the cost frontier, tightest cap first: each point's cap, cost, extra cost over the
+    loosest cap's point, makespan, emissions, solver status and a note when it keeps a looser cap's
+    cheaper plan."""
     last = points[-1].cost if points else None
     t = Table(
         title=f"cost frontier of {inst_name} vs {vs} (tightest cap first)", title_justify="left"

@@ -44,6 +44,7 @@ from planner.cli.exits import EXIT_INFEASIBLE
 from planner.plan import InstanceRef, Plan, file_sha256
 
 if TYPE_CHECKING:
+    from planner.attribution import Attribution
     from planner.instance.model import Instance
 
 #: Violations of the checker a refusal lists.
@@ -128,6 +129,75 @@ def _checked(plan: Plan, inst: Instance, plan_file: Path) -> None:
         )
 
 
+def _stored_attribution(
+    plan: Plan, data: dict[str, Any], inst: Instance | None, plan_file: Path
+) -> Attribution | None:
+    """The attribution the plan file holds (None without one), its re-plan and baseline
+    blocks checked against the plan and instance first: a file edited by hand is refused."""
+    from planner.report.blocks import BlockError, attribution_of, check_baseline, check_replan
+
+    attribution = None
+    try:
+        if "replan" in data:
+            check_replan(data["replan"], inst)
+        if "attribution" in data:
+            attribution = attribution_of(data["attribution"], plan)
+            if inst is not None:
+                check_baseline(attribution, inst)
+    except BlockError as e:
+        fail(f"the plan file {plan_file}:\n  " + "\n  ".join(e.errors), e.code)
+    return attribution
+
+
+def _simulation(
+    plan: Plan, data: dict[str, Any], simulation: Path | None, plan_file: Path
+) -> dict[str, Any] | None:
+    """The simulation summary to draw (``--simulation``, else the plan file's), checked
+    against the plan; None when there is none."""
+    from planner.instance.read import load_document
+    from planner.report import ReportError
+    from planner.report.simulation import check_simulation
+
+    sim_doc = load_document(simulation) if simulation is not None else data.get("simulation")
+    if sim_doc is None:
+        return None
+    try:
+        return check_simulation(sim_doc, plan, str(simulation or plan_file))
+    except ReportError as e:
+        fail("the simulation cannot be drawn:\n  " + "\n  ".join(e.errors))
+
+
+def _attributed(
+    plan: Plan, inst: Instance | None, attribution: Attribution | None, no_day_earlier: bool
+) -> tuple[Attribution | None, str]:
+    """The attribution to show and why there is none: the stored one, else computed against
+    the instance; with the price of finishing a day earlier when it has none (unless
+    ``--no-day-earlier``)."""
+    from planner.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
+
+    why = ""
+    if attribution is None and inst is not None:
+        try:
+            with progress("attributing the saving") as step:
+                attribution = attribute(inst, plan, on_step=step)
+        except BaselineError as e:
+            why = str(e)
+    elif attribution is None:
+        why = "the plan file has no attribution and the instance was not found"
+    if (
+        attribution is not None
+        and attribution.day_earlier is None
+        and inst is not None
+        and not no_day_earlier
+    ):
+        import dataclasses
+
+        with progress("pricing a finish a day earlier"):
+            later = day_earlier(inst, plan, DAY_EARLIER_S)
+        attribution = dataclasses.replace(attribution, day_earlier=later)
+    return attribution, why
+
+
 @command("report")
 def report(
     plan_file: Annotated[
@@ -178,16 +248,8 @@ def report(
     baseline and the saving per component and per lever first, then the schedule, costs,
     solver, memory, prices, utilisation and failures."""
     # matplotlib loads only when a report is made, not with every command.
-    from planner.attribution import (
-        DAY_EARLIER_S,
-        Attribution,
-        BaselineError,
-        attribute,
-        day_earlier,
-    )
     from planner.checker import read_plan_document
     from planner.report import ReportError, check_hours, render, write_pngs
-    from planner.report.blocks import BlockError, attribution_of, check_baseline, check_replan
 
     plan, header, data = read_plan_document(plan_file)
     out = output if output is not None else plan_file.with_suffix(".html")
@@ -202,49 +264,12 @@ def report(
         _checked(plan, inst, plan_file)
     else:
         inst_note += " The plan was not checked against an instance."
-    attribution: Attribution | None = None
-    why = ""
-    try:
-        if "replan" in data:
-            check_replan(data["replan"], inst)
-        if "attribution" in data:
-            attribution = attribution_of(data["attribution"], plan)
-            if inst is not None:
-                check_baseline(attribution, inst)
-    except BlockError as e:
-        fail(f"the plan file {plan_file}:\n  " + "\n  ".join(e.errors), e.code)
-    from planner.instance.read import load_document
-    from planner.report.simulation import check_simulation
-
-    sim_doc = load_document(simulation) if simulation is not None else data.get("simulation")
-    sim_checked = None
-    if sim_doc is not None:
-        try:
-            sim_checked = check_simulation(sim_doc, plan, str(simulation or plan_file))
-        except ReportError as e:
-            fail("the simulation cannot be drawn:\n  " + "\n  ".join(e.errors))
+    attribution = _stored_attribution(plan, data, inst, plan_file)
+    sim_checked = _simulation(plan, data, simulation, plan_file)
     output_path(out, "-o")
     if png is not None:
         output_path(png, "--png", folder=True)
-    if attribution is None and inst is not None:
-        try:
-            with progress("attributing the saving") as step:
-                attribution = attribute(inst, plan, on_step=step)
-        except BaselineError as e:
-            why = str(e)
-    elif attribution is None:
-        why = "the plan file has no attribution and the instance was not found"
-    if (
-        attribution is not None
-        and attribution.day_earlier is None
-        and inst is not None
-        and not no_day_earlier
-    ):
-        import dataclasses
-
-        with progress("pricing a finish a day earlier"):
-            later = day_earlier(inst, plan, DAY_EARLIER_S)
-        attribution = dataclasses.replace(attribution, day_earlier=later)
+    attribution, why = _attributed(plan, inst, attribution, no_day_earlier)
     if local_time and inst is None:
         note("note: --local-time needs the instance (the regions' time zones); times are UTC")
     page = render(

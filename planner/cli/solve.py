@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo
 
 import typer
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 
 def print_plan(inst: Instance, plan: Plan, title: str) -> None:
+    """Print the plan as a table titled ``title``: per phase its GPUs, contract, region, layout,
+    tier, start and end (local and UTC), hours run and cost."""
     t = Table(title=title, title_justify="left")
     for col in (
         "phase",
@@ -145,6 +147,7 @@ def plan_notes(inst: Instance, plan: Plan) -> list[str]:
 
 
 def print_status(res: Result) -> None:
+    """Print the solver's one-line summary (status, bound, gap, seconds) and its notes."""
     console.print(f"solver: {res.summary()}")
     for n in res.notes:
         console.print(f"note: {n}")
@@ -175,6 +178,53 @@ def _progress_line(step: Callable[[str], None]) -> ProgressFn | None:
         step(ev.line())
 
     return show
+
+
+def _print_warnings(inst: Instance) -> None:
+    """The instance's warnings (its reader's notes, what kind of run each phase is) and its
+    numeric findings, printed once before solving; the solvers' numeric warnings are then
+    silenced so that none is printed twice."""
+    from planner.consistency import NumericWarning
+    from planner.summary import kind_notes
+
+    for w in (*inst.warnings, *kind_notes(inst)):
+        err_console.print(f"warning: {w}", soft_wrap=True)
+    print_numeric_warnings(inst)
+    warnings.simplefilter("ignore", NumericWarning)  # printed above, once
+
+
+def _no_plan(res: Result, instance: Path) -> NoReturn:
+    """No plan: say why, point an infeasible instance at ``explain``, exit with the status
+    the termination calls for (planner/cli/exits.py)."""
+    err_console.print(f"no plan: {res.message}", soft_wrap=True)
+    if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
+        err_console.print(f"explain the conflict with: trainplan explain {instance}")
+    raise typer.Exit(no_plan_exit(res.termination))
+
+
+def _attribute(
+    inst: Instance,
+    plan: Plan,
+    step: Callable[[str], None],
+    with_day_earlier: bool,
+    time_limit: float,
+    gap: float,
+) -> tuple[Attribution | None, str]:
+    """The plan's saving against the lever-free baseline, per component and per lever (and,
+    with ``--day-earlier``, what finishing a day earlier costs); None and why when there is
+    no baseline to compare with."""
+    from planner.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
+
+    step("attributing the saving to the levers")
+    try:
+        a = attribute(inst, plan, on_step=step)
+    except BaselineError as e:
+        return None, str(e)
+    if with_day_earlier:
+        step("what finishing a day earlier costs")
+        later = day_earlier(inst, plan, min(DAY_EARLIER_S, time_limit), gap)
+        a = dataclasses.replace(a, day_earlier=later)
+    return a, ""
 
 
 @command("solve")
@@ -224,10 +274,6 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
-    from planner.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
-    from planner.consistency import NumericWarning
-    from planner.emissions import carbon_coverage
-
     if solver not in SOLVERS:
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     if backend not in ("auto", "highs", "pyomo"):
@@ -255,12 +301,7 @@ def solve_cmd(
             status,
         )
         return
-    from planner.summary import kind_notes
-
-    for w in (*inst.warnings, *kind_notes(inst)):
-        err_console.print(f"warning: {w}", soft_wrap=True)
-    print_numeric_warnings(inst)
-    warnings.simplefilter("ignore", NumericWarning)  # printed above, once
+    _print_warnings(inst)
     with progress(f"solving {inst.name}") as step:
         if baseline:
             step("the lever-free baseline")
@@ -287,29 +328,36 @@ def solve_cmd(
                 _progress_line(step),
             )
         if res.plan is None:
-            err_console.print(f"no plan: {res.message}", soft_wrap=True)
-            if res.termination in (Termination.INFEASIBLE, Termination.NO_CONFIGURATION):
-                err_console.print(f"explain the conflict with: trainplan explain {instance}")
-            raise typer.Exit(no_plan_exit(res.termination))
+            _no_plan(res, instance)
         plan = res.plan
         a: Attribution | None = None
         why_none = ""
         if not baseline and not no_attribution:
-            step("attributing the saving to the levers")
-            try:
-                a = attribute(inst, plan, on_step=step)
-            except BaselineError as e:
-                why_none = str(e)
-            if a is not None and with_day_earlier:
-                step("what finishing a day earlier costs")
-                later = day_earlier(inst, plan, min(DAY_EARLIER_S, time_limit), gap)
-                a = dataclasses.replace(a, day_earlier=later)
+            a, why_none = _attribute(inst, plan, step, with_day_earlier, time_limit, gap)
     extra = plan_extras(instance, output, a, inst) if output is not None else {}
     if output is not None:
         write_output(output, res.to_json(extra=extra) + "\n", "-o")
     if as_json:
         print(json.dumps(res.to_dict(extra), indent=2))
         return
+    _print_answer(inst, instance, output, res, a, why_none)
+
+
+def _print_answer(
+    inst: Instance,
+    instance: Path,
+    output: Path | None,
+    res: Result,
+    a: Attribution | None,
+    why_none: str,
+) -> None:
+    """What ``solve`` prints for a plan, the answer first: its cost against the lever-free
+    baseline (``why_none`` when there is none), the costs and the saving per lever, the
+    schedule, energy and emissions, the solver's status, notes, and where the plan went."""
+    from planner.emissions import carbon_coverage
+
+    plan = res.plan
+    assert plan is not None
     answer = a.headline() if a is not None else f"${plan.costs.get('total', 0.0):,.2f}"
     result(f"plan for {inst.name} ({res.solver}): {answer}")
     print_costs(plan, a)

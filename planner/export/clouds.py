@@ -34,8 +34,8 @@ from pathlib import Path
 from planner.instance.errors import InstanceError
 from planner.instance.files import FileRefused, data_file
 from planner.instance.model import Instance
+from planner.instance.usercatalog import read_user_catalog
 from planner.skypilot_catalog import SkyPilotCatalogError, catalog_rows
-from planner.usercatalog import read_user_catalog
 
 #: SkyPilot's storage type for a bucket on each cloud (``file_mounts.<path>.store``).
 STORES: dict[str, str] = {

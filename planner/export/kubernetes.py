@@ -177,6 +177,8 @@ def _many(docs: list[dict[str, Any]]) -> str:
 
 
 def context_of(inst: Instance, region: str) -> str | None:
+    """The kubectl context a region's jobs go to (its ``cloud_region`` when its cloud is
+    Kubernetes), None for a region that is not a Kubernetes cluster."""
     r = inst.region(region)
     if r.cloud in KUBE_CLOUDS and r.cloud_region:
         return r.cloud_region

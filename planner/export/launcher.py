@@ -275,6 +275,8 @@ class Launcher:
         return out
 
     def ready(self, u: dict[str, Any], now: float) -> bool:
+        """Whether job ``u`` starts now: still waiting, every job it comes after succeeded, and its
+        planned hour has come (at once with ``no_wait``)."""
         if self.state[u["job"]] != "WAITING":
             return False
         if any(self.state[a] != "SUCCEEDED" for a in u["after"]):
@@ -282,6 +284,8 @@ class Launcher:
         return self.no_wait or now >= u["_start"]
 
     def start(self, u: dict[str, Any], now: float) -> None:
+        """Launch job ``u`` (saying so when its planned start passed long ago): LAUNCHED, or FAILED
+        when the launch command fails."""
         late = now - u["_start"]
         if late > LATE_S:
             _say(
@@ -302,6 +306,8 @@ class Launcher:
         self.state[u["job"]] = "LAUNCHED"
 
     def run(self) -> int:
+        """Apply the preparation manifests, then start every job when it is ready and poll until all
+        have ended; 1 when a preparation or a job failed, else 0."""
         for item in self.prepare:
             cmd = _apply(item, self.folder)
             _say("run: " + " ".join(cmd))
@@ -366,6 +372,8 @@ def dry_run(doc: dict[str, Any], folder: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``launch.sh``'s entry: read the manifest (default ``launch.json`` beside this file; exit 2
+    when it is invalid), list the launches with ``DRY_RUN=1``, else run them."""
     args = sys.argv[1:] if argv is None else argv
     folder = os.path.dirname(os.path.abspath(__file__))
     path = args[0] if args else os.path.join(folder, "launch.json")

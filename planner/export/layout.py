@@ -83,13 +83,17 @@ class Layout:
     mount: str = MOUNT
 
     def checkpoint_dir(self, phase: str) -> str:
+        """Where phase ``phase`` writes and resumes its checkpoints (one folder per phase in the
+        plan's bucket or volume)."""
         return f"{self.mount}/{self.slugs[phase]}/checkpoints"
 
     def output_dir(self, phase: str) -> str:
+        """Where phase ``phase`` writes its output for its successors."""
         return f"{self.mount}/{self.slugs[phase]}/output"
 
 
 def iso(start: datetime, hour: int) -> str:
+    """Horizon hour ``hour`` after ``start`` as an ISO time (what the launch files state)."""
     return (start + timedelta(hours=hour)).isoformat()
 
 

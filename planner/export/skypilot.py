@@ -87,6 +87,7 @@ class Written:
 
     @property
     def script(self) -> Path:
+        """The launch script written beside the tasks."""
         return self.directory / "launch.sh"
 
 
@@ -111,6 +112,8 @@ def node_shape(inst: Instance, c: SegmentPlan) -> tuple[float, int, int]:
 
 
 def shape_warnings(inst: Instance, lay: Layout) -> list[str]:
+    """Warnings for jobs whose GPU count is not a whole number of nodes: SkyPilot asks for whole
+    nodes, so such a job gets (and pays) more GPUs than planned."""
     out: list[str] = []
     for u in lay.units:
         c = u.config

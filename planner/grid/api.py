@@ -24,10 +24,16 @@ DEFAULT_GRACE_S = 60.0
 
 
 class Executor(Protocol):
+    """Where a grid's scenarios are solved: local worker processes
+    (:class:`planner.grid.runner.LocalExecutor`) or a Ray cluster
+    (:class:`planner.grid.ray_executor.RayExecutor`)."""
+
     name: str
 
     @property
-    def workers(self) -> int: ...
+    def workers(self) -> int:
+        """Scenarios the executor solves at once."""
+        ...
 
     def run(
         self,
@@ -35,7 +41,10 @@ class Executor(Protocol):
         opts: SolveOptions,
         tasks: list[Task],
         on_result: Callable[[dict[str, Any]], None],
-    ) -> None: ...
+    ) -> None:
+        """Solve every task and call ``on_result`` once per task, in this process, as each
+        finishes; return when every task has an outcome."""
+        ...
 
 
 @dataclass
@@ -56,6 +65,7 @@ class RunReport:
 
     @property
     def pending(self) -> int:
+        """Scenarios this run solves (those not already stored)."""
         return self.total - self.skipped
 
 
@@ -112,6 +122,8 @@ def make_executor(
     memory_gb: float | None = None,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> Executor:
+    """The executor called ``executor`` (``local`` processes or a ``ray`` cluster, which fails early
+    with the install hint when Ray is missing); ValueError for another name."""
     if executor == "local":
         from planner.grid.runner import LocalExecutor
 

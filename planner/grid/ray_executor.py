@@ -123,6 +123,7 @@ class RayExecutor:
 
     @property
     def workers(self) -> int:
+        """The workers asked for, else the Ray cluster's CPUs."""
         if self.requested_workers:
             return self.requested_workers
         ray = self.connect()
@@ -152,6 +153,9 @@ class RayExecutor:
     def run(
         self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
     ) -> None:
+        """Solve the tasks as Ray tasks (one CPU each, no retry, the memory limit when set), the
+        base instance put once; each outcome goes to ``on_result`` in this process as it
+        finishes."""
         ray = self.connect()
         options: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
         if self.memory_gb:

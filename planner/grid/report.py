@@ -71,6 +71,7 @@ class GridProgress:
         self.progress.stop()
 
     def update(self, outcome: dict[str, Any]) -> None:
+        """Count one finished scenario under its status and advance the bar."""
         self.counts[str(outcome.get("status"))] += 1
         text = " ".join(f"{s} {self.counts[s]}" for s in STATUSES if self.counts[s])
         self.progress.update(self.task, advance=1, counts=text)
@@ -89,6 +90,8 @@ class ProgressHooks:
         self.bars: list[GridProgress] = []
 
     def on_start(self, report: Any) -> None:
+        """At the start of a run: the caller's ``before`` hook, then a progress bar when there is
+        something to solve."""
         if self.before is not None:
             self.before(report)
         if report.pending:
@@ -97,10 +100,13 @@ class ProgressHooks:
             self.bars.append(bar)
 
     def on_result(self, outcome: dict[str, Any]) -> None:
+        """Advance the bar for one stored outcome."""
         if self.bars:
             self.bars[0].update(outcome)
 
     def close(self) -> None:
+        """Close every open bar (also after an error or interrupt, so the terminal is left
+        clean)."""
         while self.bars:
             self.bars.pop().__exit__(None, None, None)
 
@@ -124,6 +130,7 @@ def _value(v: Any) -> str:
 
 
 def param_columns(df: pd.DataFrame) -> list[str]:
+    """The columns of a grid frame that hold a scenario's parameters (``param.*``)."""
     return [c for c in df.columns if c.startswith("param.")]
 
 

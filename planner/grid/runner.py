@@ -68,6 +68,8 @@ NEAR_LIMIT = 0.8
 
 
 def default_workers() -> int:
+    """The CPUs this process may run on (its affinity, else the CPU count): the default number of
+    local workers."""
     return max(
         1,
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
@@ -75,6 +77,8 @@ def default_workers() -> int:
 
 
 def physical_memory_gb() -> float | None:
+    """The machine's RAM in GiB, None where it cannot be read: the default per-worker memory limit
+    is a share of it."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
@@ -375,20 +379,26 @@ class LocalExecutor:
                             )
                         )
         finally:
-            for s in list(slots):
-                if not s.queue:
-                    with contextlib.suppress(BrokenPipeError, OSError):
-                        s.conn.send(None)
-            deadline = time.monotonic() + 2.0
-            for s in list(slots):
-                if s.queue:
-                    s.proc.kill()
-                s.proc.join(timeout=max(0.0, deadline - time.monotonic()))
-                if s.proc.is_alive():
-                    s.proc.kill()
-                    s.proc.join(timeout=5)
-                s.conn.close()
-            slots.clear()
+            _shut_down(slots)
+
+
+def _shut_down(slots: list[_Slot]) -> None:
+    """End every worker: idle ones are told to stop (None) and given two seconds together,
+    busy ones (an error or interrupt left them mid-task) are killed; none outlives the run."""
+    for s in list(slots):
+        if not s.queue:
+            with contextlib.suppress(BrokenPipeError, OSError):
+                s.conn.send(None)
+    deadline = time.monotonic() + 2.0
+    for s in list(slots):
+        if s.queue:
+            s.proc.kill()
+        s.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        if s.proc.is_alive():
+            s.proc.kill()
+            s.proc.join(timeout=5)
+        s.conn.close()
+    slots.clear()
 
 
 def _readable(conn: Connection) -> bool:

@@ -95,6 +95,7 @@ class Scenario:
     multiply: Mapping[str, float]
 
     def label(self) -> str:
+        """The scenario's parameters in one line (``base`` for the unchanged instance)."""
         return ", ".join(f"{k}={_short(v)}" for k, v in self.params.items()) or "base"
 
 
@@ -126,11 +127,14 @@ class GridSpec:
     updates: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def updates_of(self, sc: Scenario) -> Mapping[str, Any]:
+        """The instance updates of scenario ``sc`` (:func:`updates_for`): those worked out
+        when the grid was read, else worked out now."""
         known = self.updates.get(sc.id)
         return known if known is not None else updates_for(self.base, sc)
 
     @property
     def axis_names(self) -> tuple[str, ...]:
+        """The names of the grid's axes, in file order."""
         return tuple(a.name for a in self.axes)
 
 
@@ -158,6 +162,8 @@ def canonical(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON (sorted keys, no spaces): equal values give equal text, so
+    scenario ids and hashes are stable."""
     return json.dumps(canonical(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 

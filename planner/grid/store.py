@@ -129,6 +129,7 @@ class Store:
         self.close()
 
     def close(self) -> None:
+        """Close the SQLite connection (the store is consistent after every stored result)."""
         self.db.close()
 
     def _create(self) -> None:
@@ -160,6 +161,8 @@ class Store:
     # ------------------------------------------------------------------ meta and runs
 
     def meta(self) -> dict[str, str]:
+        """The store's metadata as key -> value: schema version, grid name, the base instance's
+        fingerprint and source (a resume checks it is the same grid)."""
         return dict(self.db.execute("SELECT key, value FROM meta").fetchall())
 
     def bind(self, grid_name: str, base_fingerprint: str, base_source: str) -> None:
@@ -188,6 +191,8 @@ class Store:
     def start_run(
         self, executor: str, workers: int, options: Mapping[str, Any], scenarios: int, pending: int
     ) -> int:
+        """Record a run starting (executor, workers, options, scenario counts) and return its id;
+        :meth:`finish_run` closes it."""
         cur = self.db.execute(
             "INSERT INTO runs (started_at, pid, host, executor, workers, options, scenarios,"
             " pending, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'running')",
@@ -206,6 +211,8 @@ class Store:
         return self.run_id
 
     def finish_run(self, state: str) -> None:
+        """Mark the current run ended with ``state`` (finished or interrupted); nothing when
+        no run was started."""
         if self.run_id is None:
             return
         self.db.execute(
@@ -232,11 +239,14 @@ class Store:
         return stale
 
     def runs(self) -> list[dict[str, Any]]:
+        """Every run recorded in the store, oldest first, as column -> value."""
         cur = self.db.execute("SELECT * FROM runs ORDER BY run")
         names = [d[0] for d in cur.description]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def last_options(self) -> dict[str, Any] | None:
+        """The solve options of the latest run, None before any run: a resumed grid checks it solves
+        alike."""
         row = self.db.execute("SELECT options FROM runs ORDER BY run DESC LIMIT 1").fetchone()
         return None if row is None else dict(json.loads(row[0]))
 

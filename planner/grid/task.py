@@ -72,6 +72,8 @@ class BasePayload:
 
     @classmethod
     def of(cls, inst: Instance) -> BasePayload:
+        """The base instance as workers receive it: its raw document, source and folders, and a hash
+        that keys the worker's cache of the built instance."""
         root = None if inst.data_root is None else str(inst.data_root)
         key = hashlib.sha256(
             pickle.dumps((inst.raw, inst.source, str(inst.base_dir), root))

@@ -226,6 +226,8 @@ def _value(v: Any) -> str:
 
 
 def default_text(model: type[BaseModel], name: str) -> str:
+    """A field's default as the documentation states it (``required``, or ``required, or from the
+    catalog`` for catalog-filled GPU figures)."""
     f = model.model_fields[name]
     if f.default_factory is not None:
         return _value(f.default_factory())  # type: ignore[call-arg]

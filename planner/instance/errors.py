@@ -45,4 +45,6 @@ class InstanceError(ValueError):
         return [f"{file}: {e}" for e in self.errors]
 
     def render(self) -> str:
+        """The error as the CLI prints it: one line per problem, each naming the file and the
+        field."""
         return "\n".join(self.lines())

@@ -5,7 +5,7 @@ region mapped to a cloud region, from the user catalog's imported prices.
 An entry takes its figures from a catalog when it names one: ``catalog: NAME``, or, when it
 does not give every required figure (memory, peak TFLOPS, board and idle power), its own
 key. Names are looked up first in the user catalog the instance names (``gpu_catalog``, a
-path relative to the instance file; :mod:`planner.usercatalog`), then in the built-in one
+path relative to the instance file; :mod:`planner.instance.usercatalog`), then in the built-in one
 (``trainplan gpus``; aliases such as ``H100`` and partial names such as ``A100-80GB``
 resolve). Figures the entry gives override the catalog's. The completed entry records the
 catalog name it came from in ``catalog``.
@@ -20,7 +20,7 @@ from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import FileRefused, data_file, not_a_file
 
 if TYPE_CHECKING:
-    from planner.usercatalog import UserCatalog
+    from planner.instance.usercatalog import UserCatalog
 
 
 def expand_gpu_types(
@@ -33,7 +33,7 @@ def expand_gpu_types(
     file-access policy as series files (:func:`planner.instance.files.data_file`), and is
     checked and read whenever it is named, also when every GPU type gives its own figures (a
     field naming a file names one the instance may read)."""
-    from planner.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
+    from planner.instance.usercatalog import REQUIRED_FIGURES, UnknownGpu, complete
 
     user = _user_catalog(data.get("gpu_catalog"), base_dir, file, data_root)
     gpus = data.get("gpu_types")
@@ -69,7 +69,7 @@ def _user_catalog(
 ) -> UserCatalog | None:
     """The user catalog ``gpu_catalog`` names (None when it names none: the schema reports
     a value of the wrong type), read under the file-access policy."""
-    from planner.usercatalog import read_user_catalog
+    from planner.instance.usercatalog import read_user_catalog
 
     if not isinstance(ref, str):
         return None
@@ -97,8 +97,8 @@ def _catalog_offers(data: dict[str, Any], user: UserCatalog) -> dict[str, Any]:
     """Regions mapped to a cloud region (``cloud`` and ``cloud_region``, default the region's
     key) take, for every GPU type they have capacity for but list no offer of, the on-demand
     and spot offers the user catalog prices there
-    (:func:`planner.usercatalog.catalog_offers`); offers the file lists win."""
-    from planner.usercatalog import catalog_offers
+    (:func:`planner.instance.usercatalog.catalog_offers`); offers the file lists win."""
+    from planner.instance.usercatalog import catalog_offers
 
     regions = data.get("regions")
     gpus = data.get("gpu_types")

@@ -98,24 +98,30 @@ class Instance:
 
     @property
     def name(self) -> str:
+        """The instance's name (its ``name`` field)."""
         return self.spec.name
 
     @property
     def hours(self) -> int:
+        """Hours in the planning horizon: every hourly array has this length."""
         return self.spec.horizon.hours
 
     @property
     def start(self) -> datetime:
+        """The horizon's first hour (a time with its UTC offset): hour 0 of every array."""
         return self.spec.horizon.start
 
     def time_of(self, hour: int) -> datetime:
+        """The time at which horizon hour ``hour`` starts (in the horizon start's offset)."""
         return self.start + timedelta(hours=hour)
 
     def phase(self, name: str) -> Phase:
+        """The phase called ``name`` (KeyError for an unknown one)."""
         return self._by_name[name]
 
     @property
     def phases(self) -> tuple[Phase, ...]:
+        """Every phase in file order, done ones included (``active_phases`` leaves those out)."""
         return self.spec.phases
 
     @property
@@ -124,6 +130,7 @@ class Instance:
         return tuple(p for p in self.spec.phases if not p.done)
 
     def gpu(self, name: str) -> GpuType:
+        """The GPU type called ``name``, completed from the catalog."""
         return self.spec.gpu_types[name]
 
     @property
@@ -132,6 +139,7 @@ class Instance:
         return MemoryAllowances(**self.spec.memory.model_dump())
 
     def region(self, name: str) -> Region:
+        """The region called ``name``."""
         return self.spec.regions[name]
 
     def successors(self, name: str) -> tuple[str, ...]:
@@ -156,6 +164,8 @@ class Instance:
         return self.rates.terms.get((region, gpu), ())
 
     def term(self, region: str, gpu: str, name: str) -> Term | None:
+        """The reserved term ``name`` of the (region, GPU type) offer, None when it has no such
+        term."""
         return self.rates.term(region, gpu, name)
 
     def replace(self, updates: Mapping[str, Any]) -> Instance:

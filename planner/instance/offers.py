@@ -87,6 +87,7 @@ def reference(values: np.ndarray) -> float:
 
 
 def is_constant(values: np.ndarray) -> bool:
+    """Whether an hourly series has one value (then it is treated exactly as a number)."""
     return bool(np.all(values == values[0]))
 
 
@@ -108,6 +109,8 @@ class Term:
 
     @property
     def billed_hours(self) -> int:
+        """Hours a committed GPU is paid for: those inside the horizon when prorated, else the whole
+        term."""
         return self.end - self.first if self.prorate else self.hours
 
     @property
@@ -116,6 +119,7 @@ class Term:
         return self.name == ""
 
     def covers(self, hour: int) -> bool:
+        """Whether horizon hour ``hour`` lies inside the term."""
         return self.first <= hour < self.end
 
 
@@ -135,6 +139,7 @@ class Rates:
     preemptions_ref: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def term(self, region: str, gpu: str, name: str) -> Term | None:
+        """The reserved term ``name`` of the (region, GPU type) offer, None when it has none."""
         for t in self.terms.get((region, gpu), ()):
             if t.name == name:
                 return t

@@ -7,7 +7,7 @@ from __future__ import annotations
 import heapq
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -107,142 +107,201 @@ def window(spec: InstanceSpec, p: Phase) -> tuple[int, int]:
     return math.ceil(rel), math.floor(dl)
 
 
+class _Known(NamedTuple):
+    """The names an instance defines, as a set (phases, storage tiers) or a listing for
+    messages (:func:`planner.instance.messages.listing`): built once, so every check is a set
+    or dict lookup and the work is linear in the size of the document."""
+
+    names: set[str]
+    phases: str
+    gpus: str
+    regions: str
+    models: str
+    tiers: set[str]
+
+
+def _known(spec: InstanceSpec) -> _Known:
+    """The names ``spec`` defines (:class:`_Known`)."""
+    names = [p.name for p in spec.phases]
+    return _Known(
+        set(names),
+        listing(names),
+        listing(sorted(spec.gpu_types)),
+        listing(sorted(spec.regions)),
+        listing(sorted(spec.models)),
+        {t for r in spec.regions.values() for t in r.storage},
+    )
+
+
 def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
     """Append an error for every name that refers to nothing (GPU types, regions, models,
     phases, storage tiers, families), every release/deadline that is naive, outside the
     horizon or leaves no whole hour slot, and (when all names resolve) a precedence cycle."""
-    gpus, regions = spec.gpu_types, spec.regions
-    names = [p.name for p in spec.phases]
-    known_names = set(names)
-    # built once: every check below is a set or dict lookup, so the work is linear in the
-    # size of the document
-    phases_are, known_gpus = listing(names), listing(sorted(gpus))
-    known_regions, known_models = listing(sorted(regions)), listing(sorted(spec.models))
-    tiers = {t for r in regions.values() for t in r.storage}
+    known = _known(spec)
     seen: set[str] = set()
     for i, p in enumerate(spec.phases):
         where = f"phases[{i}] ({p.name})"
         if p.name in seen:
             errors.append(FieldError(f"{where}.name", f"duplicate phase name {quoted(p.name)}"))
         seen.add(p.name)
-        for q in p.predecessors:
-            if q not in known_names:
-                errors.append(
-                    FieldError(
-                        f"{where}.predecessors",
-                        f"unknown phase {quoted(q)}; phases are {phases_are}",
-                    )
-                )
-            if q == p.name:
-                errors.append(FieldError(f"{where}.predecessors", "a phase cannot precede itself"))
-        for g in p.gpu_types or ():
-            if g not in gpus:
-                errors.append(
-                    FieldError(
-                        f"{where}.gpu_types", f"unknown GPU type {quoted(g)}; known: {known_gpus}"
-                    )
-                )
-        for r in p.regions or ():
-            if r not in regions:
-                errors.append(
-                    FieldError(
-                        f"{where}.regions", f"unknown region {quoted(r)}; known: {known_regions}"
-                    )
-                )
-        if p.model is not None and p.model not in spec.models:
-            errors.append(
-                FieldError(
-                    f"{where}.model", f"unknown model {quoted(p.model)}; known: {known_models}"
-                )
-            )
-        if p.work.gpu is not None and p.work.gpu not in gpus:
-            errors.append(
-                FieldError(
-                    f"{where}.work.gpu",
-                    f"unknown GPU type {quoted(p.work.gpu)}; known: {known_gpus}",
-                )
-            )
-        if (
-            p.work.gpu_hours is not None
-            and p.work.gpu in gpus
-            and not gpus[p.work.gpu].peak_tflops.get(p.work.precision)
-        ):
-            errors.append(
-                FieldError(
-                    f"{where}.work.precision",
-                    f"GPU type {p.work.gpu!r} has no peak_tflops at "
-                    f"{p.work.precision!r}, so its GPU-hours say nothing "
-                    "about the work; give a precision it has",
-                )
-            )
-        if p.work.tokens is not None and p.model is None:
-            errors.append(
-                FieldError(f"{where}.work.tokens", "work in tokens needs the phase's 'model' (6ND)")
-            )
-        if isinstance(p.mfu, dict):
-            for g in p.mfu:
-                if g not in gpus:
-                    errors.append(FieldError(f"{where}.mfu", f"unknown GPU type {quoted(g)}"))
-        if p.data.home_region is not None and p.data.home_region not in regions:
-            errors.append(
-                FieldError(
-                    f"{where}.data.home_region", f"unknown region {quoted(p.data.home_region)}"
-                )
-            )
-        rel = _hour_of(spec, p.release)
-        dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
-        naive = False
-        for fname, when in (("release", p.release), ("deadline", p.deadline)):
-            if isinstance(when, datetime) and when.tzinfo is None:
-                naive = True
-                errors.append(
-                    FieldError(
-                        f"{where}.{fname}",
-                        "expected a time with a UTC offset, e.g. "
-                        "2023-06-06T12:00:00Z, or an hour number "
-                        f"(got {when.isoformat()})",
-                    )
-                )
-        if naive:
-            continue
-        if dl <= rel:
-            errors.append(
-                FieldError(
-                    f"{where}.deadline",
-                    f"deadline (hour {dl:g}) must be after release (hour {rel:g})",
-                )
-            )
-        elif math.floor(dl) <= math.ceil(rel):
-            errors.append(
-                FieldError(
-                    f"{where}.deadline",
-                    f"no whole hour slot between release (hour {rel:g}, "
-                    f"slots from {math.ceil(rel)}) and deadline (hour {dl:g}, "
-                    f"slots before {math.floor(dl)})",
-                )
-            )
-        if rel < 0 or rel >= spec.horizon.hours:
-            errors.append(
-                FieldError(
-                    f"{where}.release",
-                    f"release hour {rel:g} is outside the horizon [0, {spec.horizon.hours})",
-                )
-            )
-        if dl > spec.horizon.hours:
-            errors.append(
-                FieldError(
-                    f"{where}.deadline",
-                    f"deadline hour {dl:g} is after the horizon end ({spec.horizon.hours})",
-                )
-            )
+        _check_phase_names(spec, known, where, p, errors)
+        if not _check_phase_times(spec, where, p, errors):
+            continue  # a time without a UTC offset: the phase's hours mean nothing yet
         for t in p.options.storage_tiers or ():
-            if t not in tiers:
+            if t not in known.tiers:
                 errors.append(
                     FieldError(
                         f"{where}.options.storage_tiers",
                         f"no region has a storage tier {quoted(t)}",
                     )
                 )
+    _check_region_names(spec, known, errors)
+    pairs = sum(len(set(r.capacity) | set(r.offers)) for r in spec.regions.values())
+    if pairs > MAX_OFFERED_PAIRS:
+        errors.append(
+            FieldError(
+                "regions",
+                f"expected at most {MAX_OFFERED_PAIRS} (region, GPU type) pairs with capacity "
+                f"or offers, over all regions (got {pairs})",
+            )
+        )
+    families = {g.family for g in spec.gpu_types.values()}
+    for fam in spec.families:
+        if fam not in families:
+            errors.append(FieldError(f"families.{fam}", "no GPU type belongs to this family"))
+    check_state_references(spec, errors)
+    if not errors:
+        cycle = find_cycle(spec.phases)
+        if cycle:
+            errors.append(FieldError("phases", "precedence cycle: " + " -> ".join(cycle)))
+
+
+def _check_phase_names(
+    spec: InstanceSpec, known: _Known, where: str, p: Phase, errors: list[FieldError]
+) -> None:
+    """Errors for the names phase ``p`` gives that refer to nothing: predecessors, GPU types,
+    regions, model, the GPU its work is measured on (and a precision it has no peak at), the
+    GPU types of its MFU and its data's home region; and work in tokens without a model."""
+    gpus, regions = spec.gpu_types, spec.regions
+    for q in p.predecessors:
+        if q not in known.names:
+            errors.append(
+                FieldError(
+                    f"{where}.predecessors",
+                    f"unknown phase {quoted(q)}; phases are {known.phases}",
+                )
+            )
+        if q == p.name:
+            errors.append(FieldError(f"{where}.predecessors", "a phase cannot precede itself"))
+    for g in p.gpu_types or ():
+        if g not in gpus:
+            errors.append(
+                FieldError(
+                    f"{where}.gpu_types", f"unknown GPU type {quoted(g)}; known: {known.gpus}"
+                )
+            )
+    for r in p.regions or ():
+        if r not in regions:
+            errors.append(
+                FieldError(
+                    f"{where}.regions", f"unknown region {quoted(r)}; known: {known.regions}"
+                )
+            )
+    if p.model is not None and p.model not in spec.models:
+        errors.append(
+            FieldError(f"{where}.model", f"unknown model {quoted(p.model)}; known: {known.models}")
+        )
+    if p.work.gpu is not None and p.work.gpu not in gpus:
+        errors.append(
+            FieldError(
+                f"{where}.work.gpu",
+                f"unknown GPU type {quoted(p.work.gpu)}; known: {known.gpus}",
+            )
+        )
+    if (
+        p.work.gpu_hours is not None
+        and p.work.gpu in gpus
+        and not gpus[p.work.gpu].peak_tflops.get(p.work.precision)
+    ):
+        errors.append(
+            FieldError(
+                f"{where}.work.precision",
+                f"GPU type {p.work.gpu!r} has no peak_tflops at "
+                f"{p.work.precision!r}, so its GPU-hours say nothing "
+                "about the work; give a precision it has",
+            )
+        )
+    if p.work.tokens is not None and p.model is None:
+        errors.append(
+            FieldError(f"{where}.work.tokens", "work in tokens needs the phase's 'model' (6ND)")
+        )
+    if isinstance(p.mfu, dict):
+        for g in p.mfu:
+            if g not in gpus:
+                errors.append(FieldError(f"{where}.mfu", f"unknown GPU type {quoted(g)}"))
+    if p.data.home_region is not None and p.data.home_region not in regions:
+        errors.append(
+            FieldError(f"{where}.data.home_region", f"unknown region {quoted(p.data.home_region)}")
+        )
+
+
+def _check_phase_times(spec: InstanceSpec, where: str, p: Phase, errors: list[FieldError]) -> bool:
+    """Errors for phase ``p``'s release and deadline: without a UTC offset (then False: its
+    hours mean nothing), a deadline not after the release or leaving no whole hour slot, and
+    hours outside the horizon."""
+    rel = _hour_of(spec, p.release)
+    dl = spec.horizon.hours if p.deadline is None else _hour_of(spec, p.deadline)
+    naive = False
+    for fname, when in (("release", p.release), ("deadline", p.deadline)):
+        if isinstance(when, datetime) and when.tzinfo is None:
+            naive = True
+            errors.append(
+                FieldError(
+                    f"{where}.{fname}",
+                    "expected a time with a UTC offset, e.g. "
+                    "2023-06-06T12:00:00Z, or an hour number "
+                    f"(got {when.isoformat()})",
+                )
+            )
+    if naive:
+        return False
+    if dl <= rel:
+        errors.append(
+            FieldError(
+                f"{where}.deadline",
+                f"deadline (hour {dl:g}) must be after release (hour {rel:g})",
+            )
+        )
+    elif math.floor(dl) <= math.ceil(rel):
+        errors.append(
+            FieldError(
+                f"{where}.deadline",
+                f"no whole hour slot between release (hour {rel:g}, "
+                f"slots from {math.ceil(rel)}) and deadline (hour {dl:g}, "
+                f"slots before {math.floor(dl)})",
+            )
+        )
+    if rel < 0 or rel >= spec.horizon.hours:
+        errors.append(
+            FieldError(
+                f"{where}.release",
+                f"release hour {rel:g} is outside the horizon [0, {spec.horizon.hours})",
+            )
+        )
+    if dl > spec.horizon.hours:
+        errors.append(
+            FieldError(
+                f"{where}.deadline",
+                f"deadline hour {dl:g} is after the horizon end ({spec.horizon.hours})",
+            )
+        )
+    return True
+
+
+def _check_region_names(spec: InstanceSpec, known: _Known, errors: list[FieldError]) -> None:
+    """Errors for the regions' names that refer to nothing (GPU types of capacity and offers,
+    regions of transfer prices) and capacity series shorter than the horizon."""
+    gpus, regions = spec.gpu_types, spec.regions
     for rname, region in regions.items():
         for part, keys in (("capacity", region.capacity), ("offers", region.offers)):
             for g in keys:
@@ -250,7 +309,7 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
                     errors.append(
                         FieldError(
                             f"regions.{rname}.{part}.{g}",
-                            f"unknown GPU type {quoted(g)}; known: {known_gpus}",
+                            f"unknown GPU type {quoted(g)}; known: {known.gpus}",
                         )
                     )
         for g, cap in region.capacity.items():
@@ -269,24 +328,6 @@ def check_references(spec: InstanceSpec, errors: list[FieldError]) -> None:
                         f"regions.{rname}.transfer_usd_per_gb", f"unknown region {quoted(other)}"
                     )
                 )
-    pairs = sum(len(set(r.capacity) | set(r.offers)) for r in regions.values())
-    if pairs > MAX_OFFERED_PAIRS:
-        errors.append(
-            FieldError(
-                "regions",
-                f"expected at most {MAX_OFFERED_PAIRS} (region, GPU type) pairs with capacity "
-                f"or offers, over all regions (got {pairs})",
-            )
-        )
-    families = {g.family for g in gpus.values()}
-    for fam in spec.families:
-        if fam not in families:
-            errors.append(FieldError(f"families.{fam}", "no GPU type belongs to this family"))
-    check_state_references(spec, errors)
-    if not errors:
-        cycle = find_cycle(spec.phases)
-        if cycle:
-            errors.append(FieldError("phases", "precedence cycle: " + " -> ".join(cycle)))
 
 
 def check_state_references(spec: InstanceSpec, errors: list[FieldError]) -> None:

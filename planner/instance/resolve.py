@@ -93,39 +93,10 @@ def resolve(
     errors.extend(rate_errors)
     if errors:
         raise InstanceError(file, errors)
-    models: dict[str, ModelDims] = {}
     warnings: list[str] = list(dict.fromkeys(series_notes))
-    for mname, m in spec.models.items():
-        models[mname] = dims(
-            m.params,
-            m.layers,
-            m.hidden,
-            m.heads,
-            m.seq_len,
-            m.vocab,
-            m.optimizer,
-            m.flash_attention,
-            arch=m.architecture() if m.uses_full_architecture else None,
-        )
-        if models[mname].inferred:
-            md = models[mname]
-            warnings.append(
-                f"models.{mname}: architecture inferred from params (L={md.layers},"
-                f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy"
-            )
+    models = _models(spec, warnings)
     windows = {p.name: window(spec, p) for p in spec.phases}
-    fr: dict[str, float] = {}
-    for gname, gpu in spec.gpu_types.items():
-        if gpu.failures_per_gpu_hour is not None:
-            fr[gname] = gpu.failures_per_gpu_hour
-        elif gpu.failures_per_1000_node_days is not None:
-            fr[gname] = per_gpu_hour_from_node_days(
-                gpu.failures_per_1000_node_days, gpu.gpus_per_node
-            )
-        elif gpu.failure_preset is not None:
-            fr[gname] = FAILURE_PRESETS[gpu.failure_preset].per_gpu_hour
-        else:
-            fr[gname] = spec.failure.failures_per_gpu_hour
+    fr = _failure_rates(spec)
     return Instance(
         spec=spec,
         source=file,
@@ -144,6 +115,49 @@ def resolve(
         rebuild=rebuild,
         data_root=data_root,
     )
+
+
+def _models(spec: InstanceSpec, warnings: list[str]) -> dict[str, ModelDims]:
+    """Every model's dimensions (with its full architecture when the spec gives one); a
+    warning for each whose architecture had to be inferred from its parameter count."""
+    models: dict[str, ModelDims] = {}
+    for mname, m in spec.models.items():
+        models[mname] = dims(
+            m.params,
+            m.layers,
+            m.hidden,
+            m.heads,
+            m.seq_len,
+            m.vocab,
+            m.optimizer,
+            m.flash_attention,
+            arch=m.architecture() if m.uses_full_architecture else None,
+        )
+        if models[mname].inferred:
+            md = models[mname]
+            warnings.append(
+                f"models.{mname}: architecture inferred from params (L={md.layers},"
+                f" h={md.hidden}, heads={md.heads}); give layers/hidden for accuracy"
+            )
+    return models
+
+
+def _failure_rates(spec: InstanceSpec) -> dict[str, float]:
+    """Failures per GPU-hour of every GPU type: its own rate, per 1,000 node-days, a fleet
+    preset, else the instance's failure model."""
+    fr: dict[str, float] = {}
+    for gname, gpu in spec.gpu_types.items():
+        if gpu.failures_per_gpu_hour is not None:
+            fr[gname] = gpu.failures_per_gpu_hour
+        elif gpu.failures_per_1000_node_days is not None:
+            fr[gname] = per_gpu_hour_from_node_days(
+                gpu.failures_per_1000_node_days, gpu.gpus_per_node
+            )
+        elif gpu.failure_preset is not None:
+            fr[gname] = FAILURE_PRESETS[gpu.failure_preset].per_gpu_hour
+        else:
+            fr[gname] = spec.failure.failures_per_gpu_hour
+    return fr
 
 
 def _capacity(

@@ -137,6 +137,8 @@ class Architecture:
 
     @property
     def has_qkv_bias(self) -> bool:
+        """Whether the attention projections have a bias (their own flag, else the linear
+        layers')."""
         return self.linear_bias if self.qkv_bias is None else self.qkv_bias
 
     def moe_layer(self, i: int) -> bool:
@@ -147,10 +149,12 @@ class Architecture:
 
     @property
     def moe_layers(self) -> int:
+        """Layers with an MoE MLP."""
         return sum(self.moe_layer(i) for i in range(self.layers))
 
     @property
     def dense_layers(self) -> int:
+        """Layers with a dense MLP."""
         return self.layers - self.moe_layers
 
 

@@ -51,4 +51,5 @@ def emissions_tonnes(kwh: float, g_per_kwh: float) -> float:
 
 
 def tokens_per_kwh(tokens: float, kwh: float) -> float:
+    """Tokens trained per kWh (infinite for no energy)."""
     return tokens / kwh if kwh > 0 else math.inf

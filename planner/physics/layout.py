@@ -173,4 +173,5 @@ def context_parallel_kv_bytes_per_layer(
 
 
 def nodes_for(gpus: float, gpus_per_node: int) -> int:
+    """Whole nodes ``gpus`` GPUs occupy (at least one, a fractional GPU too)."""
     return max(1, math.ceil(gpus / gpus_per_node))

@@ -309,13 +309,16 @@ class MemoryBreakdown:
 
     @property
     def fits(self) -> bool:
+        """Whether the layout fits: total GB within the usable capacity (1e-9 GB tolerance)."""
         return self.total_gb <= self.capacity_gb + 1e-9
 
     @property
     def headroom_gb(self) -> float:
+        """Usable GB left free (negative when the layout does not fit)."""
         return self.capacity_gb - self.total_gb
 
     def to_dict(self) -> dict[str, float | bool]:
+        """The breakdown as plans and ``estimate --json`` state it."""
         return {
             "model_states_gb": self.model_states_gb,
             "activations_gb": self.activations_gb,
@@ -487,6 +490,8 @@ class StateBytes:
 
     @property
     def total(self) -> float:
+        """Bytes of model state per parameter: weights, gradients, optimizer states and fp32
+        gradients."""
         return self.weights + self.grads + self.optimizer + self.fp32_grads
 
 

@@ -72,6 +72,8 @@ def preset_fields(name: str) -> dict[str, Any]:
 
 
 def preset_source(name: str) -> str:
+    """Where a model preset's architecture comes from (paper or model card), empty when not
+    recorded."""
     return str(preset_entry(name).get("source", ""))
 
 

@@ -204,6 +204,7 @@ class FailurePreset:
 
     @property
     def per_1000_node_days(self) -> float:
+        """The preset's rate as failures per 1,000 node-days, the unit fleets publish."""
         return self.per_gpu_hour * 1000.0 * 24.0 * self.gpus_per_node
 
 
@@ -280,6 +281,7 @@ class FailureOutcome:
 
     @property
     def effective_training_time(self) -> float:
+        """Compute hours over wall hours (1 for an empty run)."""
         return self.compute_hours / self.wall_hours if self.wall_hours > 0 else 1.0
 
 

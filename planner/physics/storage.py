@@ -39,6 +39,7 @@ def write_seconds(gb: float, write_gb_per_s: float) -> float:
 
 
 def transfer_usd(gb: float, usd_per_gb: float) -> float:
+    """USD to move ``gb`` GB at ``usd_per_gb``."""
     return gb * usd_per_gb
 
 

@@ -87,6 +87,7 @@ td.neg{color:#c0392b}
 
 
 def esc(x: object) -> str:
+    """``x`` as HTML text, quotes escaped too: every value put in the report goes through this."""
     return html.escape(str(x), quote=True)
 
 
