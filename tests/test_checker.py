@@ -868,3 +868,19 @@ def test_non_finite_json_constants_are_refused(tmp_path: Path, plan_file: Path) 
     assert '"energy_kwh": NaN' in text
     with pytest.raises(PlanFileError, match="NaN is not a number JSON allows"):
         read_plan(path)
+
+
+@pytest.mark.parametrize(
+    "field", [{"offload": "[/]\x1b[31m"}, {"zero": 7}, {"recompute": "most"}], ids=str
+)
+def test_a_model_less_phase_with_an_unknown_layout_is_refused_not_priced(
+    tiny: Instance, space: ConfigSpace, field: dict[str, Any]
+) -> None:
+    # found by the long fuzz run: a data-preparation phase (no model) whose plan named an
+    # unknown offload reached the memory formula, which raised; it is a violation instead
+    plan = east_plan(tiny, space)
+    odd = dataclasses.replace(plan.phase("prep"), **field)
+    bad = dataclasses.replace(plan, phases=(odd, *(p for p in plan.phases if p.name != "prep")))
+    v = verify(tiny, bad)
+    assert not v.ok
+    assert any("a phase without a model has no parallel layout" in x.message for x in v.violations)

@@ -262,7 +262,13 @@ def _check_layout(inst: Instance, p: Phase, e: PhasePlan) -> tuple[list[str], bo
                 f"ZeRO {e.zero}, recompute {e.recompute}, tp {e.tp}, pp {e.pp}, cp {e.cp}, "
                 f"ep {e.ep}, interleave {e.virtual}, offload {e.offload}"
             )
-        return problems, e.tp >= 1 and e.pp >= 1
+        # the memory and speed of a model-less phase still read these: price only known ones
+        known = (
+            e.zero in (0, 1, 2, 3)
+            and e.recompute in RECOMPUTE_FACTOR
+            and e.offload in ("none", "optimizer", "params")
+        )
+        return problems, e.tp >= 1 and e.pp >= 1 and known
     costable = True
     if e.zero not in (0, 1, 2, 3):
         problems.append(f"ZeRO stage must be 0-3, got {e.zero}")
