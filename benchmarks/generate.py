@@ -50,6 +50,19 @@ MARKET_ZONES: dict[str, tuple[str, float]] = {
 }
 
 
+def two_tiers() -> dict[str, Any]:
+    """Every generated region's storage: a hot tier and a cheaper, slower cold one."""
+    return {
+        "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
+        "cold": {
+            "usd_per_gb_month": 0.02,
+            "write_gb_per_s": 1.0,
+            "read_gb_per_s": 1.0,
+            "retrieval_usd_per_gb": 0.01,
+        },
+    }
+
+
 def _markets(*stems: str) -> list[tuple[str, str, float]]:
     """(market file stem, IANA zone, PUE) for ``stems``, in that order."""
     return [(m, *MARKET_ZONES[m]) for m in stems]
@@ -160,15 +173,7 @@ def _generated(
             "price_adder_usd_per_mwh": 30.0,
             "capacity": cap,
             "offers": offers,
-            "storage": {
-                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
-                "cold": {
-                    "usd_per_gb_month": 0.02,
-                    "write_gb_per_s": 1.0,
-                    "read_gb_per_s": 1.0,
-                    "retrieval_usd_per_gb": 0.01,
-                },
-            },
+            "storage": two_tiers(),
         }
     models = {
         "m1b": {"layers": 24, "hidden": 2048, "heads": 16, "seq_len": 2048},
@@ -542,15 +547,7 @@ def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
                 }
                 for g in GPUS
             },
-            "storage": {
-                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
-                "cold": {
-                    "usd_per_gb_month": 0.02,
-                    "write_gb_per_s": 1.0,
-                    "read_gb_per_s": 1.0,
-                    "retrieval_usd_per_gb": 0.01,
-                },
-            },
+            "storage": two_tiers(),
         }
     phases: list[dict[str, Any]] = []
     for pipe in range(n_pipes):
@@ -758,15 +755,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
                 g: _capacity_series(QUARTER_POOL[g], tz, start, hours) for g in QUARTER_GPUS
             },
             "offers": offers,
-            "storage": {
-                "hot": {"usd_per_gb_month": 0.08, "write_gb_per_s": 10.0, "read_gb_per_s": 10.0},
-                "cold": {
-                    "usd_per_gb_month": 0.02,
-                    "write_gb_per_s": 1.0,
-                    "read_gb_per_s": 1.0,
-                    "retrieval_usd_per_gb": 0.01,
-                },
-            },
+            "storage": two_tiers(),
         }
     phases: list[dict[str, Any]] = []
     for team in range(teams):
