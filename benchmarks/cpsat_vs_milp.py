@@ -318,7 +318,7 @@ def run_highs(
 
 def run_portfolio(inst: Instance, limit: float, threads: int) -> Run:
     """CP-SAT for a share of the time, then HiGHS (presolve off) from its schedule, as
-    solve_nonpreemptive(portfolio=True) does for "highs"."""
+    solve_nonpreemptive(portfolio=True) does for "starttime"."""
     t0 = time.perf_counter()
     share = min(PORTFOLIO_SHARE * limit, PORTFOLIO_FIRST_MAX_S)
     cp = run_cpsat(inst, share, threads, "literal")

@@ -27,7 +27,7 @@ presolve cannot be switched off until ``formulations.highs_runner.solve_highs`` 
 options; with presolve on HiGHS was slower than CP-SAT at every size, so until then "auto"
 picks CP-SAT throughout.
 
-``solve_nonpreemptive(..., portfolio=True)`` lets the two help each other: for "highs",
+``solve_nonpreemptive(..., portfolio=True)`` lets the two help each other: for "starttime",
 CP-SAT runs first for a share of the time and its schedule becomes HiGHS's MIP start; for
 "cpsat", the start-time MILP runs first (when small enough) and its plan becomes CP-SAT's
 hint. The final bound is the better of the two proved bounds.
@@ -66,7 +66,7 @@ def pausable(inst: Instance, space: ConfigSpace) -> list[str]:
 
 
 def choose(inst: Instance) -> tuple[str, str]:
-    """("milp" | "cpsat" | "highs", a one-sentence reason), from the model that would be
+    """("milp" | "cpsat" | "starttime", a one-sentence reason), from the model that would be
     built: the start-time MILP's size counts only the capacity rows it keeps."""
     active = inst.active_phases
     if not active:
@@ -101,8 +101,8 @@ def choose(inst: Instance) -> tuple[str, str]:
     nvar, nnz = estimate_nonzeros(inst, space)
     n = len(active)
     if nnz <= HIGHS_MAX_NONZEROS:
-        return "highs", (
-            f"highs: all {n} phases are non-preemptive and the start-time MILP is "
+        return "starttime", (
+            f"starttime: all {n} phases are non-preemptive and the start-time MILP is "
             f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "
             f"{_si(HIGHS_MAX_NONZEROS)}), where HiGHS proves optimality fastest"
         )
@@ -139,7 +139,7 @@ def solve_nonpreemptive(
     space: ConfigSpace | None = None,
     on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Solve with "cpsat" (CP-SAT) or "highs" (the start-time MILP). ``hint`` is a schedule or
+    """Solve with "cpsat" (CP-SAT) or "starttime" (the start-time MILP). ``hint`` is a schedule or
     plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint, HiGHS as a MIP start.
 
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
@@ -147,8 +147,10 @@ def solve_nonpreemptive(
     (use the hourly MILP, ``--solver milp``, for those instances)."""
     from formulations.starttime import build_data, solve_starttime
 
-    if solver not in ("cpsat", "highs"):
-        raise ValueError(f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or 'highs'")
+    if solver not in ("cpsat", "starttime"):
+        raise ValueError(
+            f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or 'starttime'"
+        )
     t0 = time.perf_counter()
     space = space or config_space(inst)
     pre = pausable(inst, space)
@@ -182,7 +184,7 @@ def solve_nonpreemptive(
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
     def run(which: str, limit: float, start: Hint | None) -> Result:
-        """CP-SAT ("cpsat") or the start-time MILP ("highs") for ``limit`` seconds, from
+        """CP-SAT ("cpsat") or the start-time MILP ("starttime") for ``limit`` seconds, from
         ``start`` (CP-SAT's solution hint, the MILP's MIP start)."""
         if which == "cpsat":  # ortools (and pandas) load only when CP-SAT runs
             from formulations.cpsat import solve_cpsat
@@ -206,10 +208,10 @@ def solve_nonpreemptive(
     first: Result | None = None
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
-        if solver == "highs":
+        if solver == "starttime":
             first = run("cpsat", share, hint)
         elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
-            first = run("highs", share, hint)
+            first = run("starttime", share, hint)
         if first is not None and first.status == SolutionStatus.OPTIMAL:
             res = _relabel(
                 first, f"portfolio: {first.solver} closed the gap in {first.runtime_s:.1f} s"

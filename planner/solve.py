@@ -14,7 +14,23 @@ if TYPE_CHECKING:
     from planner.plan import Plan
     from planner.schedule import Schedule
 
-SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
+#: The solvers by name: "milp" the hourly MILP, "starttime" the start-time MILP, "cpsat"
+#: CP-SAT, "baseline" the lever-free baseline, "auto" picked by formulations.choose.
+SOLVERS = ("auto", "milp", "starttime", "cpsat", "baseline")
+#: Old solver names still accepted, and the name each is now ("highs" named a model after a
+#: solver, and ``--backend highs`` names the solver).
+RENAMED = {"highs": "starttime"}
+
+
+def solver_name(solver: str) -> tuple[str, str | None]:
+    """``solver``'s current name and, for an old name, the deprecation note to show.
+    Raises ValueError for a name that is neither."""
+    if solver in RENAMED:
+        new = RENAMED[solver]
+        return new, f"--solver {solver} is now --solver {new} (the old name will go)"
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
+    return solver, None
 
 
 class SolveOptions(TypedDict, total=False):
@@ -43,7 +59,8 @@ def solve(
     start: Plan | Schedule | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
-    plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
+    plan), "cpsat" / "starttime" (non-preemptive scheduling, CP-SAT or the start-time MILP;
+    "highs", its old name, is still accepted and the result carries a note saying so), or
     "auto" (picked by formulations.dispatch.choose). Always returns a :class:`Result`: an
     infeasible instance, a solver error or running out of memory become its termination and
     message, never an exception (bad arguments still raise ValueError). Numbers in the
@@ -66,8 +83,7 @@ def solve(
     or schedule (of this instance or of the one it was re-planned from): the hourly MILP
     offers it as a plan, keeping its placements that still fit (formulations.warm); the
     non-preemptive solvers take it as their hint."""
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
+    solver, renamed = solver_name(solver)
     if not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
     if not 0 <= gap <= 1:
@@ -76,6 +92,26 @@ def solve(
     from planner.consistency import warn_numerics
 
     warn_numerics(instance)
+    res = _solve(
+        instance, solver, time_limit, gap, threads, backend, verbose, on_progress, start, t0
+    )
+    return res if renamed is None else res.with_notes(renamed)
+
+
+def _solve(
+    instance: Instance,
+    solver: str,
+    time_limit: float,
+    gap: float,
+    threads: int | None,
+    backend: str,
+    verbose: bool,
+    on_progress: ProgressFn | None,
+    start: Plan | Schedule | None,
+    t0: float,
+) -> Result:
+    """:func:`solve` after the arguments are checked (at ``t0``): the solver's result,
+    verified."""
     try:
         if not instance.active_phases:
             return verified(instance, empty_plan(instance, solver, t0), t0)
@@ -251,7 +287,7 @@ def _dispatch(
         from formulations.baseline import solve_baseline
 
         return solve_baseline(instance)
-    if solver in ("cpsat", "highs"):
+    if solver in ("cpsat", "starttime"):
         from formulations.dispatch import solve_nonpreemptive
 
         return solve_nonpreemptive(

@@ -355,7 +355,7 @@ def test_choose() -> None:
     pick, why = choose(inst)
     _, nnz = estimate_nonzeros(inst, build_config_space(inst))
     small = nnz <= HIGHS_MAX_NONZEROS
-    assert pick == ("highs" if small else "cpsat")
+    assert pick == ("starttime" if small else "cpsat")
     assert why.startswith(pick + ":") and "2 phases are non-preemptive" in why
     # a long horizon with many phases: the start-time model is too large
     d["horizon"]["hours"] = 24 * 30
@@ -396,7 +396,7 @@ def test_hints_and_portfolio(solved: Any) -> None:
     assert b.stats["start_objective"] == pytest.approx(cp.objective, rel=1e-9)
     assert b.objective == pytest.approx(st.objective, rel=1e-7)
     # Portfolio: CP-SAT first, then HiGHS from its schedule; the bound is the better one.
-    c = solve_nonpreemptive(inst, "highs", 20.0, 0.0, 2, False, portfolio=True)
+    c = solve_nonpreemptive(inst, "starttime", 20.0, 0.0, 2, False, portfolio=True)
     assert c.objective == pytest.approx(st.objective, rel=1e-7)
     assert any("portfolio" in n for n in c.notes)
     checked(inst, c.plan)

@@ -133,13 +133,13 @@ def test_an_unexpected_solver_exception_is_an_error_result(
     assert "KeyError" in res.message
 
 
-@pytest.mark.parametrize("solver", ["milp", "highs", "cpsat"])
+@pytest.mark.parametrize("solver", ["milp", "starttime", "cpsat"])
 def test_running_out_of_memory_gives_an_error_result(
     monkeypatch: pytest.MonkeyPatch, tiny: Instance, solver: str
 ) -> None:
     # each formulation's model builder raises MemoryError, as a huge model would
     without_heuristics(monkeypatch)
-    module = {"milp": milp_solve, "highs": starttime_solve, "cpsat": cpsat_solve}[solver]
+    module = {"milp": milp_solve, "starttime": starttime_solve, "cpsat": cpsat_solve}[solver]
     monkeypatch.setattr(module, "build", raiser(MemoryError()))
     res = planner_solve.solve(tiny, solver=solver, time_limit=5)
     assert res.termination == Termination.ERROR and res.plan is None
@@ -165,7 +165,7 @@ def test_starttime_time_limit_without_a_plan(
 ) -> None:
     monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(starttime_solve, "solve_highs", time_limit_without_solution)
-    res = planner_solve.solve(tiny, solver="highs", time_limit=1)
+    res = planner_solve.solve(tiny, solver="starttime", time_limit=1)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
     assert res.message.startswith(NO_PLAN_IN_TIME), res.message
 

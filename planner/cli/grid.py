@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.cli.app import command, console, err_console, fail, output_path, result, results
+from planner.cli.options import renamed_solver_note
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
 from planner.terminal import shown, styled
@@ -133,6 +134,7 @@ def grid_cmd(
         opts = resolve_options(spec, solver, time_limit, gap, backend)
     except ValueError as e:
         fail(f"--{e}")
+    renamed_solver_note(solver or spec.defaults.solver or "auto")
     store = output if output is not None else default_store(spec)
     if not dry_run:  # every output checked before any scenario is solved
         output_path(store, "-o")

@@ -34,11 +34,11 @@ from planner.cli.app import (
 from planner.cli.exits import no_plan_exit
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money, saving_share
-from planner.cli.options import InstanceFile, TimeLimit
+from planner.cli.options import InstanceFile, TimeLimit, renamed_solver_note
 from planner.instance.errors import InstanceError
 from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
 from planner.result import Result, Termination
-from planner.solve import SOLVERS, solve
+from planner.solve import RENAMED, SOLVERS, solve
 
 if TYPE_CHECKING:
     from planner.attribution import Attribution
@@ -228,8 +228,9 @@ def solve_cmd(
     from planner.consistency import NumericWarning
     from planner.emissions import carbon_coverage
 
-    if solver not in SOLVERS:
+    if solver not in (*SOLVERS, *RENAMED):
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
+    solver = renamed_solver_note(solver)
     if backend not in ("auto", "highs", "pyomo"):
         fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
     if (from_hour is None) != (old_plan is None):

@@ -83,11 +83,12 @@ def resolve_options(
 ) -> SolveOptions:
     """Explicit arguments, else the grid file's ``solve`` block, else the defaults. Raises
     ``ValueError`` naming the option when a value is not allowed."""
-    from planner.solve import SOLVERS
+    from planner.solve import RENAMED, SOLVERS
 
     d = spec.defaults
+    name = solver or d.solver or "auto"
     opts = SolveOptions(
-        solver=solver or d.solver or "auto",
+        solver=RENAMED.get(name, name),  # the old name "highs" is "starttime"
         time_limit=float(time_limit if time_limit is not None else d.time_limit or 60.0),
         gap=float(gap if gap is not None else d.gap if d.gap is not None else 1e-4),
         backend=backend or d.backend or "auto",
@@ -95,7 +96,7 @@ def resolve_options(
         hooks=hooks_from_env(),
     )
     if opts.solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {opts.solver!r}")
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {name!r}")
     if opts.backend not in BACKENDS:
         raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {opts.backend!r}")
     if not opts.time_limit > 0:
