@@ -39,7 +39,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from formulations.starttime.data import Hint, estimate_nonzeros
+from formulations.starttime.data import WarmStart, estimate_nonzeros
 from planner.configs import ConfigSpace, config_space
 from planner.instance.model import Instance
 from planner.progress import ProgressFn
@@ -134,13 +134,14 @@ def solve_nonpreemptive(
     threads: int | None,
     verbose: bool,
     *,
-    hint: Hint | None = None,
+    start: WarmStart | None = None,
     portfolio: bool = False,
     space: ConfigSpace | None = None,
     on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Solve with "cpsat" (CP-SAT) or "starttime" (the start-time MILP). ``hint`` is a schedule or
-    plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint, HiGHS as a MIP start.
+    """Solve with "cpsat" (CP-SAT) or "starttime" (the start-time MILP). ``start`` (the warm
+    start) is a schedule or plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint,
+    HiGHS as a MIP start.
 
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
     but may cost more than one that pauses, so it is reported as feasible, without a bound
@@ -183,7 +184,7 @@ def solve_nonpreemptive(
     def left() -> float:
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
-    def run(which: str, limit: float, start: Hint | None) -> Result:
+    def run(which: str, limit: float, start: WarmStart | None) -> Result:
         """CP-SAT ("cpsat") or the start-time MILP ("starttime") for ``limit`` seconds, from
         ``start`` (CP-SAT's solution hint, the MILP's MIP start)."""
         if which == "cpsat":  # ortools (and pandas) load only when CP-SAT runs
@@ -209,17 +210,17 @@ def solve_nonpreemptive(
     if portfolio and data is not None and all(data.tables.values()):
         share = min(PORTFOLIO_SHARE * time_limit, PORTFOLIO_FIRST_MAX_S)
         if solver == "starttime":
-            first = run("cpsat", share, hint)
+            first = run("cpsat", share, start)
         elif estimate_nonzeros(inst, space)[1] <= 4 * HIGHS_MAX_NONZEROS:
-            first = run("starttime", share, hint)
+            first = run("starttime", share, start)
         if first is not None and first.status == SolutionStatus.OPTIMAL:
             res = _relabel(
                 first, f"portfolio: {first.solver} closed the gap in {first.runtime_s:.1f} s"
             )
             return _restricted(res, pre, capped)
         if first is not None and first.plan is not None:
-            hint = first.plan
-    res = run(solver, left(), hint)
+            start = first.plan
+    res = run(solver, left(), start)
     if first is not None:
         res = _merge(res, first, time.perf_counter() - t0, gap)
     return _restricted(res, pre, capped)

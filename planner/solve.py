@@ -82,7 +82,7 @@ def solve(
     works; ``verbose`` shows the solvers' own logs. ``start``: a warm start, an earlier plan
     or schedule (of this instance or of the one it was re-planned from): the hourly MILP
     offers it as a plan, keeping its placements that still fit (formulations.warm); the
-    non-preemptive solvers take it as their hint."""
+    non-preemptive solvers as a solution hint (CP-SAT) or MIP start."""
     solver, renamed = solver_name(solver)
     if not time_limit > 0:
         raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
@@ -291,7 +291,14 @@ def _dispatch(
         from formulations.dispatch import solve_nonpreemptive
 
         return solve_nonpreemptive(
-            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress, hint=start
+            instance,
+            solver,
+            time_limit,
+            gap,
+            threads,
+            verbose,
+            on_progress=on_progress,
+            start=start,
         )
     if solver == "auto":
         from formulations.dispatch import choose

@@ -381,7 +381,7 @@ def test_solve_auto_routes_nonpreemptive_instances() -> None:
 def test_hints_and_portfolio(solved: Any) -> None:
     inst, cp, st, hm = solved[1]
     # The hourly MILP's plan as CP-SAT's hint; CP-SAT's schedule as HiGHS's MIP start.
-    a = solve_cpsat(inst, time_limit=20, gap=0.0, threads=2, hint=hm.plan)
+    a = solve_cpsat(inst, time_limit=20, gap=0.0, threads=2, start=hm.plan)
     assert any("hint: the given schedule" in n for n in a.notes)
     assert a.stats["hint_objective"] == pytest.approx(hm.objective, rel=1e-9)
     assert a.objective == pytest.approx(cp.objective, abs=1e-6)
@@ -411,7 +411,7 @@ def test_hints_and_portfolio(solved: Any) -> None:
 def test_bad_hint_is_dropped_with_a_note() -> None:
     inst = one_job(False)
     c = build_config_space(inst)["job"][0]
-    res = solve_cpsat(inst, gap=0.0, hint={"job": (c, (0, 1, 5, 6))})  # not contiguous
+    res = solve_cpsat(inst, gap=0.0, start={"job": (c, (0, 1, 5, 6))})  # not contiguous
     assert any("hint dropped" in n for n in res.notes)
     assert res.objective == pytest.approx(46.20, abs=1e-6)
 

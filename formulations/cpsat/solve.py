@@ -25,9 +25,9 @@ from ortools.sat.python import cp_model
 
 from formulations.cpsat.model import CpsatModel, build
 from formulations.starttime.data import (
-    Hint,
     Pool,
     StartData,
+    WarmStart,
     finish,
     no_plan_message,
     objective_of,
@@ -153,12 +153,12 @@ def solve_cpsat(
     time_limit: float = 60.0,
     gap: float = 1e-4,
     threads: int | None = None,
-    hint: Hint | None = None,
+    start: WarmStart | None = None,
     mode: str = "auto",
     scale: float | None = None,
     redundant: bool = True,
     symmetry: bool = True,
-    heuristic_hint: bool = True,
+    heuristic_start: bool = True,
     verbose: bool = False,
     data: StartData | None = None,
     progress: list[Progress] | None = None,
@@ -169,9 +169,9 @@ def solve_cpsat(
 ) -> Result:
     """Build and solve the CP-SAT model of a non-preemptive instance.
 
-    ``hint``: a contiguous schedule or a plan (e.g. from the MILP) given to CP-SAT as a
-    solution hint; without one, the look-ahead (else greedy) schedule of
-    :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_hint``.
+    ``start``: the warm start, a contiguous schedule or a plan (e.g. from the MILP), given
+    to CP-SAT as a solution hint; without one, the look-ahead (else greedy) schedule of
+    :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_start``.
     ``threads`` -> ``num_workers`` (None: all cores). The time limit covers building and
     solving. ``progress`` collects every improving solution. ``params`` are further CP-SAT
     parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
@@ -194,14 +194,14 @@ def solve_cpsat(
         **{k: float(v) for k, v in cm.counts.items()},
     }
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
-    st = start_of(data, hint, heuristic_hint)
+    st = start_of(data, start, heuristic_start)
     if st is not None and st.choice is not None and st.objective is not None:
         add_hint(cm, st.choice, st.reserved)
         stats["hint_objective"] = st.objective
         note_list.append(f"CP-SAT hint: the {st.source} schedule ({st.objective:,.2f})")
         if st.violation is None:
             fallback = (st.choice, st.reserved)
-    elif st is not None and hint is not None:
+    elif st is not None and start is not None:
         note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
     stats["build_s"] = time.perf_counter() - t0
     solver = cp_model.CpSolver()

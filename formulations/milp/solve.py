@@ -67,7 +67,7 @@ from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.recontract import recontract
 from formulations.milp.solution import point_from_schedule, schedule_from_point
-from formulations.warm import Start, hint
+from formulations.warm import Start, start_placements
 from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
@@ -357,9 +357,9 @@ def _pipeline(
     # 2. the plan started from (a warm start) first, then the look-ahead plan
     if start is not None:
         tracker.stage("heuristic", "warm start")
-        kept = hint(space, inst.release, start)
+        kept = start_placements(space, inst.release, start)
         st.stats["warm_start_kept"] = len(kept)
-        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
+        if st.offer(lookahead_schedule(inst, space, windows, start=kept), "warm start"):
             st.notes.append(
                 f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
                 "they started from, the others placed around them"

@@ -8,8 +8,8 @@ from typing import Any
 
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
 from formulations.starttime.data import (
-    Hint,
     StartData,
+    WarmStart,
     finish,
     no_plan_message,
     objective_of,
@@ -47,7 +47,7 @@ def solve_starttime(
     time_limit: float = 60.0,
     gap: float = 1e-4,
     threads: int | None = None,
-    start: Hint | None = None,
+    start: WarmStart | None = None,
     backend: str = "highs",
     verbose: bool = False,
     data: StartData | None = None,
