@@ -36,8 +36,9 @@ from planner.cli.app import app
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER
 from planner.grid.api import grid_frame, resolve_options, run_grid
 from planner.grid.spec import build_instance, load_grid
-from planner.grid.task import BasePayload, SolveOptions, Task, run_scenario
+from planner.grid.task import BasePayload, GridOptions, Task, run_scenario
 from planner.instance import Instance, read
+from planner.options import SolveOptions
 from planner.result import Result, SolutionStatus, Termination
 
 #: The modules (``planner.solve`` the attribute is the function, re-exported by ``planner``).
@@ -288,7 +289,7 @@ class InProcess:
     def run(
         self,
         base: BasePayload,
-        opts: SolveOptions,
+        opts: GridOptions,
         tasks: list[Task],
         on_result: Callable[[dict[str, Any]], None],
     ) -> None:
@@ -346,11 +347,7 @@ def test_a_failing_scenario_fails_only_its_row(
         direct = real(
             build_instance(spec.base, sc),
             opts.solver,
-            opts.time_limit,
-            opts.gap,
-            1,
-            opts.backend,
-            False,
+            SolveOptions(time_limit=opts.time_limit, gap=opts.gap, threads=1, backend=opts.backend),
         )
         assert direct.objective is not None
         assert row["objective"] == pytest.approx(direct.objective, rel=1e-6)

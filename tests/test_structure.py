@@ -45,6 +45,7 @@ LOWER = (
     "planner.result",
     "planner.emissions",
     "planner.progress",
+    "planner.options",
     "planner.checker",
 )
 UPPER = (

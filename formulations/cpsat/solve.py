@@ -27,7 +27,6 @@ from formulations.cpsat.model import CpsatModel, build
 from formulations.starttime.data import (
     Pool,
     StartData,
-    WarmStart,
     finish,
     no_plan_message,
     objective_of,
@@ -36,7 +35,8 @@ from formulations.starttime.data import (
 )
 from planner.configs import ConfigSpace
 from planner.instance.model import Instance
-from planner.progress import ProgressFn, Tracker
+from planner.options import SolveOptions
+from planner.progress import Tracker
 from planner.result import Result, Termination
 
 SOLVER = "cpsat"
@@ -149,32 +149,36 @@ def read_choice(
 
 def solve_cpsat(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    start: WarmStart | None = None,
     mode: str = "auto",
     scale: float | None = None,
     redundant: bool = True,
     symmetry: bool = True,
     heuristic_start: bool = True,
-    verbose: bool = False,
     data: StartData | None = None,
     progress: list[Progress] | None = None,
     notes: tuple[str, ...] = (),
     seed: int = 0,
     params: Mapping[str, object] | None = None,
-    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Build and solve the CP-SAT model of a non-preemptive instance.
+    """Build and solve the CP-SAT model of a non-preemptive instance within
+    ``options.time_limit`` (building included) to ``options.gap``.
 
-    ``start``: the warm start, a contiguous schedule or a plan (e.g. from the MILP), given
-    to CP-SAT as a solution hint; without one, the look-ahead (else greedy) schedule of
+    ``options.start``: the warm start, a contiguous schedule or a plan (e.g. from the MILP),
+    given to CP-SAT as a solution hint; without one, the look-ahead (else greedy) schedule of
     :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_start``.
-    ``threads`` -> ``num_workers`` (None: all cores). The time limit covers building and
-    solving. ``progress`` collects every improving solution. ``params`` are further CP-SAT
-    parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
+    ``options.threads`` -> ``num_workers`` (None: all cores); ``options.backend`` is the
+    MILPs' and not used here. ``progress`` collects every improving solution. ``params`` are
+    further CP-SAT parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
+    time_limit, gap, threads, verbose = (
+        options.time_limit,
+        options.gap,
+        options.threads,
+        options.verbose,
+    )
+    start, on_progress = options.start, options.on_progress
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)

@@ -71,8 +71,9 @@ from formulations.warm import Start, start_placements
 from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
+from planner.options import SolveOptions
 from planner.plan import Plan
-from planner.progress import ProgressFn, Tracker
+from planner.progress import Tracker
 from planner.result import GAP_TOLERANCE, MAX_ALTERNATIVES, Result, Termination, within_gap
 from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
@@ -278,25 +279,28 @@ class _State:
 
 def solve_milp(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    backend: str = "auto",
     warm_start: bool = True,
-    verbose: bool = False,
     prune: bool = True,
-    on_progress: ProgressFn | None = None,
-    start: Start | None = None,
 ) -> Result:
-    """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
-    docstring's pipeline). ``start``: an earlier plan or schedule (of this instance or the one
-    it was re-planned from) offered as a plan after the look-ahead's: its placements kept
-    where they still fit, the other phases placed around them (:mod:`formulations.warm`).
-    ``backend``: "highs" (arrays into highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS
-    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds
-    the full model (with the look-ahead start unless ``warm_start=False``: the plain
-    reference). ``on_progress`` hears every improvement."""
+    """Solve the hourly MILP to a relative ``options.gap`` within ``options.time_limit``
+    seconds (the module docstring's pipeline). ``options.start``: an earlier plan or schedule
+    (of this instance or the one it was re-planned from) offered as a plan after the
+    look-ahead's: its placements kept where they still fit, the other phases placed around
+    them (:mod:`formulations.warm`). ``options.backend``: "highs" (arrays into highspy, from
+    the incumbent) or "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start),
+    "auto" = highs. ``space``: the configuration space when already built. ``prune=False``
+    builds the full model (with the look-ahead start unless ``warm_start=False``: the plain
+    reference). ``options.on_progress`` hears every improvement."""
+    time_limit, gap, threads, verbose = (
+        options.time_limit,
+        options.gap,
+        options.threads,
+        options.verbose,
+    )
+    start, backend, on_progress = options.start, options.backend, options.on_progress
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
     space = space or config_space(inst)

@@ -9,7 +9,6 @@ from typing import Any
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
 from formulations.starttime.data import (
     StartData,
-    WarmStart,
     finish,
     no_plan_message,
     objective_of,
@@ -19,7 +18,8 @@ from formulations.starttime.data import (
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
 from planner.configs import ConfigSpace
 from planner.instance.model import Instance
-from planner.progress import ProgressFn, Tracker
+from planner.options import SolveOptions
+from planner.progress import Tracker
 from planner.result import Result, Termination
 from planner.schedule import Pool
 
@@ -43,24 +43,28 @@ def model_stats(sm: StartModel) -> dict[str, float]:
 
 def solve_starttime(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    start: WarmStart | None = None,
-    backend: str = "highs",
-    verbose: bool = False,
     data: StartData | None = None,
     notes: tuple[str, ...] = (),
     heuristic_start: bool = True,
-    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Build and solve the start-time MILP. ``start`` (a contiguous schedule, e.g. CP-SAT's,
-    or a plan) becomes a MIP start; a start that does not fit the model is reported in the
-    plan notes and dropped. ``backend``: "highs" (arrays into highspy; takes the MIP start)
-    or "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without ``start``, the
-    look-ahead (else greedy) schedule is the MIP start when ``heuristic_start``.
-    ``on_progress`` hears the start's objective and HiGHS's incumbents and bounds."""
+    """Build and solve the start-time MILP within ``options.time_limit`` to ``options.gap``.
+    ``options.start`` (a contiguous schedule, e.g. CP-SAT's, or a plan) becomes a MIP start;
+    a start that does not fit the model is reported in the plan notes and dropped.
+    ``options.backend``: "highs" or "auto" (arrays into highspy; takes the MIP start) or
+    "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without a start, the look-ahead
+    (else greedy) schedule is the MIP start when ``heuristic_start``. ``options.on_progress``
+    hears the start's objective and HiGHS's incumbents and bounds. ``space`` / ``data``: the
+    configuration space and start tables when already built."""
+    time_limit, gap, threads, verbose = (
+        options.time_limit,
+        options.gap,
+        options.threads,
+        options.verbose,
+    )
+    start, backend, on_progress = options.start, options.backend, options.on_progress
     t0 = time.perf_counter()
     tracker = Tracker(on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)

@@ -36,6 +36,7 @@ from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money, saving_share
 from planner.cli.options import InstanceFile, TimeLimit, renamed_solver_note
 from planner.instance.errors import InstanceError
+from planner.options import BACKENDS
 from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
 from planner.result import Result, Termination
 from planner.solve import RENAMED, SOLVERS, solve
@@ -231,8 +232,8 @@ def solve_cmd(
     if solver not in (*SOLVERS, *RENAMED):
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
     solver = renamed_solver_note(solver)
-    if backend not in ("auto", "highs", "pyomo"):
-        fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
+    if backend not in BACKENDS:
+        fail(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     if (from_hour is None) != (old_plan is None):
         fail("--from and --plan go together: --from HOUR --plan OLD.json")
     if status and from_hour is None:
@@ -269,7 +270,7 @@ def solve_cmd(
         else:
             if solver == "auto":
                 try:
-                    from formulations.dispatch import choose
+                    from formulations.choose import choose
 
                     _, why = choose(inst)
                     if not as_json:

@@ -1,36 +1,20 @@
-"""Which formulation solves an instance, and the entry point for the non-preemptive ones.
+"""The non-preemptive solvers' entry point: the start-time MILP or CP-SAT, alone or as a
+portfolio.
 
-- Some phase is preemptible (may pause): the hourly MILP (:mod:`formulations.milp`), the only
-  model of pauses, resumes and parking; it also handles non-preemptive phases in the same
-  instance through its contiguity constraint.
-- Every phase is non-preemptive: a phase is fixed by its configuration and start hour, and
-  two exact models of the same costs exist: the start-time MILP on HiGHS
-  (:mod:`formulations.starttime`) and CP-SAT (:mod:`formulations.cpsat`). The start-time
-  MILP's capacity rows hold one nonzero per (start, running hour), configurations x window
-  x run length; CP-SAT's interval model grows with configurations x window only.
+:func:`solve_nonpreemptive` solves an instance whose phases each run as one contiguous run
+with ``"starttime"`` (the start-time MILP on HiGHS, :mod:`formulations.starttime`) or
+``"cpsat"`` (:mod:`formulations.cpsat`); which one "auto" takes is
+:func:`formulations.choose.choose`'s. Phases the contiguous models cannot represent are
+restricted and said so: a preemptible phase runs without pauses, a phase that may change
+configuration at checkpoints runs on one configuration, reserved terms are left out; the
+plan is then valid but only feasible (no bound), and no plan is no proof of infeasibility.
 
-Measured by ``benchmarks/cpsat_vs_milp.py`` (2 threads, 60 s, shared machine; seconds to a
-proved optimum, or objective at the limit):
-
-=====  ===========  ====================  ===================  =====================
-size   nonzeros     CP-SAT                HiGHS presolve off   HiGHS presolve on
-=====  ===========  ====================  ===================  =====================
-XS     17k          0.1 s                 0.0 s                0.4 s
-S      56k / 114k   0.2 / 0.4 s           0.1 / 0.3 s          0.6 / 3.4-9.4 s
-M      243k         3.5 s                 5.6-11.9 s           7.5-37.8 s
-L      2.1M         17,469 (bound 8.7k)   21,376 (bound 16.2k)
-XL     14.6M        26,222                26,228 (no bound)
-=====  ===========  ====================  ===================  =====================
-
-So HiGHS (with presolve off) up to :data:`HIGHS_MAX_NONZEROS`, CP-SAT above. HiGHS's
-presolve cannot be switched off until ``formulations.highs_runner.solve_highs`` takes
-options; with presolve on HiGHS was slower than CP-SAT at every size, so until then "auto"
-picks CP-SAT throughout.
-
-``solve_nonpreemptive(..., portfolio=True)`` lets the two help each other: for "starttime",
-CP-SAT runs first for a share of the time and its schedule becomes HiGHS's MIP start; for
-"cpsat", the start-time MILP runs first (when small enough) and its plan becomes CP-SAT's
-hint. The final bound is the better of the two proved bounds.
+With ``portfolio=True`` the two help each other: for "starttime", CP-SAT runs first for
+:data:`PORTFOLIO_SHARE` of the time (at most :data:`PORTFOLIO_FIRST_MAX_S`) and its schedule
+becomes HiGHS's MIP start; for "cpsat", the start-time MILP runs first (when its capacity
+rows have at most four times ``HIGHS_MAX_NONZEROS``) and its plan becomes CP-SAT's solution
+hint. A first run that proves optimality ends the solve; otherwise the better plan is kept
+with the better of the two proved bounds.
 """
 
 from __future__ import annotations
@@ -39,109 +23,33 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from formulations.starttime.data import WarmStart, estimate_nonzeros
+from formulations.choose import HIGHS_MAX_NONZEROS, has_terms, pausable
+from formulations.starttime.data import estimate_nonzeros
 from planner.configs import ConfigSpace, config_space
 from planner.instance.model import Instance
-from planner.progress import ProgressFn
+from planner.options import SolveOptions
+from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination, within_gap
-
-#: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP on
-#: HiGHS (when its presolve can be turned off); above it, CP-SAT (see the table above).
-HIGHS_MAX_NONZEROS = 150_000
+from planner.schedule import Schedule
 
 #: Share of the time limit the first solver of a portfolio gets, and its cap in seconds.
 PORTFOLIO_SHARE = 0.3
 PORTFOLIO_FIRST_MAX_S = 20.0
 
 
-def pausable(inst: Instance, space: ConfigSpace) -> list[str]:
-    """The preemptible phases that can actually pause: some configuration runs more than one
-    hour. A phase whose every configuration runs a single hour has one run whatever it may
-    do, so the non-preemptive models are exact for it (no resume, no parking)."""
-    return [
-        p.name
-        for p in inst.active_phases
-        if p.preemptible and any(c.hours > 1 for c in space.by_phase.get(p.name, ()))
-    ]
-
-
-def choose(inst: Instance) -> tuple[str, str]:
-    """("milp" | "cpsat" | "starttime", a one-sentence reason), from the model that would be
-    built: the start-time MILP's size counts only the capacity rows it keeps."""
-    active = inst.active_phases
-    if not active:
-        return "milp", "nothing to plan: every phase is done (the plan is empty)"
-    space = config_space(inst)
-    pre = pausable(inst, space)
-    if pre:
-        names = ", ".join(pre[:3]) + (" ..." if len(pre) > 3 else "")
-        return "milp", (
-            f"milp: {len(pre)} of {len(active)} phases may pause ({names}), and "
-            "only the hourly MILP models pauses and resumes"
-        )
-    seg = [p.name for p in active if p.options.max_segments > 1]
-    if seg:
-        names = ", ".join(seg[:3]) + (" ..." if len(seg) > 3 else "")
-        return "milp", (
-            f"milp: {names} may change configuration at checkpoints (max_segments > 1), "
-            "and only the hourly MILP models segments and migrations"
-        )
-    running = [p.name for p in active if p.running is not None]
-    if running:
-        return "milp", (
-            f"milp: {', '.join(running[:3])} continue from a running configuration, and "
-            "the hourly MILP models the migration off it"
-        )
-    if _has_terms(space):
-        return "milp", "milp: reserved terms are modelled by the hourly MILP only"
-    if space.infeasible:
-        return "milp", (
-            "milp: some phase has no feasible configuration, which the hourly MILP reports"
-        )
-    nvar, nnz = estimate_nonzeros(inst, space)
-    n = len(active)
-    if nnz <= HIGHS_MAX_NONZEROS:
-        return "starttime", (
-            f"starttime: all {n} phases are non-preemptive and the start-time MILP is "
-            f"small ({nvar:,} starts, {_si(nnz)} capacity nonzeros <= "
-            f"{_si(HIGHS_MAX_NONZEROS)}), where HiGHS proves optimality fastest"
-        )
-    return "cpsat", (
-        f"cpsat: all {n} phases are non-preemptive and the start-time MILP would "
-        f"have {_si(nnz)} capacity nonzeros ({nvar:,} starts), more than "
-        f"{_si(HIGHS_MAX_NONZEROS)}"
-    )
-
-
-def _has_terms(space: ConfigSpace) -> bool:
-    """Some configuration runs under a named reserved term."""
-    return any(c.term for cs in space.by_phase.values() for c in cs)
-
-
-def _si(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1e6:.1f}M"
-    if n >= 10_000:
-        return f"{n / 1e3:.0f}k"
-    return f"{n:,}"
-
-
 def solve_nonpreemptive(
     inst: Instance,
     solver: str,
-    time_limit: float,
-    gap: float,
-    threads: int | None,
-    verbose: bool,
+    options: SolveOptions = SolveOptions(),
     *,
-    start: WarmStart | None = None,
     portfolio: bool = False,
     space: ConfigSpace | None = None,
-    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Solve with "cpsat" (CP-SAT) or "starttime" (the start-time MILP). ``start`` (the warm
-    start) is a schedule or plan (e.g. the hourly MILP's): CP-SAT takes it as a solution hint,
-    HiGHS as a MIP start.
+    """Solve with "cpsat" (CP-SAT) or "starttime" (the start-time MILP), within
+    ``options.time_limit``. ``options.start`` (the warm start) is a schedule or plan (e.g.
+    the hourly MILP's): CP-SAT takes it as a solution hint, HiGHS as a MIP start.
+    ``portfolio``: run the other model first (the module docstring); ``planner.solve`` runs
+    one model.
 
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
     but may cost more than one that pauses, so it is reported as feasible, without a bound
@@ -153,6 +61,7 @@ def solve_nonpreemptive(
             f"unknown non-preemptive solver {solver!r}; expected 'cpsat' or 'starttime'"
         )
     t0 = time.perf_counter()
+    time_limit, start = options.time_limit, options.start
     space = space or config_space(inst)
     pre = pausable(inst, space)
     capped = inst.spec.objective.carbon_cap_tonnes is not None
@@ -169,7 +78,7 @@ def solve_nonpreemptive(
             f"{', '.join(seg)} planned on one configuration each: a plan that changes "
             "configuration at checkpoints may cost less (use --solver milp)",
         )
-    if _has_terms(space):
+    if has_terms(space):
         space = space.restricted(
             {n: tuple(c for c in cs if not c.term) for n, cs in space.by_phase.items()}
         )
@@ -184,7 +93,7 @@ def solve_nonpreemptive(
     def left() -> float:
         return max(0.05, time_limit - (time.perf_counter() - t0))
 
-    def run(which: str, limit: float, start: WarmStart | None) -> Result:
+    def run(which: str, limit: float, start: Plan | Schedule | None) -> Result:
         """CP-SAT ("cpsat") or the start-time MILP ("starttime") for ``limit`` seconds, from
         ``start`` (CP-SAT's solution hint, the MILP's MIP start)."""
         if which == "cpsat":  # ortools (and pandas) load only when CP-SAT runs
@@ -194,16 +103,7 @@ def solve_nonpreemptive(
         else:
             solve = solve_starttime
         return solve(
-            inst,
-            space,
-            limit,
-            gap,
-            threads,
-            start,
-            verbose=verbose,
-            data=data,
-            notes=notes,
-            on_progress=on_progress,
+            inst, options.but(time_limit=limit, start=start), space=space, data=data, notes=notes
         )
 
     first: Result | None = None
@@ -222,7 +122,7 @@ def solve_nonpreemptive(
             start = first.plan
     res = run(solver, left(), start)
     if first is not None:
-        res = _merge(res, first, time.perf_counter() - t0, gap)
+        res = _merge(res, first, time.perf_counter() - t0, options.gap)
     return _restricted(res, pre, capped)
 
 
