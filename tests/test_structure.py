@@ -7,7 +7,9 @@ those under ``if TYPE_CHECKING:`` are for annotations only and never run):
 - the lower layers of ``planner`` never import ``formulations`` or the upper layers;
 - ``formulations`` never imports the upper layers;
 - the checker imports nothing of the planner but the instance, the physics formulas and the
-  plan/result data types.
+  plan/result data types;
+- README's layer list ("Where things are") names every module, and no module imports one
+  listed below its own line.
 
 And one regression of a drift the consolidation removed: the planner's and the checker's MFU
 of a GPU type a per-GPU mapping leaves out, with a GPU type named ``default``.
@@ -217,6 +219,65 @@ def test_every_planner_module_is_in_a_layer() -> None:
         if m.startswith("planner.") and not _under(m, LOWER) and not _under(m, UPPER)
     ]
     assert loose == []
+
+
+# ----------------------------------------------------------------------------- README's layers
+
+
+def readme_layers() -> list[tuple[str, ...]]:
+    """The layer list of README's "Where things are" block, top first: per line that starts
+    at the margin, the module paths before the description (``planner/costs.py``,
+    ``planner/instance/``, ``formulations/``) as dotted names."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Where things are", 1)[1].split("```", 2)[1]
+    layers: list[tuple[str, ...]] = []
+    for line in block.splitlines():
+        if not line or line[0].isspace():
+            continue
+        head = line.split("  ", 1)[0]
+        names = tuple(
+            p.strip().removesuffix("/").removesuffix(".py").replace("/", ".")
+            for p in head.split(",")
+            if p.strip().startswith(PACKAGES)
+        )
+        if names:
+            layers.append(names)
+    return layers
+
+
+def _layer_of(module: str, layers: list[tuple[str, ...]]) -> int | None:
+    for i, names in enumerate(layers):
+        if _under(module, names):
+            return i
+    return None
+
+
+def test_readme_lists_every_module_in_one_layer() -> None:
+    layers = readme_layers()
+    assert len(layers) > 10, layers  # the block is read
+    listed = [n for names in layers for n in names]
+    assert len(listed) == len(set(listed)), listed
+    unknown = [n for n in listed if n not in MODULES]
+    assert unknown == [], f"README names modules that do not exist: {unknown}"
+    # every module but the package roots (their public names load lazily)
+    missing = [m for m in MODULES if m not in PACKAGES and _layer_of(m, layers) is None]
+    assert missing == [], f"modules missing from README's layer list: {missing}"
+
+
+def test_readme_layer_list_matches_the_import_graph() -> None:
+    """Each README line imports only the lines above it and itself (run-time imports)."""
+    layers = readme_layers()
+    up = sorted(
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if m not in PACKAGES
+        and t not in PACKAGES
+        and (a := _layer_of(m, layers)) is not None
+        and (b := _layer_of(t, layers)) is not None
+        and b > a
+    )
+    assert up == [], f"imports that go down README's layer list: {up}"
 
 
 # ----------------------------------------------------------------------------- MFU drift
