@@ -280,6 +280,44 @@ def test_readme_layer_list_matches_the_import_graph() -> None:
     assert up == [], f"imports that go down README's layer list: {up}"
 
 
+def test_architecture_names_the_pipeline_stages_in_the_order_the_code_runs_them() -> None:
+    """docs/architecture.md's stage table cites, stage by stage, calls that the hourly
+    MILP's ``_pipeline`` (then ``_reduced`` and ``_finish``) makes in that same order."""
+    import inspect
+    import re
+
+    from formulations.milp import solve as milp_solve
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    code = "".join(
+        inspect.getsource(f)
+        for f in (milp_solve._pipeline, milp_solve._reduced, milp_solve._finish)
+    )
+    stages = [
+        "phase_bounds",
+        "start_placements",
+        "_best_heuristic",
+        "single_segment",
+        "Relaxation",
+        "_fixing",
+        "_full_milp",
+        "_search",
+        "earliest",
+    ]
+    assert all(f"`{name}" in doc or f".{name}" in doc for name in stages), stages
+
+    pos = 0  # each stage's call found after the previous stage's
+    for name in stages:
+        hit = re.compile(rf"(?<![\w.]){name}\(").search(code, pos)
+        assert hit is not None, f"{name} is not called after the stage before it"
+        pos = hit.end()
+    table = doc[doc.index("| # | stage |") :]
+    rows = ["separable bound", "Lagrangian relaxation", "bound-based fixing", "reduced MILP"]
+    rows += ["neighbourhoods", "earliest-finish compaction", "verification"]
+    at = [table.index(f"| {row} |") for row in rows]
+    assert at == sorted(at), dict(zip(rows, at, strict=True))
+
+
 # ----------------------------------------------------------------------------- MFU drift
 
 
