@@ -172,15 +172,9 @@ def solve_cpsat(
     ``options.threads`` -> ``num_workers`` (None: all cores); ``options.backend`` is the
     MILPs' and not used here. ``progress`` collects every improving solution. ``params`` are
     further CP-SAT parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
-    time_limit, gap, threads, verbose = (
-        options.time_limit,
-        options.gap,
-        options.threads,
-        options.verbose,
-    )
-    start, on_progress = options.start, options.on_progress
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -198,22 +192,22 @@ def solve_cpsat(
         **{k: float(v) for k, v in cm.counts.items()},
     }
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
-    st = start_of(data, start, heuristic_start)
+    st = start_of(data, o.start, heuristic_start)
     if st is not None and st.choice is not None and st.objective is not None:
         add_hint(cm, st.choice, st.reserved)
         stats["hint_objective"] = st.objective
         note_list.append(f"CP-SAT hint: the {st.source} schedule ({st.objective:,.2f})")
         if st.violation is None:
             fallback = (st.choice, st.reserved)
-    elif st is not None and start is not None:
+    elif st is not None and o.start is not None:
         note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
     stats["build_s"] = time.perf_counter() - t0
     solver = cp_model.CpSolver()
     prm = solver.parameters
-    prm.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - t0))
-    prm.num_workers = int(threads) if threads else (os.cpu_count() or 1)
-    prm.relative_gap_limit = float(gap)
-    prm.log_search_progress = bool(verbose)
+    prm.max_time_in_seconds = max(0.05, o.time_limit - (time.perf_counter() - t0))
+    prm.num_workers = int(o.threads) if o.threads else (os.cpu_count() or 1)
+    prm.relative_gap_limit = float(o.gap)
+    prm.log_search_progress = bool(o.verbose)
     prm.random_seed = int(seed)
     for key, value in {**DEFAULT_PARAMS, **(params or {})}.items():
         setattr(prm, key, value)
@@ -221,7 +215,7 @@ def solve_cpsat(
     if st is not None and st.objective is not None and st.violation is None:
         tracker.offer_plan(st.objective, f"{st.source} hint")
     tracker.stage("cpsat", "CP-SAT")
-    if on_progress is not None:
+    if o.on_progress is not None:
 
         def on_bound(b: float) -> None:
             tracker.offer_bound(b / cm.scale - cm.rounding_bound)
@@ -246,7 +240,7 @@ def solve_cpsat(
         stats,
         fallback,
         prm.num_workers,
-        gap,
+        o.gap,
     )
     return tracker.finish(res)
 

@@ -294,27 +294,21 @@ def solve_milp(
     "auto" = highs. ``space``: the configuration space when already built. ``prune=False``
     builds the full model (with the look-ahead start unless ``warm_start=False``: the plain
     reference). ``options.on_progress`` hears every improvement."""
-    time_limit, gap, threads, verbose = (
-        options.time_limit,
-        options.gap,
-        options.threads,
-        options.verbose,
-    )
-    start, backend, on_progress = options.start, options.backend, options.on_progress
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     space = space or config_space(inst)
     if space.infeasible:
         return Result.no_configuration(
             "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
         )
     windows = time_windows(inst, space.fewest_hours())
-    st = _State(inst, gap, threads, tracker, t0 + time_limit, windows)
+    st = _State(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
     try:
         if not prune:
-            return _plain(inst, space, windows, st, t0, backend, warm_start, verbose)
+            return _plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
         return _pipeline(
-            inst, space, windows, st, t0, time_limit, backend, warm_start, verbose, start
+            inst, space, windows, st, t0, o.time_limit, o.backend, warm_start, o.verbose, o.start
         )
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):

@@ -58,15 +58,9 @@ def solve_starttime(
     (else greedy) schedule is the MIP start when ``heuristic_start``. ``options.on_progress``
     hears the start's objective and HiGHS's incumbents and bounds. ``space`` / ``data``: the
     configuration space and start tables when already built."""
-    time_limit, gap, threads, verbose = (
-        options.time_limit,
-        options.gap,
-        options.threads,
-        options.verbose,
-    )
-    start, backend, on_progress = options.start, options.backend, options.on_progress
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -76,7 +70,7 @@ def solve_starttime(
     stats["build_s"] = time.perf_counter() - t0
     note_list = list(notes)
     x0 = None
-    st = start_of(data, start, heuristic_start)
+    st = start_of(data, o.start, heuristic_start)
     also = (
         ((f"{st.source} start", st.choice, st.reserved),)
         if st is not None and st.choice is not None and st.violation is None
@@ -100,7 +94,7 @@ def solve_starttime(
             note_list.append(
                 f"MIP start: the {st.source} schedule ({stats['start_objective']:,.2f})"
             )
-    remaining = max(0.05, time_limit - (time.perf_counter() - t0))
+    remaining = max(0.05, o.time_limit - (time.perf_counter() - t0))
     tracker.stage("milp", "start-time MILP")
 
     def on_event(kind: str, obj: float | None, bound: float | None, x: object) -> None:
@@ -109,14 +103,21 @@ def solve_starttime(
         tracker.offer_bound(bound)
         tracker.tick()
 
-    if backend == "pyomo":
-        raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
+    if o.backend == "pyomo":
+        raw = solve_pyomo(sm.lp, remaining, o.gap, o.threads, o.verbose)
     else:
         raw = solve_highs(
-            sm.lp, remaining, gap, threads, x0, verbose, options=HIGHS_OPTIONS, on_event=on_event
+            sm.lp,
+            remaining,
+            o.gap,
+            o.threads,
+            x0,
+            o.verbose,
+            options=HIGHS_OPTIONS,
+            on_event=on_event,
         )
         stats["highs_presolve_off"] = 1.0
-    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, gap, also))
+    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, o.gap, also))
 
 
 def result_of(
