@@ -33,10 +33,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from formulations.choose import choose
 from formulations.cpsat import Progress, solve_cpsat
-from formulations.dispatch import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE, choose
 from formulations.highs_runner import use_threads
 from formulations.linear import LinearProgram
+from formulations.portfolio import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE
 from formulations.starttime.data import (
     build_data,
     choice_of,
@@ -50,6 +51,7 @@ from formulations.starttime.model import choice_of_point, point_of
 from planner.configs import build_config_space
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
+from planner.options import SolveOptions
 from planner.plan import Plan
 
 #: (pipelines of prep -> train -> eval, horizon hours)
@@ -220,7 +222,9 @@ class Run:
 def run_cpsat(inst: Instance, limit: float, threads: int, mode: str) -> Run:
     t0 = time.perf_counter()
     prog: list[Progress] = []
-    res = solve_cpsat(inst, time_limit=limit, gap=0.0, threads=threads, mode=mode, progress=prog)
+    res = solve_cpsat(
+        inst, SolveOptions(time_limit=limit, gap=0.0, threads=threads), mode=mode, progress=prog
+    )
     build = res.stats.get("build_s", math.nan)
     run = Run(f"cpsat-{mode}", build_s=build, total_s=time.perf_counter() - t0)
     # progress seconds count from the start of the search; shift by the build time
@@ -318,7 +322,7 @@ def run_highs(
 
 def run_portfolio(inst: Instance, limit: float, threads: int) -> Run:
     """CP-SAT for a share of the time, then HiGHS (presolve off) from its schedule, as
-    solve_nonpreemptive(portfolio=True) does for "highs"."""
+    solve_nonpreemptive(portfolio=True) does for "starttime"."""
     t0 = time.perf_counter()
     share = min(PORTFOLIO_SHARE * limit, PORTFOLIO_FIRST_MAX_S)
     cp = run_cpsat(inst, share, threads, "literal")

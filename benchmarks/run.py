@@ -41,6 +41,7 @@ def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str
     from planner.checker import verify
     from planner.configs import build_config_space
     from planner.instance.read import from_dict
+    from planner.options import SolveOptions
     from planner.solve import solve
     from planner.windows import time_windows
 
@@ -51,7 +52,7 @@ def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str
     space = build_config_space(inst)
     win = time_windows(inst, space.fewest_hours())
     full_x = sum(max(0, win.end[p] - win.start[p]) * len(cs) for p, cs in space.by_phase.items())
-    res = solve_milp(inst, space=space, time_limit=limit, gap=gap, backend="highs")
+    res = solve_milp(inst, SolveOptions(time_limit=limit, gap=gap, backend="highs"), space=space)
     total = time.perf_counter() - t0
     # the solve's own peak: the lever-free baseline below builds variants of its own
     peak_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

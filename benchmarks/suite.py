@@ -356,17 +356,10 @@ def run_one(
     t0 = time.perf_counter()
     if mode == "reference":
         from formulations.milp import solve_milp
+        from planner.options import SolveOptions
 
-        ref_kwargs: dict[str, Any] = {
-            "time_limit": time_limit,
-            "gap": ONE_PCT,
-            "prune": False,
-            "warm_start": False,
-            "backend": "highs",
-        }
-        if "threads" in inspect.signature(solve_milp).parameters:
-            ref_kwargs["threads"] = threads
-        res = solve_milp(target, **ref_kwargs)
+        opts = SolveOptions(time_limit=time_limit, gap=ONE_PCT, threads=threads, backend="highs")
+        res = solve_milp(target, opts, prune=False, warm_start=False)
     else:
         res = planner.solve(target, **kwargs)
     wall = time.perf_counter() - t0

@@ -72,7 +72,9 @@ from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import Phase
+from planner.options import SolveOptions
 from planner.plan import CONFIG_FIELDS, Plan
+from planner.progress import Tracker
 from planner.result import Result, Termination
 from planner.schedule import Assignment, Schedule
 from planner.workload import mfu_of, peak_tflops, work_flops
@@ -642,8 +644,10 @@ def _rules(
 # ----------------------------------------------------------------------------- solver
 
 
-def solve_baseline(inst: Instance) -> Result:
-    """The lever-free baseline as a solver result (``solve(inst, solver="baseline")``)."""
+def solve_baseline(inst: Instance, options: SolveOptions = SolveOptions()) -> Result:
+    """The lever-free baseline as a solver result (``solve(inst, solver="baseline")``). It is
+    a rule, not a search: of ``options`` only ``on_progress`` is used (told the plan's cost);
+    the time limit, gap, threads, backend and warm start have nothing to act on."""
     t0 = time.perf_counter()
     space = full_config_space(inst)
     if space.infeasible:
@@ -670,6 +674,7 @@ def solve_baseline(inst: Instance) -> Result:
             runtime_s=time.perf_counter() - t0,
             notes=lf.notes,
         )
+    Tracker(options.on_progress, t0).offer_plan(lf.plan.objective, "lever-free baseline")
     return Result.solved(
         SOLVER,
         lf.plan,

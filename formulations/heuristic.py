@@ -35,11 +35,11 @@ class LookAhead:
         allow_reserved: bool = False,
         prices: Mapping[Pool, np.ndarray] | None = None,
         capacity: Mapping[Pool, np.ndarray] | None = None,
-        hint: Mapping[str, Assignment] | None = None,
+        start: Mapping[str, Assignment] | None = None,
     ) -> None:
         self.inst = inst
-        #: placements to keep when they still fit (a warm start, formulations.warm)
-        self.hint = dict(hint or {})
+        #: the warm start: placements to keep when they still fit (formulations.warm)
+        self.start = dict(start or {})
         self.space = space
         self.w = weights(inst)
         self.win = windows or time_windows(inst, space.fewest_hours())
@@ -204,11 +204,11 @@ class LookAhead:
         return list_schedule(inst, self.space, self.win.start, place)
 
     def _kept(self, name: str, ready: int, used: Usage) -> Assignment | None:
-        """The hinted placement of ``name`` if it still fits: its configuration's hours (the
-        first ``n`` of the hinted ones) from ``ready`` on inside the window, one run for a
+        """The warm start's placement of ``name`` if it still fits: its configuration's hours
+        (the first ``n`` of the start's) from ``ready`` on inside the window, one run for a
         phase that may not pause, the pool holding its GPUs in each with what is placed
         already, every hour priced (inside a reserved term)."""
-        a = self.hint.get(name)
+        a = self.start.get(name)
         if a is None:
             return None
         c, n = a.config, a.config.hours
@@ -308,13 +308,13 @@ def lookahead_schedule(
     windows: Windows | None = None,
     allow_reserved: bool = False,
     prices: Mapping[Pool, np.ndarray] | None = None,
-    hint: Mapping[str, Assignment] | None = None,
+    start: Mapping[str, Assignment] | None = None,
 ) -> Schedule | None:
     """The look-ahead schedule; with ``allow_reserved`` reserved configurations compete at
     their reserved price per GPU-hour used (the pool is then sized to the peak). ``prices``
     (USD per GPU-hour by pool and hour, e.g. the Lagrangian capacity prices of
     :mod:`formulations.lagrange`) are added to the hours' costs the placement sees, steering
     phases away from crowded pool-hours; the schedule is costed by the caller at the real
-    costs. ``hint``: placements kept where they still fit (:meth:`LookAhead._kept`; a warm
-    start), the other phases placed around them."""
-    return LookAhead(inst, space, windows, allow_reserved, prices, hint=hint).schedule()
+    costs. ``start``: a warm start's placements, kept where they still fit
+    (:meth:`LookAhead._kept`), the other phases placed around them."""
+    return LookAhead(inst, space, windows, allow_reserved, prices, start=start).schedule()

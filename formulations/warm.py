@@ -5,7 +5,7 @@ prices, a region lost). Each phase still to run keeps the old configuration and 
 from its release on when the configuration is in this instance's space and the hours still
 fit (window, capacity, its predecessors' ends, the work left); the others are placed by the
 look-ahead list schedule around them (:class:`formulations.heuristic.LookAhead` with a
-``hint``), whose checks every kept placement passes too. The result is an ordinary schedule,
+``start``), whose checks every kept placement passes too. The result is an ordinary schedule,
 costed by the cost model; it is offered to the pipeline like any other plan.
 """
 
@@ -26,7 +26,9 @@ def _key(fields: Mapping[str, object]) -> tuple[object, ...]:
     return (*(fields.get(k) for k in CONFIG_FIELDS), fields.get("term") or "")
 
 
-def hint(space: ConfigSpace, release: Mapping[str, int], start: Start) -> dict[str, Assignment]:
+def start_placements(
+    space: ConfigSpace, release: Mapping[str, int], start: Start
+) -> dict[str, Assignment]:
     """Per phase of ``space`` that ``start`` runs on one configuration of the space: that
     configuration and its hours from the phase's ``release`` on (a phase in segments in the
     start, or whose configuration is not in the space, gets none)."""

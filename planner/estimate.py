@@ -46,6 +46,7 @@ from planner.instance.errors import InstanceError
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
 from planner.instance.schema import (
+    DEFAULT_PUE,
     FailureModel,
     GpuType,
     MemoryPolicy,
@@ -80,8 +81,6 @@ _SCALING = Scaling()
 
 #: Write bandwidth per node of the schema's default ("hot") storage tier, GB/s.
 DEFAULT_WRITE_GB_PER_S = 5.0
-#: Facility PUE when none is given: air cooling, Uptime Institute 2023 survey average.
-DEFAULT_PUE = 1.58
 #: Electricity price when none is given, USD/MWh (a stated round figure; pass your own).
 DEFAULT_PRICE_USD_PER_MWH = 100.0
 #: Idle draw of an explicitly specified GPU as a share of its board power when not given

@@ -56,7 +56,7 @@ from planner.plan import CONFIG_FIELDS, PhasePlan, Plan, SegmentPlan
 from planner.result import Result
 from planner.runstatus import PhaseStatus
 from planner.schedule import Assignment, Schedule
-from planner.solve import SolveOptions, solve
+from planner.solve import SolveArgs, solve
 from planner.workload import remaining_share, work_flops
 
 
@@ -486,7 +486,7 @@ def replan(
     old_instance: Instance | None = None,
     status: dict[str, PhaseStatus] | None = None,
     source: str = "the old plan",
-    **options: Unpack[SolveOptions],
+    **options: Unpack[SolveArgs],
 ) -> Replan:
     """Solve the rest of ``old`` from ``hour`` on ``inst`` (the file as it is now: a region
     lost, prices changed); ``old_instance`` is the instance ``old`` was made for (default

@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypedDict
 
+from planner.options import SolveOptions
 from planner.progress import ProgressFn
 from planner.result import Result, Termination
 
@@ -14,12 +15,29 @@ if TYPE_CHECKING:
     from planner.plan import Plan
     from planner.schedule import Schedule
 
-SOLVERS = ("auto", "milp", "highs", "cpsat", "baseline")
+#: The solvers by name: "milp" the hourly MILP, "starttime" the start-time MILP, "cpsat"
+#: CP-SAT, "baseline" the lever-free baseline, "auto" picked by formulations.choose.
+SOLVERS = ("auto", "milp", "starttime", "cpsat", "baseline")
+#: Old solver names still accepted, and the name each is now ("highs" named a model after a
+#: solver, and ``--backend highs`` names the solver).
+RENAMED = {"highs": "starttime"}
 
 
-class SolveOptions(TypedDict, total=False):
-    """:func:`solve`'s options by name, for callers that pass them through
-    (``planner.replan.replan(inst, old, hour, **options)``)."""
+def solver_name(solver: str) -> tuple[str, str | None]:
+    """``solver``'s current name and, for an old name, the deprecation note to show.
+    Raises ValueError for a name that is neither."""
+    if solver in RENAMED:
+        new = RENAMED[solver]
+        return new, f"--solver {solver} is now --solver {new} (the old name will go)"
+    if solver not in SOLVERS:
+        raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
+    return solver, None
+
+
+class SolveArgs(TypedDict, total=False):
+    """:func:`solve`'s keywords by name, for callers that pass them through
+    (``planner.replan.replan(inst, old, hour, **args)``); the solvers themselves take them as
+    one :class:`~planner.options.SolveOptions` record."""
 
     solver: str
     time_limit: float
@@ -43,8 +61,9 @@ def solve(
     start: Plan | Schedule | None = None,
 ) -> Result:
     """Solve an instance. ``solver``: "milp" (the hourly MILP), "baseline" (the hand-made
-    plan), "cpsat" / "highs" (non-preemptive scheduling, CP-SAT or a start-time MILP), or
-    "auto" (picked by formulations.dispatch.choose). Always returns a :class:`Result`: an
+    plan), "cpsat" / "starttime" (non-preemptive scheduling, CP-SAT or the start-time MILP;
+    "highs", its old name, is still accepted and the result carries a note saying so), or
+    "auto" (picked by formulations.choose.choose). Always returns a :class:`Result`: an
     infeasible instance, a solver error or running out of memory become its termination and
     message, never an exception (bad arguments still raise ValueError). Numbers in the
     instance that look like a unit mistake are issued as
@@ -65,25 +84,29 @@ def solve(
     works; ``verbose`` shows the solvers' own logs. ``start``: a warm start, an earlier plan
     or schedule (of this instance or of the one it was re-planned from): the hourly MILP
     offers it as a plan, keeping its placements that still fit (formulations.warm); the
-    non-preemptive solvers take it as their hint."""
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}; choose from {SOLVERS}")
-    if not time_limit > 0:
-        raise ValueError(f"time_limit must be > 0 seconds, got {time_limit}")
-    if not 0 <= gap <= 1:
-        raise ValueError(f"gap must be in [0, 1], got {gap}")
+    non-preemptive solvers as a solution hint (CP-SAT) or MIP start."""
+    solver, renamed = solver_name(solver)
+    options = SolveOptions(time_limit, gap, threads, backend, verbose, on_progress, start)
     t0 = time.perf_counter()
     from planner.consistency import warn_numerics
 
     warn_numerics(instance)
+    res = _solve(instance, solver, options, t0)
+    return res if renamed is None else res.with_notes(renamed)
+
+
+def _solve(instance: Instance, solver: str, options: SolveOptions, t0: float) -> Result:
+    """:func:`solve` after the arguments are checked (at ``t0``): the solver's result,
+    verified."""
     try:
         if not instance.active_phases:
             return verified(instance, empty_plan(instance, solver, t0), t0)
         # the checks count against the time limit: the solver gets what is left
-        left = max(0.1 * time_limit, time_limit - (time.perf_counter() - t0))
-        res = _dispatch(instance, solver, left, gap, threads, backend, verbose, on_progress, start)
+        limit = options.time_limit
+        left = max(0.1 * limit, limit - (time.perf_counter() - t0))
+        res = _dispatch(instance, solver, options.but(time_limit=left))
         if res.termination == Termination.INFEASIBLE:
-            res = _name_the_carbon_cap(instance, res, solver, time_limit, threads, backend)
+            res = _name_the_carbon_cap(instance, res, solver, options)
         return verified(instance, res, t0)
     except MemoryError:
         return Result.failed(
@@ -192,9 +215,7 @@ def _name_the_carbon_cap(
     instance: Instance,
     res: Result,
     solver: str,
-    time_limit: float,
-    threads: int | None,
-    backend: str,
+    options: SolveOptions,
 ) -> Result:
     """An infeasible result on an instance with a carbon cap: when the instance without the
     cap has a plan, the cap is the reason, and the message says so with the least emissions
@@ -203,7 +224,7 @@ def _name_the_carbon_cap(
     cap = instance.spec.objective.carbon_cap_tonnes
     if cap is None:
         return res
-    limit = min(time_limit, CARBON_CHECK_S)
+    limit = min(options.time_limit, CARBON_CHECK_S)
     zero = dict.fromkeys(("rental", "energy", "storage", "failure", "transfer", "porting"), 0.0)
     greenest = instance.replace(
         {
@@ -212,7 +233,8 @@ def _name_the_carbon_cap(
             "objective.carbon_usd_per_tonne": 1000.0,
         }
     )
-    green = _dispatch(greenest, solver, limit, 1e-6, threads, backend, False)
+    quiet = options.but(time_limit=limit, gap=1e-6, verbose=False, on_progress=None, start=None)
+    green = _dispatch(greenest, solver, quiet)
     if green.plan is None:
         return res  # infeasible (or undecided) without the cap too: the cap is not the reason
     least = green.plan.emissions_t
@@ -236,44 +258,20 @@ def _name_the_carbon_cap(
     return replace(res, message=message)
 
 
-def _dispatch(
-    instance: Instance,
-    solver: str,
-    time_limit: float,
-    gap: float,
-    threads: int | None,
-    backend: str,
-    verbose: bool,
-    on_progress: ProgressFn | None = None,
-    start: Plan | Schedule | None = None,
-) -> Result:
+def _dispatch(instance: Instance, solver: str, options: SolveOptions) -> Result:
+    """The result of ``solver`` ("auto" resolved by :func:`formulations.choose.choose`)."""
     if solver == "baseline":
         from formulations.baseline import solve_baseline
 
-        return solve_baseline(instance)
-    if solver in ("cpsat", "highs"):
-        from formulations.dispatch import solve_nonpreemptive
-
-        return solve_nonpreemptive(
-            instance, solver, time_limit, gap, threads, verbose, on_progress=on_progress, hint=start
-        )
+        return solve_baseline(instance, options)
     if solver == "auto":
-        from formulations.dispatch import choose
+        from formulations.choose import choose
 
-        picked, _why = choose(instance)
-        if picked != "milp":
-            return _dispatch(
-                instance, picked, time_limit, gap, threads, backend, verbose, on_progress, start
-            )
+        solver, _why = choose(instance)
+    if solver in ("cpsat", "starttime"):
+        from formulations.portfolio import solve_nonpreemptive
+
+        return solve_nonpreemptive(instance, solver, options)
     from formulations.milp import solve_milp
 
-    return solve_milp(
-        instance,
-        time_limit=time_limit,
-        gap=gap,
-        threads=threads,
-        backend=backend,
-        verbose=verbose,
-        on_progress=on_progress,
-        start=start,
-    )
+    return solve_milp(instance, options)

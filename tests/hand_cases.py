@@ -213,7 +213,7 @@ def exact_solvers(inst: Instance) -> tuple[str, ...]:
     restricted = any(
         p.preemptible or p.options.max_segments > 1 or p.running for p in active
     ) or _has_terms(inst)
-    return ("auto", "milp") if restricted else ("auto", "milp", "highs", "cpsat")
+    return ("auto", "milp") if restricted else ("auto", "milp", "starttime", "cpsat")
 
 
 def _has_terms(inst: Instance) -> bool:

@@ -25,7 +25,7 @@ from planner.solve import solve
 
 #: FLOPs one hour of 8 G at MFU 0.40 does: 8 x 100e12 x 0.40 x 3600.
 HOUR_OF_8 = 8 * 100e12 * 0.40 * 3600
-SOLVERS = ("auto", "milp", "highs", "cpsat")
+SOLVERS = ("auto", "milp", "starttime", "cpsat")
 
 
 def gpu() -> dict[str, Any]:
@@ -226,7 +226,7 @@ def test_the_value_of_time_pulls_a_run_earlier_when_waiting_costs_more(
     # v = 0.5: 172.36 at 0 (not 177). A phase that may pause gains nothing by it: k hours
     # moved before hour 24 cost 0.736 each and save v each (v < 0.736), and all ten today is
     # the run at 0 (the hourly MILP and its bounds price the end through the finish).
-    if preemptible and solver in ("highs", "cpsat"):
+    if preemptible and solver in ("starttime", "cpsat"):
         pytest.skip("the contiguous models plan a pausable phase in one block")
     d = cheap_tomorrow(value)
     d["phases"][0]["preemptible"] = preemptible
@@ -373,7 +373,7 @@ def test_among_plans_within_the_gap_the_earliest_finish_wins(
     # With the default gap (1e-4) the bound proves any plan up to bound / (1 - 1e-4), i.e.
     # 0.0164 USD above the optimum 163.67632: the run at hour 0 (0.00368 more) is within it and
     # finishes a day earlier. With gap 0 only the optimum is proved: the run waits.
-    if preemptible and solver in ("highs", "cpsat"):
+    if preemptible and solver in ("starttime", "cpsat"):
         pytest.skip("the contiguous models plan a pausable phase in one block")
     d = almost_flat()
     d["phases"][0]["preemptible"] = preemptible

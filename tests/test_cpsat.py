@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from conftest import instance_from, tiny_dict
 
+from formulations.choose import HIGHS_MAX_NONZEROS, choose
 from formulations.cpsat import solve_cpsat
-from formulations.dispatch import HIGHS_MAX_NONZEROS, choose, solve_nonpreemptive
 from formulations.milp import solve_milp
+from formulations.portfolio import solve_nonpreemptive
 from formulations.starttime import build, build_data, solve_starttime
 from formulations.starttime.data import (
     choice_of,
@@ -31,6 +32,7 @@ from formulations.starttime.model import point_of
 from planner.configs import build_config_space
 from planner.costs import cost_plan
 from planner.instance.model import Instance
+from planner.options import SolveOptions
 from planner.plan import Plan
 from planner.result import Result, SolutionStatus, Termination
 
@@ -139,9 +141,11 @@ def solved() -> dict[int, tuple[Instance, Result, Result, Result]]:
     out = {}
     for seed in SEEDS:
         inst = instance_from(variant(seed), f"<variant {seed}>")
-        cp = solve_cpsat(inst, time_limit=20, gap=0.0, threads=2)
-        st = solve_starttime(inst, time_limit=20, gap=0.0, threads=2)
-        hm = solve_milp(inst, time_limit=30, gap=0.0, threads=2, backend="highs", prune=False)
+        cp = solve_cpsat(inst, SolveOptions(time_limit=20, gap=0.0, threads=2))
+        st = solve_starttime(inst, SolveOptions(time_limit=20, gap=0.0, threads=2))
+        hm = solve_milp(
+            inst, SolveOptions(time_limit=30, gap=0.0, threads=2, backend="highs"), prune=False
+        )
         out[seed] = (inst, cp, st, hm)
     return out
 
@@ -178,7 +182,7 @@ def test_hourly_milp_with_bound_pruning_reaches_the_optimum(solved: Any, seed: i
     # solve_milp's default path (separable bound, heuristic, pruning of configurations and
     # hours) must not lose the optimum the plain models agree on.
     inst, _, st, _ = solved[seed]
-    res = solve_milp(inst, time_limit=30, gap=0.0, threads=2, backend="highs")
+    res = solve_milp(inst, SolveOptions(time_limit=30, gap=0.0, threads=2, backend="highs"))
     assert res.objective == pytest.approx(st.objective, rel=1e-7, abs=1e-6), res.notes
 
 
@@ -271,14 +275,17 @@ def test_contiguity_costs_more_than_pausing() -> None:
     #   = 0.25 x 11.55 = $2.8875  ->  40 + 0.40 + 2.8875 = $43.2875.
     # Contiguous: the best 4-hour window is 0-3 or 4-7: (100 + 10 + 10 + 500) / 100 = $6.20
     #   ->  40 + 6.20 = $46.20.  Contiguity costs 46.20 - 43.2875 = $2.9125 more.
-    pre = solve_milp(one_job(True), gap=0.0, backend="highs")
-    con = solve_milp(one_job(False), gap=0.0, backend="highs")
+    pre = solve_milp(one_job(True), SolveOptions(gap=0.0, backend="highs"))
+    con = solve_milp(one_job(False), SolveOptions(gap=0.0, backend="highs"))
     assert pre.objective == pytest.approx(43.2875, abs=1e-6)
     assert con.objective == pytest.approx(46.20, abs=1e-6)
     assert obj(con) - obj(pre) == pytest.approx(2.9125, abs=1e-6)
     assert plan_of(pre).phase("job").hours == (1, 2, 5, 6)
     inst = one_job(False)
-    for res in (solve_cpsat(inst, gap=0.0, threads=2), solve_starttime(inst, gap=0.0)):
+    for res in (
+        solve_cpsat(inst, SolveOptions(gap=0.0, threads=2)),
+        solve_starttime(inst, SolveOptions(gap=0.0)),
+    ):
         assert res.objective == pytest.approx(46.20, abs=1e-6)
         assert plan_of(res).phase("job").hours in ((0, 1, 2, 3), (4, 5, 6, 7))
         checked(inst, res.plan)
@@ -297,9 +304,9 @@ def test_capacity_dip_does_not_hide_the_cheap_hours() -> None:
     d["regions"]["r"]["electricity"] = {"values": [50] * 6 + [10] * 4 + [50] * 2}
     inst = instance_from(d, "<dip>")
     for res in (
-        solve_cpsat(inst, gap=0.0, threads=2),
-        solve_starttime(inst, gap=0.0),
-        solve_milp(inst, gap=0.0, backend="highs"),
+        solve_cpsat(inst, SolveOptions(gap=0.0, threads=2)),
+        solve_starttime(inst, SolveOptions(gap=0.0)),
+        solve_milp(inst, SolveOptions(gap=0.0, backend="highs")),
     ):
         assert res.objective == pytest.approx(40.40, abs=1e-6), (res.solver, res.notes)
         assert res.bound is not None and res.bound <= 40.40 + 1e-6, (res.solver, res.bound)
@@ -317,13 +324,15 @@ def test_carbon_cap_moves_the_run() -> None:
     d = dict(inst.raw)
     d["regions"]["r"]["electricity"] = {"values": [100] * 4 + [10] * 4}
     d["regions"]["r"]["carbon_intensity"] = {"values": [100] * 4 + [500] * 4}
-    assert solve_cpsat(instance_from(d), gap=0.0, threads=2).objective == pytest.approx(40.40)
+    assert solve_cpsat(
+        instance_from(d), SolveOptions(gap=0.0, threads=2)
+    ).objective == pytest.approx(40.40)
     d["objective"] = {"carbon_cap_tonnes": 0.008}
     inst = instance_from(d, "<capped>")
     for res in (
-        solve_cpsat(inst, gap=0.0, threads=2),
-        solve_starttime(inst, gap=0.0),
-        solve_milp(inst, gap=0.0, backend="highs", prune=False),
+        solve_cpsat(inst, SolveOptions(gap=0.0, threads=2)),
+        solve_starttime(inst, SolveOptions(gap=0.0)),
+        solve_milp(inst, SolveOptions(gap=0.0, backend="highs"), prune=False),
     ):
         assert res.objective == pytest.approx(43.10, abs=1e-6), res.solver
         assert plan_of(res).phase("job").hours == (1, 2, 3, 4)
@@ -335,7 +344,9 @@ def test_preemptible_instance_through_cpsat_is_a_restriction() -> None:
     # The contiguous best ($46.20) is a valid plan of the preemptible job but not its
     # optimum ($43.2875): reported feasible, without a bound, with a note.
     inst = one_job(True)
-    res = solve_nonpreemptive(inst, "cpsat", 10.0, 0.0, 2, False)
+    res = solve_nonpreemptive(
+        inst, "cpsat", SolveOptions(time_limit=10.0, gap=0.0, threads=2, verbose=False)
+    )
     assert res.status == SolutionStatus.FEASIBLE and res.bound is None
     assert res.objective == pytest.approx(46.20, abs=1e-6)
     assert any("without pauses" in n for n in res.notes)
@@ -355,7 +366,7 @@ def test_choose() -> None:
     pick, why = choose(inst)
     _, nnz = estimate_nonzeros(inst, build_config_space(inst))
     small = nnz <= HIGHS_MAX_NONZEROS
-    assert pick == ("highs" if small else "cpsat")
+    assert pick == ("starttime" if small else "cpsat")
     assert why.startswith(pick + ":") and "2 phases are non-preemptive" in why
     # a long horizon with many phases: the start-time model is too large
     d["horizon"]["hours"] = 24 * 30
@@ -381,7 +392,7 @@ def test_solve_auto_routes_nonpreemptive_instances() -> None:
 def test_hints_and_portfolio(solved: Any) -> None:
     inst, cp, st, hm = solved[1]
     # The hourly MILP's plan as CP-SAT's hint; CP-SAT's schedule as HiGHS's MIP start.
-    a = solve_cpsat(inst, time_limit=20, gap=0.0, threads=2, hint=hm.plan)
+    a = solve_cpsat(inst, SolveOptions(time_limit=20, gap=0.0, threads=2, start=hm.plan))
     assert any("hint: the given schedule" in n for n in a.notes)
     assert a.stats["hint_objective"] == pytest.approx(hm.objective, rel=1e-9)
     assert a.objective == pytest.approx(cp.objective, abs=1e-6)
@@ -392,17 +403,27 @@ def test_hints_and_portfolio(solved: Any) -> None:
         )
         for p in plan_of(cp).phases
     }
-    b = solve_starttime(inst, time_limit=20, gap=0.0, start=sched)
+    b = solve_starttime(inst, SolveOptions(time_limit=20, gap=0.0, start=sched))
     assert b.stats["start_objective"] == pytest.approx(cp.objective, rel=1e-9)
     assert b.objective == pytest.approx(st.objective, rel=1e-7)
     # Portfolio: CP-SAT first, then HiGHS from its schedule; the bound is the better one.
-    c = solve_nonpreemptive(inst, "highs", 20.0, 0.0, 2, False, portfolio=True)
+    c = solve_nonpreemptive(
+        inst,
+        "starttime",
+        SolveOptions(time_limit=20.0, gap=0.0, threads=2, verbose=False),
+        portfolio=True,
+    )
     assert c.objective == pytest.approx(st.objective, rel=1e-7)
     assert any("portfolio" in n for n in c.notes)
     checked(inst, c.plan)
     # ... and the other way: the start-time MILP first, its plan as CP-SAT's hint (here it
     # already proves the optimum, so CP-SAT is not needed).
-    e = solve_nonpreemptive(inst, "cpsat", 20.0, 0.0, 2, False, portfolio=True)
+    e = solve_nonpreemptive(
+        inst,
+        "cpsat",
+        SolveOptions(time_limit=20.0, gap=0.0, threads=2, verbose=False),
+        portfolio=True,
+    )
     assert e.objective == pytest.approx(st.objective, rel=1e-7)
     assert any("portfolio: starttime-highs closed the gap" in n for n in e.notes)
     checked(inst, e.plan)
@@ -411,7 +432,9 @@ def test_hints_and_portfolio(solved: Any) -> None:
 def test_bad_hint_is_dropped_with_a_note() -> None:
     inst = one_job(False)
     c = build_config_space(inst)["job"][0]
-    res = solve_cpsat(inst, gap=0.0, hint={"job": (c, (0, 1, 5, 6))})  # not contiguous
+    res = solve_cpsat(
+        inst, SolveOptions(gap=0.0, start={"job": (c, (0, 1, 5, 6))})
+    )  # not contiguous
     assert any("hint dropped" in n for n in res.notes)
     assert res.objective == pytest.approx(46.20, abs=1e-6)
 
@@ -430,8 +453,8 @@ def test_identical_phases_are_ordered_and_share_the_capacity() -> None:
     d["regions"]["r"]["electricity"] = {"values": [10 + 10 * t for t in range(12)]}
     d["phases"] = [dict(d["phases"][0], name=f"job{i}") for i in range(3)]
     inst = instance_from(d, "<three>")
-    cp = solve_cpsat(inst, gap=0.0, threads=2)
-    st = solve_starttime(inst, gap=0.0)
+    cp = solve_cpsat(inst, SolveOptions(gap=0.0, threads=2))
+    st = solve_starttime(inst, SolveOptions(gap=0.0))
     assert cp.stats["symmetry_rows"] == 2
     assert cp.objective == pytest.approx(127.80, abs=1e-6)
     assert st.objective == pytest.approx(127.80, abs=1e-6)
@@ -457,7 +480,7 @@ def test_identical_configurations_are_kept_once() -> None:
     assert data.duplicates == 1 and len(data.tables["job"]) == 1
     dropped = space["job"][1]
     assert choice_of(data, {"job": (dropped, (4, 5, 6, 7))}) == {"job": (0, 4)}
-    res = solve_cpsat(inst, space, gap=0.0, threads=2)
+    res = solve_cpsat(inst, SolveOptions(gap=0.0, threads=2), space=space)
     assert res.stats["duplicate_configs"] == 1
     assert res.objective == pytest.approx(46.20, abs=1e-6)  # as in the contiguity test
 
@@ -471,7 +494,7 @@ def test_infeasible_capacity_is_reported() -> None:
     d = dict(inst.raw)
     d["phases"] = [dict(d["phases"][0], name=f"job{i}", deadline=6) for i in range(2)]
     inst = instance_from(d, "<crowded>")
-    for res in (solve_cpsat(inst, threads=2), solve_starttime(inst)):
+    for res in (solve_cpsat(inst, SolveOptions(threads=2)), solve_starttime(inst)):
         assert res.termination == Termination.INFEASIBLE, res.summary()
         assert res.plan is None and "infeasible" in res.message
 
@@ -514,7 +537,7 @@ def test_cpsat_time_limit_is_honoured() -> None:
     # A week-long instance CP-SAT cannot solve to optimality in 2 s: it stops near the limit
     # (building included), says so, and any plan it returns is valid.
     inst = big()
-    _stops_in_time(solve_cpsat(inst, time_limit=2.0, gap=0.0, threads=2), 2.0, inst)
+    _stops_in_time(solve_cpsat(inst, SolveOptions(time_limit=2.0, gap=0.0, threads=2)), 2.0, inst)
 
 
 def test_starttime_time_limit_is_honoured() -> None:
@@ -522,4 +545,6 @@ def test_starttime_time_limit_is_honoured() -> None:
 
     assert HIGHS_OPTIONS["presolve"] == "off"  # HiGHS presolve ignores the time limit
     inst = big()
-    _stops_in_time(solve_starttime(inst, time_limit=2.0, gap=0.0, threads=2), 2.0, inst)
+    _stops_in_time(
+        solve_starttime(inst, SolveOptions(time_limit=2.0, gap=0.0, threads=2)), 2.0, inst
+    )

@@ -22,7 +22,7 @@ from hand_cases import ADVANCED, CASES, Case, check_facts, exact_solvers
 from planner.result import SolutionStatus
 from planner.solve import solve
 
-ALL_SOLVERS = ("auto", "milp", "highs", "cpsat")
+ALL_SOLVERS = ("auto", "milp", "starttime", "cpsat")
 
 
 def _marks(c: Case, solver: str) -> list[pytest.MarkDecorator]:

@@ -20,6 +20,7 @@ from formulations.lagrange import Relaxation
 from formulations.milp.solve import solve_milp
 from planner.configs import config_space
 from planner.costs import cost_plan
+from planner.options import SolveOptions
 from planner.result import Termination
 from planner.schedule import with_reservations
 from planner.windows import time_windows
@@ -31,7 +32,7 @@ def relaxation(inst: Any) -> Relaxation:
 
 
 def optimum(inst: Any) -> Any:
-    res = solve_milp(inst, backend="highs", gap=0.0, time_limit=120, prune=False)
+    res = solve_milp(inst, SolveOptions(backend="highs", gap=0.0, time_limit=120), prune=False)
     assert res.termination == Termination.OPTIMAL, res.summary()
     assert res.plan is not None
     return res
@@ -140,7 +141,7 @@ def test_capacity_prices_raise_the_bound_where_two_jobs_compete() -> None:
     assert lag.bound <= opt + 1e-6
     assert lag.bound >= 84.8 - 0.05
     # the pipeline proves the optimum (bound and plans, no branching needed at 0.1%)
-    res = solve_milp(inst, gap=1e-3, time_limit=30)
+    res = solve_milp(inst, SolveOptions(gap=1e-3, time_limit=30))
     assert res.termination == Termination.OPTIMAL and res.objective == pytest.approx(84.8)
     assert_valid(inst, res.plan)
 

@@ -18,6 +18,7 @@ from planner.checker import verify
 from planner.configs import Config, build_config_space, enumerate_phase
 from planner.costs import cost_plan
 from planner.instance.model import Instance
+from planner.options import SolveOptions
 from planner.physics.memory import activation_bytes_per_layer
 from planner.plan import Plan
 from planner.schedule import schedule_of
@@ -344,8 +345,8 @@ def test_price_range_dominance_keeps_the_optimum(seed: int) -> None:
     full = build_config_space(inst, prune=False)
     pruned = build_config_space(inst)
     assert pruned.size < full.size
-    a = solve_milp(inst, full, gap=0.0, backend="highs")
-    b = solve_milp(inst, pruned, gap=0.0, backend="highs")
+    a = solve_milp(inst, SolveOptions(gap=0.0, backend="highs"), space=full)
+    b = solve_milp(inst, SolveOptions(gap=0.0, backend="highs"), space=pruned)
     assert a.termination.value == b.termination.value == "optimal"
     assert a.objective == pytest.approx(b.objective, rel=1e-9)
     assert_valid(inst, b.plan)

@@ -16,6 +16,7 @@ from formulations.milp.solution import point_from_schedule
 from formulations.milp.solve import solve_milp
 from planner.configs import build_config_space
 from planner.costs import cost_plan
+from planner.options import SolveOptions
 from planner.result import SolutionStatus, Termination
 from planner.solve import solve
 
@@ -77,7 +78,7 @@ def one_phase(
 
 def solved(d: dict[str, Any], **kw: Any) -> Any:
     inst = instance_from(d)
-    res = solve_milp(inst, time_limit=30, gap=0.0, **kw)
+    res = solve_milp(inst, SolveOptions(time_limit=30, gap=0.0), **kw)
     assert res.plan is not None, res.message
     assert_valid(inst, res.plan)
     return inst, res
@@ -199,8 +200,8 @@ def test_preemptible_phase_takes_the_cheap_hours() -> None:
 
 
 def test_backends_agree_and_model_matches_costing(tiny: Any) -> None:
-    a = solve_milp(tiny, backend="highs", gap=0.0)
-    b = solve_milp(tiny, backend="pyomo", gap=0.0)
+    a = solve_milp(tiny, SolveOptions(backend="highs", gap=0.0))
+    b = solve_milp(tiny, SolveOptions(backend="pyomo", gap=0.0))
     assert a.plan is not None and b.plan is not None
     assert a.objective == pytest.approx(b.objective, rel=1e-7)
     assert_valid(tiny, a.plan)
@@ -243,7 +244,7 @@ def generated(seed: int) -> dict[str, Any]:
 
 def optimum(d: dict[str, Any]) -> float:
     inst = instance_from(d)
-    res = solve_milp(inst, backend="highs", gap=0.0, time_limit=60)
+    res = solve_milp(inst, SolveOptions(backend="highs", gap=0.0, time_limit=60))
     assert res.termination == Termination.OPTIMAL, res.summary()
     assert res.plan is not None
     assert_valid(inst, res.plan)
@@ -316,7 +317,7 @@ def test_dominated_configuration_is_never_chosen(seed: int) -> None:
     assert not any(c.tier == "hot2" for cs in space.by_phase.values() for c in cs)
     unpruned = build_config_space(inst, prune=False)
     assert any(c.tier == "hot2" for cs in unpruned.by_phase.values() for c in cs)
-    res = solve_milp(inst, space=unpruned, backend="highs", gap=0.0)
+    res = solve_milp(inst, SolveOptions(backend="highs", gap=0.0), space=unpruned)
     assert res.plan is not None
     assert_valid(inst, res.plan)
     assert all(p.tier != "hot2" for p in res.plan.phases)

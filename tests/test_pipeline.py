@@ -19,7 +19,7 @@ from hard_instances import hard_dict
 from test_milp import one_phase, region
 
 import formulations.milp.solve as milp_solve
-from formulations.dispatch import choose, pausable
+from formulations.choose import choose, pausable
 from formulations.highs_runner import RawSolution
 from formulations.milp.model import build
 from formulations.milp.neighbourhood import Neighbourhood, reoptimise, sub_model
@@ -27,6 +27,7 @@ from formulations.milp.solve import solve_milp
 from formulations.starttime.data import estimate_nonzeros
 from planner.configs import config_space
 from planner.costs import cost_plan
+from planner.options import SolveOptions
 from planner.progress import Progress, Tracker
 from planner.result import Result, SolutionStatus, Termination, within_gap
 from planner.schedule import Assignment, Schedule
@@ -43,7 +44,7 @@ def test_a_plan_proved_by_the_bound_is_optimal() -> None:
     # tiny: the look-ahead plan and the DP bound meet, no model is built; that is "optimal"
     # (it used to be "feasible / gap_reached"), as HiGHS and CP-SAT say for the same proof
     inst = instance_from(tiny_dict())
-    res = solve_milp(inst, gap=1e-4, time_limit=30)
+    res = solve_milp(inst, SolveOptions(gap=1e-4, time_limit=30))
     assert res.stats.get("variables", 0) == 0
     assert res.termination == Termination.OPTIMAL and res.status == SolutionStatus.OPTIMAL
     assert res.gap is not None and res.gap <= 1e-4
@@ -52,7 +53,7 @@ def test_a_plan_proved_by_the_bound_is_optimal() -> None:
 
 def test_optimal_means_within_the_requested_gap() -> None:
     inst = instance_from(tiny_dict())
-    plan = solve_milp(inst, gap=0.0).plan
+    plan = solve_milp(inst, SolveOptions(gap=0.0)).plan
     assert plan is not None
     obj = plan.objective
     ok = Result.solved("x", plan, Termination.TIME_LIMIT, bound=obj * 0.995, runtime_s=1, gap=0.01)
@@ -103,7 +104,7 @@ def test_a_failing_milp_keeps_the_best_plan(monkeypatch: pytest.MonkeyPatch) -> 
         )
 
     monkeypatch.setattr(milp_solve, "solve_highs", dies)
-    res = solve_milp(inst, gap=0.0, time_limit=20)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert res.plan is not None and res.termination == Termination.ERROR
     assert "died" in res.message and res.bound is not None
     assert_valid(inst, res.plan)
@@ -116,7 +117,7 @@ def test_a_later_stage_raising_keeps_the_best_plan(monkeypatch: pytest.MonkeyPat
         raise RuntimeError("simulated crash while fixing")
 
     monkeypatch.setattr(milp_solve, "_fixing", boom)
-    res = solve_milp(inst, gap=0.0, time_limit=20)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert res.plan is not None and res.termination == Termination.ERROR
     assert any("simulated crash" in n for n in res.notes)
     assert_valid(inst, res.plan)
@@ -127,7 +128,7 @@ def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.Monkey
     # a target below the plan by the gap; when it stops there the exact model follows and
     # proves the optimum the plain MILP proves
     inst = instance_from(hard_dict(30))
-    ref = solve_milp(inst, gap=0.0, time_limit=20, prune=False, warm_start=False)
+    ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20), prune=False, warm_start=False)
     real = milp_solve.solve_highs
     calls: list[tuple[bool, object]] = []
 
@@ -137,7 +138,7 @@ def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.Monkey
         return real(*args, **kwargs)
 
     monkeypatch.setattr(milp_solve, "solve_highs", recorded)
-    res = solve_milp(inst, gap=0.0, time_limit=20)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert [relaxed for relaxed, _ in calls] == [True, False]
     # the target is U (1 - 1e-5) for the plan U the relaxation started from: at least the
     # final plan's, at most the look-ahead's
@@ -165,7 +166,7 @@ def test_a_relaxation_that_ends_the_time_proves_nothing_of_the_plan(
         return RawSolution(Termination.OPTIMAL, None, 1.0, 1.0, 0.0, left, "Optimal")
 
     monkeypatch.setattr(milp_solve, "solve_highs", relaxed_only)
-    res = solve_milp(inst, gap=0.0, time_limit=3, warm_start=False)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=3), warm_start=False)
     assert res.plan is None
     assert res.termination == Termination.TIME_LIMIT and res.status == SolutionStatus.NONE
     assert "no plan found in time" in res.message
@@ -176,7 +177,7 @@ def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> Non
     # works from the incumbent, and the plan is never worse than it
     inst = instance_from(hard_dict(4))
     monkeypatch.setattr(milp_solve, "FULL_MILP_MAX_NONZEROS", 10)
-    res = solve_milp(inst, gap=0.0, time_limit=4)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=4))
     assert res.plan is not None and "variables" not in res.stats
     assert any("large-neighbourhood search instead" in n for n in res.notes)
     assert res.stats["lns_tried"] >= 1
@@ -245,7 +246,7 @@ def test_a_neighbourhood_of_every_phase_is_the_whole_problem() -> None:
     space = config_space(inst)
     win = time_windows(inst, space.fewest_hours())
     full = build(inst, space, win)
-    opt = solve_milp(inst, gap=0.0, prune=False, time_limit=60)
+    opt = solve_milp(inst, SolveOptions(gap=0.0, time_limit=60), prune=False)
     assert opt.plan is not None
     from formulations.greedy import greedy
 
@@ -331,7 +332,7 @@ def test_the_child_streams_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(milp_solve, "solve_highs", in_child)
     t0 = time.perf_counter()
-    res = solve_milp(inst, gap=0.0, time_limit=8)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=8))
     assert time.perf_counter() - t0 <= 8 * 1.05 + 1.0
     assert res.plan is not None and res.stats.get("variables", 0) > 0
     streamed = [b for kind, b in seen if kind == "bound" and b is not None]
@@ -371,11 +372,11 @@ def test_a_one_hour_preemptible_phase_does_not_send_a_dag_to_the_hourly_model() 
     assert all(c.hours == 1 for c in space.by_phase["check"])
     assert pausable(inst, space) == []
     pick, why = choose(inst)
-    assert pick in ("highs", "cpsat"), why
+    assert pick in ("starttime", "cpsat"), why
     # gap 0: with the default gap the plan may cost up to it more to finish earlier
     res = solve(inst, time_limit=30, gap=0.0)
     # the contiguous optimum is the optimum: a 1-hour run cannot pause
-    ref = solve_milp(inst, gap=0.0, prune=False, time_limit=60)
+    ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=60), prune=False)
     assert res.termination == Termination.OPTIMAL and res.bound is not None
     assert res.objective == pytest.approx(ref.objective, rel=1e-6)
     assert_valid(inst, res.plan)
@@ -412,7 +413,7 @@ def chain_of_three() -> dict[str, Any]:
     return d
 
 
-@pytest.mark.parametrize("solver", ["milp", "highs", "cpsat"])
+@pytest.mark.parametrize("solver", ["milp", "starttime", "cpsat"])
 def test_among_equal_cost_plans_the_earliest_finish_wins(solver: str) -> None:
     # each task: 40 GPU-hours on 10 GPUs = 4 h; the chain can run 0-4, 4-8, 8-12
     inst = instance_from(chain_of_three())
@@ -428,7 +429,7 @@ def test_earliest_never_raises_the_cost() -> None:
     inst = instance_from(hard_dict(3))
     space = config_space(inst)
     win = time_windows(inst, space.fewest_hours())
-    res = solve_milp(inst, gap=0.0, time_limit=30)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=30))
     assert res.plan is not None
     sched = Schedule(
         {

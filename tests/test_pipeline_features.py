@@ -18,6 +18,7 @@ from test_segments import elastic, two_nights
 from formulations.lagrange import Relaxation
 from formulations.milp import solve_milp
 from planner.configs import build_config_space
+from planner.options import SolveOptions
 from planner.windows import time_windows
 
 FREE = {"constant": 0}
@@ -104,9 +105,9 @@ CASES: dict[str, Any] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pipeline_agrees_with_the_plain_milp(case: str) -> None:
     inst = instance_from(CASES[case]())
-    ref = solve_milp(inst, time_limit=60, gap=0.0, prune=False, warm_start=False)
+    ref = solve_milp(inst, SolveOptions(time_limit=60, gap=0.0), prune=False, warm_start=False)
     assert ref.plan is not None and ref.status.value == "optimal", ref.message
-    res = solve_milp(inst, time_limit=60, gap=1e-9)
+    res = solve_milp(inst, SolveOptions(time_limit=60, gap=1e-9))
     assert res.plan is not None, res.message
     assert_valid(inst, res.plan)
     opt = ref.plan.objective
@@ -120,7 +121,7 @@ def test_dp_and_lagrangian_bounds_stay_below_the_optimum(case: str) -> None:
     """Every price vector gives a valid bound: the first iterate (zero capacity prices,
     reserved prices spread over the term) and the best of the ascent."""
     inst = instance_from(CASES[case]())
-    ref = solve_milp(inst, time_limit=60, gap=0.0, prune=False, warm_start=False)
+    ref = solve_milp(inst, SolveOptions(time_limit=60, gap=0.0), prune=False, warm_start=False)
     assert ref.plan is not None
     opt = ref.plan.objective
     space = build_config_space(inst)

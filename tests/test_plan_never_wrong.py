@@ -27,7 +27,7 @@ from planner.result import Result, SolutionStatus, Termination, inconsistency
 from planner.schedule import Assignment, Schedule
 from planner.solve import solve
 
-SOLVERS = ("auto", "milp", "highs", "cpsat")
+SOLVERS = ("auto", "milp", "starttime", "cpsat")
 
 
 def carbon_cap_case() -> dict[str, Any]:

@@ -45,7 +45,7 @@ LONG_EXAMPLES = int(os.environ.get("TRAINPLAN_PROPERTY_EXAMPLES", "10000"))
 #: Every solve: a limit no tiny instance comes near, a gap small enough to compare optima.
 GAP = 1e-6
 SOLVE: dict[str, Any] = {"time_limit": 20.0, "gap": GAP, "threads": 1}
-SOLVERS = ("milp", "auto", "highs", "cpsat", "baseline")
+SOLVERS = ("milp", "auto", "starttime", "cpsat", "baseline")
 _SETTINGS: dict[str, Any] = {
     "deadline": None,
     # shrinking a failure of several solves takes minutes; the first failing case is printed
@@ -106,7 +106,7 @@ def cross_check(inst: Instance, results: dict[str, Result]) -> None:
         if r.termination == Termination.INFEASIBLE:
             found = {n: x.objective for n, x in results.items() if x.plan is not None}
             assert not found, f"{name} proved infeasible, but {found}"
-    for name in ("highs", "cpsat"):
+    for name in ("starttime", "cpsat"):
         r = results[name]
         if (
             m.status == SolutionStatus.OPTIMAL

@@ -12,11 +12,12 @@ import pytest
 from conftest import assert_valid, instance_from
 from test_milp import NIGHT, NIGHT_NY, ROUND_GPU, region, solved
 
-from formulations.dispatch import choose
+from formulations.choose import choose
 from planner.checker import verify
 from planner.checker.planfile import plan_from_dict
 from planner.configs import build_config_space, enumerate_phase
 from planner.costs import cost_plan, migration_cost
+from planner.options import SolveOptions
 from planner.plan import Plan
 from planner.schedule import schedule_of
 
@@ -334,7 +335,7 @@ def test_the_segment_bound_is_valid_and_prunes_segments_that_cannot_pay() -> Non
     b = bound(two_nights(0.2))
     assert 84.40 < b.multi <= 88.717 + 1e-9
     assert single_segment({"job": b}, 84.40, 0.0) == ({"job"}, pytest.approx(b.multi))
-    res = solve_milp(instance_from(two_nights(0.2)), time_limit=30, gap=0.0)
+    res = solve_milp(instance_from(two_nights(0.2)), SolveOptions(time_limit=30, gap=0.0))
     assert res.solver == "milp-bound" and res.bound == pytest.approx(84.40, abs=1e-6)
     # elastic: below the optimum ($146.50)
     b = bound(elastic())

@@ -5,7 +5,7 @@
 - an instance whose phases are all ``done``: an empty plan (costs 0, optimal, verified), not
   HiGHS's "Empty" model status as a solver failure;
 - a preemptible phase that fits only when it pauses: the contiguous models (``cpsat``,
-  ``highs``) cannot plan it, which is no proof of infeasibility (termination ``unknown``, exit
+  ``starttime``) cannot plan it, which is no proof of infeasibility (termination ``unknown``, exit
   3, pointing to ``--solver milp``), and the hourly MILP plans it;
 - an instance infeasible only through its carbon cap: the message names the cap and the
   least emissions any plan reaches.
@@ -30,7 +30,7 @@ from planner.instance import read
 from planner.result import SolutionStatus, Termination
 from planner.solve import solve
 
-SOLVERS = ("auto", "milp", "highs", "cpsat")
+SOLVERS = ("auto", "milp", "starttime", "cpsat")
 
 
 def _write(tmp_path: Path, doc: dict[str, Any], name: str = "inst.json") -> Path:
@@ -126,7 +126,7 @@ def _needs_pauses() -> dict[str, Any]:
     return d
 
 
-@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+@pytest.mark.parametrize("solver", ["starttime", "cpsat"])
 def test_the_contiguous_models_do_not_call_a_pausing_phase_infeasible(solver: str) -> None:
     res = solve(instance_from(_needs_pauses()), solver=solver, time_limit=10)
     assert res.plan is None
@@ -172,7 +172,7 @@ def _capped(cap: float) -> Any:
     )
 
 
-@pytest.mark.parametrize("solver", ["auto", "milp", "highs", "cpsat"])
+@pytest.mark.parametrize("solver", ["auto", "milp", "starttime", "cpsat"])
 def test_a_carbon_cap_only_infeasibility_names_the_cap(solver: str) -> None:
     res = solve(_capped(0.01), solver=solver, time_limit=20)
     assert res.plan is None and res.termination == Termination.INFEASIBLE

@@ -36,8 +36,9 @@ from planner.cli.app import app
 from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER
 from planner.grid.api import grid_frame, resolve_options, run_grid
 from planner.grid.spec import build_instance, load_grid
-from planner.grid.task import BasePayload, SolveOptions, Task, run_scenario
+from planner.grid.task import BasePayload, GridOptions, Task, run_scenario
 from planner.instance import Instance, read
+from planner.options import SolveOptions
 from planner.result import Result, SolutionStatus, Termination
 
 #: The modules (``planner.solve`` the attribute is the function, re-exported by ``planner``).
@@ -133,13 +134,13 @@ def test_an_unexpected_solver_exception_is_an_error_result(
     assert "KeyError" in res.message
 
 
-@pytest.mark.parametrize("solver", ["milp", "highs", "cpsat"])
+@pytest.mark.parametrize("solver", ["milp", "starttime", "cpsat"])
 def test_running_out_of_memory_gives_an_error_result(
     monkeypatch: pytest.MonkeyPatch, tiny: Instance, solver: str
 ) -> None:
     # each formulation's model builder raises MemoryError, as a huge model would
     without_heuristics(monkeypatch)
-    module = {"milp": milp_solve, "highs": starttime_solve, "cpsat": cpsat_solve}[solver]
+    module = {"milp": milp_solve, "starttime": starttime_solve, "cpsat": cpsat_solve}[solver]
     monkeypatch.setattr(module, "build", raiser(MemoryError()))
     res = planner_solve.solve(tiny, solver=solver, time_limit=5)
     assert res.termination == Termination.ERROR and res.plan is None
@@ -165,7 +166,7 @@ def test_starttime_time_limit_without_a_plan(
 ) -> None:
     monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(starttime_solve, "solve_highs", time_limit_without_solution)
-    res = planner_solve.solve(tiny, solver="highs", time_limit=1)
+    res = planner_solve.solve(tiny, solver="starttime", time_limit=1)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
     assert res.message.startswith(NO_PLAN_IN_TIME), res.message
 
@@ -288,7 +289,7 @@ class InProcess:
     def run(
         self,
         base: BasePayload,
-        opts: SolveOptions,
+        opts: GridOptions,
         tasks: list[Task],
         on_result: Callable[[dict[str, Any]], None],
     ) -> None:
@@ -346,11 +347,7 @@ def test_a_failing_scenario_fails_only_its_row(
         direct = real(
             build_instance(spec.base, sc),
             opts.solver,
-            opts.time_limit,
-            opts.gap,
-            1,
-            opts.backend,
-            False,
+            SolveOptions(time_limit=opts.time_limit, gap=opts.gap, threads=1, backend=opts.backend),
         )
         assert direct.objective is not None
         assert row["objective"] == pytest.approx(direct.objective, rel=1e-6)

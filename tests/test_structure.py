@@ -9,7 +9,9 @@ under ``if TYPE_CHECKING:`` included: an import for annotations is still an arro
 - the lower layers of ``planner`` never import ``formulations`` or the upper layers;
 - ``formulations`` never imports the upper layers;
 - the checker imports nothing of the planner but the instance, the physics formulas and the
-  plan/result data types.
+  plan/result data types;
+- README's layer list ("Where things are") names every module, and no module imports one
+  listed below its own line.
 
 And one regression of a drift the consolidation removed: the planner's and the checker's MFU
 of a GPU type a per-GPU mapping leaves out, with a GPU type named ``default``.
@@ -48,6 +50,7 @@ LOWER = (
     "planner.result",
     "planner.emissions",
     "planner.progress",
+    "planner.options",
     "planner.checker",
 )
 UPPER = (
@@ -227,6 +230,106 @@ def test_every_planner_module_is_in_a_layer() -> None:
         if m.startswith("planner.") and not _under(m, LOWER) and not _under(m, UPPER)
     ]
     assert loose == []
+
+
+# ----------------------------------------------------------------------------- README's layers
+
+
+def readme_layers() -> list[tuple[str, ...]]:
+    """The layer list of README's "Where things are" block, top first: per line that starts
+    at the margin, the module paths before the description (``planner/costs.py``,
+    ``planner/instance/``, ``formulations/``) as dotted names."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Where things are", 1)[1].split("```", 2)[1]
+    layers: list[tuple[str, ...]] = []
+    for line in block.splitlines():
+        if not line or line[0].isspace():
+            continue
+        head = line.split("  ", 1)[0]
+        names = tuple(
+            p.strip().removesuffix("/").removesuffix(".py").replace("/", ".")
+            for p in head.split(",")
+            if p.strip().startswith(PACKAGES)
+        )
+        if names:
+            layers.append(names)
+    return layers
+
+
+def _layer_of(module: str, layers: list[tuple[str, ...]]) -> int | None:
+    for i, names in enumerate(layers):
+        if _under(module, names):
+            return i
+    return None
+
+
+def test_readme_lists_every_module_in_one_layer() -> None:
+    layers = readme_layers()
+    assert len(layers) > 10, layers  # the block is read
+    listed = [n for names in layers for n in names]
+    assert len(listed) == len(set(listed)), listed
+    unknown = [n for n in listed if n not in MODULES]
+    assert unknown == [], f"README names modules that do not exist: {unknown}"
+    # every module but the package roots (their public names load lazily)
+    missing = [m for m in MODULES if m not in PACKAGES and _layer_of(m, layers) is None]
+    assert missing == [], f"modules missing from README's layer list: {missing}"
+
+
+def test_readme_layer_list_matches_the_import_graph() -> None:
+    """Each README line imports only the lines above it and itself (run-time imports)."""
+    layers = readme_layers()
+    up = sorted(
+        (m, t)
+        for m, targets in GRAPH.items()
+        for t in targets
+        if m not in PACKAGES
+        and t not in PACKAGES
+        and (a := _layer_of(m, layers)) is not None
+        and (b := _layer_of(t, layers)) is not None
+        and b > a
+    )
+    assert up == [], f"imports that go down README's layer list: {up}"
+
+
+def test_architecture_names_the_pipeline_stages_in_the_order_the_code_runs_them() -> None:
+    """docs/architecture.md's stage table cites, stage by stage, calls that the hourly
+    MILP's ``_pipeline`` (then ``_reduced`` and ``_finish``) makes in that same order."""
+    import inspect
+    import re
+
+    from formulations.milp import solve as milp_solve
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    code = inspect.getsource(milp_solve._pipeline)
+    # the stages _pipeline hands to helpers are read where it calls them
+    for helper in (milp_solve._first_plans, milp_solve._in_segments):
+        call = re.search(rf"(?<![\w.]){helper.__name__}\(", code)
+        assert call is not None, helper.__name__
+        code = code[: call.start()] + inspect.getsource(helper) + code[call.start() :]
+    code += "".join(inspect.getsource(f) for f in (milp_solve._reduced, milp_solve._finish))
+    stages = [
+        "phase_bounds",
+        "start_placements",
+        "_best_heuristic",
+        "single_segment",
+        "Relaxation",
+        "_fixing",
+        "_full_milp",
+        "_search",
+        "earliest",
+    ]
+    assert all(f"`{name}" in doc or f".{name}" in doc for name in stages), stages
+
+    pos = 0  # each stage's call found after the previous stage's
+    for name in stages:
+        hit = re.compile(rf"(?<![\w.]){name}\(").search(code, pos)
+        assert hit is not None, f"{name} is not called after the stage before it"
+        pos = hit.end()
+    table = doc[doc.index("| # | stage |") :]
+    rows = ["separable bound", "Lagrangian relaxation", "bound-based fixing", "reduced MILP"]
+    rows += ["neighbourhoods", "earliest-finish compaction", "verification"]
+    at = [table.index(f"| {row} |") for row in rows]
+    assert at == sorted(at), dict(zip(rows, at, strict=True))
 
 
 # ----------------------------------------------------------------------------- MFU drift

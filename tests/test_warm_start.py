@@ -14,7 +14,7 @@ from test_milp import ROUND_GPU, region
 import planner
 from formulations.heuristic import LookAhead, lookahead_schedule
 from formulations.milp.recontract import recontract
-from formulations.warm import hint
+from formulations.warm import start_placements
 from planner.configs import config_space
 from planner.costs import cost_plan
 from planner.replan import replan
@@ -35,9 +35,9 @@ def week() -> tuple[Any, Any]:
 def test_a_plan_is_its_own_warm_start(week: tuple[Any, Any]) -> None:
     inst, plan = week
     space = config_space(inst)
-    kept = hint(space, inst.release, plan)
+    kept = start_placements(space, inst.release, plan)
     assert set(kept) == {p.name for p in plan.phases}  # every phase keeps its placement
-    sched = lookahead_schedule(inst, space, hint=kept)
+    sched = lookahead_schedule(inst, space, start=kept)
     assert sched is not None
     assert cost_plan(inst, sched).objective == pytest.approx(plan.objective, rel=1e-9)
     res = planner.solve(inst, time_limit=30, start=plan)
@@ -77,16 +77,16 @@ def test_a_replan_starts_from_the_old_plan(week: tuple[Any, Any], change: str) -
         assert all(p.region != r for p in res.plan.phases)
 
 
-def test_a_hint_that_no_longer_fits_is_placed_anew(week: tuple[Any, Any]) -> None:
+def test_a_start_that_no_longer_fits_is_placed_anew(week: tuple[Any, Any]) -> None:
     inst, plan = week
     space = config_space(inst)
-    kept = hint(space, inst.release, plan)
-    # the first phase's hint moved before its release: not kept, placed by the look-ahead
+    kept = start_placements(space, inst.release, plan)
+    # the first phase's start moved before its release: not kept, placed by the look-ahead
     first = inst.order[0]
     a = kept[first]
     bad = dict(kept)
     bad[first] = Assignment(a.config, tuple(h - 1_000 for h in a.hours))
-    la = LookAhead(inst, space, time_windows(inst, space.fewest_hours()), hint=bad)
+    la = LookAhead(inst, space, time_windows(inst, space.fewest_hours()), start=bad)
     got = la.assignments()
     assert got is not None and got[first].hours[0] >= inst.release[first]
 

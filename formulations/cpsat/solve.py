@@ -25,7 +25,6 @@ from ortools.sat.python import cp_model
 
 from formulations.cpsat.model import CpsatModel, build
 from formulations.starttime.data import (
-    Hint,
     Pool,
     StartData,
     finish,
@@ -36,7 +35,8 @@ from formulations.starttime.data import (
 )
 from planner.configs import ConfigSpace
 from planner.instance.model import Instance
-from planner.progress import ProgressFn, Tracker
+from planner.options import SolveOptions
+from planner.progress import Tracker
 from planner.result import Result, Termination
 
 SOLVER = "cpsat"
@@ -151,34 +151,32 @@ def read_choice(
 
 def solve_cpsat(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    hint: Hint | None = None,
     mode: str = "auto",
     scale: float | None = None,
     redundant: bool = True,
     symmetry: bool = True,
-    heuristic_hint: bool = True,
-    verbose: bool = False,
+    heuristic_start: bool = True,
     data: StartData | None = None,
     progress: list[Progress] | None = None,
     notes: tuple[str, ...] = (),
     seed: int = 0,
     params: Mapping[str, object] | None = None,
-    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Build and solve the CP-SAT model of a non-preemptive instance.
+    """Build and solve the CP-SAT model of a non-preemptive instance within
+    ``options.time_limit`` (building included) to ``options.gap``.
 
-    ``hint``: a contiguous schedule or a plan (e.g. from the MILP) given to CP-SAT as a
-    solution hint; without one, the look-ahead (else greedy) schedule of
-    :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_hint``.
-    ``threads`` -> ``num_workers`` (None: all cores). The time limit covers building and
-    solving. ``progress`` collects every improving solution. ``params`` are further CP-SAT
-    parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
+    ``options.start``: the warm start, a contiguous schedule or a plan (e.g. from the MILP),
+    given to CP-SAT as a solution hint; without one, the look-ahead (else greedy) schedule of
+    :func:`formulations.starttime.data.heuristic_schedule` when ``heuristic_start``.
+    ``options.threads`` -> ``num_workers`` (None: all cores); ``options.backend`` is the
+    MILPs' and not used here. ``progress`` collects every improving solution. ``params`` are
+    further CP-SAT parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -196,22 +194,22 @@ def solve_cpsat(
         **{k: float(v) for k, v in cm.counts.items()},
     }
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
-    st = start_of(data, hint, heuristic_hint)
+    st = start_of(data, o.start, heuristic_start)
     if st is not None and st.choice is not None and st.objective is not None:
         add_hint(cm, st.choice, st.reserved)
         stats["hint_objective"] = st.objective
         note_list.append(f"CP-SAT hint: the {st.source} schedule ({st.objective:,.2f})")
         if st.violation is None:
             fallback = (st.choice, st.reserved)
-    elif st is not None and hint is not None:
+    elif st is not None and o.start is not None:
         note_list.append("hint dropped: not a contiguous schedule inside the modelled windows")
     stats["build_s"] = time.perf_counter() - t0
     solver = cp_model.CpSolver()
     prm = solver.parameters
-    prm.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - t0))
-    prm.num_workers = int(threads) if threads else (os.cpu_count() or 1)
-    prm.relative_gap_limit = float(gap)
-    prm.log_search_progress = bool(verbose)
+    prm.max_time_in_seconds = max(0.05, o.time_limit - (time.perf_counter() - t0))
+    prm.num_workers = int(o.threads) if o.threads else (os.cpu_count() or 1)
+    prm.relative_gap_limit = float(o.gap)
+    prm.log_search_progress = bool(o.verbose)
     prm.random_seed = int(seed)
     for key, value in {**DEFAULT_PARAMS, **(params or {})}.items():
         setattr(prm, key, value)
@@ -219,7 +217,7 @@ def solve_cpsat(
     if st is not None and st.objective is not None and st.violation is None:
         tracker.offer_plan(st.objective, f"{st.source} hint")
     tracker.stage("cpsat", "CP-SAT")
-    if on_progress is not None:
+    if o.on_progress is not None:
 
         def on_bound(b: float) -> None:
             tracker.offer_bound(b / cm.scale - cm.rounding_bound)
@@ -244,7 +242,7 @@ def solve_cpsat(
         stats,
         fallback,
         prm.num_workers,
-        gap,
+        o.gap,
     )
     return tracker.finish(res)
 

@@ -67,12 +67,13 @@ from formulations.milp.model import MilpModel, build, loose_columns
 from formulations.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.milp.recontract import recontract
 from formulations.milp.solution import point_from_schedule, schedule_from_point
-from formulations.warm import Start, hint
+from formulations.warm import Start, start_placements
 from planner.configs import Config, ConfigSpace, config_space
 from planner.costs import cost_plan, within_carbon_cap
 from planner.instance.model import Instance
+from planner.options import SolveOptions
 from planner.plan import Plan
-from planner.progress import ProgressFn, Tracker
+from planner.progress import Tracker
 from planner.result import GAP_TOLERANCE, MAX_ALTERNATIVES, Result, Termination, within_gap
 from planner.schedule import Schedule, with_reservations
 from planner.windows import Windows, time_windows
@@ -278,39 +279,36 @@ class _State:
 
 def solve_milp(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    backend: str = "auto",
     warm_start: bool = True,
-    verbose: bool = False,
     prune: bool = True,
-    on_progress: ProgressFn | None = None,
-    start: Start | None = None,
 ) -> Result:
-    """Solve the hourly MILP to a relative ``gap`` within ``time_limit`` seconds (the module
-    docstring's pipeline). ``start``: an earlier plan or schedule (of this instance or the one
-    it was re-planned from) offered as a plan after the look-ahead's: its placements kept
-    where they still fit, the other phases placed around them (:mod:`formulations.warm`).
-    ``backend``: "highs" (arrays into highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS
-    interface, for the reduced MILP; no MIP start), "auto" = highs. ``prune=False`` builds
-    the full model (with the look-ahead start unless ``warm_start=False``: the plain
-    reference). ``on_progress`` hears every improvement."""
+    """Solve the hourly MILP to a relative ``options.gap`` within ``options.time_limit``
+    seconds (the module docstring's pipeline). ``options.start``: an earlier plan or schedule
+    (of this instance or the one it was re-planned from) offered as a plan after the
+    look-ahead's: its placements kept where they still fit, the other phases placed around
+    them (:mod:`formulations.warm`). ``options.backend``: "highs" (arrays into highspy, from
+    the incumbent) or "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start),
+    "auto" = highs. ``space``: the configuration space when already built. ``prune=False``
+    builds the full model (with the look-ahead start unless ``warm_start=False``: the plain
+    reference). ``options.on_progress`` hears every improvement."""
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     space = space or config_space(inst)
     if space.infeasible:
         return Result.no_configuration(
             "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
         )
     windows = time_windows(inst, space.fewest_hours())
-    st = _State(inst, gap, threads, tracker, t0 + time_limit, windows)
+    st = _State(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
     try:
         if not prune:
-            return _plain(inst, space, windows, st, t0, backend, warm_start, verbose)
+            return _plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
         return _pipeline(
-            inst, space, windows, st, t0, time_limit, backend, warm_start, verbose, start
+            inst, space, windows, st, t0, o.time_limit, o.backend, warm_start, o.verbose, o.start
         )
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
@@ -455,9 +453,9 @@ def _first_plans(
     tracker = st.tracker
     if start is not None:
         tracker.stage("heuristic", "warm start")
-        kept = hint(space, inst.release, start)
+        kept = start_placements(space, inst.release, start)
         st.stats["warm_start_kept"] = len(kept)
-        if st.offer(lookahead_schedule(inst, space, windows, hint=kept), "warm start"):
+        if st.offer(lookahead_schedule(inst, space, windows, start=kept), "warm start"):
             st.notes.append(
                 f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
                 "they started from, the others placed around them"

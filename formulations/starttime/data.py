@@ -408,20 +408,21 @@ def schedule_of(
     return Schedule(out, reserved)
 
 
-#: What a solver may start from: a schedule (or ``{phase: (config, hours)}``) or a plan.
-Hint = Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
+#: A warm start the non-preemptive solvers take: a schedule (or ``{phase: (config, hours)}``)
+#: or a plan.
+WarmStart = Mapping[str, tuple[Config, tuple[int, ...]]] | Plan
 
 
-def as_schedule(data: StartData, hint: Hint) -> Schedule | None:
-    """A hint source as a schedule over this data's configurations: a schedule (or mapping of
+def as_schedule(data: StartData, start: WarmStart) -> Schedule | None:
+    """A warm start as a schedule over this data's configurations: a schedule (or mapping of
     assignments) is taken as is; a :class:`Plan` (e.g. from the hourly MILP) is matched to
     configurations by label. The reservations are the plan's, or none."""
-    if isinstance(hint, Schedule):
-        return hint
-    if not isinstance(hint, Plan):
-        return Schedule({n: Assignment(c, tuple(h)) for n, (c, h) in hint.items()})
+    if isinstance(start, Schedule):
+        return start
+    if not isinstance(start, Plan):
+        return Schedule({n: Assignment(c, tuple(h)) for n, (c, h) in start.items()})
     out: dict[str, Assignment] = {}
-    for ph in hint.phases:
+    for ph in start.phases:
         if ph.name not in data.space.by_phase:
             continue
         label = ph.info.get("config")
@@ -429,7 +430,7 @@ def as_schedule(data: StartData, hint: Hint) -> Schedule | None:
         if not match:
             return None
         out[ph.name] = Assignment(match[0], tuple(ph.hours))
-    return Schedule(out, {(r, g): n for r, g, n in hint.reserved})
+    return Schedule(out, {(r, g): n for r, g, n in start.reserved})
 
 
 def finish(
@@ -456,7 +457,7 @@ def finish(
     (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
     ``model_objective`` is the formulation's own value of the choice; the difference to the
     costed plan is ``stats["objective_mismatch_usd"]``. ``also``: other choices the solver
-    had (its start or hint, by source), kept with the solver's own plan before the earliest
+    had (its warm start, by source), kept with the solver's own plan before the earliest
     pass as the result's alternatives (planner.solve's verification net)."""
     runtime = time.perf_counter() - t0
     if choice is None:
@@ -555,7 +556,7 @@ class Start:
     objective: float | None
 
 
-def start_of(data: StartData, given: Hint | None, heuristic: bool) -> Start | None:
+def start_of(data: StartData, given: WarmStart | None, heuristic: bool) -> Start | None:
     """The start of a solve: ``given`` (a schedule or a plan) when there is one, else the
     look-ahead (or greedy) schedule when ``heuristic``; None when there is neither."""
     if given is not None:

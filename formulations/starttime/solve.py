@@ -8,7 +8,6 @@ from typing import Any
 
 from formulations.highs_runner import RawSolution, solve_highs, solve_pyomo
 from formulations.starttime.data import (
-    Hint,
     StartData,
     finish,
     no_plan_message,
@@ -19,7 +18,8 @@ from formulations.starttime.data import (
 from formulations.starttime.model import StartModel, build, choice_of_point, point_of
 from planner.configs import ConfigSpace
 from planner.instance.model import Instance
-from planner.progress import ProgressFn, Tracker
+from planner.options import SolveOptions
+from planner.progress import Tracker
 from planner.result import Result, Termination
 from planner.schedule import Pool
 
@@ -45,26 +45,24 @@ def model_stats(sm: StartModel) -> dict[str, float]:
 
 def solve_starttime(
     inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
     space: ConfigSpace | None = None,
-    time_limit: float = 60.0,
-    gap: float = 1e-4,
-    threads: int | None = None,
-    start: Hint | None = None,
-    backend: str = "highs",
-    verbose: bool = False,
     data: StartData | None = None,
     notes: tuple[str, ...] = (),
     heuristic_start: bool = True,
-    on_progress: ProgressFn | None = None,
 ) -> Result:
-    """Build and solve the start-time MILP. ``start`` (a contiguous schedule, e.g. CP-SAT's,
-    or a plan) becomes a MIP start; a start that does not fit the model is reported in the
-    plan notes and dropped. ``backend``: "highs" (arrays into highspy; takes the MIP start)
-    or "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without ``start``, the
-    look-ahead (else greedy) schedule is the MIP start when ``heuristic_start``.
-    ``on_progress`` hears the start's objective and HiGHS's incumbents and bounds."""
+    """Build and solve the start-time MILP within ``options.time_limit`` to ``options.gap``.
+    ``options.start`` (a contiguous schedule, e.g. CP-SAT's, or a plan) becomes a MIP start;
+    a start that does not fit the model is reported in the plan notes and dropped.
+    ``options.backend``: "highs" or "auto" (arrays into highspy; takes the MIP start) or
+    "pyomo" (through Pyomo's HiGHS interface, no MIP start). Without a start, the look-ahead
+    (else greedy) schedule is the MIP start when ``heuristic_start``. ``options.on_progress``
+    hears the start's objective and HiGHS's incumbents and bounds. ``space`` / ``data``: the
+    configuration space and start tables when already built."""
+    o = options
     t0 = time.perf_counter()
-    tracker = Tracker(on_progress, t0)
+    tracker = Tracker(o.on_progress, t0)
     prepared = prepare(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
@@ -74,7 +72,7 @@ def solve_starttime(
     stats["build_s"] = time.perf_counter() - t0
     note_list = list(notes)
     x0 = None
-    st = start_of(data, start, heuristic_start)
+    st = start_of(data, o.start, heuristic_start)
     also = (
         ((f"{st.source} start", st.choice, st.reserved),)
         if st is not None and st.choice is not None and st.violation is None
@@ -98,7 +96,7 @@ def solve_starttime(
             note_list.append(
                 f"MIP start: the {st.source} schedule ({stats['start_objective']:,.2f})"
             )
-    remaining = max(0.05, time_limit - (time.perf_counter() - t0))
+    remaining = max(0.05, o.time_limit - (time.perf_counter() - t0))
     tracker.stage("milp", "start-time MILP")
 
     def on_event(kind: str, obj: float | None, bound: float | None, x: object) -> None:
@@ -107,14 +105,21 @@ def solve_starttime(
         tracker.offer_bound(bound)
         tracker.tick()
 
-    if backend == "pyomo":
-        raw = solve_pyomo(sm.lp, remaining, gap, threads, verbose)
+    if o.backend == "pyomo":
+        raw = solve_pyomo(sm.lp, remaining, o.gap, o.threads, o.verbose)
     else:
         raw = solve_highs(
-            sm.lp, remaining, gap, threads, x0, verbose, options=HIGHS_OPTIONS, on_event=on_event
+            sm.lp,
+            remaining,
+            o.gap,
+            o.threads,
+            x0,
+            o.verbose,
+            options=HIGHS_OPTIONS,
+            on_event=on_event,
         )
         stats["highs_presolve_off"] = 1.0
-    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, gap, also))
+    return tracker.finish(result_of(sm, raw, t0, tuple(note_list), stats, o.gap, also))
 
 
 def result_of(

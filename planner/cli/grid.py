@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.cli.app import command, console, err_console, fail, output_path, result, results
+from planner.cli.options import renamed_solver_note
 from planner.grid.task import RETRYABLE
 from planner.solve import SOLVERS
 from planner.terminal import shown, styled
@@ -19,7 +20,7 @@ from planner.terminal import shown, styled
 if TYPE_CHECKING:
     from planner.grid.api import RunReport
     from planner.grid.spec import GridSpec
-    from planner.grid.task import SolveOptions
+    from planner.grid.task import GridOptions
 
 
 def _describe(spec: GridSpec) -> None:
@@ -64,7 +65,7 @@ def _check_outputs(store: Path, chart: bool, export_to: Path | None) -> None:
         output_path(export_to, "--export")
 
 
-def _starting(rep: RunReport, store: Path, opts: SolveOptions) -> None:
+def _starting(rep: RunReport, store: Path, opts: GridOptions) -> None:
     """What a run says as it starts: the grid's warnings, the scenarios already stored (a
     resumed run) and what is left to solve, with which solver on how many workers."""
     for w in rep.warnings:
@@ -197,6 +198,7 @@ def grid_cmd(
         opts = resolve_options(spec, solver, time_limit, gap, backend)
     except ValueError as e:
         fail(f"--{e}")
+    renamed_solver_note(solver or spec.defaults.solver or "auto")
     store = output if output is not None else default_store(spec)
     if not dry_run:  # every output checked before any scenario is solved
         _check_outputs(store, chart, export_to)

@@ -34,11 +34,12 @@ from planner.cli.app import (
 from planner.cli.exits import no_plan_exit
 from planner.cli.hygiene_hook import print_numeric_warnings
 from planner.cli.levers import attribution_table, money, saving_share
-from planner.cli.options import InstanceFile, TimeLimit
+from planner.cli.options import InstanceFile, TimeLimit, renamed_solver_note
 from planner.instance.errors import InstanceError
+from planner.options import BACKENDS
 from planner.plan import COST_KEYS, InstanceRef, Plan, file_sha256
 from planner.result import Result, Termination
-from planner.solve import SOLVERS, solve
+from planner.solve import RENAMED, SOLVERS, solve
 
 if TYPE_CHECKING:
     from planner.attribution import Attribution
@@ -274,10 +275,11 @@ def solve_cmd(
     re-plan the rest (after a failure, a price change or a lost region); the derived instance
     (progress, running configurations) is written next to the plan, and what changed is
     shown."""
-    if solver not in SOLVERS:
+    if solver not in (*SOLVERS, *RENAMED):
         fail(f"--solver: expected one of {', '.join(SOLVERS)}, got {solver!r}")
-    if backend not in ("auto", "highs", "pyomo"):
-        fail(f"--backend: expected auto, highs or pyomo, got {backend!r}")
+    solver = renamed_solver_note(solver)
+    if backend not in BACKENDS:
+        fail(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     if (from_hour is None) != (old_plan is None):
         fail("--from and --plan go together: --from HOUR --plan OLD.json")
     if status and from_hour is None:
@@ -309,7 +311,7 @@ def solve_cmd(
         else:
             if solver == "auto":
                 try:
-                    from formulations.dispatch import choose
+                    from formulations.choose import choose
 
                     _, why = choose(inst)
                     if not as_json:

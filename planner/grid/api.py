@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from planner.grid.spec import GridSpec, base_fingerprint, grid_from_dict, load_grid
 from planner.grid.store import Store
-from planner.grid.task import BasePayload, SolveOptions, Task, hooks_from_env
+from planner.grid.task import BasePayload, GridOptions, Task, hooks_from_env
+from planner.options import BACKENDS
 from planner.terminal import TextConsole
 
 if TYPE_CHECKING:
     import pandas as pd  # loaded by the functions that return frames (the CLI starts at once)
 
 EXECUTORS = ("local", "ray")
-BACKENDS = ("auto", "highs", "pyomo")
 DEFAULT_GRACE_S = 60.0
 
 
@@ -38,7 +38,7 @@ class Executor(Protocol):
     def run(
         self,
         base: BasePayload,
-        opts: SolveOptions,
+        opts: GridOptions,
         tasks: list[Task],
         on_result: Callable[[dict[str, Any]], None],
     ) -> None:
@@ -54,7 +54,7 @@ class RunReport:
     spec: GridSpec
     store: Path
     run: int
-    options: SolveOptions
+    options: GridOptions
     executor: str
     workers: int
     total: int
@@ -90,14 +90,15 @@ def resolve_options(
     time_limit: float | None = None,
     gap: float | None = None,
     backend: str | None = None,
-) -> SolveOptions:
+) -> GridOptions:
     """Explicit arguments, else the grid file's ``solve`` block, else the defaults. Raises
     ``ValueError`` naming the option when a value is not allowed."""
-    from planner.solve import SOLVERS
+    from planner.solve import RENAMED, SOLVERS
 
     d = spec.defaults
-    opts = SolveOptions(
-        solver=solver or d.solver or "auto",
+    name = solver or d.solver or "auto"
+    opts = GridOptions(
+        solver=RENAMED.get(name, name),  # the old name "highs" is "starttime"
         time_limit=float(time_limit if time_limit is not None else d.time_limit or 60.0),
         gap=float(gap if gap is not None else d.gap if d.gap is not None else 1e-4),
         backend=backend or d.backend or "auto",
@@ -105,7 +106,7 @@ def resolve_options(
         hooks=hooks_from_env(),
     )
     if opts.solver not in SOLVERS:
-        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {opts.solver!r}")
+        raise ValueError(f"solver: expected one of {', '.join(SOLVERS)}, got {name!r}")
     if opts.backend not in BACKENDS:
         raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {opts.backend!r}")
     if not opts.time_limit > 0:
@@ -140,7 +141,7 @@ def run_grid(
     spec: GridSpec,
     store_path: str | Path,
     executor: Executor,
-    opts: SolveOptions,
+    opts: GridOptions,
     retry_failed: bool = False,
     on_start: Callable[[RunReport], None] | None = None,
     on_result: Callable[[dict[str, Any]], None] | None = None,

@@ -36,7 +36,7 @@ from typing import Any
 
 from planner.grid import task as tk
 from planner.grid.runner import OnResult
-from planner.grid.task import BasePayload, SolveOptions, Task
+from planner.grid.task import BasePayload, GridOptions, Task
 
 INSTALL_HINT = (
     "the Ray executor needs Ray: pip install -e '.[ray]' (or pip install 'trainplan[ray]')"
@@ -151,7 +151,7 @@ class RayExecutor:
         self._owns_session = False
 
     def run(
-        self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
+        self, base: BasePayload, opts: GridOptions, tasks: Sequence[Task], on_result: OnResult
     ) -> None:
         """Solve the tasks as Ray tasks (one CPU each, no retry, the memory limit when set), the
         base instance put once; each outcome goes to ``on_result`` in this process as it

@@ -43,7 +43,7 @@ from planner.grid.task import (
     FAILED,
     TIMEOUT,
     BasePayload,
-    SolveOptions,
+    GridOptions,
     Task,
     empty_outcome,
     now,
@@ -56,7 +56,8 @@ PRELOAD = [
     "planner.grid.task",
     "planner.solve",
     "formulations.milp",
-    "formulations.dispatch",
+    "formulations.choose",
+    "formulations.portfolio",
     "formulations.baseline",
 ]
 #: Give up when this many workers in a row die before taking any scenario.
@@ -172,7 +173,7 @@ def _context() -> BaseContext:
 
 
 def _worker_main(
-    conn: Connection, base: BasePayload, opts: SolveOptions, memory_bytes: int | None
+    conn: Connection, base: BasePayload, opts: GridOptions, memory_bytes: int | None
 ) -> None:
     """Worker loop: receive a :class:`Task`, send back its outcome; stop on ``None`` or when
     the parent is gone."""
@@ -261,7 +262,7 @@ class LocalExecutor:
         self.prefetch = max(1, prefetch)
 
     def run(
-        self, base: BasePayload, opts: SolveOptions, tasks: Sequence[Task], on_result: OnResult
+        self, base: BasePayload, opts: GridOptions, tasks: Sequence[Task], on_result: OnResult
     ) -> None:
         """Solve ``tasks``; call ``on_result(outcome)`` in this process, once per task, in
         the order they finish. Returns when every task has an outcome."""

@@ -84,7 +84,11 @@ class BasePayload:
 
 
 @dataclass(frozen=True)
-class SolveOptions:
+class GridOptions:
+    """A grid's solver options for every scenario (the solver by name, the limits, the
+    backend; planner.solve builds the solvers' SolveOptions record from them) and the test
+    hooks (:func:`hooks_from_env`)."""
+
     solver: str = "auto"
     time_limit: float = 60.0
     gap: float = 1e-4
@@ -130,7 +134,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def _hooked(var: str, task: Task, opts: SolveOptions) -> bool:
+def _hooked(var: str, task: Task, opts: GridOptions) -> bool:
     spec = dict(opts.hooks).get(var)
     if not spec:
         return False
@@ -175,7 +179,7 @@ def empty_outcome(
     }
 
 
-def run_scenario(base: BasePayload, task: Task, opts: SolveOptions) -> dict[str, Any]:
+def run_scenario(base: BasePayload, task: Task, opts: GridOptions) -> dict[str, Any]:
     """Build the scenario's instance and solve it; never raises for a bad scenario (the
     error is in the outcome). ``solve_s`` is the wall time spent inside
     :func:`planner.solve.solve`, ``cpu_s`` the worker's CPU time in it (all threads);

@@ -201,7 +201,11 @@ TimeZone = Annotated[str, AfterValidator(_iana)]
 if TYPE_CHECKING:
     from planner.physics.architecture import Architecture, ParamCounts
 
-PUE_BY_COOLING: dict[str, float] = {"air": 1.58, "liquid": 1.15, "immersion": 1.05}
+#: Facility PUE when none is given (air cooling, the survey average above): the one default,
+#: which ``trainplan estimate`` takes too.
+DEFAULT_PUE = 1.58
+
+PUE_BY_COOLING: dict[str, float] = {"air": DEFAULT_PUE, "liquid": 1.15, "immersion": 1.05}
 
 #: Model FLOPs utilisation of a phase that gives none, and of a GPU type a per-GPU ``mfu``
 #: mapping leaves out (the planner and the checker both read this one constant).
