@@ -117,10 +117,15 @@ def _figure_edits(doc: dict[str, Any], rnd: random.Random) -> list[tuple[tuple[A
     """Wrong figures a report shows: a segment's work share, a migration's hours and
     source (each far from what the plan's configuration gives)."""
     out: list[tuple[tuple[Any, ...], Any]] = []
-    for i, ph in enumerate(doc.get("phases", [])):
-        for k, seg in enumerate(ph.get("segments", [])):
+    phases = doc.get("phases")
+    # an earlier random edit may have put any value where a mapping or list was
+    for i, ph in enumerate(phases if isinstance(phases, list) else []):
+        segments = ph.get("segments") if isinstance(ph, dict) else None
+        for k, seg in enumerate(segments if isinstance(segments, list) else []):
+            if not isinstance(seg, dict):
+                continue
             out.append((("phases", i, "segments", k, "work"), rnd.choice([-4.0, 5.0, 0.0])))
-            if seg.get("migration"):
+            if isinstance(seg.get("migration"), dict):
                 out.append((("phases", i, "segments", k, "migration", "hours"), 99.0))
                 out.append((("phases", i, "segments", k, "migration", "from"), "7"))
     return out
