@@ -92,6 +92,20 @@ def test_a_phase_follows_two_regions_nights() -> None:
     assert choose(inst)[0] == "milp"
 
 
+@pytest.mark.parametrize(
+    "stated", [{"hours": 99.0}, {"transfer": 0.5}, {"from": "running"}], ids=str
+)
+def test_a_migration_stated_where_none_happens_is_refused(stated: dict[str, Any]) -> None:
+    # found by the long fuzz run: segment 0 of a phase that is not running has no migration;
+    # a plan file stating one (99 hours of it) was accepted, and the report would show it
+    inst, res = solved(two_nights())
+    doc = json.loads(res.plan.to_json())
+    doc["phases"][0]["segments"][0]["migration"] = stated
+    v = verify(inst, plan_from_dict(doc))
+    assert [x.kind for x in v.violations] == ["migration"]
+    assert "segment 0 states a migration" in v.violations[0].message
+
+
 def test_a_checkpoint_too_dear_to_move_stays() -> None:
     # As above, but moving out of Berlin costs $0.20/GB: the move is 36 x 0.20 = $7.20 and
     # the migration 0.106 + 7.20 + 0.1055 + 0.1055 = $7.517, so following the nights costs

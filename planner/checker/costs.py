@@ -354,13 +354,20 @@ def _compare_moves(e: PhasePlan, pc: PhaseCosts, rel_tol: float, abs_tol: float)
         said = stated[k] if k < len(stated) else {}
         what = "from the running configuration" if k == 0 else f"from segment {k - 1}"
         if m is None:
-            if said and float(said.get("total", 0.0)) != 0.0:
+            # any figure or source stated for a migration that does not happen is wrong
+            figures = {
+                key: said[key]
+                for key in ("total", "rental", "energy", "transfer", "hours")
+                if key in said and float(said[key]) != 0.0
+            }
+            if figures or "from" in said:
+                shown = ", ".join(f"{key} {value}" for key, value in figures.items())
                 out.append(
                     Violation(
                         "migration",
                         e.name,
-                        f"segment {k} states a migration ({said.get('total')}) but none "
-                        "happens (the run goes on)",
+                        f"segment {k} states a migration ({shown or 'from ' + repr(said['from'])}"
+                        ") but none happens (the run goes on)",
                     )
                 )
             continue
