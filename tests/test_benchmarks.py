@@ -20,6 +20,9 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
+#: The default run stays under 10 minutes on CI's 2 cores: the heavier families run with -m slow.
+SLOW = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -46,7 +49,10 @@ def _doc(name: str, seed: int = 0) -> str:
 # ----------------------------------------------------------------------------- generator
 
 
-@pytest.mark.parametrize("name", ["small", "medium-compete", "medium-x4", "dag30-tou", "long-4380"])
+@pytest.mark.parametrize(
+    "name",
+    ["small", "medium-compete", "medium-x4", "dag30-tou", pytest.param("long-4380", marks=SLOW)],
+)
 def test_generator_is_deterministic_and_seeded(name: str) -> None:
     first = _doc(name)
     again = json.dumps(G.document(name, 0), sort_keys=True)
@@ -138,7 +144,9 @@ def _free_plan_breaks_capacity(name: str) -> tuple[bool, float]:
     return "capacity" in real.kinds, worst
 
 
-@pytest.mark.parametrize("name", ["large-cap0.5", "medium-x4", "medium-compete"])
+@pytest.mark.parametrize(
+    "name", [pytest.param("large-cap0.5", marks=SLOW), "medium-x4", "medium-compete"]
+)
 def test_capacity_and_crowded_families_bind(name: str) -> None:
     """The cheapest plan found without capacity limits does not fit the real pools: capacity
     changes the answer, so these instances measure the MILP. (The simpler data test, "the
@@ -227,6 +235,7 @@ def _pretraining_cannot_fit(d: dict[str, Any], name: str) -> bool:
     return True
 
 
+@SLOW
 def test_large_at_049_capacity_is_infeasible_by_counting() -> None:
     """large x0.49: p0-2-pretraining (not preemptible) cannot be placed.
 
@@ -257,7 +266,7 @@ def _utc_rows(path: Path) -> list[float]:
         return [float(r["Price (USD/MWh)"]) for r in csv.DictReader(fh)]
 
 
-@pytest.mark.parametrize("hours", [4380, 8760])
+@pytest.mark.parametrize("hours", [4380, pytest.param(8760, marks=SLOW)])
 def test_long_horizon_instance(hours: int) -> None:
     from planner.instance.read import from_dict
 
@@ -443,6 +452,7 @@ def _hog(mb: int, spawn: bool, sleep: float) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
 
 
+@SLOW
 def test_tree_sampler_counts_descendants() -> None:
     """A process holding 100 MB that starts a child holding 150 MB: the tree peaks above
     250 MB, more than either process alone."""

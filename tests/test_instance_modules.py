@@ -113,6 +113,7 @@ def test_cycle_finder_finds_a_lazy_cycle() -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_every_instance_module_imports_in_a_fresh_interpreter() -> None:
     modules = sorted(_modules())
     assert {"planner.instance.read", "planner.instance.model", "planner.instance.series"} <= set(

@@ -298,6 +298,7 @@ def _assert_not_blank(path: Path) -> None:
     assert float((rgb < 0.9).any(axis=2).mean()) > 0.01, f"{path.name}: almost all white"
 
 
+@pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_pngs_written_and_not_blank(plan: Plan, inst: planner.Instance, tmp_path: Path) -> None:
     paths = write_pngs(plan, inst, tmp_path / "charts")
     assert [p.name for p in paths] == [f"{c}.png" for c in CHARTS]
