@@ -1219,6 +1219,34 @@ def test_a_file_at_each_cap_checks_quickly(
     refused(g, message, field)
 
 
+def test_caps_multiplied_in_one_file_are_refused_with_the_figures(tmp_path: Path) -> None:
+    # found by the long fuzz run: 999 phases x 64 regions x 16 spare-node choices (each list
+    # within its own cap) asked for tens of millions of configurations, and `check` ran past
+    # the fuzz's 45 s deadline; such a file is refused at once, naming the phase asking most
+    doc = _with_regions(64)
+    chain = _phase_chain(999)["phases"]
+    for p in chain:
+        p["options"] = {"gpu_counts": [1, 2, 4, 8], "extra_spare_nodes": list(range(16))}
+    doc["phases"] = chain
+    f = tmp_path / "product.json"
+    f.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    # 999 phases x 4 counts x 64 regions x 16 spare choices x the tiny's GPU types,
+    # contracts and tiers: far over the 500,000 the reader allows
+    err = refused(
+        f, re.compile(r"the phases ask for about [\d,]+ configurations before layouts .*"), "phases"
+    )
+    assert (
+        "64 regions" in err.errors[0].message and "16 spare-node choices" in err.errors[0].message
+    )
+    # one phase of the same shape is well within it (the benchmarks' 200-phase quarter asks
+    # 36,000)
+    doc["phases"] = chain[-1:]
+    doc["phases"][0]["predecessors"] = []
+    g = tmp_path / "one.json"
+    g.write_text(json.dumps(doc, default=lambda o: o.isoformat()))
+    assert isinstance(read(g), Instance)
+
+
 def test_many_unknown_names_give_short_messages() -> None:
     # each message lists at most 10 names, each cut to 40 characters
     doc = _with_regions(64)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner.instance.breadth import check_breadth
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.files import DATA_ROOT_ENV, data_root_of
 from planner.instance.gpus import expand_gpu_types
@@ -129,6 +130,8 @@ def _build(
     errors = []
     check_magnitudes(data, errors)
     check_references(spec, errors)
+    if not errors:
+        check_breadth(spec, errors)
     if errors:
         raise InstanceError(file, capped(errors))
     return resolve(spec, data, file, base_dir, from_dict, data_root_of(data_root))
