@@ -753,6 +753,10 @@ def test_plan_file_round_trip(tiny: Instance, space: ConfigSpace, tmp_path: Path
         (lambda d: d.update(phases={}), "phases"),
         (lambda d: d.update(reserved=[{"region": "east", "gpu": "A100"}]), "reserved[0].gpus"),
         (lambda d: d.update(format="other/9"), "format"),
+        # found by the long fuzz run: an hour of 1e308 (a whole number to JSON) made the
+        # contiguity check's message enumerate the gap before it, until memory ran out
+        (lambda d: d["phases"][1]["hours"].append(1e308), "phases[1] (finetune).hours"),
+        (lambda d: d["phases"][1]["hours"].append(-(10**9)), "phases[1] (finetune).hours"),
     ],
 )
 def test_plan_file_field_errors(tiny: Instance, space: ConfigSpace, edit: Any, field: str) -> None:
@@ -884,3 +888,14 @@ def test_a_model_less_phase_with_an_unknown_layout_is_refused_not_priced(
     v = verify(tiny, bad)
     assert not v.ok
     assert any("a phase without a model has no parallel layout" in x.message for x in v.violations)
+
+
+def test_a_long_pause_is_named_by_its_ends(tiny: Instance, space: ConfigSpace) -> None:
+    # a non-preemptible phase pausing from hour 3 to hour 199,999 (within the plan file's
+    # bound): the message names the gap's ends, it does not list its hours
+    plan = east_plan(tiny, space)
+    ft = plan.phase("finetune")
+    far = dataclasses.replace(ft, hours=(*ft.hours[:1], 200_000))
+    v = verify(tiny, dataclasses.replace(plan, phases=(plan.phase("prep"), far)))
+    (x,) = [x for x in v.violations if x.kind == "contiguity"]
+    assert f"pauses in hours {ft.hours[0] + 1}-199999 " in x.message

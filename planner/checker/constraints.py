@@ -511,7 +511,8 @@ def check_contiguity(ent: Entry) -> list[Violation]:
     gaps = [(a + 1, b) for a, b in pairwise(hs) if b != a + 1]
     if not gaps:
         return []
-    shown = ", ".join(hour_ranges(range(a, b)) for a, b in gaps)
+    # each gap as its first and last hour, never hour by hour (a gap may be long)
+    shown = ", ".join(str(a) if b - a == 1 else f"{a}-{b - 1}" for a, b in gaps)
     return [
         Violation(
             "contiguity",

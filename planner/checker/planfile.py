@@ -45,6 +45,12 @@ _PHASE_FIELDS: tuple[tuple[str, str], ...] = (
     ("tier", "str"),
 )
 
+#: Hours a plan file may name, either side of its horizon's start: ten times the longest
+#: horizon an instance may have (3 years); beyond that a number is no hour (1e308 as an hour
+#: would make every range over it unbounded).
+MAX_HOUR = 10 * 24 * 366 * 3
+
+
 #: Layout fields an entry may leave out (planner.plan fills the defaults), each typed.
 _OPTIONAL_FIELDS: tuple[tuple[str, str], ...] = (
     ("sp", "bool"),
@@ -158,9 +164,18 @@ def _check_hours_and_costs(ph: dict[str, Any], where: str, errors: list[FieldErr
         )
     else:
         bad = [h for h in hours if not _is(h, "int")]
+        far = [h for h in hours if _is(h, "int") and not -MAX_HOUR <= h <= MAX_HOUR]
         if bad:
             errors.append(
                 FieldError(f"{where}.hours", f"expected whole hour numbers, got {_shown(bad[0])}")
+            )
+        elif far:
+            errors.append(
+                FieldError(
+                    f"{where}.hours",
+                    f"expected hours between {-MAX_HOUR:,} and {MAX_HOUR:,} (a horizon is at "
+                    f"most three years), got {_shown(far[0])}",
+                )
             )
     costs = ph.get("costs", {})
     if not isinstance(costs, dict):
