@@ -50,6 +50,17 @@ MARKET_ZONES: dict[str, tuple[str, float]] = {
 }
 
 
+def _with_deadlines(d: dict[str, Any], rng: random.Random, hours: int) -> dict[str, Any]:
+    """``d`` with its work scaled so that the fastest schedule fills 30% of the horizon, and
+    each phase due 1.4-2x its earliest finish after its release (within the horizon)."""
+    finish = _scale_work(d, 0.30)
+    for ph in d["phases"]:
+        rel = ph["release"]
+        slack = rng.uniform(1.4, 2.0)
+        ph["deadline"] = int(min(hours, rel + math.ceil((finish[ph["name"]] - rel) * slack) + 2))
+    return d
+
+
 def two_tiers() -> dict[str, Any]:
     """Every generated region's storage: a hot tier and a cheaper, slower cold one."""
     return {
@@ -570,12 +581,7 @@ def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
         "models": MODELS,
         "phases": phases,
     }
-    finish = _scale_work(d, 0.30)
-    for ph in d["phases"]:
-        rel = ph["release"]
-        slack = rng.uniform(1.4, 2.0)
-        ph["deadline"] = int(min(hours, rel + math.ceil((finish[ph["name"]] - rel) * slack) + 2))
-    return d
+    return _with_deadlines(d, rng, hours)
 
 
 MODELS = {
@@ -789,12 +795,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
         "models": MODELS,
         "phases": phases,
     }
-    finish = _scale_work(d, 0.30)
-    for ph in d["phases"]:
-        rel = ph["release"]
-        slack = rng.uniform(1.4, 2.0)
-        ph["deadline"] = int(min(hours, rel + math.ceil((finish[ph["name"]] - rel) * slack) + 2))
-    return d
+    return _with_deadlines(d, rng, hours)
 
 
 # ----------------------------------------------------------------------------- DAG
