@@ -107,6 +107,9 @@ def _at(doc: Any, where: tuple[Any, ...]) -> Any:
     return doc
 
 
+#: Values an edit may write: each written as a copy (the lists and mappings here are shared;
+#: written as they are, a later edit into one changed every place holding it, and could make a
+#: document hold itself).
 VALUES: list[Any] = [
     None, True, "x", "", -1, 0, 0.5, 7, 99.0, -400.0, 5.0, 1e308, -1e308, 10**30, [], {},
     [13] * 200, list(range(-74, 0)), [10**12], "[/]\x1b[31m", "a\nb: c",
@@ -149,7 +152,7 @@ def _plan_case(draw: Draw, secrets: list[str]) -> SurfaceCase:
             doc.setdefault(block, {"from_hour": 3, "changes": []} if block == "replan" else {})
             paths = _paths(doc[block]) or [()]
             where = rnd.choice(paths)
-            value = rnd.choice(VALUES)
+            value = copy.deepcopy(rnd.choice(VALUES))
             if where:
                 _at(doc[block], where)[where[-1]] = value
             else:
@@ -164,7 +167,7 @@ def _plan_case(draw: Draw, secrets: list[str]) -> SurfaceCase:
             doc[where[0]] = value
         else:
             where = rnd.choice(_paths(doc))
-            value = rnd.choice(VALUES)
+            value = copy.deepcopy(rnd.choice(VALUES))
             _at(doc, where)[where[-1]] = value
         edits.append(f"{kind} {where} = {value!r:.40}")
 
