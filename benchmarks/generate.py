@@ -61,6 +61,15 @@ def _with_deadlines(d: dict[str, Any], rng: random.Random, hours: int) -> dict[s
     return d
 
 
+def _year_prices(market: str) -> dict[str, str]:
+    """A market's real 2023 hourly day-ahead prices (the full-year extract) as a CSV series."""
+    return {
+        "csv": FULL_YEAR_PRICES.format(market=market),
+        "column": "Price (USD/MWh)",
+        "time_column": "Datetime (UTC)",
+    }
+
+
 def two_tiers() -> dict[str, Any]:
     """Every generated region's storage: a hot tier and a cheaper, slower cold one."""
     return {
@@ -537,11 +546,7 @@ def long_horizon(hours: int, seed: int = 0) -> dict[str, Any]:
         regions[market] = {
             "timezone": tz,
             "pue": pue,
-            "electricity": {
-                "csv": FULL_YEAR_PRICES.format(market=market),
-                "column": "Price (USD/MWh)",
-                "time_column": "Datetime (UTC)",
-            },
+            "electricity": _year_prices(market),
             "price_adder_usd_per_mwh": 30.0,
             "capacity": {
                 "H100": _capacity_series(256, tz, start, hours),
@@ -751,11 +756,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
         regions[market] = {
             "timezone": tz,
             "pue": pue,
-            "electricity": {
-                "csv": FULL_YEAR_PRICES.format(market=market),
-                "column": "Price (USD/MWh)",
-                "time_column": "Datetime (UTC)",
-            },
+            "electricity": _year_prices(market),
             "price_adder_usd_per_mwh": 30.0,
             "capacity": {
                 g: _capacity_series(QUARTER_POOL[g], tz, start, hours) for g in QUARTER_GPUS
