@@ -34,11 +34,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from formulations.choose import choose
-from formulations.cpsat import Progress, solve_cpsat
-from formulations.highs_runner import use_threads
-from formulations.linear import LinearProgram
-from formulations.portfolio import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE
-from formulations.starttime.data import (
+from formulations.exact.cpsat import Progress, solve_cpsat
+from formulations.exact.starttime.data import (
     build_data,
     choice_of,
     estimate_nonzeros,
@@ -46,13 +43,16 @@ from formulations.starttime.data import (
     least_reserved,
     objective_of,
 )
-from formulations.starttime.model import build as build_starttime
-from formulations.starttime.model import choice_of_point, point_of
-from planner.configs import build_config_space
+from formulations.exact.starttime.model import build as build_starttime
+from formulations.exact.starttime.model import choice_of_point, point_of
+from formulations.lp.highs_runner import use_threads
+from formulations.lp.linear import LinearProgram
+from formulations.portfolio import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
-from planner.options import SolveOptions
-from planner.plan import Plan
+from planner.model.configs import build_config_space
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
 
 #: (pipelines of prep -> train -> eval, horizon hours)
 SIZES: dict[str, tuple[int, int]] = {
@@ -249,9 +249,9 @@ def _highs_progress(
     presolve: bool,
     start: np.ndarray | None = None,
 ) -> Any:
-    """HiGHS on the arrays (as formulations.highs_runner.solve_highs, plus the presolve
+    """HiGHS on the arrays (as formulations.lp.highs_runner.solve_highs, plus the presolve
     switch), sampling (objective, bound) through its MIP callbacks."""
-    from formulations.highs_runner import load_arrays, new_highs
+    from formulations.lp.highs_runner import load_arrays, new_highs
 
     a = lp.arrays()
     h = new_highs()

@@ -287,8 +287,8 @@ def _fastest_finish(d: dict[str, Any], steady: bool = False) -> dict[str, float]
     whatever the daily cycle and the maintenance windows take (the long horizons' rule: with
     the plain fastest, a 256-GPU pre-training needs 893 contiguous hours that a pool which
     drops to 192 GPUs every day never has)."""
-    from planner.configs import build_config_space
     from planner.instance.read import from_dict
+    from planner.model.configs import build_config_space
 
     inst = from_dict(d, "<generated>", ROOT)
     space = build_config_space(inst)

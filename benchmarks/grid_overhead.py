@@ -34,9 +34,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from planner.grid import solve_grid
-from planner.grid.spec import grid_from_instance
 from planner.instance import read
+from planner.interfaces.grid import solve_grid
+from planner.interfaces.grid.spec import grid_from_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ middle of the horizon; the changed region is the one the old plan uses most from
 - ``price``: that region's electricity x1.3 (the series' ``scale``);
 - ``lost``: that region loses every GPU (capacity 0 for each GPU type).
 
-The re-plan is :func:`planner.replan.replan` on the changed instance from the hour (the state
-at the hour derived, the old plan passed as the warm start), at the target gap of the
+The re-plan is :func:`planner.interfaces.replan.replan` on the changed instance from the hour (the
+state at the hour derived, the old plan passed as the warm start), at the target gap of the
 instance (``TARGETS``: 0.1% for month-70b, 2% for the quarter; ``--gap`` overrides), within
 ``--time-limit``. Reported from ``on_progress``: the time to the first plan and to the
 target gap, counted from the call (deriving the state included), the gap at the end, the
@@ -73,7 +73,7 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
 
     import planner
     from planner.checker import verify
-    from planner.replan import replan, state_at
+    from planner.interfaces.replan import replan, state_at
 
     inst = load(name)
     gap, target_s = TARGETS.get(name, (args.gap or 0.01, args.time_limit))

@@ -37,13 +37,13 @@ TARGETS = {
 def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str, object]:
     from generate import ROOT, generate
 
-    from formulations.milp.solve import solve_milp
+    from formulations.exact.milp.solve import solve_milp
     from planner.checker import verify
-    from planner.configs import build_config_space
     from planner.instance.read import from_dict
-    from planner.options import SolveOptions
+    from planner.model.configs import build_config_space
+    from planner.model.options import SolveOptions
+    from planner.model.windows import time_windows
     from planner.solve import solve
-    from planner.windows import time_windows
 
     gap, limit = TARGETS[size]
     gap = gap if gap_override is None else gap_override

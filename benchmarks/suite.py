@@ -10,7 +10,7 @@ parent samples the resident memory of that process and all its descendants (the 
 included) from /proc every 50 ms, and stops the process tree if it passes ``--mem-limit-gb``
 (the machine is shared; the issue's target is 8 GB). The child also reports
 ``getrusage(RUSAGE_SELF)`` and ``getrusage(RUSAGE_CHILDREN)`` ``ru_maxrss``; the HiGHS child
-is a direct subprocess of the solve (``python -m formulations.highs_child``), reaped by it, so
+is a direct subprocess of the solve (``python -m formulations.lp.highs_child``), reaped by it, so
 RUSAGE_CHILDREN covers it (a fork server, which older versions used, is still reaped first).
 
 Per instance (medians over ``--repeat``):
@@ -271,8 +271,8 @@ def reap_forkserver() -> bool:
     through it is reaped by it, so only once the server itself is reaped does
     ``getrusage(RUSAGE_CHILDREN).ru_maxrss`` of this process cover that child (Linux propagates
     the largest reaped descendant's peak). The HiGHS child no longer goes through a fork server
-    (``formulations/highs_runner`` starts ``python -m formulations.highs_child``); this stays for
-    other multiprocessing users. Uses the private ``ForkServer._stop`` (CPython 3.8+); returns
+    (``formulations/lp/highs_runner`` starts ``python -m formulations.lp.highs_child``); this stays
+    for other multiprocessing users. Uses the private ``ForkServer._stop`` (CPython 3.8+); returns
     whether a server was stopped."""
     try:
         from multiprocessing import forkserver
@@ -355,8 +355,8 @@ def run_one(
         target = free_instance(inst)
     t0 = time.perf_counter()
     if mode == "reference":
-        from formulations.milp import solve_milp
-        from planner.options import SolveOptions
+        from formulations.exact.milp import solve_milp
+        from planner.model.options import SolveOptions
 
         opts = SolveOptions(time_limit=time_limit, gap=ONE_PCT, threads=threads, backend="highs")
         res = solve_milp(target, opts, prune=False, warm_start=False)

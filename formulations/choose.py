@@ -3,15 +3,15 @@
 - Some phase can pause (preemptible, and some configuration runs more than an hour), may
   change configuration at checkpoints (``max_segments`` > 1), continues from a running
   configuration, may run under a reserved term, or has no feasible configuration: the hourly
-  MILP (:mod:`formulations.milp`), the only model of pauses, resumes, parking, segments,
+  MILP (:mod:`formulations.exact.milp`), the only model of pauses, resumes, parking, segments,
   migrations and terms, and the one that reports a phase without a configuration.
 - Otherwise every phase is one contiguous run, fixed by its configuration and start hour, and
   two exact models of the same costs exist: the start-time MILP on HiGHS
-  (:mod:`formulations.starttime`, ``"starttime"``) and CP-SAT (:mod:`formulations.cpsat`).
-  The start-time MILP's capacity rows hold one nonzero per (start, running hour):
-  configurations x window x run length; CP-SAT's interval model grows with configurations x
-  window only. "auto" picks the **start-time MILP** up to :data:`HIGHS_MAX_NONZEROS`
-  capacity nonzeros and CP-SAT above.
+  (:mod:`formulations.exact.starttime`, ``"starttime"``) and CP-SAT
+  (:mod:`formulations.exact.cpsat`). The start-time MILP's capacity rows hold one nonzero per
+  (start, running hour): configurations x window x run length; CP-SAT's interval model grows with
+  configurations x window only. "auto" picks the **start-time MILP** up to
+  :data:`HIGHS_MAX_NONZEROS` capacity nonzeros and CP-SAT above.
 
 Measured by ``benchmarks/cpsat_vs_milp.py`` (2 threads, 60 s, shared machine; seconds to a
 proved optimum, or objective at the limit):
@@ -26,16 +26,16 @@ L      2.1M         17,469 (bound 8.7k)   21,376 (bound 16.2k)
 XL     14.6M        26,222                26,228 (no bound)
 =====  ===========  ====================  ===================  =====================
 
-The start-time MILP runs HiGHS with presolve off (``formulations.starttime.solve``'s
+The start-time MILP runs HiGHS with presolve off (``formulations.exact.starttime.solve``'s
 ``HIGHS_OPTIONS``), the column that is fastest up to S; CP-SAT wins from M on. The two are
 run together, each starting the other, by :mod:`formulations.portfolio`.
 """
 
 from __future__ import annotations
 
-from formulations.starttime.data import estimate_nonzeros
-from planner.configs import ConfigSpace, config_space
+from formulations.exact.starttime.data import estimate_nonzeros
 from planner.instance.model import Instance
+from planner.model.configs import ConfigSpace, config_space
 
 #: At most this many start-time capacity nonzeros, "auto" picks the start-time MILP (HiGHS,
 #: presolve off); above it, CP-SAT (see the table above).

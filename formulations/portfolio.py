@@ -2,8 +2,8 @@
 portfolio.
 
 :func:`solve_nonpreemptive` solves an instance whose phases each run as one contiguous run
-with ``"starttime"`` (the start-time MILP on HiGHS, :mod:`formulations.starttime`) or
-``"cpsat"`` (:mod:`formulations.cpsat`); which one "auto" takes is
+with ``"starttime"`` (the start-time MILP on HiGHS, :mod:`formulations.exact.starttime`) or
+``"cpsat"`` (:mod:`formulations.exact.cpsat`); which one "auto" takes is
 :func:`formulations.choose.choose`'s. Phases the contiguous models cannot represent are
 restricted and said so: a preemptible phase runs without pauses, a phase that may change
 configuration at checkpoints runs on one configuration, reserved terms are left out; the
@@ -24,13 +24,13 @@ import time
 from collections.abc import Callable
 
 from formulations.choose import HIGHS_MAX_NONZEROS, has_terms, pausable
-from formulations.starttime.data import estimate_nonzeros
-from planner.configs import ConfigSpace, config_space
+from formulations.exact.starttime.data import estimate_nonzeros
 from planner.instance.model import Instance
-from planner.options import SolveOptions
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination, within_gap
-from planner.schedule import Schedule
+from planner.model.configs import ConfigSpace, config_space
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
+from planner.model.result import Result, SolutionStatus, Termination, within_gap
+from planner.model.schedule import Schedule
 
 #: Share of the time limit the first solver of a portfolio gets, and its cap in seconds.
 PORTFOLIO_SHARE = 0.3
@@ -54,7 +54,7 @@ def solve_nonpreemptive(
     Preemptible phases, if any, are scheduled as one contiguous run each: the plan is valid
     but may cost more than one that pauses, so it is reported as feasible, without a bound
     (use the hourly MILP, ``--solver milp``, for those instances)."""
-    from formulations.starttime import build_data, solve_starttime
+    from formulations.exact.starttime import build_data, solve_starttime
 
     if solver not in ("cpsat", "starttime"):
         raise ValueError(
@@ -97,7 +97,7 @@ def solve_nonpreemptive(
         """CP-SAT ("cpsat") or the start-time MILP ("starttime") for ``limit`` seconds, from
         ``start`` (CP-SAT's solution hint, the MILP's MIP start)."""
         if which == "cpsat":  # ortools (and pandas) load only when CP-SAT runs
-            from formulations.cpsat import solve_cpsat
+            from formulations.exact.cpsat import solve_cpsat
 
             solve: Callable[..., Result] = solve_cpsat
         else:

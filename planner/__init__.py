@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from planner.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from planner.grid import solve_grid
     from planner.instance import Instance, InstanceError, read
-    from planner.plan import Plan
-    from planner.result import Result, SolutionStatus, Termination
+    from planner.interfaces.grid import solve_grid
+    from planner.model.plan import Plan
+    from planner.model.result import Result, SolutionStatus, Termination
     from planner.solve import solve
 
 lazy_names(
@@ -25,12 +25,12 @@ lazy_names(
         "Instance": "planner.instance",
         "InstanceError": "planner.instance",
         "read": "planner.instance",
-        "Plan": "planner.plan",
-        "Result": "planner.result",
-        "SolutionStatus": "planner.result",
-        "Termination": "planner.result",
+        "Plan": "planner.model.plan",
+        "Result": "planner.model.result",
+        "SolutionStatus": "planner.model.result",
+        "Termination": "planner.model.result",
         "solve": "planner.solve",
-        "solve_grid": "planner.grid",  # pulls in pandas and rich
+        "solve_grid": "planner.interfaces.grid",  # pulls in pandas and rich
     },
 )
 

@@ -6,14 +6,14 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypedDict
 
-from planner.options import SolveOptions
-from planner.progress import ProgressFn
-from planner.result import Result, Termination
+from planner.model.options import SolveOptions
+from planner.model.progress import ProgressFn
+from planner.model.result import Result, Termination
 
 if TYPE_CHECKING:
     from planner.instance.model import Instance
-    from planner.plan import Plan
-    from planner.schedule import Schedule
+    from planner.model.plan import Plan
+    from planner.model.schedule import Schedule
 
 #: The solvers by name: "milp" the hourly MILP, "starttime" the start-time MILP, "cpsat"
 #: CP-SAT, "baseline" the lever-free baseline, "auto" picked by formulations.choose.
@@ -36,8 +36,8 @@ def solver_name(solver: str) -> tuple[str, str | None]:
 
 class SolveArgs(TypedDict, total=False):
     """:func:`solve`'s keywords by name, for callers that pass them through
-    (``planner.replan.replan(inst, old, hour, **args)``); the solvers themselves take them as
-    one :class:`~planner.options.SolveOptions` record."""
+    (``planner.interfaces.replan.replan(inst, old, hour, **args)``); the solvers themselves take
+    them as one :class:`~planner.model.options.SolveOptions` record."""
 
     solver: str
     time_limit: float
@@ -67,7 +67,7 @@ def solve(
     infeasible instance, a solver error or running out of memory become its termination and
     message, never an exception (bad arguments still raise ValueError). Numbers in the
     instance that look like a unit mistake are issued as
-    :class:`~planner.consistency.NumericWarning` warnings first.
+    :class:`~planner.model.consistency.NumericWarning` warnings first.
 
     **A plan is never wrong**: every plan returned has passed the independent checker
     (:func:`planner.checker.verify`, constraints and every cost against the plan's own
@@ -76,19 +76,19 @@ def solve(
     rejected and why; when none passes, a result without a plan whose termination is
     ``check_failed`` and whose message lists the violations (a bug in trainplan).
 
-    A plan is "optimal" exactly when it is proved within ``gap`` (planner.result). The
+    A plan is "optimal" exactly when it is proved within ``gap`` (planner.model.result). The
     solve takes at most ``time_limit`` seconds plus about a second (building, the HiGHS
     child's start-up and a last check of the clock). ``on_progress`` is called with a
-    :class:`planner.progress.Progress` (elapsed seconds, the best plan's objective, the best
+    :class:`planner.model.progress.Progress` (elapsed seconds, the best plan's objective, the best
     proved bound, stage) whenever either improves, and about every second while a solver
     works; ``verbose`` shows the solvers' own logs. ``start``: a warm start, an earlier plan
     or schedule (of this instance or of the one it was re-planned from): the hourly MILP
-    offers it as a plan, keeping its placements that still fit (formulations.warm); the
+    offers it as a plan, keeping its placements that still fit (formulations.heuristics.warm); the
     non-preemptive solvers as a solution hint (CP-SAT) or MIP start."""
     solver, renamed = solver_name(solver)
     options = SolveOptions(time_limit, gap, threads, backend, verbose, on_progress, start)
     t0 = time.perf_counter()
-    from planner.consistency import warn_numerics
+    from planner.model.consistency import warn_numerics
 
     warn_numerics(instance)
     res = _solve(instance, solver, options, t0)
@@ -191,8 +191,8 @@ def verified(instance: Instance, res: Result, t0: float) -> Result:
 def empty_plan(instance: Instance, solver: str, t0: float) -> Result:
     """Every phase is ``done``: the plan schedules nothing, costs nothing and is optimal (no
     model is built; HiGHS calls an empty model "Empty", not optimal)."""
-    from planner.costs import cost_plan
-    from planner.schedule import Schedule
+    from planner.model.costs import cost_plan
+    from planner.model.schedule import Schedule
 
     plan = cost_plan(instance, Schedule({}, {}))
     return Result.solved(
@@ -261,7 +261,7 @@ def _name_the_carbon_cap(
 def _dispatch(instance: Instance, solver: str, options: SolveOptions) -> Result:
     """The result of ``solver`` ("auto" resolved by :func:`formulations.choose.choose`)."""
     if solver == "baseline":
-        from formulations.baseline import solve_baseline
+        from formulations.heuristics.baseline import solve_baseline
 
         return solve_baseline(instance, options)
     if solver == "auto":
@@ -272,6 +272,6 @@ def _dispatch(instance: Instance, solver: str, options: SolveOptions) -> Result:
         from formulations.portfolio import solve_nonpreemptive
 
         return solve_nonpreemptive(instance, solver, options)
-    from formulations.milp import solve_milp
+    from formulations.exact.milp import solve_milp
 
     return solve_milp(instance, options)

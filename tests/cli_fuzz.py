@@ -41,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 CASE_DEADLINE_S = 120.0
-#: Exit statuses an input may end in (planner.cli.exits): never 4.
+#: Exit statuses an input may end in (planner.interfaces.cli.exits): never 4.
 ALLOWED = {0, 1, 2, 3}
 
 
@@ -119,7 +119,7 @@ def _invoke(args: list[str]) -> tuple[int, str, BaseException | None]:
     that escaped the command, if any)."""
     from typer.testing import CliRunner
 
-    from planner.cli import _register, app
+    from planner.interfaces.cli import _register, app
 
     _register()
     res = CliRunner().invoke(app, args, env={"TRAINPLAN_NO_PROGRESS": "1", "COLUMNS": "150"})

@@ -10,7 +10,7 @@ import pytest
 
 from planner.instance.model import Instance
 from planner.instance.read import from_dict, load_document
-from planner.plan import Plan
+from planner.model.plan import Plan
 
 DATA = Path(__file__).parent / "data"
 

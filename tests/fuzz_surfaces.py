@@ -71,7 +71,7 @@ def _solved() -> dict[str, Any]:
     two segments (tests/test_segments.two_nights), each with its instance."""
     from test_segments import two_nights
 
-    from planner.attribution import attribute
+    from planner.analysis.attribution import attribute
     from planner.instance.read import from_dict, load_document
     from planner.solve import solve
 
@@ -174,7 +174,7 @@ def _plan_case(draw: Draw, secrets: list[str]) -> SurfaceCase:
     def judge(no_leak: Check) -> str:
         from planner.checker import verify
         from planner.checker.planfile import PlanFileError, plan_from_dict
-        from planner.report.blocks import BlockError, attribution_of, check_replan
+        from planner.interfaces.report.blocks import BlockError, attribution_of, check_replan
 
         try:
             plan = plan_from_dict(doc, "<plan>")
@@ -282,9 +282,9 @@ def _vms_case(draw: Draw) -> SurfaceCase:
         data = b"\xef\xbb\xbf" + data
 
     def judge(no_leak: Check) -> str:
-        from planner.catalog import CatalogError
-        from planner.skypilot_catalog import import_vms_csv
-        from planner.usercatalog import catalog_document, read_user_catalog
+        from planner.instance.catalog import CatalogError
+        from planner.instance.skypilot_catalog import import_vms_csv
+        from planner.instance.usercatalog import catalog_document, read_user_catalog
 
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp, "vms.csv")
@@ -336,7 +336,7 @@ def _init_case(draw: Draw) -> SurfaceCase:
     data_gb = rnd.choice([0.0, 50.0, 1e15])
 
     def judge(no_leak: Check) -> str:
-        from planner.starter import (
+        from planner.interfaces.starter import (
             Starter,
             StarterError,
             catalog_gpu,
@@ -385,7 +385,7 @@ def _init_case(draw: Draw) -> SurfaceCase:
 
 
 def _profile_case(draw: Draw) -> SurfaceCase:
-    from planner.starter import MARKETS, PRICE_FILE
+    from planner.interfaces.starter import MARKETS, PRICE_FILE
 
     rnd = random.Random(draw(st.integers(0, 2**32)))
     market = rnd.choice(sorted(MARKETS))

@@ -13,11 +13,11 @@ from typing import Any
 
 from hand_cases import Doc, F, G, case, instance, job, od, region, tou, values
 
-from planner.configs import build_config_space
-from planner.costs import cost_plan
 from planner.instance.model import Instance
-from planner.replan import state_at
-from planner.schedule import schedule_of
+from planner.interfaces.replan import state_at
+from planner.model.configs import build_config_space
+from planner.model.costs import cost_plan
+from planner.model.schedule import schedule_of
 
 NO_RESTART = {"restart_hours": 0.0, "detect_hours": 0.0, "checkpoint": "sync"}
 

@@ -23,7 +23,7 @@ from conftest import instance_from
 from test_milp import FREE_STORAGE, ROUND_GPU
 
 from planner.instance.model import Instance
-from planner.plan import PhasePlan, Plan
+from planner.model.plan import PhasePlan, Plan
 
 #: The GPU of every case unless named otherwise (test_milp's ROUND_GPU): 100 TFLOP/s bf16,
 #: 1 kW board power, no idle draw, ten per node, no host overhead, no failures.

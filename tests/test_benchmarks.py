@@ -528,7 +528,7 @@ sys.path.insert(0, {bench!r})
 import suite
 
 if __name__ == "__main__":
-    ctx = mp.get_context("forkserver")  # as formulations/highs_runner starts the HiGHS child
+    ctx = mp.get_context("forkserver")  # as formulations/lp/highs_runner starts the HiGHS child
     child = ctx.Process(target=os.urandom, args=(150 * 1024 * 1024,))  # 150 MB, touched
     child.start()
     child.join()

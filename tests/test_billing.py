@@ -20,7 +20,7 @@ import pytest
 from conftest import assert_valid, instance_from
 
 from planner.checker import verify
-from planner.costs import cost_plan
+from planner.model.costs import cost_plan
 from planner.solve import solve
 
 #: FLOPs one hour of 8 G at MFU 0.40 does: 8 x 100e12 x 0.40 x 3600.
@@ -135,8 +135,8 @@ def test_the_checker_recomputes_who_pays_the_power() -> None:
 
 
 def _schedule(inst: Any, plan: Any) -> Any:
-    from planner.configs import config_space
-    from planner.schedule import schedule_of
+    from planner.model.configs import config_space
+    from planner.model.schedule import schedule_of
 
     space = config_space(inst)
     by_label = {(c.phase, c.label): c for cs in space.by_phase.values() for c in cs}
@@ -179,8 +179,8 @@ def test_the_baseline_picks_the_cheaper_of_two_equally_fast_gpus() -> None:
     # 3.78 + 0.7 kW x 1.0 x 100 USD/MWh / 1000 = 3.85 USD, an H200-hour 4.54 + 0.07 = 4.61:
     # a team renting by hand takes the H100 (the old baseline took the "most capable", the
     # H200, for its memory, and credited the optimiser's H100 to the mixed-fleet lever).
-    from formulations.baseline import lever_free, price_sheet_ranking
-    from planner.attribution import attribute
+    from formulations.heuristics.baseline import lever_free, price_sheet_ranking
+    from planner.analysis.attribution import attribute
 
     inst = instance_from(two_hoppers())
     ranking = price_sheet_ranking(inst, inst.phase("pretrain"))
@@ -424,7 +424,7 @@ def test_the_value_of_time_for_a_phase_that_may_run_in_segments(
 def test_what_finishing_a_day_earlier_costs() -> None:
     # Without a value of time the run waits for tomorrow's free power: hours 24-33, 160 USD.
     # Done by hour 34 - 24 = 10 it must run at 0-9 and pay today's 7.36 USD of power.
-    from planner.attribution import Attribution, day_earlier
+    from planner.analysis.attribution import Attribution, day_earlier
 
     inst, res = solved(cheap_tomorrow(0.0), "auto")
     assert res.plan.phases[0].start_hour == 24
@@ -446,7 +446,7 @@ def test_what_finishing_a_day_earlier_costs() -> None:
 def test_a_deadline_too_tight_for_its_confidence_says_so() -> None:
     # 8 G only: 10 h and a 4 h reserve at 0.95 do not fit the 12 h window: check and solve say
     # why (the window, the reserve and the confidence), not "capacity".
-    from planner.configs import build_config_space
+    from planner.model.configs import build_config_space
 
     d = failing(0.95)
     d["phases"][0]["options"]["gpu_counts"] = [8]
@@ -465,13 +465,13 @@ def test_the_hourly_models_point_of_a_schedule_costs_what_the_cost_model_says(
     # The hourly MILP's objective at the point of any schedule equals cost_plan's, with a value
     # of time on a chain (its finish indicators and offsets), included and metered power,
     # pauses and a deadline reserve; and the bounds stay below the plan.
-    from formulations.bounds import lower_bound, phase_bounds
-    from formulations.greedy import greedy
-    from formulations.lagrange import Relaxation
-    from formulations.milp.model import build
-    from formulations.milp.solution import point_from_schedule
-    from planner.configs import build_config_space
-    from planner.windows import time_windows
+    from formulations.bounds.lagrange import Relaxation
+    from formulations.bounds.separable import lower_bound, phase_bounds
+    from formulations.exact.milp.model import build
+    from formulations.exact.milp.solution import point_from_schedule
+    from formulations.heuristics.greedy import greedy
+    from planner.model.configs import build_config_space
+    from planner.model.windows import time_windows
 
     d = cheap_tomorrow(0.3)
     d["regions"]["aws"] = region(cloud="aws", electricity={"values": [50.0] * 48})
@@ -503,8 +503,8 @@ def test_the_hourly_models_point_of_a_schedule_costs_what_the_cost_model_says(
 
 
 def test_the_report_shows_who_pays_the_power_the_value_of_time_and_a_day_earlier() -> None:
-    from planner.attribution import attribute, day_earlier
-    from planner.report import render
+    from planner.analysis.attribution import attribute, day_earlier
+    from planner.interfaces.report import render
 
     d = cheap_tomorrow(0.2)
     d["regions"]["aws"] = region(cloud="aws")
@@ -525,9 +525,9 @@ def test_the_replay_confirms_the_confidence_of_a_deadline() -> None:
     # The 16-G run released at hour 2 (5 h: 2-7). Its deadline at hour 7 keeps no time: it
     # holds only without a failure in its 5 planned hours, exp(-lambda n) = exp(-0.2 x 5) =
     # 0.368. At deadline 12 and confidence 0.95 the planner keeps 5 h (4 failures of 1.05 h,
-    # K_0.95 of the compound count): the replay (planner.simulate, failures as Poisson
+    # K_0.95 of the compound count): the replay (planner.analysis.simulate, failures as Poisson
     # processes, more during lost time) meets it in P(K <= 4) = 0.9657 of the runs.
-    from planner.simulate import simulate
+    from planner.analysis.simulate import simulate
 
     def replayed(deadline: int, confidence: float | None) -> float:
         d = failing(confidence)
@@ -553,7 +553,7 @@ def test_the_day_earlier_is_the_reports_and_solve_prices_it_when_asked(tmp_path:
 
     from typer.testing import CliRunner
 
-    from planner.cli import _register, app
+    from planner.interfaces.cli import _register, app
 
     _register()
     tiny = Path(__file__).parent / "data" / "tiny.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.catalog import (
+from planner.instance.catalog import (
     CatalogError,
     catalog_memory_bytes,
     catalog_memory_unit,

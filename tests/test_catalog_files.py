@@ -17,13 +17,13 @@ import yaml
 from conftest import assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
-from planner.catalog import gpu_by_name
-from planner.cli import _register, app
 from planner.instance import InstanceError
+from planner.instance.catalog import gpu_by_name
 from planner.instance.read import from_dict
-from planner.skypilot_catalog import import_vms_csv
+from planner.instance.skypilot_catalog import import_vms_csv
+from planner.instance.usercatalog import catalog_document, read_user_catalog
+from planner.interfaces.cli import _register, app
 from planner.solve import solve
-from planner.usercatalog import catalog_document, read_user_catalog
 
 _register()
 
@@ -160,7 +160,7 @@ def test_skypilot_import_prices_per_gpu_hour(tmp_path: Path) -> None:
 
 
 def test_standard_zones() -> None:
-    from planner.skypilot_catalog import standard_zone
+    from planner.instance.skypilot_catalog import standard_zone
 
     for zone, region in (
         ("us-east-1a", "us-east-1"),  # AWS

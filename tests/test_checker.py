@@ -1,8 +1,8 @@
 """The independent plan checker (planner.checker) and ``trainplan verify``.
 
 Valid plans for tests/data/tiny.yaml are built from hand-written schedules: each names the
-configuration of every phase and its running hours; planner.configs finds the configuration
-and planner.costs states the plan's costs. The checker must accept every such plan and
+configuration of every phase and its running hours; planner.model.configs finds the configuration
+and planner.model.costs states the plan's costs. The checker must accept every such plan and
 its recomputation must equal the cost model's figure by figure (two implementations of
 docs/cost-model.md cross-checked). Some figures are also checked against hand arithmetic.
 Then one violation of each kind is planted and the checker must report exactly that kind.
@@ -25,11 +25,11 @@ from typer.testing import CliRunner
 
 from planner.checker import KINDS, Verification, Violation, plan_from_dict, read_plan, verify
 from planner.checker.planfile import PlanFileError
-from planner.configs import Config, ConfigSpace, build_config_space
-from planner.costs import cost_plan
 from planner.instance import Instance, read
-from planner.plan import COST_KEYS, Plan
-from planner.schedule import schedule_of
+from planner.model.configs import Config, ConfigSpace, build_config_space
+from planner.model.costs import cost_plan
+from planner.model.plan import COST_KEYS, Plan
+from planner.model.schedule import schedule_of
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -348,7 +348,7 @@ SLOW_CHECKPOINTS = {
     ids=["tiny", "reserved", "carbon", "rich", "slow_checkpoints"],
 )
 def test_every_configuration_agrees_with_costing(tiny: Instance, variant: dict[str, Any]) -> None:
-    """Every configuration planner.configs finds (none pruned), each in a schedule: prep split
+    """Every configuration planner.model.configs finds (none pruned), each in a schedule: prep split
     in two runs two hours apart, the fine-tune right after it. The checker must accept each
     plan and recompute costing's figures."""
     inst = tiny.replace(variant) if variant else tiny
@@ -721,7 +721,7 @@ def test_a_wrong_hour_count_in_the_planner_shows_as_work(
 def test_checker_does_not_import_the_planner() -> None:
     code = (
         "import sys, planner.checker; "
-        "bad = [m for m in sys.modules if m in ('planner.configs', 'planner.costs') "
+        "bad = [m for m in sys.modules if m in ('planner.model.configs', 'planner.model.costs') "
         "or m.startswith('formulations')]; print(bad); sys.exit(1 if bad else 0)"
     )
     run = subprocess.run(
@@ -773,8 +773,8 @@ def test_plan_file_field_errors(tiny: Instance, space: ConfigSpace, edit: Any, f
 
 def _cli() -> typer.Typer:
     """A root app holding ``verify`` as a subcommand, whatever other commands are registered."""
-    import planner.cli.verify  # noqa: F401  (registers the command)
-    from planner.cli.app import app
+    import planner.interfaces.cli.verify  # noqa: F401  (registers the command)
+    from planner.interfaces.cli.app import app
 
     root = typer.Typer(add_completion=False)
 

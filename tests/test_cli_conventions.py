@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import _register, app
-from planner.cli.app import PIPE_WIDTH, hoist_global_options, output_width, progress_shown
-from planner.cli.exits import EXIT_CODES, EXIT_INTERNAL
+from planner.interfaces.cli import _register, app
+from planner.interfaces.cli.app import (
+    PIPE_WIDTH,
+    hoist_global_options,
+    output_width,
+    progress_shown,
+)
+from planner.interfaces.cli.exits import EXIT_CODES, EXIT_INTERNAL
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
@@ -49,7 +54,8 @@ def test_version_and_short_help() -> None:
 
 
 def test_readme_exit_codes_are_the_codes() -> None:
-    """README's table of exit codes has exactly the rows of planner.cli.exits.EXIT_CODES."""
+    """README's table of exit codes has exactly the rows of
+    planner.interfaces.cli.exits.EXIT_CODES."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("### Exit status", 1)[1].split("\n#", 1)[0]
     rows = dict(re.findall(r"^\| (\d+) \| (.+?) \|$", section, re.M))
@@ -57,12 +63,12 @@ def test_readme_exit_codes_are_the_codes() -> None:
 
 
 def test_an_internal_error_exits_4_without_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    import planner.summary  # the check command loads it when it runs
+    import planner.analysis.summary  # the check command loads it when it runs
 
     def boom(*_a: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(planner.summary, "summarize", boom)
+    monkeypatch.setattr(planner.analysis.summary, "summarize", boom)
     res = CliRunner().invoke(app, ["check", str(TINY)])
     assert res.exit_code == EXIT_INTERNAL == 4
     assert "internal error: RuntimeError: a bug" in res.output

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from planner.cli import COMMANDS, MODULE_OF, _register, app
-from planner.cli.app import PIPE_WIDTH, output_width
-from planner.cli.levers import saving_share
 from planner.instance import InstanceError
 from planner.instance.read import from_dict, load_document
+from planner.interfaces.cli import COMMANDS, MODULE_OF, _register, app
+from planner.interfaces.cli.app import PIPE_WIDTH, output_width
+from planner.interfaces.cli.levers import saving_share
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests" / "data" / "tiny.yaml"
@@ -70,7 +70,7 @@ def test_piped_tables_follow_the_terminal_on_stderr() -> None:
     master, slave = pty.openpty()
     os.set_inheritable(slave, True)
     try:
-        code = "from planner.cli import main; main()"
+        code = "from planner.interfaces.cli import main; main()"
         env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
         import fcntl
         import struct

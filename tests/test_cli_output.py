@@ -20,13 +20,13 @@ from conftest import tiny_dict
 from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
-from planner.cli import COMMANDS
-from planner.cli.app import app
-from planner.cli.exits import EXIT_INPUT, EXIT_INTERNAL
 from planner.instance.errors import printable
+from planner.interfaces.cli import COMMANDS
+from planner.interfaces.cli.app import app
+from planner.interfaces.cli.exits import EXIT_INPUT, EXIT_INTERNAL
 
 for _name in COMMANDS:  # register every command on app
-    __import__(f"planner.cli.{_name}")
+    __import__(f"planner.interfaces.cli.{_name}")
 
 ESC = "\x1b[31m"
 #: tiny.yaml's names, renamed everywhere to ones a terminal or rich would interpret.
@@ -194,7 +194,7 @@ def test_an_escape_in_a_name_is_refused_and_shown_escaped(
 def test_markup_in_a_message_is_text() -> None:
     # a message whose text carries markup and an ESC (as a CSV header or a plan file could):
     # printed as text, whichever way it is printed
-    from planner.cli.app import err_console, say_plain
+    from planner.interfaces.cli.app import err_console, say_plain
 
     with err_console.capture() as cap:
         say_plain(f"[bold red]x[/] :x: {ESC}y")
@@ -209,13 +209,13 @@ def test_markup_in_a_message_is_text() -> None:
 def test_an_internal_error_has_its_own_exit_status(
     monkeypatch: pytest.MonkeyPatch, tricky: Path
 ) -> None:
-    import planner.summary  # the check command loads it when it runs
+    import planner.analysis.summary  # the check command loads it when it runs
 
     def broken(inst: Any) -> Any:
         raise KeyError(f"[/] {ESC}bug")
 
     monkeypatch.delenv("TRAINPLAN_DEBUG", raising=False)
-    monkeypatch.setattr(planner.summary, "summarize", broken)
+    monkeypatch.setattr(planner.analysis.summary, "summarize", broken)
     res = CliRunner().invoke(app, ["check", str(tricky)])
     assert res.exit_code == EXIT_INTERNAL == 4, res.output
     _no_terminal_codes(res.output)
@@ -232,7 +232,7 @@ def test_an_internal_error_has_its_own_exit_status(
 def test_the_exit_codes_are_distinct() -> None:
     import importlib
 
-    app_module = importlib.import_module("planner.cli.app")
+    app_module = importlib.import_module("planner.interfaces.cli.app")
     codes = {
         k: v for k, v in vars(app_module).items() if k.startswith("EXIT_") and isinstance(v, int)
     }

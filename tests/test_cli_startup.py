@@ -1,11 +1,11 @@
 """A command line that starts at once (issue 27): the light commands import no solver.
 
-Each command runs in a fresh interpreter (``python -c`` calling :func:`planner.cli.main`, as
-the ``trainplan`` script does) that then writes the names of the modules it imported; none of
+Each command runs in a fresh interpreter (``python -c`` calling :func:`planner.interfaces.cli.main`,
+as the ``trainplan`` script does) that then writes the names of the modules it imported; none of
 ``--version``, ``-h``, ``check``, ``schema``, ``gpus`` (and the help of every command) may
 have imported pyomo, HiGHS, OR-Tools, Ray or matplotlib, nor pandas; ``--version`` not even
 the CLI's own modules. A test that fails here names the module that pulled a solver in:
-``python -X importtime -m planner.cli ...`` shows the chain.
+``python -X importtime -m planner.interfaces.cli ...`` shows the chain.
 
 The wall-clock targets (``--version`` 0.3 s, ``check`` 0.8 s, ``solve week-7b`` 1.0 s on an
 idle machine) are measured in the slow test at the end, as the least of several runs (the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.cli import COMMANDS, MODULE_OF
+from planner.interfaces.cli import COMMANDS, MODULE_OF
 
 ROOT = Path(__file__).resolve().parents[1]
 WEEK = ROOT / "instances" / "week-7b.yaml"
@@ -32,7 +32,7 @@ SOLVERS = ("pyomo", "highspy", "ortools", "ray", "matplotlib", "pandas")
 _PROBE = """
 import json, sys
 sys.argv = ["trainplan", *json.loads(sys.argv[1])]
-from planner.cli import main
+from planner.interfaces.cli import main
 try:
     main()
 except SystemExit:
@@ -84,21 +84,27 @@ def test_light_commands_import_no_solver(tmp_path: Path, args: tuple[str, ...]) 
 
 def test_version_loads_no_command(tmp_path: Path) -> None:
     mods = imported(tmp_path, "--version")
-    assert not any(m.startswith("planner.cli.") and m != "planner.cli.argv" for m in mods)
+    assert not any(
+        m.startswith("planner.interfaces.cli.") and m != "planner.interfaces.cli.argv" for m in mods
+    )
     assert not {"typer", "rich", "numpy", "pydantic", "yaml"} & {m.split(".")[0] for m in mods}
 
 
 def test_a_command_loads_only_its_module(tmp_path: Path) -> None:
     mods = imported(tmp_path, "check", str(WEEK))
-    loaded = {m.removeprefix("planner.cli.") for m in mods if m.startswith("planner.cli.")}
+    loaded = {
+        m.removeprefix("planner.interfaces.cli.")
+        for m in mods
+        if m.startswith("planner.interfaces.cli.")
+    }
     assert "check" in loaded
     assert not loaded & {"solve", "grid", "report", "levers", "export", "estimate"}
 
 
 def test_every_command_is_found_by_its_module() -> None:
-    """:data:`planner.cli.MODULE_OF` and the module names cover every registered command (a
-    command :func:`planner.cli.main` could not find would be "No such command")."""
-    from planner.cli import _register, app
+    """:data:`planner.interfaces.cli.MODULE_OF` and the module names cover every registered command
+    (a command :func:`planner.interfaces.cli.main` could not find would be "No such command")."""
+    from planner.interfaces.cli import _register, app
 
     _register()
     names = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
@@ -145,12 +151,12 @@ def test_a_solve_and_its_attribution_enumerate_the_instance_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The numeric checks, the solver, the lever-free baseline and the attribution of one
-    solve share the enumerations of the instance's configurations (planner.configs caches
+    solve share the enumerations of the instance's configurations (planner.model.configs caches
     them per instance: the solvers' prefiltered one, which builds only what dominance keeps,
     and the full one of the baseline and the attribution): each kind once per instance, each
     variant of the attribution once."""
-    import planner.configs as configs
-    from planner.attribution import attribute
+    import planner.model.configs as configs
+    from planner.analysis.attribution import attribute
     from planner.instance.read import read
     from planner.solve import solve
 
@@ -176,5 +182,5 @@ def test_solve_draws_nothing(tmp_path: Path) -> None:
     a busy machine) load only when a report is made."""
     mods = imported(tmp_path, "-q", "solve", str(WEEK), "-o", str(tmp_path / "plan.json"))
     assert (tmp_path / "plan.json").is_file()
-    assert "planner.report.facts" in mods  # solve's notes read the report's facts
+    assert "planner.interfaces.report.facts" in mods  # solve's notes read the report's facts
     assert not {m for m in mods if m.split(".")[0] == "matplotlib"}

@@ -1,5 +1,5 @@
 """The configuration space builds one configuration per layout class where dominance keeps
-one (planner.configs.layout_class): the space is the one building every configuration and
+one (planner.model.configs.layout_class): the space is the one building every configuration and
 pruning them gives, configuration for configuration, and the dropped counts agree."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import pytest
 from conftest import DATA, tiny_dict
 
 import planner
-from planner.configs import (
+from planner.instance.model import Instance
+from planner.instance.read import from_dict, load_document
+from planner.model.configs import (
     _prune,
     build_config_space,
     enumerate_phase,
     running_config,
     with_entry,
 )
-from planner.costs import weights
-from planner.instance.model import Instance
-from planner.instance.read import from_dict, load_document
+from planner.model.costs import weights
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 
@@ -102,7 +102,7 @@ def test_a_running_phase_keeps_its_configuration(tmp_path: Path) -> None:
     inst = planner.read(INSTANCES / "week-7b.yaml")
     res = planner.solve(inst, time_limit=30)
     assert res.plan is not None
-    from planner.replan import state_at
+    from planner.interfaces.replan import state_at
 
     start = min(p.start_hour for p in res.plan.phases if p.name == "pretrain")
     derived = inst.replace(state_at(inst, res.plan, start + 3))

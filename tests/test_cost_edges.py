@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from conftest import assert_valid, instance_from, tiny_dict
 
-from formulations.bounds import lower_bound, pause_floor, phase_bounds
+from formulations.bounds.separable import lower_bound, pause_floor, phase_bounds
 from planner.checker import verify
-from planner.configs import Config, config_space
-from planner.costs import (
+from planner.instance.model import Instance
+from planner.model.configs import Config, config_space
+from planner.model.costs import (
     cost_plan,
     failure_usd,
     hourly_terms,
@@ -27,10 +28,9 @@ from planner.costs import (
     sla_credit_h,
     weights,
 )
-from planner.instance.model import Instance
-from planner.schedule import Assignment, Schedule
+from planner.model.schedule import Assignment, Schedule
+from planner.model.windows import time_windows
 from planner.solve import solve
-from planner.windows import time_windows
 
 # ----------------------------------------------------------------------------- SLA
 

@@ -17,24 +17,24 @@ import pytest
 from conftest import instance_from, tiny_dict
 
 from formulations.choose import HIGHS_MAX_NONZEROS, choose
-from formulations.cpsat import solve_cpsat
-from formulations.milp import solve_milp
-from formulations.portfolio import solve_nonpreemptive
-from formulations.starttime import build, build_data, solve_starttime
-from formulations.starttime.data import (
+from formulations.exact.cpsat import solve_cpsat
+from formulations.exact.milp import solve_milp
+from formulations.exact.starttime import build, build_data, solve_starttime
+from formulations.exact.starttime.data import (
     choice_of,
     estimate_nonzeros,
     least_reserved,
     objective_of,
     schedule_of,
 )
-from formulations.starttime.model import point_of
-from planner.configs import build_config_space
-from planner.costs import cost_plan
+from formulations.exact.starttime.model import point_of
+from formulations.portfolio import solve_nonpreemptive
 from planner.instance.model import Instance
-from planner.options import SolveOptions
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination
+from planner.model.configs import build_config_space
+from planner.model.costs import cost_plan
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
+from planner.model.result import Result, SolutionStatus, Termination
 
 
 def checked(inst: Instance, plan: Plan | None) -> None:
@@ -541,7 +541,7 @@ def test_cpsat_time_limit_is_honoured() -> None:
 
 
 def test_starttime_time_limit_is_honoured() -> None:
-    from formulations.starttime.solve import HIGHS_OPTIONS
+    from formulations.exact.starttime.solve import HIGHS_OPTIONS
 
     assert HIGHS_OPTIONS["presolve"] == "off"  # HiGHS presolve ignores the time limit
     inst = big()

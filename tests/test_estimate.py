@@ -1,5 +1,6 @@
-"""``trainplan estimate`` and planner.estimate / planner.catalog: hand-computed rows, memory
-equal to the physics, exit status 2 for bad flags, and the instance mode on tests/data/tiny.yaml.
+"""``trainplan estimate`` and planner.analysis.estimate / planner.instance.catalog: hand-computed
+rows, memory equal to the physics, exit status 2 for bad flags, and the instance mode on
+tests/data/tiny.yaml.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ import yaml
 from typer.testing import CliRunner
 
 import planner
-import planner.cli.estimate  # registers the command
-from planner.catalog import CatalogError, catalog_price, gpu_by_name, load_catalog
-from planner.cli.app import app
-from planner.costs import mean_price_costs
-from planner.estimate import (
+import planner.interfaces.cli.estimate  # registers the command
+from planner.analysis.estimate import (
     EstimateError,
     estimate,
     estimate_inputs,
@@ -25,7 +23,10 @@ from planner.estimate import (
     parse_quantity,
     phase_estimates,
 )
+from planner.instance.catalog import CatalogError, catalog_price, gpu_by_name, load_catalog
 from planner.instance.schema import GpuType
+from planner.interfaces.cli.app import app
+from planner.model.costs import mean_price_costs
 from planner.physics.memory import memory_per_gpu
 from planner.physics.transformer import ModelDims
 

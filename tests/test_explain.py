@@ -11,11 +11,11 @@ import pytest
 from conftest import DATA, assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.cli import explain as _register_explain  # noqa: F401  (registers the command)
-from planner.explain import Explanation, explain
+from planner.analysis.explain import Explanation, explain
 from planner.instance import read
-from planner.result import Termination
+from planner.interfaces.cli import app
+from planner.interfaces.cli import explain as _register_explain  # noqa: F401  (registers the command)
+from planner.model.result import Termination
 from planner.solve import solve
 
 

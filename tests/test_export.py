@@ -20,14 +20,14 @@ import yaml
 from conftest import instance_from, tiny_dict
 from typer.testing import CliRunner
 
-from planner.admit import PlanRefused, admit
-from planner.cli import _register, app
-from planner.export import ExportError, export_kubernetes, export_skypilot, write_files
-from planner.export.clouds import read_sky_catalog, skypilot_catalog_dir
-from planner.export.layout import build_layout
-from planner.export.names import MAX_JOB_CHARS, bucket_name, job_name, phase_slugs
-from planner.export.skypilot import HEADER, node_shape
-from planner.plan import PhasePlan, Plan
+from planner.analysis.admit import PlanRefused, admit
+from planner.interfaces.cli import _register, app
+from planner.interfaces.export import ExportError, export_kubernetes, export_skypilot, write_files
+from planner.interfaces.export.clouds import read_sky_catalog, skypilot_catalog_dir
+from planner.interfaces.export.layout import build_layout
+from planner.interfaces.export.names import MAX_JOB_CHARS, bucket_name, job_name, phase_slugs
+from planner.interfaces.export.skypilot import HEADER, node_shape
+from planner.model.plan import PhasePlan, Plan
 from planner.solve import solve
 
 _register()

@@ -65,9 +65,8 @@ from fuzz_surfaces import SurfaceCase, surface_cases
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from planner.analysis.summary import summarize
 from planner.checker import verify
-from planner.cli.check import render
-from planner.hygiene import check_numerics
 from planner.instance import InstanceError
 from planner.instance.read import from_dict, load_document
 from planner.instance.schema import (
@@ -79,9 +78,10 @@ from planner.instance.schema import (
     MAX_REGIONS,
     InstanceSpec,
 )
-from planner.result import Result, Termination
+from planner.interfaces.cli.check import render
+from planner.model.hygiene import check_numerics
+from planner.model.result import Result, Termination
 from planner.solve import solve
-from planner.summary import summarize
 from planner.terminal import TextConsole, shown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -753,7 +753,7 @@ def known_bug(case: Case, e: BaseException) -> str | None:
         return "work-gpu-precision"
     if isinstance(e, AssertionError) and last.endswith("planner/instance/series.py"):
         return "empty-csv-names"
-    if isinstance(e, ArithmeticError | ValueError) and last.endswith("planner/configs.py"):
+    if isinstance(e, ArithmeticError | ValueError) and last.endswith("planner/model/configs.py"):
         return "config-arithmetic"
     if isinstance(e, ArithmeticError | ValueError | AssertionError) and has_extreme(case.doc):
         return "extreme-magnitudes"
@@ -1113,7 +1113,7 @@ def test_configs_survive_a_checkpoint_overhead_of_one() -> None:
     # delta / (tau + delta) with tau = M rounds to exactly 1.0 and
     # compute_h / (1 - overhead) divides by zero. Such a configuration never finishes:
     # it must be skipped, and the on-demand ones remain.
-    from planner.configs import build_config_space
+    from planner.model.configs import build_config_space
 
     doc = fresh("tiny")
     doc["phases"][1]["preemptible"] = True

@@ -17,19 +17,24 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from planner.grid import GridError, load_grid, solve_grid
-from planner.grid.export import export, read_store
-from planner.grid.spec import build_instance, grid_from_dict, grid_from_instance, scenario_id
-from planner.grid.store import Store, StoreError
 from planner.instance import read
-from planner.plan import Plan
+from planner.interfaces.grid import GridError, load_grid, solve_grid
+from planner.interfaces.grid.export import export, read_store
+from planner.interfaces.grid.spec import (
+    build_instance,
+    grid_from_dict,
+    grid_from_instance,
+    scenario_id,
+)
+from planner.interfaces.grid.store import Store, StoreError
+from planner.model.plan import Plan
 from planner.solve import solve
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 TINY = DATA / "tiny.yaml"
 SMALL = DATA / "grid_small.yaml"
-CLI = [sys.executable, "-c", "from planner.cli import main; main()"]
+CLI = [sys.executable, "-c", "from planner.interfaces.cli import main; main()"]
 
 
 def run_cli(
@@ -154,8 +159,8 @@ def test_bad_scenarios_reported_before_running(tmp_path: Path) -> None:
 def load_grid_ids(path: Path) -> dict[str, list[str]]:
     """IDs of the scenarios of a grid whose validation fails, by ``axis=value``, computed
     without validating (expansion only)."""
-    from planner.grid.spec import _parse_axes, _product, expand
     from planner.instance.read import load_document
+    from planner.interfaces.grid.spec import _parse_axes, _product, expand
 
     doc = load_document(path)
     axes = _parse_axes(doc["axes"], "product", [])
@@ -298,8 +303,8 @@ def test_local_grid_matches_direct_solves(tmp_path: Path) -> None:
 
 
 def test_ray_missing_gives_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    from planner.grid.api import make_executor
-    from planner.grid.ray_executor import RayUnavailable
+    from planner.interfaces.grid.api import make_executor
+    from planner.interfaces.grid.ray_executor import RayUnavailable
 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(RayUnavailable, match=r"pip install -e '\.\[ray\]'"):
@@ -443,7 +448,7 @@ def _dead_pid() -> int:
 def test_stale_runs_are_marked_interrupted(tmp_path: Path) -> None:
     import socket
 
-    from planner.grid.task import now
+    from planner.interfaces.grid.task import now
 
     path = tmp_path / "s.sqlite"
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -515,7 +520,7 @@ def test_a_store_without_the_host_column_is_upgraded(tmp_path: Path) -> None:
 
 
 def test_describe_exit_tells_the_oom_killer_from_a_kill() -> None:
-    from planner.grid.runner import describe_exit
+    from planner.interfaces.grid.runner import describe_exit
 
     kill = -signal.SIGKILL
     assert describe_exit(1) == "the worker process exited with status 1"
@@ -536,7 +541,7 @@ def test_describe_exit_tells_the_oom_killer_from_a_kill() -> None:
 
 
 def test_a_worker_killed_from_outside_is_not_blamed_on_memory(tmp_path: Path) -> None:
-    from planner.grid.runner import oom_kills
+    from planner.interfaces.grid.runner import oom_kills
 
     spec = load_grid(SMALL)
     victim = spec.scenarios[2].id
@@ -560,7 +565,7 @@ def test_a_worker_killed_from_outside_is_not_blamed_on_memory(tmp_path: Path) ->
 def test_ray_attach_failures_say_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from planner.grid.ray_executor import attach_failure
+    from planner.interfaces.grid.ray_executor import attach_failure
 
     err = ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:1")
     with socket.socket() as listener:

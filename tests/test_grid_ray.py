@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
-from planner.grid import load_grid, solve_grid
-from planner.grid.store import Store
+from planner.interfaces.grid import load_grid, solve_grid
+from planner.interfaces.grid.store import Store
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -64,7 +64,7 @@ def _grid_on(address: str, store: Path, env: dict[str, str]) -> subprocess.Compl
         [
             sys.executable,
             "-c",
-            "from planner.cli import main; main()",
+            "from planner.interfaces.cli import main; main()",
             "grid",
             str(SMALL),
             "--executor",

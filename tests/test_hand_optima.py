@@ -19,7 +19,7 @@ import pytest
 from conftest import assert_valid
 from hand_cases import ADVANCED, CASES, Case, check_facts, exact_solvers
 
-from planner.result import SolutionStatus
+from planner.model.result import SolutionStatus
 from planner.solve import solve
 
 ALL_SOLVERS = ("auto", "milp", "starttime", "cpsat")

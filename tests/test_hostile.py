@@ -42,12 +42,12 @@ import typer
 import yaml
 from typer.testing import CliRunner, Result
 
-import planner.cli.check  # noqa: F401  (registers the command)
-from planner.cli.app import app
+import planner.interfaces.cli.check  # noqa: F401  (registers the command)
 from planner.instance import Instance, InstanceError, read
 from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, from_dict, load_document
 from planner.instance.schema import MAX_PHASES
 from planner.instance.series import MAX_CSV_BYTES
+from planner.interfaces.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -180,7 +180,7 @@ PROBE = r"""
 import json, sys, time
 from pathlib import Path
 mode, path, out = sys.argv[1:4]
-from planner.cli import main
+from planner.interfaces.cli import main
 from planner.instance import InstanceError, read
 
 def kb(key):
@@ -1208,7 +1208,7 @@ def test_a_file_at_each_cap_checks_quickly(
     res, mc = run_check(f)
     assert res.exit_code in (0, 1), res.output
     assert "internal error" not in res.output
-    # pairs: three years of hours, and `check` (planner/configs.py, hygiene.py) takes the
+    # pairs: three years of hours, and `check` (planner/model/configs.py, hygiene.py) takes the
     # max and mean of hourly arrays per configuration: about 3.5 s alone on 2 cores
     bound = 2 * BIG_S if what == "pairs" else BIG_S
     assert mc.seconds < bound, f"check took {mc.seconds:.2f} s"
@@ -1490,7 +1490,7 @@ def test_impossible_file_names_are_refused(tmp_path: Path, name: str, why: str) 
 
 
 def _trainplan(*args: str) -> Result:
-    from planner.cli import _register
+    from planner.interfaces.cli import _register
 
     _register()
     return CliRunner().invoke(app, list(args), env={"TRAINPLAN_NO_PROGRESS": "1"})
@@ -1789,7 +1789,7 @@ def test_a_catalog_price_of_nan_is_refused(tmp_path: Path) -> None:
 
 def test_a_catalogs_memory_unit_reaches_the_plan(tmp_path: Path) -> None:
     # before: gpus --catalog showed 80 GB, plans got 81.6 (80 GiB less headroom, in GB)
-    from planner.configs import config_space
+    from planner.model.configs import config_space
 
     (tmp_path / "cat.yaml").write_text(
         "format: trainplan-catalog/1\ngpus:\n  A100: {catalog: A100-SXM-80GB, memory_unit: GB}\n"

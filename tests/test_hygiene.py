@@ -1,4 +1,4 @@
-"""Numerical hygiene (planner.hygiene.check_numerics): one case per warning, on tiny.yaml with
+"""Numerical hygiene (planner.model.hygiene.check_numerics): one case per warning, on tiny.yaml with
 one number changed, the exact warning it must give (its field path first), the threshold
 from both sides where it matters, and no warning on any shipped or test instance."""
 
@@ -14,11 +14,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import planner.hygiene as hygiene
-from planner.cli.hygiene_hook import print_numeric_warnings
-from planner.hygiene import check_numerics
+import planner.model.hygiene as hygiene
 from planner.instance import InstanceError, read
 from planner.instance.read import from_dict, load_document
+from planner.interfaces.cli.hygiene_hook import print_numeric_warnings
+from planner.model.hygiene import check_numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -332,8 +332,8 @@ MEMORY_WARNING = "gpu_types.A100.memory_gb: 8e+10 GB per GPU is beyond 10,000 GB
 
 
 def test_check_prints_the_numeric_warnings(tmp_path: Path) -> None:
-    import planner.cli.check  # noqa: F401  (registers the command)
-    from planner.cli.app import app
+    import planner.interfaces.cli.check  # noqa: F401  (registers the command)
+    from planner.interfaces.cli.app import app
 
     res = CliRunner().invoke(app, ["check", str(_bytes_for_gb(tmp_path))])
     assert res.exit_code == 0, res.output
@@ -341,8 +341,8 @@ def test_check_prints_the_numeric_warnings(tmp_path: Path) -> None:
 
 
 def test_solve_prints_the_numeric_warnings(tmp_path: Path) -> None:
-    import planner.cli.solve  # noqa: F401  (registers the command)
-    from planner.cli.app import app
+    import planner.interfaces.cli.solve  # noqa: F401  (registers the command)
+    from planner.interfaces.cli.app import app
 
     res = CliRunner().invoke(app, ["solve", str(_bytes_for_gb(tmp_path)), "--time-limit", "5"])
     assert res.exit_code == 0, res.output

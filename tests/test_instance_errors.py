@@ -21,10 +21,10 @@ import typer
 import yaml
 from typer.testing import CliRunner, Result
 
-import planner.cli.check  # noqa: F401  (registers the command)
-from planner.cli.app import app
+import planner.interfaces.cli.check  # noqa: F401  (registers the command)
 from planner.instance import InstanceError, read
 from planner.instance.read import MAX_DEPTH, MAX_FILE_BYTES, load_document
+from planner.interfaces.cli.app import app
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -877,7 +877,13 @@ def test_real_entry_point(name: str) -> None:
     # the console script's code path, in a fresh interpreter: exit 2, message, no traceback
     path = DATA / name
     proc = subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", "check", str(path)],
+        [
+            sys.executable,
+            "-c",
+            "from planner.interfaces.cli import main; main()",
+            "check",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -17,8 +17,8 @@ import yaml
 from typer.testing import CliRunner
 
 import planner
-from planner.cli import _register, app
 from planner.instance.docs import json_schema, markdown, models, undocumented
+from planner.interfaces.cli import _register, app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "instance-format.md"

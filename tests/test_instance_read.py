@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 import yaml
 
+from planner.analysis.summary import summarize
 from planner.instance import Instance, InstanceError, read
 from planner.instance.read import load_document
-from planner.summary import summarize
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import planner
-from planner.catalog import gpu_by_name
-from planner.configs import Config, build_config_space
+from planner.instance.catalog import gpu_by_name
 from planner.instance.model import Instance
+from planner.model.configs import Config, build_config_space
 from planner.solve import solve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,8 +250,8 @@ def test_a_reserved_pool_beats_the_on_demand_baseline(instances: dict[str, Insta
     then runs fine-tune, validation and evaluation for their licence only. A plan built that
     way is valid and cheaper than the on-demand baseline."""
     from planner.checker import verify
-    from planner.costs import cost_plan
-    from planner.schedule import schedule_of
+    from planner.model.costs import cost_plan
+    from planner.model.schedule import schedule_of
 
     inst = instances["month-70b"]
     space = build_config_space(inst)

@@ -1,4 +1,4 @@
-"""The capacity-aware bound (formulations/lagrange.py): never above the optimum HiGHS proves,
+"""The capacity-aware bound (formulations/bounds/lagrange.py): never above the optimum HiGHS proves,
 exact where the theory says it is, stronger than the separable bound where it should be, and
 its by-products (configuration bounds, start masks, plans) keep every optimal plan.
 
@@ -15,15 +15,15 @@ from conftest import assert_valid, instance_from
 from hard_instances import hard_dict
 from test_milp import generated, one_phase, region, three_cheap_hours
 
-from formulations.bounds import lower_bound, phase_bounds
-from formulations.lagrange import Relaxation
-from formulations.milp.solve import solve_milp
-from planner.configs import config_space
-from planner.costs import cost_plan
-from planner.options import SolveOptions
-from planner.result import Termination
-from planner.schedule import with_reservations
-from planner.windows import time_windows
+from formulations.bounds.lagrange import Relaxation
+from formulations.bounds.separable import lower_bound, phase_bounds
+from formulations.exact.milp.solve import solve_milp
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.options import SolveOptions
+from planner.model.result import Termination
+from planner.model.schedule import with_reservations
+from planner.model.windows import time_windows
 
 
 def relaxation(inst: Any) -> Relaxation:

@@ -15,13 +15,13 @@ import pytest
 from conftest import assert_valid, instance_from, tiny_dict
 
 from planner.checker import verify
-from planner.configs import Config, build_config_space, enumerate_phase
-from planner.costs import cost_plan
 from planner.instance.model import Instance
-from planner.options import SolveOptions
+from planner.model.configs import Config, build_config_space, enumerate_phase
+from planner.model.costs import cost_plan
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
+from planner.model.schedule import schedule_of
 from planner.physics.memory import activation_bytes_per_layer
-from planner.plan import Plan
-from planner.schedule import schedule_of
 from planner.solve import solve
 
 #: m1b of tests/data/tiny.yaml: L = 24, h = 2048, 16 heads, s = 2048, V = 32000,
@@ -325,7 +325,7 @@ def test_price_range_dominance_keeps_the_optimum(seed: int) -> None:
     """Configurations are pruned when another is cheaper at both ends of the prices the phase
     may meet (the hour cost is linear in the price): the optimum with and without pruning is
     the same."""
-    from formulations.milp.solve import solve_milp
+    from formulations.exact.milp.solve import solve_milp
 
     d = tiny_dict()
     d["regions"]["east"]["electricity"] = {

@@ -18,12 +18,8 @@ import pytest
 from conftest import DATA, assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
-from planner.attribution import ORDER, attribute
-from planner.checker import verify
-from planner.cli import app
-from planner.cli import levers as _register_levers  # noqa: F401  (registers the command)
-from planner.instance import read
-from planner.levers import (
+from planner.analysis.attribution import ORDER, attribute
+from planner.analysis.levers import (
     LEVER_KEYS,
     LeverError,
     LeverReport,
@@ -31,6 +27,10 @@ from planner.levers import (
     build_baseline,
     evaluate_levers,
 )
+from planner.checker import verify
+from planner.instance import read
+from planner.interfaces.cli import app
+from planner.interfaces.cli import levers as _register_levers  # noqa: F401  (registers the command)
 from planner.solve import solve
 
 TOU = DATA / "levers_tou.yaml"

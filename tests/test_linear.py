@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formulations.highs_runner import solve_highs
-from formulations.linear import LinearProgram, substituted
+from formulations.lp.highs_runner import solve_highs
+from formulations.lp.linear import LinearProgram, substituted
 
 
 def small() -> LinearProgram:

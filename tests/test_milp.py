@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from conftest import assert_valid, instance_from, tiny_dict
 
-from formulations.greedy import greedy
-from formulations.milp.model import build
-from formulations.milp.solution import point_from_schedule
-from formulations.milp.solve import solve_milp
-from planner.configs import build_config_space
-from planner.costs import cost_plan
-from planner.options import SolveOptions
-from planner.result import SolutionStatus, Termination
+from formulations.exact.milp.model import build
+from formulations.exact.milp.solution import point_from_schedule
+from formulations.exact.milp.solve import solve_milp
+from formulations.heuristics.greedy import greedy
+from planner.model.configs import build_config_space
+from planner.model.costs import cost_plan
+from planner.model.options import SolveOptions
+from planner.model.result import SolutionStatus, Termination
 from planner.solve import solve
 
 # A GPU with round numbers: 1 kW board power, no idle draw, ten per node, no host overhead.
@@ -383,7 +383,7 @@ def test_infeasible_deadline_is_reported_not_raised() -> None:
 
 @pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_isolated_solve_matches_in_process(tiny: Any) -> None:
-    from formulations.highs_runner import solve_highs
+    from formulations.lp.highs_runner import solve_highs
 
     space = build_config_space(tiny)
     mm = build(tiny, space)
@@ -398,7 +398,7 @@ def test_overrunning_solver_is_stopped_from_outside(monkeypatch: pytest.MonkeyPa
     # killed and the caller gets "time_limit" promptly, with whatever incumbent was streamed.
     import time as _time
 
-    import formulations.highs_runner as hr
+    import formulations.lp.highs_runner as hr
 
     inst = hard_instance()
     space = build_config_space(inst, prune=False)
@@ -419,7 +419,7 @@ def lp_value(inst: Any) -> float:
     """The optimum of the hourly MILP's LP relaxation (every integrality dropped)."""
     import numpy as np
 
-    from formulations.highs_runner import load_arrays, new_highs
+    from formulations.lp.highs_runner import load_arrays, new_highs
 
     mm = build(inst, build_config_space(inst))
     a = mm.lp.arrays()
@@ -447,7 +447,7 @@ def peaky_run(preemptible: bool) -> dict[str, Any]:
 def test_lp_of_a_contiguous_run_is_the_convex_hull_of_its_runs(
     ratio: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import formulations.milp.model as model
+    import formulations.exact.milp.model as model
 
     monkeypatch.setattr(model, "SUMMED_RUN_MAX_RATIO", ratio)
     # Runs {0,1} and {2,3} cost 20 rental + 10 kW x 505 USD/MWh = 25.05, {1,2} 30. A row
@@ -472,7 +472,7 @@ def test_preemptible_run_keeps_its_pauses() -> None:
 
 
 def test_open_runs_marks_the_starts_whose_hours_are_all_open() -> None:
-    from formulations.bounds import open_runs
+    from formulations.bounds.separable import open_runs
 
     ok = [True, True, False, True, True, True]
     assert open_runs(ok, 2).tolist() == [True, False, False, True, True]
@@ -503,8 +503,8 @@ def crowded_pair() -> dict[str, Any]:
 def test_relaxed_pauses_then_the_exact_model_prove_the_optimum() -> None:
     # The MILP solves the relaxation with the pausable phases' hours continuous first (its
     # bound 45.15 cannot prove 50.10), then the exact model, which does.
-    from formulations.highs_runner import solve_highs
-    from formulations.milp.model import loose_columns
+    from formulations.exact.milp.model import loose_columns
+    from formulations.lp.highs_runner import solve_highs
 
     inst, res = solved(crowded_pair())
     assert res.objective == pytest.approx(50.10)

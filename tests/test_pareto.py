@@ -12,10 +12,10 @@ import pytest
 from conftest import DATA, assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.cli import pareto as _register_pareto  # noqa: F401  (registers the command)
+from planner.analysis.pareto import ParetoError, ParetoPoint, frontier
 from planner.instance import read
-from planner.pareto import ParetoError, ParetoPoint, frontier
+from planner.interfaces.cli import app
+from planner.interfaces.cli import pareto as _register_pareto  # noqa: F401  (registers the command)
 from planner.solve import solve
 
 TOU = DATA / "levers_tou.yaml"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import planner
-from planner.configs import build_config_space
 from planner.instance.schema import FailureModel
+from planner.model.configs import build_config_space
 from planner.physics import compute, energy, reliability, storage
 from planner.physics.memory import (
     activation_bytes,

@@ -1,4 +1,4 @@
-"""The hourly MILP pipeline where the problem is hard (formulations/milp/solve.py): one status
+"""The hourly MILP pipeline where the problem is hard (formulations/exact/milp/solve.py): one status
 vocabulary, infeasibility proved at once, no plan ever lost, time limits, progress events,
 the neighbourhood search, the HiGHS child, dispatch and the earliest of equal-cost plans.
 
@@ -18,21 +18,21 @@ from conftest import assert_valid, instance_from, tiny_dict
 from hard_instances import hard_dict
 from test_milp import one_phase, region
 
-import formulations.milp.solve as milp_solve
+import formulations.exact.milp.solve as milp_solve
 from formulations.choose import choose, pausable
-from formulations.highs_runner import RawSolution
-from formulations.milp.model import build
-from formulations.milp.neighbourhood import Neighbourhood, reoptimise, sub_model
-from formulations.milp.solve import solve_milp
-from formulations.starttime.data import estimate_nonzeros
-from planner.configs import config_space
-from planner.costs import cost_plan
-from planner.options import SolveOptions
-from planner.progress import Progress, Tracker
-from planner.result import Result, SolutionStatus, Termination, within_gap
-from planner.schedule import Assignment, Schedule
+from formulations.exact.milp.model import build
+from formulations.exact.milp.neighbourhood import Neighbourhood, reoptimise, sub_model
+from formulations.exact.milp.solve import solve_milp
+from formulations.exact.starttime.data import estimate_nonzeros
+from formulations.lp.highs_runner import RawSolution
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.options import SolveOptions
+from planner.model.progress import Progress, Tracker
+from planner.model.result import Result, SolutionStatus, Termination, within_gap
+from planner.model.schedule import Assignment, Schedule
+from planner.model.windows import time_windows
 from planner.solve import solve
-from planner.windows import time_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -248,7 +248,7 @@ def test_a_neighbourhood_of_every_phase_is_the_whole_problem() -> None:
     full = build(inst, space, win)
     opt = solve_milp(inst, SolveOptions(gap=0.0, time_limit=60), prune=False)
     assert opt.plan is not None
-    from formulations.greedy import greedy
+    from formulations.heuristics.greedy import greedy
 
     start = greedy(inst, space)
     assert start is not None
@@ -267,7 +267,7 @@ def test_a_neighbourhood_keeps_the_fixed_phases_and_respects_their_capacity() ->
     inst = instance_from(hard_dict(1))
     space = config_space(inst)
     win = time_windows(inst, space.fewest_hours())
-    from formulations.greedy import greedy
+    from formulations.heuristics.greedy import greedy
 
     sched = greedy(inst, space)
     assert sched is not None
@@ -295,9 +295,9 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
             sys.path.insert(0, {str(ROOT / "tests")!r})
             print("TOP LEVEL RAN", flush=True)
             from conftest import instance_from, tiny_dict
-            from formulations.highs_runner import solve_highs
-            from formulations.milp.model import build
-            from planner.configs import build_config_space
+            from formulations.lp.highs_runner import solve_highs
+            from formulations.exact.milp.model import build
+            from planner.model.configs import build_config_space
             inst = instance_from(tiny_dict())
             mm = build(inst, build_config_space(inst))
             raw = solve_highs(mm.lp, 20, 0.0, isolate=True)
@@ -386,8 +386,8 @@ def test_the_start_time_estimate_counts_only_kept_capacity_rows() -> None:
     inst = instance_from(dag_dict(one_hour_preemptible=False))
     nvar, nnz = estimate_nonzeros(inst, config_space(inst))
     assert nvar > 0 and nnz == 0  # 1,024 GPUs per pool: no capacity row can bind
-    from formulations.starttime import build as build_start
-    from formulations.starttime import build_data
+    from formulations.exact.starttime import build as build_start
+    from formulations.exact.starttime import build_data
 
     sm = build_start(build_data(inst, config_space(inst)))
     assert "capacity" not in sm.lp.row_families
@@ -424,7 +424,7 @@ def test_among_equal_cost_plans_the_earliest_finish_wins(solver: str) -> None:
 
 
 def test_earliest_never_raises_the_cost() -> None:
-    from formulations.compact import earliest
+    from formulations.heuristics.earliest import earliest
 
     inst = instance_from(hard_dict(3))
     space = config_space(inst)
@@ -453,8 +453,8 @@ def test_cli_progress_line_on_a_terminal_and_quiet_otherwise(
 ) -> None:
     from typer.testing import CliRunner
 
-    import planner.cli.solve as cli_solve
-    from planner.cli.app import app, settings
+    import planner.interfaces.cli.solve as cli_solve
+    from planner.interfaces.cli.app import app, settings
 
     tiny = str(ROOT / "tests" / "data" / "tiny.yaml")
     # piped (CliRunner is not a terminal): no progress events, the plan as usual

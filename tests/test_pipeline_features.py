@@ -15,11 +15,11 @@ from conftest import assert_valid, instance_from
 from test_milp import one_phase, region
 from test_segments import elastic, two_nights
 
-from formulations.lagrange import Relaxation
-from formulations.milp import solve_milp
-from planner.configs import build_config_space
-from planner.options import SolveOptions
-from planner.windows import time_windows
+from formulations.bounds.lagrange import Relaxation
+from formulations.exact.milp import solve_milp
+from planner.model.configs import build_config_space
+from planner.model.options import SolveOptions
+from planner.model.windows import time_windows
 
 FREE = {"constant": 0}
 NIGHT = {"tou": {"default": 100, "bands": [{"start_hour": 0, "end_hour": 6, "price": 20}]}}

@@ -17,14 +17,14 @@ from conftest import assert_valid, instance_from
 from test_replan import two_regions
 from typer.testing import CliRunner
 
-import formulations.compact
-import planner.cli.solve  # noqa: F401  (registers the command)
-from planner.cli.app import app
-from planner.cli.exits import EXIT_INTERNAL
-from planner.costs import cost_plan
-from planner.plan import Plan
-from planner.result import Result, SolutionStatus, Termination, inconsistency
-from planner.schedule import Assignment, Schedule
+import formulations.heuristics.earliest
+import planner.interfaces.cli.solve  # noqa: F401  (registers the command)
+from planner.interfaces.cli.app import app
+from planner.interfaces.cli.exits import EXIT_INTERNAL
+from planner.model.costs import cost_plan
+from planner.model.plan import Plan
+from planner.model.result import Result, SolutionStatus, Termination, inconsistency
+from planner.model.schedule import Assignment, Schedule
 from planner.solve import solve
 
 SOLVERS = ("auto", "milp", "starttime", "cpsat")
@@ -106,18 +106,22 @@ def test_the_carbon_cap_holds_in_every_solver(solver: str) -> None:
 def test_the_earliest_pass_never_breaks_the_cap() -> None:
     # the pass that moves runs earlier at equal or lower cost: hours 12-15 may move to 0-3
     # (cheaper: $16 < $24), which breaks the cap, so the run stays
-    from planner.configs import build_config_space
-    from planner.windows import time_windows
+    from planner.model.configs import build_config_space
+    from planner.model.windows import time_windows
 
     inst = instance_from(carbon_cap_case())
     space = build_config_space(inst)
     (c,) = space["job"]
     sched = Schedule({"job": Assignment(c, tuple(range(12, 16)))}, {})
-    early = formulations.compact.earliest(inst, sched, time_windows(inst, space.fewest_hours()))
+    early = formulations.heuristics.earliest.earliest(
+        inst, sched, time_windows(inst, space.fewest_hours())
+    )
     assert early.assignments["job"].hours == tuple(range(12, 16))
     # without the cap the same pass moves it to hour 0
     free = inst.replace({"objective.carbon_cap_tonnes": None})
-    moved = formulations.compact.earliest(free, sched, time_windows(free, space.fewest_hours()))
+    moved = formulations.heuristics.earliest.earliest(
+        free, sched, time_windows(free, space.fewest_hours())
+    )
     assert moved.assignments["job"].hours == (0, 1, 2, 3)
 
 
@@ -142,9 +146,9 @@ def test_a_plan_the_checker_rejects_is_never_returned(
     # With the broken pass, every solver's own plan runs hours 0-3 (0.008 t > 0.002 t); the
     # net rejects it and returns the plan before the pass (hours 12-23, $24.00), never
     # called optimal, with a note naming the rejected plan and the broken rule.
-    monkeypatch.setattr(formulations.compact, "earliest", _broken_earliest)
-    import formulations.milp.solve as ms
-    import formulations.starttime.data as sd
+    monkeypatch.setattr(formulations.heuristics.earliest, "earliest", _broken_earliest)
+    import formulations.exact.milp.solve as ms
+    import formulations.exact.starttime.data as sd
 
     monkeypatch.setattr(ms, "earliest", _broken_earliest)
     monkeypatch.setattr(sd, "earliest", _broken_earliest)
@@ -317,10 +321,10 @@ def test_the_milp_charges_the_migration_off_the_running_configuration_once() -> 
     # configuration to z twice (once inside fixed_cost, once on its own), so its bound on a
     # re-plan that migrates was above the plan's true cost. The model's objective of the
     # lost-region plan must equal the cost model's: $53.532 (test_replan's arithmetic).
-    from formulations.milp.model import build
-    from formulations.milp.solution import point_from_schedule
-    from planner.configs import config_space
-    from planner.windows import time_windows
+    from formulations.exact.milp.model import build
+    from formulations.exact.milp.solution import point_from_schedule
+    from planner.model.configs import config_space
+    from planner.model.windows import time_windows
 
     inst = instance_from(_running_on_a(checkpoint="sync"))
     inst = inst.replace({"phases.job.checkpoint_gb": 36})

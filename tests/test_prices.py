@@ -14,10 +14,10 @@ from test_milp import one_phase, region, solved
 
 from planner.checker import verify
 from planner.checker.planfile import plan_from_dict
-from planner.configs import build_config_space
-from planner.costs import cost_plan, hourly_cost, weights
 from planner.instance.errors import InstanceError
-from planner.schedule import schedule_of
+from planner.model.configs import build_config_space
+from planner.model.costs import cost_plan, hourly_cost, weights
+from planner.model.schedule import schedule_of
 from planner.solve import solve
 
 FREE = {"constant": 0}
@@ -247,8 +247,8 @@ def test_only_a_term_to_run_in(preemptible: bool) -> None:
     inst, res = solved(d)
     assert set(res.plan.phase("job").hours) <= set(range(6, 14))
     assert res.plan.costs["rental"] == pytest.approx(96.0, abs=1e-9)
-    from formulations.greedy import greedy
-    from formulations.heuristic import lookahead_schedule
+    from formulations.heuristics.greedy import greedy
+    from formulations.heuristics.lookahead import lookahead_schedule
 
     space = build_config_space(inst)
     candidates = (

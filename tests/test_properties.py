@@ -36,7 +36,7 @@ from properties import instances, scale_money, tighter
 from planner.checker import verify
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
-from planner.result import Result, SolutionStatus, Termination, within_gap
+from planner.model.result import Result, SolutionStatus, Termination, within_gap
 from planner.solve import solve
 
 #: Instances per property in the default run, and in the long run (``-m properties_long``).
@@ -176,7 +176,7 @@ def check_metamorphic(d: dict[str, Any], draw: Callable[..., Any]) -> None:
 # ----------------------------------------------------------------------------- the runs
 
 
-pytestmark = pytest.mark.filterwarnings("ignore::planner.consistency.NumericWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::planner.model.consistency.NumericWarning")
 
 
 @settings(max_examples=EXAMPLES, derandomize=True, **_SETTINGS)

@@ -14,16 +14,16 @@ import pytest
 from conftest import assert_valid, instance_from
 from typer.testing import CliRunner
 
-import planner.cli.estimate  # noqa: F401  (registers the command)
-from planner.catalog import gpu_by_name
-from planner.cli.app import app
-from planner.configs import build_config_space
+import planner.interfaces.cli.estimate  # noqa: F401  (registers the command)
+from planner.instance.catalog import gpu_by_name
 from planner.instance.model import Instance
+from planner.interfaces.cli.app import app
+from planner.model.configs import build_config_space
+from planner.model.workload import work_flops
 from planner.physics.architecture import param_counts
 from planner.physics.presets import preset_architecture
 from planner.physics.reliability import FAILURE_PRESETS
 from planner.solve import solve
-from planner.workload import work_flops
 
 
 def estimate_json(*args: str) -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """The cost model's figures on every shipped instance and benchmark size, against the ones
 recorded in tests/regression/objectives.json (by tests/regression/snapshot.py, before the
-cost model was consolidated into planner.costs): the configuration count, the separable lower
+cost model was consolidated into planner.model.costs): the configuration count, the separable lower
 bound, the look-ahead and baseline objectives, and the stored solved plan re-costed from its
 schedule, each to 1e-9 relative. A deliberate change of the cost model regenerates the file
 (``snapshot.py --write``) in the same commit and says why."""
@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from planner.checker import verify
-from planner.configs import config_space
-from planner.costs import cost_plan
-from planner.plan import Plan
-from planner.schedule import schedule_of
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.plan import Plan
+from planner.model.schedule import schedule_of
 
 HERE = Path(__file__).parent / "regression"
 sys.path.insert(0, str(HERE))

@@ -17,8 +17,8 @@ from test_milp import FREE_STORAGE, ROUND_GPU
 import planner
 from planner.checker import verify
 from planner.checker.planfile import plan_from_dict
-from planner.configs import build_config_space
-from planner.replan import ReplanError, replan, state_at, write_instance
+from planner.interfaces.replan import ReplanError, replan, state_at, write_instance
+from planner.model.configs import build_config_space
 from planner.solve import solve
 
 
@@ -168,7 +168,7 @@ def test_phases_done_and_not_started(tmp_path: Path) -> None:
 def test_cli_replans_from_an_hour_and_verify_accepts_it(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from planner.cli import _register, app
+    from planner.interfaces.cli import _register, app
 
     _register()
     run = CliRunner()
@@ -322,7 +322,7 @@ def test_a_reservation_without_terms_survives_a_replan() -> None:
 def _cli(*args: str) -> Any:
     from typer.testing import CliRunner
 
-    from planner.cli import _register, app
+    from planner.interfaces.cli import _register, app
 
     _register()
     return CliRunner().invoke(app, list(args))
@@ -400,7 +400,7 @@ def test_from_refuses_an_old_plan_that_does_not_fit_its_instance(
 def test_from_now_and_iso_times() -> None:
     from datetime import UTC, datetime
 
-    from planner.cli.solve import parse_from
+    from planner.interfaces.cli.solve import parse_from
 
     inst = instance_from(two_regions())  # starts 2023-06-05T00:00Z
     assert parse_from("5", inst) == 5
@@ -426,8 +426,8 @@ def test_status_comes_back_from_the_runs(tmp_path: Path) -> None:
     # 6e9 of 8e9 tokens (ahead of the plan's 2 of 4.44 h): a quarter is left, 1.11 h -> 2 h.
     inst, old = _solved(_chain())
     assert old.phase("prep").hours == (0, 1) and old.phase("job").hours == (2, 3, 4, 5, 6)
-    from planner.export.layout import build_layout
-    from planner.runstatus import read_status
+    from planner.interfaces.export.layout import build_layout
+    from planner.interfaces.runstatus import read_status
 
     lay = build_layout(inst, old)
     jobs = {u.phase: u.job for u in lay.units}
@@ -521,7 +521,7 @@ def test_month_70b_replans_from_hour_200_after_a_spot_price_change(tmp_path: Pat
     before = _read(old)
     block = doc["replan"]
     inst = planner.read(root / "month-70b.yaml")
-    from planner.replan import history_usd, reserved_after_usd
+    from planner.interfaces.replan import history_usd, reserved_after_usd
 
     assert block["history_usd"] == pytest.approx(history_usd(inst, before, 200))
     assert block["reserved_after_usd"] == pytest.approx(reserved_after_usd(inst, before, 200))

@@ -24,8 +24,7 @@ import typer
 from typer.testing import CliRunner, Result
 
 import planner
-from planner.plan import COST_KEYS, PhasePlan, Plan
-from planner.report import (
+from planner.interfaces.report import (
     CHARTS,
     SECTIONS,
     ReportError,
@@ -35,10 +34,11 @@ from planner.report import (
     render,
     write_pngs,
 )
-from planner.report.facts import PLAN_WIDE, cost_rows
-from planner.result import Result as SolveResult
-from planner.result import SolveHeader
-from planner.schedule import hour_runs
+from planner.interfaces.report.facts import PLAN_WIDE, cost_rows
+from planner.model.plan import COST_KEYS, PhasePlan, Plan
+from planner.model.result import Result as SolveResult
+from planner.model.result import SolveHeader
+from planner.model.schedule import hour_runs
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"
@@ -313,8 +313,8 @@ def test_pngs_written_and_not_blank(plan: Plan, inst: planner.Instance, tmp_path
 
 def _cli() -> typer.Typer:
     """A root app holding ``report`` as a subcommand, whatever other commands are registered."""
-    import planner.cli.report  # noqa: F401  (registers the command)
-    from planner.cli.app import app
+    import planner.interfaces.cli.report  # noqa: F401  (registers the command)
+    from planner.interfaces.cli.app import app
 
     root = typer.Typer(add_completion=False)
 
@@ -439,7 +439,13 @@ def test_entry_point_bad_plan_no_traceback(plan: Plan, tmp_path: Path) -> None:
     """The real entry point, as a user runs it: exit 2, a message, no traceback."""
     path = _bad_plan(plan, tmp_path)
     proc = subprocess.run(
-        [sys.executable, "-c", "from planner.cli import main; main()", "report", str(path)],
+        [
+            sys.executable,
+            "-c",
+            "from planner.interfaces.cli import main; main()",
+            "report",
+            str(path),
+        ],
         capture_output=True,
         text=True,
         timeout=120,

@@ -15,9 +15,9 @@ from conftest import DATA
 from typer.testing import CliRunner
 
 import planner
-from planner.attribution import Attribution, attribute
-from planner.cli import _register, app
-from planner.plan import InstanceRef, Plan, file_sha256
+from planner.analysis.attribution import Attribution, attribute
+from planner.interfaces.cli import _register, app
+from planner.model.plan import InstanceRef, Plan, file_sha256
 
 _register()
 

@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 import planner
-from planner.plan import Plan
-from planner.report import CHARTS, SECTIONS, render
+from planner.interfaces.report import CHARTS, SECTIONS, render
+from planner.model.plan import Plan
 
 CHROMIUM = Path("/usr/bin/chromium")
 TINY = Path(__file__).parent / "data" / "tiny.yaml"
@@ -312,7 +312,7 @@ def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
 def answered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     """The report of tiny's solved plan with its attribution, as ``trainplan report``
     writes it."""
-    from planner.attribution import attribute
+    from planner.analysis.attribution import attribute
     from planner.solve import solve
 
     inst = planner.read(TINY)
@@ -330,7 +330,7 @@ def test_first_screen_shows_the_baseline_and_the_saving(
     """At 1400 x 900 CSS pixels (a laptop's first screen, nothing scrolled) the baseline's
     total and the saving are laid out, visible, inside the viewport and above the schedule,
     with the attribution's figures."""
-    from planner.report.html import usd
+    from planner.interfaces.report.html import usd
 
     page, a = answered
     problems, facts = load(page, tmp_path, size=(1400, 900), expression=FIRST_SCREEN)

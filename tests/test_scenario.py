@@ -22,9 +22,9 @@ import yaml
 from typer.testing import CliRunner
 
 import planner
-from planner.catalog import gpu_by_name
-from planner.cli import _register, app
-from planner.plan import file_sha256
+from planner.instance.catalog import gpu_by_name
+from planner.interfaces.cli import _register, app
+from planner.model.plan import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "instance-format.md"

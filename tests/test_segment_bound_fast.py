@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import planner
-from formulations import segment_bound as sb
-from planner.configs import config_space
-from planner.costs import migration_cost, weights
+from formulations.bounds import segment_path as sb
 from planner.instance.read import from_dict, load_document
-from planner.windows import time_windows
+from planner.model.configs import config_space
+from planner.model.costs import migration_cost, weights
+from planner.model.windows import time_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def _reference_backward(d: sb._Data, mig: np.ndarray, mu: float) -> np.ndarray:
 
 
 def _data_of(monkeypatch: pytest.MonkeyPatch, inst: Any, configs: Any, e: int, l_: int) -> sb._Data:
-    """The data :func:`formulations.segment_bound.segment_bound` builds for its passes."""
+    """The data :func:`formulations.bounds.segment_path.segment_bound` builds for its passes."""
     seen: list[sb._Data] = []
     real = sb._forward
 

@@ -15,11 +15,11 @@ from test_milp import NIGHT, NIGHT_NY, ROUND_GPU, region, solved
 from formulations.choose import choose
 from planner.checker import verify
 from planner.checker.planfile import plan_from_dict
-from planner.configs import build_config_space, enumerate_phase
-from planner.costs import cost_plan, migration_cost
-from planner.options import SolveOptions
-from planner.plan import Plan
-from planner.schedule import schedule_of
+from planner.model.configs import build_config_space, enumerate_phase
+from planner.model.costs import cost_plan, migration_cost
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
+from planner.model.schedule import schedule_of
 
 OD = {"on_demand": {"usd_per_gpu_hour": 1.0}}
 
@@ -279,7 +279,7 @@ def _air_cooled(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_levers_measure_follow_the_sun_and_elastic_scaling() -> None:
-    from planner.levers import evaluate_levers
+    from planner.analysis.levers import evaluate_levers
 
     # Two nights at PUE 1.58: 10 GPUs draw 15.8 kW. The lever-free baseline runs one
     # configuration in the region of the least mean GPU-hour (New York, mean 55 vs 60 $/MWh),
@@ -311,8 +311,8 @@ def test_levers_measure_follow_the_sun_and_elastic_scaling() -> None:
 
 
 def test_report_draws_a_phase_that_moves_as_one_bar_across_pools() -> None:
-    from planner.report import render
-    from planner.report.charts import gantt
+    from planner.interfaces.report import render
+    from planner.interfaces.report.charts import gantt
 
     inst, res = solved(two_nights())
     fig = gantt(res.plan, inst)
@@ -330,10 +330,10 @@ def test_report_draws_a_phase_that_moves_as_one_bar_across_pools() -> None:
 
 
 def test_the_segment_bound_is_valid_and_prunes_segments_that_cannot_pay() -> None:
-    from formulations.bounds import phase_bounds, single_segment
-    from formulations.milp.solve import solve_milp
-    from planner.configs import config_space
-    from planner.windows import time_windows
+    from formulations.bounds.separable import phase_bounds, single_segment
+    from formulations.exact.milp.solve import solve_milp
+    from planner.model.configs import config_space
+    from planner.model.windows import time_windows
 
     def bound(d: dict[str, Any]) -> Any:
         inst = instance_from(d)
@@ -398,8 +398,8 @@ def test_the_segment_model_prices_a_schedule_as_the_cost_model(case: str) -> Non
     """The MILP point of a schedule in segments is feasible and its objective equals the
     costed plan (model == cost model), for moves, dear moves, elastic counts, three segments
     (Berlin, New York, Berlin) and a preemptible phase that pauses between segments."""
-    from formulations.milp.model import build
-    from formulations.milp.solution import point_from_schedule, schedule_from_point
+    from formulations.exact.milp.model import build
+    from formulations.exact.milp.solution import point_from_schedule, schedule_from_point
 
     d = two_nights(0.2) if case == "dear" else elastic() if case == "elastic" else two_nights()
     if case in ("three", "preemptible"):

@@ -20,7 +20,7 @@ from planner.instance import InstanceError
 from planner.instance.profiles import reference_times, wrapped
 from planner.instance.read import from_dict
 from planner.instance.series import _CACHE
-from planner.starter import MARKETS, PRICE_FILE
+from planner.interfaces.starter import MARKETS, PRICE_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICES = ROOT / "instances" / "data" / "prices"
@@ -258,7 +258,7 @@ def test_a_file_read_twice_is_read_once(tmp_path: Path) -> None:
 def _init_and_check(market: str, folder: Path, dates: list[tuple[str, str]]) -> None:
     from typer.testing import CliRunner
 
-    from planner.cli import _register, app
+    from planner.interfaces.cli import _register, app
 
     _register()
     runner = CliRunner()

@@ -1,5 +1,5 @@
 """``trainplan simulate``: the replay of a plan against random failures, preemptions and
-recovery agrees with the plan's analytic expected failure cost (planner/costs.py) within the
+recovery agrees with the plan's analytic expected failure cost (planner/model/costs.py) within the
 simulation's 99% confidence interval, gives the hand-computed chance of a deadline with no
 slack, and is drawn in the report."""
 
@@ -17,8 +17,8 @@ from test_replan import two_regions
 from typer.testing import CliRunner
 
 import planner
-from planner.cli import _register, app
-from planner.simulate import simulate
+from planner.analysis.simulate import simulate
+from planner.interfaces.cli import _register, app
 from planner.solve import solve
 
 _register()

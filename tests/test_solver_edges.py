@@ -21,13 +21,13 @@ import pytest
 from conftest import DATA, assert_valid, instance_from, tiny_dict
 from typer.testing import CliRunner
 
-import planner.cli.solve  # registers the command
-import planner.cli.verify  # noqa: F401  (registers the command)
-from formulations.linear import LinearProgram
-from planner.cli.app import app
-from planner.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
+import planner.interfaces.cli.solve  # registers the command
+import planner.interfaces.cli.verify  # noqa: F401  (registers the command)
+from formulations.lp.linear import LinearProgram
 from planner.instance import read
-from planner.result import SolutionStatus, Termination
+from planner.interfaces.cli.app import app
+from planner.interfaces.cli.exits import EXIT_INFEASIBLE, EXIT_SOLVER
+from planner.model.result import SolutionStatus, Termination
 from planner.solve import solve
 
 SOLVERS = ("auto", "milp", "starttime", "cpsat")

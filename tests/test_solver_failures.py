@@ -1,12 +1,12 @@
 """Solver failures: a solver that raises, runs out of memory, or stops at its time limit
-without any plan gives a clear :class:`~planner.result.Result` from ``planner.solve.solve``
+without any plan gives a clear :class:`~planner.model.result.Result` from ``planner.solve.solve``
 (termination ``error`` or ``time_limit``, no plan, a message saying what happened and what to
 do), ``trainplan solve`` exits 3 with that message and no traceback (1 when the instance is
 infeasible, 2 for bad input, 130 when interrupted), and in a grid only the failing scenario's
 row fails.
 
 The failures are simulated with monkeypatching at the points where the real ones happen:
-inside ``formulations.highs_runner.solve_highs`` (creating the HiGHS object), inside Pyomo's
+inside ``formulations.lp.highs_runner.solve_highs`` (creating the HiGHS object), inside Pyomo's
 HiGHS interface, in CP-SAT's ``solve``, and in the model builders (MemoryError). Heuristics
 are switched off where they would otherwise hand over a plan before the solver runs.
 """
@@ -26,24 +26,24 @@ from ortools.sat.python import cp_model
 from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
-import formulations.cpsat.solve as cpsat_solve
-import formulations.highs_runner as highs_runner
-import formulations.milp.solve as milp_solve
-import formulations.starttime.data as starttime_data
-import formulations.starttime.solve as starttime_solve
-from formulations.highs_runner import RawSolution
-from planner.cli.app import app
-from planner.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER
-from planner.grid.api import grid_frame, resolve_options, run_grid
-from planner.grid.spec import build_instance, load_grid
-from planner.grid.task import BasePayload, GridOptions, Task, run_scenario
+import formulations.exact.cpsat.solve as cpsat_solve
+import formulations.exact.milp.solve as milp_solve
+import formulations.exact.starttime.data as starttime_data
+import formulations.exact.starttime.solve as starttime_solve
+import formulations.lp.highs_runner as highs_runner
+from formulations.lp.highs_runner import RawSolution
 from planner.instance import Instance, read
-from planner.options import SolveOptions
-from planner.result import Result, SolutionStatus, Termination
+from planner.interfaces.cli.app import app
+from planner.interfaces.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT, EXIT_SOLVER
+from planner.interfaces.grid.api import grid_frame, resolve_options, run_grid
+from planner.interfaces.grid.spec import build_instance, load_grid
+from planner.interfaces.grid.task import BasePayload, GridOptions, Task, run_scenario
+from planner.model.options import SolveOptions
+from planner.model.result import Result, SolutionStatus, Termination
 
 #: The modules (``planner.solve`` the attribute is the function, re-exported by ``planner``).
 planner_solve = importlib.import_module("planner.solve")
-cli_solve = importlib.import_module("planner.cli.solve")  # registers the command
+cli_solve = importlib.import_module("planner.interfaces.cli.solve")  # registers the command
 
 DATA = Path(__file__).parent / "data"
 TINY = DATA / "tiny.yaml"

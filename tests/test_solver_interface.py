@@ -8,9 +8,9 @@ import pytest
 from conftest import DATA, assert_valid
 from typer.testing import CliRunner
 
-import planner.cli.solve  # noqa: F401  (registers the command on app)
-from planner.cli.app import app
+import planner.interfaces.cli.solve  # noqa: F401  (registers the command on app)
 from planner.instance.model import Instance
+from planner.interfaces.cli.app import app
 from planner.solve import RENAMED, SOLVERS, solve, solver_name
 
 NOTE = "--solver highs is now --solver starttime"
@@ -62,8 +62,8 @@ def test_cli_refuses_an_unknown_solver_naming_starttime() -> None:
 
 
 def test_a_grid_takes_the_old_name_as_starttime() -> None:
-    from planner.grid import load_grid
-    from planner.grid.api import resolve_options
+    from planner.interfaces.grid import load_grid
+    from planner.interfaces.grid.api import resolve_options
 
     spec = load_grid(DATA / "grid_small.yaml")
     assert resolve_options(spec, "highs").solver == "starttime"
@@ -78,7 +78,7 @@ def test_a_grid_takes_the_old_name_as_starttime() -> None:
 def test_the_options_record_is_frozen_and_checked() -> None:
     import dataclasses
 
-    from planner.options import SolveOptions
+    from planner.model.options import SolveOptions
 
     o = SolveOptions(time_limit=5, gap=0.01, threads=2, backend="pyomo")
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -99,11 +99,11 @@ def test_the_options_record_is_frozen_and_checked() -> None:
 def test_every_solver_entry_point_takes_the_record() -> None:
     import inspect
 
-    from formulations.baseline import solve_baseline
-    from formulations.cpsat import solve_cpsat
-    from formulations.milp import solve_milp
+    from formulations.exact.cpsat import solve_cpsat
+    from formulations.exact.milp import solve_milp
+    from formulations.exact.starttime import solve_starttime
+    from formulations.heuristics.baseline import solve_baseline
     from formulations.portfolio import solve_nonpreemptive
-    from formulations.starttime import solve_starttime
 
     for fn in (solve_milp, solve_starttime, solve_cpsat, solve_baseline, solve_nonpreemptive):
         params = inspect.signature(fn).parameters
@@ -116,11 +116,11 @@ def test_every_solver_entry_point_takes_the_record() -> None:
 @pytest.mark.parametrize(
     ("solver", "target"),
     [
-        ("milp", "formulations.milp.solve_milp"),
+        ("milp", "formulations.exact.milp.solve_milp"),
         ("starttime", "formulations.portfolio.solve_nonpreemptive"),
         ("highs", "formulations.portfolio.solve_nonpreemptive"),
         ("cpsat", "formulations.portfolio.solve_nonpreemptive"),
-        ("baseline", "formulations.baseline.solve_baseline"),
+        ("baseline", "formulations.heuristics.baseline.solve_baseline"),
     ],
 )
 def test_solve_builds_one_record_and_hands_it_on(
@@ -128,8 +128,8 @@ def test_solve_builds_one_record_and_hands_it_on(
 ) -> None:
     import importlib
 
-    from planner.options import SolveOptions
-    from planner.result import Result, Termination
+    from planner.model.options import SolveOptions
+    from planner.model.result import Result, Termination
 
     seen: list[SolveOptions] = []
 
@@ -183,7 +183,7 @@ def test_one_solve_enumerates_the_instance_once_per_kind(
 
     from conftest import instance_from, tiny_dict
 
-    import planner.configs as pc
+    import planner.model.configs as pc
 
     inst = instance_from(tiny_dict(), "tiny.yaml")  # a fresh object: nothing cached yet
     calls: collections.Counter[bool] = collections.Counter()

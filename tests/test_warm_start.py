@@ -1,5 +1,6 @@
-"""Warm starts (planner.solve(start=...), formulations.warm) and the contracts-at-fixed-times
-step (formulations.milp.recontract): every plan checked by the independent checker."""
+"""Warm starts (planner.solve(start=...), formulations.heuristics.warm) and the
+contracts-at-fixed-times step (formulations.exact.milp.recontract): every plan checked by the
+independent checker."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from conftest import assert_valid, instance_from
 from test_milp import ROUND_GPU, region
 
 import planner
-from formulations.heuristic import LookAhead, lookahead_schedule
-from formulations.milp.recontract import recontract
-from formulations.warm import start_placements
-from planner.configs import config_space
-from planner.costs import cost_plan
-from planner.replan import replan
-from planner.schedule import Assignment, Schedule, with_reservations
-from planner.windows import time_windows
+from formulations.exact.milp.recontract import recontract
+from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
+from formulations.heuristics.warm import start_placements
+from planner.interfaces.replan import replan
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.schedule import Assignment, Schedule, with_reservations
+from planner.model.windows import time_windows
 
 INSTANCES = Path(__file__).resolve().parents[1] / "instances"
 

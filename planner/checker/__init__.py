@@ -1,7 +1,7 @@
 """The independent plan checker (docs/cost-model.md).
 
 :func:`verify` recomputes every cost and checks every constraint of a plan from the resolved
-instance and the plan alone. It never imports ``planner.configs``, ``planner.costing`` or the
+instance and the plan alone. It never imports ``planner.model.configs``, ``planner.costing`` or the
 formulations, so a bug there shows up as a disagreement rather than being repeated here.
 """
 

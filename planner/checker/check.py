@@ -18,7 +18,7 @@ from planner.checker.recompute import PhaseFacts, derive, running_facts
 from planner.checker.segments import check_segment_work, check_segments, check_work_across
 from planner.checker.violation import Verification, Violation
 from planner.instance.model import Instance
-from planner.plan import COST_KEYS, Plan
+from planner.model.plan import COST_KEYS, Plan
 
 
 def verify(

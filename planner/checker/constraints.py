@@ -26,7 +26,7 @@ from planner.checker.recompute import (
 from planner.checker.violation import Violation
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.plan import PhasePlan, Plan, SegmentPlan
+from planner.model.plan import PhasePlan, Plan, SegmentPlan
 
 CONTRACTS = ("on_demand", "spot", "reserved")
 

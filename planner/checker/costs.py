@@ -18,7 +18,7 @@ from planner.checker.recompute import PhaseFacts, archive_tier, transfer_usd_per
 from planner.checker.violation import Violation
 from planner.instance.model import Instance
 from planner.instance.schema import Phase
-from planner.plan import CONFIG_FIELDS, COST_KEYS, PhasePlan, Plan
+from planner.model.plan import CONFIG_FIELDS, COST_KEYS, PhasePlan, Plan
 
 #: Cost components a plan states, in the order they are shown.
 ALL_KEYS: tuple[str, ...] = (*COST_KEYS, "total")

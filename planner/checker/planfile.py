@@ -1,6 +1,6 @@
 """Read a plan file for checking: every missing or mistyped field is named with its path.
 
-The layout is :mod:`planner.plan`'s (``trainplan-plan/2``, and ``/1`` with the solver fields
+The layout is :mod:`planner.model.plan`'s (``trainplan-plan/2``, and ``/1`` with the solver fields
 at the top level). Required: ``horizon_start`` (ISO
 time with a UTC offset), ``objective`` (a number or null), ``costs`` (every component and
 ``total``), ``energy_kwh``, ``emissions_t`` and ``phases``, each phase with ``name``, ``gpu``,
@@ -21,8 +21,8 @@ from typing import Any
 from planner.checker.costs import ALL_KEYS
 from planner.instance.errors import FieldError, InstanceError
 from planner.instance.read import load_document
-from planner.plan import PLAN_FORMAT, READABLE_FORMATS, Plan
-from planner.result import SolveHeader
+from planner.model.plan import PLAN_FORMAT, READABLE_FORMATS, Plan
+from planner.model.result import SolveHeader
 
 
 class PlanFileError(InstanceError):
@@ -51,7 +51,7 @@ _PHASE_FIELDS: tuple[tuple[str, str], ...] = (
 MAX_HOUR = 10 * 24 * 366 * 3
 
 
-#: Layout fields an entry may leave out (planner.plan fills the defaults), each typed.
+#: Layout fields an entry may leave out (planner.model.plan fills the defaults), each typed.
 _OPTIONAL_FIELDS: tuple[tuple[str, str], ...] = (
     ("sp", "bool"),
     ("cp", "int"),

@@ -1,7 +1,7 @@
 """Re-derive the physics of one plan entry from the instance alone (docs/cost-model.md,
 "Per configuration").
 
-Written from the contract, not from ``planner.configs``: a bug in the planner's configuration
+Written from the contract, not from ``planner.model.configs``: a bug in the planner's configuration
 space then shows up as a disagreement. Only the published formulas of :mod:`planner.physics`
 (FLOPs per token, ZeRO/Korthikanti memory, checkpoint bytes, the expert all-to-all volume,
 offload's PCIe bytes) are shared; the short formulas (scaling and layout efficiency, sharded
@@ -19,6 +19,7 @@ import numpy as np
 
 from planner.instance.model import Instance
 from planner.instance.schema import DEFAULT_MFU, Phase, Region, StorageTier
+from planner.model.plan import PhasePlan, SegmentPlan
 from planner.physics.layout import moe_all_to_all_bytes_per_token, params_per_rank
 from planner.physics.memory import (
     ACTIVATION_BYTES,
@@ -29,7 +30,6 @@ from planner.physics.memory import (
 )
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
 from planner.physics.transformer import ModelDims, expert_params, flops_per_token
-from planner.plan import PhasePlan, SegmentPlan
 
 #: A plan entry or one of its segments: both state a configuration.
 Configured = PhasePlan | SegmentPlan

@@ -18,7 +18,7 @@ from itertools import pairwise
 from planner.checker.constraints import Entry
 from planner.checker.recompute import PhaseFacts
 from planner.checker.violation import Violation
-from planner.plan import CONFIG_FIELDS, SegmentPlan
+from planner.model.plan import CONFIG_FIELDS, SegmentPlan
 
 #: What each name of ``options.segment_changes`` covers.
 CHANGES: dict[str, tuple[str, ...]] = {

@@ -255,7 +255,7 @@ def catalog_offers(
     catalog's price rows (``names``: the catalog names the GPU type goes by, its key and the
     ``catalog`` entry it was completed from): ``on_demand`` and ``spot`` each at the cheapest
     zone's price per GPU-hour with its ``zone`` (the import keeps standard zones only unless
-    asked, :func:`planner.skypilot_catalog.standard_zone`); None when the catalog prices no
+    asked, :func:`planner.instance.skypilot_catalog.standard_zone`); None when the catalog prices no
     row there. Spot keeps the schema's default preemption rate (a catalog has none)."""
     rows = [r for n in names for r in user.prices_for(n, cloud_region, cloud)]
     out: dict[str, Any] = {}

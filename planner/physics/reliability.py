@@ -181,7 +181,7 @@ def deadline_reserve(
     checkpoint is durable, the downtime: :func:`loss_hours_per_failure`). A plan that ends
     at its deadline with no reserve keeps time for no failure, and one that keeps ``f n L``
     meets it only about half the time. ``q`` None (no confidence asked): no reserve. The
-    replay of ``trainplan simulate`` (planner.simulate: failures as Poisson processes, more
+    replay of ``trainplan simulate`` (planner.analysis.simulate: failures as Poisson processes, more
     during lost time) draws the same count."""
     if q is None or failures_per_hour <= 0.0 or run_hours <= 0.0:
         return DeadlineReserve(0.0, 0, loss_h, 0)

@@ -42,12 +42,12 @@ def instance(name: str) -> Any:
 
 
 def figures(inst: Any) -> dict[str, Any]:
-    from formulations.bounds import lower_bound, phase_bounds
-    from formulations.heuristic import lookahead_schedule
-    from planner.configs import build_config_space
-    from planner.costs import cost_plan
+    from formulations.bounds.separable import lower_bound, phase_bounds
+    from formulations.heuristics.lookahead import lookahead_schedule
+    from planner.model.configs import build_config_space
+    from planner.model.costs import cost_plan
+    from planner.model.windows import time_windows
     from planner.solve import solve
-    from planner.windows import time_windows
 
     space = build_config_space(inst)
     win = time_windows(inst, space.fewest_hours())

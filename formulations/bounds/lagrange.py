@@ -1,0 +1,775 @@
+"""A capacity-aware lower bound: Lagrangian relaxation of the pools, with every phase's
+subproblem solved exactly by dynamic programming over its hours and chained through the
+precedence graph.
+
+**The relaxation.** Drop the couplings that cost >= 0 (transfers between phases' regions,
+porting) and move the per-hour pool constraints into the objective with prices:
+
+- capacity, ``sum_p G_p x_p(t) <= cap_{r,g}(t)``, with a price ``lam_{r,g}(t) >= 0`` per GPU:
+  each running hour of a configuration in pool (r, g) pays ``lam(t) G_c`` and the bound
+  subtracts ``sum lam(t) cap(t)``;
+- reserved pools (region, GPU, term), whose cost ``R P`` (P what one committed GPU costs:
+  ``pi T`` for a constant whole-horizon price, the term's prices otherwise,
+  :func:`planner.model.costs.pool_usd_per_gpu`) with ``R >= u(t)`` (the reserved GPUs in use in
+  hour t), with prices ``mu(t) >= 0``, ``sum_t mu(t) <= P``: ``R P >= sum_t mu(t) u(t)``, so
+  each reserved GPU-hour pays ``mu(t)`` instead of ``pi`` (``mu = pi`` is the separable
+  bound's "as used" rule; concentrating ``mu`` on the hours every plan must use is stronger).
+
+For fixed prices the rest is a sum over phases, except precedence. A phase's **value
+function** ``V_p(r)`` is the least cost of p started at or after hour r plus a share of its
+successors: ``alpha_{p,s} V_s(end_p)`` with ``alpha_{p,s} = 1 / (active predecessors of s)``.
+Every phase is counted once in total and ``V_s(max_p end_p) >= sum_p alpha_{p,s} V_s(end_p)``
+(``V_s`` never decreases), so ``sum_{roots} V_root(e_root) - prices x capacities`` is a lower
+bound on every plan: exact on chains and out-trees without capacity, and never below the
+separable bound (:mod:`formulations.bounds.separable`) at zero prices.
+
+A phase's own cost for one configuration c and its hours (weighted, as in
+:mod:`planner.model.costs`): the hourly costs ``h_c(t)`` (energy, failure, running storage, carbon,
+rental billed per hour, licence) plus the prices above; contiguous phases a window sum plus
+the billing blocks, minimum rental, archive after the end and one-time costs
+(:func:`planner.model.costs.run_costs`, exact); preemptible phases the DP below with every segment
+after the first paying the resume cost and every paused hour the parking rate, blocks billed
+at their least ``ceil(n/g)`` (a lower bound). Hours whose capacity alone cannot host c, and
+hours ``masks`` excludes, are closed.
+
+Preemptible DP (backward over the hours of the window, j = hours still to run; ``archive``
+the weighted cost of each hour after the end, :func:`planner.model.costs.after_end_per_h`: the
+archive less the value of time, whose constant ``v (T - release)`` is in the one-time costs):
+``run(t, j) = h(t) + [j = 1] (archive (T - t - 1) + S(t + 1)) + [j > 1] min(run(t+1, j-1),
+pause(t+1, j-1))``, ``pause(t, j) = parking + min(pause(t+1, j), run(t+1, j) + resume)``, and a
+start at tau costs ``run(tau, n_c)`` (plus the one-time costs), with S the successors' share.
+
+**The prices** come from projected subgradient ascent (Polyak steps towards the incumbent's
+cost; Held, Wolfe & Crowder 1974): the subgradient is the relaxed plan's use of each pool and
+hour minus its capacity (and, for reserved pools, its reserved use), taken at the minimiser of
+every value function. Every iterate is a valid bound; the best is kept. The number of
+iterations is fixed by the caller, so the bound of a command is reproducible.
+
+**Configuration fixing.** With bound L at prices (lam, mu), a plan in which phase p runs
+configuration c costs at least ``L + min_r (V_{p,c}(r) - V_p(r))`` (forcing p onto c raises
+every value function that contains it by at least that much); a configuration for which that
+exceeds the incumbent's cost is not part of any cheaper plan.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from formulations.bounds.separable import open_runs
+from planner.instance.model import Instance
+from planner.model.configs import Config, ConfigSpace
+from planner.model.costs import (
+    after_end_per_h,
+    fixed_cost,
+    hourly_cost,
+    least_block_rental,
+    pause_usd_per_h,
+    pool_usd_per_gpu,
+    run_costs,
+    transfer_usd_per_gb,
+)
+from planner.model.costs import weights as weights_of
+from planner.model.schedule import Assignment, Pool
+from planner.model.windows import Windows
+from planner.model.workload import output_gb_of
+
+INF = math.inf
+
+
+@dataclass
+class _Phase:
+    """One phase's data for the DP: configurations in space order, window [e, stop)."""
+
+    name: str
+    e: int
+    stop: int
+    pre: bool
+    configs: list[Config]
+    #: (C, W) hourly cost at zero capacity prices and "billed" rental (reserved: licence),
+    #: +inf where an hour is closed.
+    base: np.ndarray
+    gpus: np.ndarray
+    pool: np.ndarray
+    #: index into the reserved pools, -1 for other contracts
+    rpool: np.ndarray
+    n: np.ndarray
+    #: contiguous: per configuration, the costs of a run that do not depend on the prices,
+    #: by start (billing blocks, minimum rental, archive after the end, one-time)
+    static: list[np.ndarray] = field(default_factory=list)
+    #: preemptible: one-time costs + rental blocks' lower bound; archive per hour after end
+    const: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    archive: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    resume: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    parking: float = 0.0
+    succ: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def width(self) -> int:
+        return self.stop - self.e
+
+
+@dataclass
+class Evaluation:
+    """The relaxation at one price vector: the bound, each phase's value function
+    ``V[p][t - e_p]`` for t in [e_p, l_p] (inf at l_p), and per configuration the values
+    ``A[p][k]`` by start (inf where it cannot start)."""
+
+    bound: float
+    V: dict[str, np.ndarray]
+    A: dict[str, list[np.ndarray]]
+
+
+@dataclass
+class LagrangeResult:
+    """The best bound found, its prices and the relaxed plan's use of the pools, per
+    configuration the least bound of a plan using it (``config_bound[p][k]``, space order),
+    the iterations run and the bound at zero capacity prices (the first iterate)."""
+
+    bound: float
+    first_bound: float
+    lam: np.ndarray
+    mu: np.ndarray
+    pools: list[Pool]
+    reserved_pools: list[tuple[str, str, str]]
+    config_bound: dict[str, np.ndarray]
+    iterations: int
+    seconds: float
+    usage: np.ndarray
+    #: the evaluation at the best prices (value functions for masks and plans)
+    evaluation: Evaluation | None = None
+
+    def prices(self) -> dict[Pool, np.ndarray]:
+        """Capacity price per GPU-hour by pool (zero where capacity never binds)."""
+        return {p: self.lam[i] for i, p in enumerate(self.pools)}
+
+
+class Relaxation:
+    """The Lagrangian relaxation of one instance over a configuration space (module
+    docstring). ``masks`` (per (phase, configuration index), over the window) closes hours as
+    in the MILP; ``capacity`` replaces the instance's pools (a neighbourhood's residual)."""
+
+    def __init__(
+        self,
+        inst: Instance,
+        space: ConfigSpace,
+        windows: Windows,
+        masks: Mapping[tuple[str, int], np.ndarray] | None = None,
+        capacity: Mapping[Pool, np.ndarray] | None = None,
+    ) -> None:
+        self.inst = inst
+        self.space = space
+        self.windows = windows
+        self.w = weights_of(inst)
+        T = self.T = inst.hours
+        cap = dict(inst.capacity if capacity is None else capacity)
+        self.capacity = cap
+        masks = masks or {}
+        active = [n for n in inst.order if n in space.by_phase]
+        pools: dict[Pool, int] = {}
+        rpools: dict[tuple[str, str, str], int] = {}
+        #: per reserved pool (region, GPU, term): what one committed GPU costs the plan
+        #: (weighted), and the hours of the term inside the horizon
+        self.rprice: list[float] = []
+        self.rhours: list[tuple[int, int]] = []
+        self.phases: dict[str, _Phase] = {}
+        npred: dict[str, int] = {
+            n: sum(1 for q in inst.phase(n).predecessors if q in space.by_phase) for n in active
+        }
+        for name in active:
+            configs = list(space.by_phase[name])
+            e, l_ = windows.start[name], windows.end[name]
+            W = max(0, l_ - e)
+            C = len(configs)
+            base = np.full((C, W), INF)
+            gpus = np.zeros(C)
+            pool = np.zeros(C, dtype=np.int64)
+            rpool = np.full(C, -1, dtype=np.int64)
+            n = np.zeros(C, dtype=np.int64)
+            for k, c in enumerate(configs):
+                key = (c.region, c.gpu)
+                pool[k] = pools.setdefault(key, len(pools))
+                if c.contract == "reserved":
+                    rkey = (c.region, c.gpu, c.term)
+                    if rkey not in rpools:
+                        rpools[rkey] = len(rpools)
+                        tm = inst.term(*rkey)
+                        assert tm is not None, rkey
+                        self.rprice.append(self.w.rental * pool_usd_per_gpu(inst, *rkey))
+                        self.rhours.append((tm.first, tm.end))
+                    rpool[k] = rpools[rkey]
+                gpus[k] = c.total_gpus
+                n[k] = c.hours
+                if c.hours > W:
+                    continue
+                ok = cap[key][e:l_] >= c.total_gpus - 1e-9
+                m = masks.get((name, c.index))
+                if m is not None:
+                    ok = ok & np.asarray(m, dtype=bool)
+                base[k] = np.where(ok, hourly_cost(inst, c, self.w)[e:l_], INF)
+            ph = _Phase(
+                name, e, l_, inst.phase(name).preemptible, configs, base, gpus, pool, rpool, n
+            )
+            if ph.pre:
+                ph.const = np.array(
+                    [
+                        fixed_cost(inst, c, T, self.w) + least_block_rental(inst, c, self.w, e, l_)
+                        for c in configs
+                    ]
+                )
+                ph.archive = np.array([after_end_per_h(inst, c, self.w) for c in configs])
+                ph.resume = np.array([self.w.failure * c.resume_usd for c in configs])
+                ph.parking = self.w.storage * pause_usd_per_h(inst, inst.phase(name))
+            else:
+                zero = np.zeros(T)
+                for c in configs:
+                    starts = np.arange(e, l_ - c.hours + 1)
+                    ph.static.append(
+                        run_costs(inst, c, starts, self.w, zero) if len(starts) else np.zeros(0)
+                    )
+            ph.succ = [(s, 1.0 / npred[s]) for s in inst.successors(name) if s in space.by_phase]
+            self.phases[name] = ph
+        self.order = active
+        self.roots = [n for n in active if npred[n] == 0]
+        self.pools = list(pools)
+        self.reserved_pools = list(rpools)
+        self.cap = np.array([np.asarray(cap[p], dtype=float) for p in self.pools]).reshape(
+            len(self.pools), T
+        )
+        # pool-hours where capacity can bind: every phase's largest demand together exceeds it
+        demand = np.zeros((len(self.pools), T))
+        for ph in self.phases.values():
+            peak = np.zeros((len(self.pools), ph.width))
+            for k in range(len(ph.configs)):
+                open_ = np.isfinite(ph.base[k])
+                peak[ph.pool[k]] = np.maximum(peak[ph.pool[k]], np.where(open_, ph.gpus[k], 0.0))
+            demand[:, ph.e : ph.stop] += peak
+        self.binding = demand > self.cap + 1e-9
+        self.rprice_arr = np.array(self.rprice, dtype=float)
+        #: DP cells of one evaluation (configurations x hours, x run length when
+        #: preemptible): what an evaluation costs, known before running one.
+        self.cells = sum(
+            len(ph.configs) * ph.width * (int(ph.n.max()) if ph.pre and len(ph.n) else 1)
+            for ph in self.phases.values()
+        )
+
+    # ------------------------------------------------------------------ prices
+
+    def zero_prices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Capacity prices 0; a reserved pool's price spread evenly over its term's hours
+        (for a constant whole-horizon price: the reserved price per GPU-hour, the separable
+        bound's rule)."""
+        lam = np.zeros((len(self.pools), self.T))
+        mu = np.zeros((len(self.reserved_pools), self.T))
+        for i, (first, end) in enumerate(self.rhours):
+            if end > first:
+                mu[i, first:end] = self.rprice_arr[i] / (end - first)
+        return lam, mu
+
+    def _hourly(self, ph: _Phase, lam: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        add = lam[ph.pool][:, ph.e : ph.stop]
+        if len(mu) and (ph.rpool >= 0).any():
+            res = ph.rpool >= 0
+            add = add.copy()
+            add[res] += mu[ph.rpool[res]][:, ph.e : ph.stop]
+        return ph.base + ph.gpus[:, None] * add
+
+    # ------------------------------------------------------------------ evaluation
+
+    def _succ_share(self, ph: _Phase, V: Mapping[str, np.ndarray]) -> np.ndarray:
+        """S(end) for end = e_p .. l_p (index end - e_p): sum alpha V_s(end)."""
+        ends = np.arange(ph.e, ph.stop + 1)
+        total = np.zeros(len(ends))
+        for s, alpha in ph.succ:
+            total += alpha * value_at(V[s], self.phases[s].e, ends)
+        return total
+
+    def _regional_share(
+        self, ph: _Phase, region: str, VR: Mapping[str, Mapping[str, np.ndarray]]
+    ) -> np.ndarray:
+        """S(end) of phase p run in ``region``: per successor s, the least over s's regions
+        r' of ``alpha V_s^{r'}(end) + w_transfer x output_gb(p) x transfer(region -> r')``."""
+        ends = np.arange(ph.e, ph.stop + 1)
+        total = np.zeros(len(ends))
+        gb = self.w.transfer * output_gb_of(self.inst, self.inst.phase(ph.name))
+        for s, alpha in ph.succ:
+            best = np.full(len(ends), INF)
+            for r2, V2 in VR[s].items():
+                move = gb * transfer_usd_per_gb(self.inst, region, r2) if gb > 0 else 0.0
+                best = np.minimum(best, alpha * value_at(V2, self.phases[s].e, ends) + move)
+            total += best
+        return total
+
+    @functools.cached_property
+    def has_transfers(self) -> bool:
+        """Some precedence edge moves an output at a positive price between some regions."""
+        for name, ph in self.phases.items():
+            if not ph.succ or output_gb_of(self.inst, self.inst.phase(name)) <= 0:
+                continue
+            mine = {c.region for c in ph.configs}
+            for s, _ in ph.succ:
+                theirs = {c.region for c in self.phases[s].configs}
+                if any(transfer_usd_per_gb(self.inst, a, b) > 0 for a in mine for b in theirs):
+                    return True
+        return False
+
+    def transfer_bound(self, lam: np.ndarray, mu: np.ndarray) -> float:
+        """The bound of :meth:`evaluate` with the transfers between phases' regions put back:
+        value functions per phase and region, ``V_p^r``, each phase's successors' share
+        taking for every successor its best region given p's (:meth:`_regional_share`). Still
+        a lower bound: a successor with several predecessors is in one region, which each
+        predecessor's share may choose apart (the least of a sum is at least the sum of the
+        least). Exact on chains without binding capacity."""
+        VR: dict[str, dict[str, np.ndarray]] = {}
+        for name in reversed(self.order):
+            ph = self.phases[name]
+            h = self._hourly(ph, lam, mu)
+            VR[name] = {}
+            for r in sorted({c.region for c in ph.configs}):
+                vals = self._starts(ph, h, self._regional_share(ph, r, VR))
+                mine = [a for c, a in zip(ph.configs, vals, strict=True) if c.region == r]
+                VR[name][r] = _value(ph.width, mine)
+        total = sum(min(float(v[0]) for v in VR[r].values()) for r in self.roots)
+        return total - float(np.sum(lam * self.cap))
+
+    def _starts(self, ph: _Phase, h: np.ndarray, S: np.ndarray) -> list[np.ndarray]:
+        """Per configuration the value of each start, with successors' share S."""
+        return _preemptive(ph, h, S, self.T) if ph.pre else _contiguous(ph, h, S)
+
+    def evaluate(self, lam: np.ndarray, mu: np.ndarray) -> Evaluation:
+        """The relaxation at capacity prices ``lam`` (per pool and hour) and reserved-pool
+        prices ``mu``: the phases' value functions by backward induction over the precedence
+        order, and the bound they give (a lower bound for any prices the module docstring
+        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P``)."""
+        V: dict[str, np.ndarray] = {}
+        A: dict[str, list[np.ndarray]] = {}
+        for name in reversed(self.order):
+            ph = self.phases[name]
+            h = self._hourly(ph, lam, mu)
+            A[name] = self._starts(ph, h, self._succ_share(ph, V))
+            V[name] = _value(ph.width, A[name])
+        total = sum(float(V[r][0]) for r in self.roots)
+        total -= float(np.sum(lam * self.cap))
+        return Evaluation(total, V, A)
+
+    # ------------------------------------------------------------------ the relaxed plan
+
+    def usage(
+        self, ev: Evaluation, lam: np.ndarray, mu: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """GPUs per pool and hour of the relaxed plan (the minimisers, each phase copy with
+        its weight), and reserved GPUs per reserved pool and hour."""
+        use = np.zeros((len(self.pools), self.T))
+        ruse = np.zeros((len(self.reserved_pools), self.T))
+        ready: dict[str, dict[int, float]] = {r: {self.phases[r].e: 1.0} for r in self.roots}
+        for name in self.order:
+            ph = self.phases[name]
+            arrivals = ready.get(name, {})
+            if not arrivals:
+                continue
+            h = None
+            for r, wgt in sorted(arrivals.items()):
+                pick = _argmin_start(ev.A[name], max(r, ph.e) - ph.e)
+                if pick is None:
+                    continue
+                k, pos = pick
+                tau = ph.e + pos
+                if ph.pre:
+                    if h is None:
+                        h = self._hourly(ph, lam, mu)
+                    S = self._succ_share(ph, ev.V)
+                    hours = _trace_preemptive(ph, k, h[k], S, self.T, pos)
+                else:
+                    hours = np.arange(tau, tau + int(ph.n[k]))
+                if not len(hours):
+                    continue
+                use[ph.pool[k], hours] += wgt * ph.gpus[k]
+                if ph.rpool[k] >= 0:
+                    ruse[ph.rpool[k], hours] += wgt * ph.gpus[k]
+                end = int(hours[-1]) + 1
+                for s, alpha in ph.succ:
+                    d = ready.setdefault(s, {})
+                    d[end] = d.get(end, 0.0) + wgt * alpha
+        return use, ruse
+
+    def primal(
+        self, ev: Evaluation, lam: np.ndarray, mu: np.ndarray, top: int = 4
+    ) -> dict[str, Assignment] | None:
+        """A plan from the relaxation (a Lagrangian heuristic): phases in topological order,
+        each ready when all its predecessors have ended, take the placement of least relaxed
+        value (own cost at these prices plus the successors' share, the value functions of
+        ``ev``) among the ``top`` best configurations, within the capacity the phases before
+        it left. Exact DP placements for preemptible phases (recomputed with the full hours
+        closed). None when some phase cannot be placed."""
+        T = self.T
+        used = np.zeros((len(self.pools), T))
+        ends: dict[str, int] = {}
+        out: dict[str, Assignment] = {}
+        for name in self.order:
+            ph = self.phases[name]
+            preds = [q for q in self.inst.phase(name).predecessors if q in ends]
+            ready = max([ph.e, *(ends[q] for q in preds)])
+            pos = ready - ph.e
+            ranked = []
+            for k, a in enumerate(ev.A[name]):
+                if pos < len(a):
+                    v = float(np.min(a[pos:]))
+                    if math.isfinite(v):
+                        ranked.append((v, k))
+            ranked.sort()
+            h_all: np.ndarray | None = None
+            S: np.ndarray | None = None
+            best: tuple[float, int, np.ndarray] | None = None
+            tried = 0
+            for _, k in ranked:
+                if tried >= top:
+                    break
+                free = self.cap[ph.pool[k], ph.e : ph.stop] - used[ph.pool[k], ph.e : ph.stop]
+                ok = free >= ph.gpus[k] - 1e-9
+                if ph.pre:
+                    if h_all is None:
+                        h_all = self._hourly(ph, lam, mu)
+                        S = self._succ_share(ph, ev.V)
+                    assert S is not None
+                    h = np.where(ok, h_all[k], INF)
+                    sub = _single(ph, k, h)
+                    vals = _preemptive(sub, h[None, :], S, T)[0]
+                    if pos >= len(vals):
+                        continue
+                    i = int(np.argmin(vals[pos:])) + pos
+                    if not math.isfinite(vals[i]):
+                        continue
+                    tried += 1
+                    hours = _trace_preemptive(sub, 0, h, S, T, i)
+                    if best is None or vals[i] < best[0]:
+                        best = (float(vals[i]), k, hours)
+                else:
+                    a = ev.A[name][k]
+                    n = int(ph.n[k])
+                    fits = open_runs(ok, n)[pos : len(a)]
+                    if not fits.any():
+                        continue
+                    tried += 1
+                    cand = np.where(fits, a[pos:], INF)
+                    i = int(np.argmin(cand))
+                    if math.isfinite(cand[i]) and (best is None or cand[i] < best[0]):
+                        best = (float(cand[i]), k, np.arange(ph.e + pos + i, ph.e + pos + i + n))
+            if best is None:
+                return None
+            _, k, hours = best
+            used[ph.pool[k], hours] += ph.gpus[k]
+            ends[name] = int(hours[-1]) + 1
+            out[name] = Assignment(ph.configs[k], tuple(int(t) for t in hours))
+        return out
+
+    def start_masks(self, ev: Evaluation, upper: float) -> dict[tuple[str, int], np.ndarray]:
+        """For contiguous phases: the hours of its window each configuration may still use in
+        a plan cheaper than ``upper``. Forcing p onto c started at tau gives the bound
+        ``L + A_c(tau) - V_p(tau)`` (``V_p`` never decreases, so the least difference over
+        ready times r <= tau is at tau); an hour is open when an open start covers it."""
+        out: dict[tuple[str, int], np.ndarray] = {}
+        for name, ph in self.phases.items():
+            if ph.pre:
+                continue
+            V = ev.V[name]
+            for k, a in enumerate(ev.A[name]):
+                c = ph.configs[k]
+                open_ = np.zeros(ph.width, dtype=bool)
+                if len(a):
+                    fin = np.isfinite(a) & np.isfinite(V[: len(a)])
+                    lb = np.full(len(a), INF)
+                    lb[fin] = ev.bound + a[fin] - V[: len(a)][fin]
+                    ok = fin & (lb <= upper + 1e-7 * max(1.0, abs(upper)))
+                    n = int(ph.n[k])
+                    cover = np.concatenate([[0], np.cumsum(ok)])
+                    t = np.arange(ph.width)
+                    lo = np.clip(t - n + 1, 0, len(ok))
+                    hi = np.clip(t + 1, 0, len(ok))
+                    open_ = (cover[hi] - cover[lo]) > 0
+                out[(name, c.index)] = open_
+        return out
+
+    def config_bounds(self, ev: Evaluation) -> dict[str, np.ndarray]:
+        """Per phase and configuration (space order): the least bound of a plan using it,
+        ``L + min_r (V_{p,c}(r) - V_p(r))`` (inf when the configuration cannot start)."""
+        out: dict[str, np.ndarray] = {}
+        for name, ph in self.phases.items():
+            V = ev.V[name]
+            vals = np.full(len(ph.configs), INF)
+            fin = np.isfinite(V)
+            for k, a in enumerate(ev.A[name]):
+                if not len(a):
+                    continue
+                full = np.full(ph.width + 1, INF)
+                full[: len(a)] = a
+                vc = np.minimum.accumulate(full[::-1])[::-1]
+                diff = np.where(fin & np.isfinite(vc), vc - np.where(fin, V, 0.0), INF)
+                if fin.any():
+                    d = float(np.min(diff))
+                    vals[k] = ev.bound + max(0.0, d) if math.isfinite(d) else INF
+            out[name] = vals
+        return out
+
+    # ------------------------------------------------------------------ ascent
+
+    def solve(
+        self,
+        upper: float,
+        iterations: int = 60,
+        deadline: float | None = None,
+        target: float | None = None,
+        theta: float = 1.0,
+        start: Evaluation | None = None,
+        step_s: float = 0.0,
+    ) -> LagrangeResult:
+        """Subgradient ascent from zero capacity prices for at most ``iterations`` steps (or
+        until ``deadline``, a ``time.perf_counter()`` instant, or the bound reaching
+        ``target``); ``upper`` is the incumbent's cost (the Polyak step's aim). ``start``:
+        the evaluation at zero prices when the caller has it; ``step_s``: about how long an
+        evaluation takes (no step starts that would end after the deadline)."""
+        t0 = time.perf_counter()
+        lam, mu = self.zero_prices()
+        ev = start if start is not None else self.evaluate(lam, mu)
+
+        def out_of_time() -> bool:
+            return deadline is not None and time.perf_counter() + step_s > deadline
+
+        first = ev.bound
+        best = (ev.bound, lam.copy(), mu.copy(), ev)
+        aim = upper if math.isfinite(upper) else abs(first) * 1.05 + 1.0
+        stall = 0
+        done = 0
+        use = np.zeros_like(lam)
+        if not math.isfinite(first) or not (self.binding.any() or len(mu)):
+            return self._result(best, first, 0, t0, use)
+        if len(mu) and not out_of_time():
+            # reserved prices in proportion to the relaxed plan's reserved use: the whole
+            # commitment charged to the hours it is used (often where every plan must use it)
+            _, ruse = self.usage(ev, lam, mu)
+            total = ruse.sum(axis=1, keepdims=True)
+            cap_mu = self.rprice_arr[:, None]
+            mu2 = np.where(total > 0, cap_mu * ruse / np.where(total > 0, total, 1.0), mu)
+            ev2 = self.evaluate(lam, mu2)
+            if ev2.bound > best[0]:
+                mu, ev = mu2, ev2
+                best = (ev.bound, lam.copy(), mu.copy(), ev)
+        while done < iterations:
+            if out_of_time():
+                break
+            if target is not None and best[0] >= target:
+                break
+            done += 1
+            use, gr = self.usage(ev, lam, mu)
+            g = np.where(self.binding, use - self.cap, 0.0)
+            # at zero price a pool-hour that is not over-used cannot move
+            g = np.where((lam <= 0) & (g < 0), 0.0, g)
+            norm = float(np.sum(g * g) + np.sum(gr * gr))
+            if norm <= 1e-12:
+                break  # the relaxed plan fits: its bound is the best these prices give
+            # Polyak steps per block (capacity prices, reserved prices): each block moves at
+            # the full rate towards the aim (one joint step starves the smaller block)
+            gap_ = theta * max(aim - ev.bound, 1e-6 * max(1.0, abs(aim)))
+            ng, nr = float(np.sum(g * g)), float(np.sum(gr * gr))
+            if ng > 1e-12:
+                lam = np.maximum(0.0, lam + gap_ / ng * g)
+            if len(mu) and nr > 1e-12:
+                mu = _project_capped(mu + gap_ / nr * gr, self.rprice_arr)
+            ev = self.evaluate(lam, mu)
+            if ev.bound > best[0] + 1e-9 * max(1.0, abs(best[0])):
+                best = (ev.bound, lam.copy(), mu.copy(), ev)
+                stall = 0
+            else:
+                stall += 1
+                if stall >= 4:
+                    theta *= 0.5
+                    stall = 0
+                    lam, mu, ev = best[1].copy(), best[2].copy(), best[3]
+        return self._result(best, first, done, t0, use)
+
+    def _result(
+        self,
+        best: tuple[float, np.ndarray, np.ndarray, Evaluation],
+        first: float,
+        it: int,
+        t0: float,
+        use: np.ndarray,
+    ) -> LagrangeResult:
+        bound, lam, mu, ev = best
+        return LagrangeResult(
+            bound,
+            first,
+            lam,
+            mu,
+            self.pools,
+            self.reserved_pools,
+            self.config_bounds(ev),
+            it,
+            time.perf_counter() - t0,
+            use,
+            ev,
+        )
+
+
+# ----------------------------------------------------------------------------- DP kernels
+
+
+def _value(width: int, starts: list[np.ndarray]) -> np.ndarray:
+    """The value function ``V(t)`` for t = e .. e + width: the least value of a start at or
+    after t among ``starts`` (per configuration, by start position)."""
+    best = np.full(width + 1, INF)
+    for a in starts:
+        if len(a):
+            best[: len(a)] = np.minimum(best[: len(a)], a)
+    return np.minimum.accumulate(best[::-1])[::-1]
+
+
+def value_at(V: np.ndarray, e: int, ts: np.ndarray) -> np.ndarray:
+    """``V(t)`` for hours ``ts``, from ``V[t - e]`` for t in [e, e + len(V)): the value at e
+    before the window (a phase cannot start earlier anyway), inf after it."""
+    idx = np.asarray(ts) - e
+    out = np.full(len(idx), INF)
+    inside = idx < len(V)
+    out[inside] = V[np.maximum(idx[inside], 0)]
+    return out
+
+
+def _contiguous(ph: _Phase, h: np.ndarray, S: np.ndarray) -> list[np.ndarray]:
+    """Per configuration the value of starting at each tau in [e, l - n]: the run's hourly
+    costs, its price-independent costs and the successors' share at its end."""
+    out: list[np.ndarray] = []
+    W = ph.width
+    blocked = ~np.isfinite(h)
+    cs = np.concatenate([np.zeros((len(h), 1)), np.cumsum(np.where(blocked, 0.0, h), axis=1)], 1)
+    cb = np.concatenate([np.zeros((len(h), 1)), np.cumsum(blocked, axis=1)], 1)
+    for k in range(len(ph.configs)):
+        n = int(ph.n[k])
+        if n > W:
+            out.append(np.zeros(0))
+            continue
+        sums = cs[k, n:] - cs[k, : W - n + 1]
+        sums = np.where(cb[k, n:] - cb[k, : W - n + 1] > 0, INF, sums)
+        out.append(sums + ph.static[k] + S[n : W + 1])
+    return out
+
+
+def _preemptive(ph: _Phase, h: np.ndarray, S: np.ndarray, T: int) -> list[np.ndarray]:
+    """Per configuration the value of starting at each tau (the DP of the module docstring,
+    all configurations of the phase at once)."""
+    C, W = h.shape
+    nmax = int(ph.n.max()) if C else 0
+    out: list[np.ndarray] = []
+    if not C or W == 0:
+        return [np.zeros(0) for _ in range(C)]
+    run = np.full((C, nmax + 1), INF)
+    pause = np.full((C, nmax + 1), INF)
+    start = np.full((C, W), INF)
+    cols = np.arange(C)
+    arch = ph.archive
+    res = ph.resume[:, None]
+    for j in range(W - 1, -1, -1):
+        t = ph.e + j
+        fin = arch * (T - t - 1) + S[j + 1]
+        new_run = np.empty_like(run)
+        new_run[:, 0] = INF
+        new_run[:, 1] = h[:, j] + fin
+        if nmax > 1:
+            new_run[:, 2:] = h[:, j, None] + np.minimum(run[:, 1:nmax], pause[:, 1:nmax])
+        new_pause = np.empty_like(pause)
+        new_pause[:, 0] = INF
+        new_pause[:, 1:] = ph.parking + np.minimum(pause[:, 1:], run[:, 1:] + res)
+        run, pause = new_run, new_pause
+        start[:, j] = run[cols, ph.n]
+    for k in range(C):
+        n = int(ph.n[k])
+        if n > W:
+            out.append(np.zeros(0))
+        else:
+            out.append(start[k, : W - n + 1] + ph.const[k])
+    return out
+
+
+def _trace_preemptive(
+    ph: _Phase, k: int, h: np.ndarray, S: np.ndarray, T: int, pos: int
+) -> np.ndarray:
+    """The hours of configuration k's cheapest run started at window position ``pos`` (the
+    DP of :func:`_preemptive` for one configuration, kept in full and followed forward)."""
+    W = len(h)
+    n = int(ph.n[k])
+    run = np.full((W + 1, n + 1), INF)
+    pause = np.full((W + 1, n + 1), INF)
+    a, r, park = ph.archive[k], ph.resume[k], ph.parking
+    for j in range(W - 1, -1, -1):
+        t = ph.e + j
+        run[j, 1] = h[j] + a * (T - t - 1) + S[j + 1]
+        if n > 1:
+            run[j, 2:] = h[j] + np.minimum(run[j + 1, 1:n], pause[j + 1, 1:n])
+        pause[j, 1:] = park + np.minimum(pause[j + 1, 1:], run[j + 1, 1:] + r)
+    hours: list[int] = []
+    j, left, running = pos, n, True
+    while left > 0 and j < W:
+        if running:
+            hours.append(ph.e + j)
+            left -= 1
+            if left == 0:
+                break
+            running = run[j + 1, left] <= pause[j + 1, left]
+        else:
+            running = run[j + 1, left] + r <= pause[j + 1, left]
+        j += 1
+    return np.asarray(hours, dtype=np.int64)
+
+
+def _single(ph: _Phase, k: int, h: np.ndarray) -> _Phase:
+    """Phase ``ph`` with configuration k only (its hourly costs ``h``), for the DP kernels."""
+    sl = slice(k, k + 1)
+    return _Phase(
+        ph.name,
+        ph.e,
+        ph.stop,
+        ph.pre,
+        [ph.configs[k]],
+        h[None, :],
+        ph.gpus[sl],
+        ph.pool[sl],
+        ph.rpool[sl],
+        ph.n[sl],
+        ph.static[k : k + 1] if ph.static else [],
+        ph.const[sl],
+        ph.archive[sl],
+        ph.resume[sl],
+        ph.parking,
+        ph.succ,
+    )
+
+
+def _argmin_start(A: list[np.ndarray], pos: int) -> tuple[int, int] | None:
+    """(configuration, window position) of the least start value at or after ``pos``."""
+    best: tuple[float, int, int] | None = None
+    for k, a in enumerate(A):
+        if pos >= len(a):
+            continue
+        seg = a[pos:]
+        i = int(np.argmin(seg))
+        v = float(seg[i])
+        if math.isfinite(v) and (best is None or v < best[0] - 1e-12):
+            best = (v, k, pos + i)
+    return None if best is None else (best[1], best[2])
+
+
+def _project_capped(mu: np.ndarray, caps: np.ndarray) -> np.ndarray:
+    """Row by row, the Euclidean projection onto ``{m >= 0, sum m <= cap}``."""
+    out = np.maximum(mu, 0.0)
+    for i in range(len(out)):
+        if out[i].sum() <= caps[i]:
+            continue
+        v = np.sort(mu[i])[::-1]
+        css = np.cumsum(v)
+        rho = np.nonzero(v * np.arange(1, len(v) + 1) > (css - caps[i]))[0][-1]
+        theta = (css[rho] - caps[i]) / (rho + 1.0)
+        out[i] = np.maximum(mu[i] - theta, 0.0)
+    return out

@@ -1,8 +1,0 @@
-"""The start-time-indexed MILP for non-preemptive phases (HiGHS), and the start tables it
-shares with the CP-SAT model."""
-
-from formulations.starttime.data import StartData, build_data
-from formulations.starttime.model import StartModel, build
-from formulations.starttime.solve import solve_starttime
-
-__all__ = ["StartData", "StartModel", "build", "build_data", "solve_starttime"]
