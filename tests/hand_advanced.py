@@ -580,6 +580,18 @@ def _() -> Doc:
     return instance({"r": region(50, offers=offers)}, [job(gpu_hours=40)])
 
 
+@case("another-block-beats-the-owed-minimum", "hourly", 41.00, {"job": {"hours": (1, 2)}})
+def _() -> Doc:
+    # 2 h blocks, a 3 h minimum, $1/GPU-h in hours 0-3 and $9 after (mean (4 + 36) / 8 = $5);
+    # 2 h on 10 GPUs. Hours 0-1 (block 0): 2 x 10 x 1 = 20 and 1 owed hour at the mean, 50:
+    # 70. Hours 1-2 touch blocks 0 and 1 (4 billed hours >= 3, none owed): 20 + 20 = 40. With
+    # 1 of power (20 kWh at $50/MWh): $41.00. (A bound that counted the fewest blocks, 1, and
+    # the owed hour, 20 + 50 = 70, was above this plan.)
+    price = {"values": [1.0] * 4 + [9.0] * 4}
+    offers = od(price, billing_granularity_hours=2, min_rental_hours=3)
+    return instance({"r": region(50, offers=offers)}, [job(gpu_hours=20)], hours=8)
+
+
 @case(
     "preemptions-by-the-hour", "hourly", 22.00, {"job": {"contract": "spot", "hours": (0, 1, 2, 3)}}
 )

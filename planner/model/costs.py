@@ -524,18 +524,27 @@ def block_rental(inst: Instance, c: Config, w: Weights, hours: Iterable[int]) ->
 
 
 def least_block_rental(inst: Instance, c: Config, w: Weights, e: int, l_: int) -> float:
-    """A lower bound on the weighted block rental of any run of c inside ``[e, l_)``: at
-    least ``ceil(n / g)`` blocks, each at least the cheapest block price there, and the
-    minimum rental beyond them (0 for hourly billing and reserved contracts)."""
+    """A lower bound on the weighted block rental of any run of c inside ``[e, l_)`` (0 for
+    hourly billing and reserved contracts). A run touches ``B >= ceil(n / g)`` blocks and owes
+    ``max(0, m - B g)`` minimum hours (:func:`rental_usd`); with a constant price that is
+    ``max(B g, m) rho``, least at the fewest blocks. With a price by the hour each block costs
+    at least the cheapest block ``b`` there and the owed hours are at the reference rate
+    ``rho``, so the bound is ``min_B (B b + max(0, m - B g) rho)`` over ``B`` from
+    ``ceil(n / g)`` to ``max(ceil(n / g), ceil(m / g))``: a cheap block can cost less than the
+    owed hours it saves (a run of 2 h across two cheap 2 h blocks owes none of a 3 h minimum)."""
     if c.contract == "reserved" or c.billing_hours == 1:
         return 0.0
     g = c.billing_hours
     blocks = -(-c.hours // g)
+    m = c.min_rental_hours
     prices = block_prices(inst, c)
     if prices is None:
-        return w.rental * max(blocks * g, c.min_rental_hours) * c.rental_per_h
+        return w.rental * max(blocks * g, m) * c.rental_per_h
     cheapest = float(np.min(prices[e // g : (l_ - 1) // g + 1]))
-    return w.rental * (blocks * cheapest + max(0, c.min_rental_hours - blocks * g) * c.rental_per_h)
+    most = max(blocks, -(-m // g))
+    rho = c.rental_per_h
+    least = min(b * cheapest + max(0, m - b * g) * rho for b in range(blocks, most + 1))
+    return w.rental * least
 
 
 def run_costs(
