@@ -18,7 +18,6 @@ from conftest import instance_from, tiny_dict
 
 from formulations.choose import HIGHS_MAX_NONZEROS, choose
 from formulations.exact.cpsat import solve_cpsat
-from formulations.exact.milp import solve_milp
 from formulations.exact.starttime import build, build_data, solve_starttime
 from formulations.exact.starttime.data import (
     choice_of,
@@ -28,6 +27,7 @@ from formulations.exact.starttime.data import (
     schedule_of,
 )
 from formulations.exact.starttime.model import point_of
+from formulations.pipeline import solve_milp
 from formulations.portfolio import solve_nonpreemptive
 from planner.instance.model import Instance
 from planner.model.configs import build_config_space

@@ -17,7 +17,7 @@ from test_milp import generated, one_phase, region, three_cheap_hours
 
 from formulations.bounds.lagrange import Relaxation
 from formulations.bounds.separable import lower_bound, phase_bounds
-from formulations.exact.milp.solve import solve_milp
+from formulations.pipeline import solve_milp
 from planner.model.configs import config_space
 from planner.model.costs import cost_plan
 from planner.model.options import SolveOptions

@@ -325,7 +325,7 @@ def test_price_range_dominance_keeps_the_optimum(seed: int) -> None:
     """Configurations are pruned when another is cheaper at both ends of the prices the phase
     may meet (the hour cost is linear in the price): the optimum with and without pruning is
     the same."""
-    from formulations.exact.milp.solve import solve_milp
+    from formulations.pipeline import solve_milp
 
     d = tiny_dict()
     d["regions"]["east"]["electricity"] = {

@@ -12,8 +12,8 @@ from conftest import assert_valid, instance_from, tiny_dict
 
 from formulations.exact.milp.model import build
 from formulations.exact.milp.solution import point_from_schedule
-from formulations.exact.milp.solve import solve_milp
 from formulations.heuristics.greedy import greedy
+from formulations.pipeline import solve_milp
 from planner.model.configs import build_config_space
 from planner.model.costs import cost_plan
 from planner.model.options import SolveOptions

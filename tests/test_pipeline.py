@@ -1,4 +1,4 @@
-"""The hourly MILP pipeline where the problem is hard (formulations/exact/milp/solve.py): one status
+"""The hourly MILP pipeline where the problem is hard (formulations/pipeline.py): one status
 vocabulary, infeasibility proved at once, no plan ever lost, time limits, progress events,
 the neighbourhood search, the HiGHS child, dispatch and the earliest of equal-cost plans.
 
@@ -18,13 +18,14 @@ from conftest import assert_valid, instance_from, tiny_dict
 from hard_instances import hard_dict
 from test_milp import one_phase, region
 
-import formulations.exact.milp.solve as milp_solve
+import formulations.exact.milp.run as milp_run
+import formulations.pipeline as pipeline
 from formulations.choose import choose, pausable
 from formulations.exact.milp.model import build
 from formulations.exact.milp.neighbourhood import Neighbourhood, reoptimise, sub_model
-from formulations.exact.milp.solve import solve_milp
 from formulations.exact.starttime.data import estimate_nonzeros
 from formulations.lp.highs_runner import RawSolution
+from formulations.pipeline import solve_milp
 from planner.model.configs import config_space
 from planner.model.costs import cost_plan
 from planner.model.options import SolveOptions
@@ -103,7 +104,7 @@ def test_a_failing_milp_keeps_the_best_plan(monkeypatch: pytest.MonkeyPatch) -> 
             Termination.ERROR, None, None, None, None, 0.1, "the HiGHS process died (exit -9)"
         )
 
-    monkeypatch.setattr(milp_solve, "solve_highs", dies)
+    monkeypatch.setattr(milp_run, "solve_highs", dies)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert res.plan is not None and res.termination == Termination.ERROR
     assert "died" in res.message and res.bound is not None
@@ -116,7 +117,7 @@ def test_a_later_stage_raising_keeps_the_best_plan(monkeypatch: pytest.MonkeyPat
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("simulated crash while fixing")
 
-    monkeypatch.setattr(milp_solve, "_fixing", boom)
+    monkeypatch.setattr(pipeline, "fixing", boom)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert res.plan is not None and res.termination == Termination.ERROR
     assert any("simulated crash" in n for n in res.notes)
@@ -129,7 +130,7 @@ def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.Monkey
     # proves the optimum the plain MILP proves
     inst = instance_from(hard_dict(30))
     ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20), prune=False, warm_start=False)
-    real = milp_solve.solve_highs
+    real = milp_run.solve_highs
     calls: list[tuple[bool, object]] = []
 
     def recorded(*args: Any, **kwargs: Any) -> RawSolution:
@@ -137,7 +138,7 @@ def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.Monkey
         calls.append((kwargs.get("continuous") is not None, target))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(milp_solve, "solve_highs", recorded)
+    monkeypatch.setattr(milp_run, "solve_highs", recorded)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
     assert [relaxed for relaxed, _ in calls] == [True, False]
     # the target is U (1 - 1e-5) for the plan U the relaxation started from: at least the
@@ -165,7 +166,7 @@ def test_a_relaxation_that_ends_the_time_proves_nothing_of_the_plan(
         time.sleep(left)
         return RawSolution(Termination.OPTIMAL, None, 1.0, 1.0, 0.0, left, "Optimal")
 
-    monkeypatch.setattr(milp_solve, "solve_highs", relaxed_only)
+    monkeypatch.setattr(milp_run, "solve_highs", relaxed_only)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=3), warm_start=False)
     assert res.plan is None
     assert res.termination == Termination.TIME_LIMIT and res.status == SolutionStatus.NONE
@@ -176,7 +177,7 @@ def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> Non
     # with a guard below the reduced model's size no MILP is built: the neighbourhood search
     # works from the incumbent, and the plan is never worse than it
     inst = instance_from(hard_dict(4))
-    monkeypatch.setattr(milp_solve, "FULL_MILP_MAX_NONZEROS", 10)
+    monkeypatch.setattr(pipeline, "FULL_MILP_MAX_NONZEROS", 10)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=4))
     assert res.plan is not None and "variables" not in res.stats
     assert any("large-neighbourhood search instead" in n for n in res.notes)
@@ -319,7 +320,7 @@ def test_the_child_streams_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     # solutions; stopped at the deadline, the result carries the last reported bound
     inst = hard_bench()
     seen: list[tuple[str, float | None]] = []
-    real = milp_solve.solve_highs
+    real = milp_run.solve_highs
 
     def in_child(*args: Any, **kwargs: Any) -> RawSolution:
         on_event = kwargs.pop("on_event")
@@ -330,7 +331,7 @@ def test_the_child_streams_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
 
         return real(*args, isolate=True, on_event=spy, **kwargs)
 
-    monkeypatch.setattr(milp_solve, "solve_highs", in_child)
+    monkeypatch.setattr(milp_run, "solve_highs", in_child)
     t0 = time.perf_counter()
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=8))
     assert time.perf_counter() - t0 <= 8 * 1.05 + 1.0

@@ -16,7 +16,7 @@ from test_milp import one_phase, region
 from test_segments import elastic, two_nights
 
 from formulations.bounds.lagrange import Relaxation
-from formulations.exact.milp import solve_milp
+from formulations.pipeline import solve_milp
 from planner.model.configs import build_config_space
 from planner.model.options import SolveOptions
 from planner.model.windows import time_windows

@@ -147,11 +147,9 @@ def test_a_plan_the_checker_rejects_is_never_returned(
     # net rejects it and returns the plan before the pass (hours 12-23, $24.00), never
     # called optimal, with a note naming the rejected plan and the broken rule.
     monkeypatch.setattr(formulations.heuristics.earliest, "earliest", _broken_earliest)
-    import formulations.exact.milp.solve as ms
-    import formulations.exact.starttime.data as sd
+    import formulations.pipeline as pipeline
 
-    monkeypatch.setattr(ms, "earliest", _broken_earliest)
-    monkeypatch.setattr(sd, "earliest", _broken_earliest)
+    monkeypatch.setattr(pipeline, "earliest", _broken_earliest)
     inst = instance_from(carbon_cap_case())
     res = solve(inst, solver=solver, time_limit=30)
     assert res.plan is not None, res.message

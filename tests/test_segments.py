@@ -331,7 +331,7 @@ def test_report_draws_a_phase_that_moves_as_one_bar_across_pools() -> None:
 
 def test_the_segment_bound_is_valid_and_prunes_segments_that_cannot_pay() -> None:
     from formulations.bounds.separable import phase_bounds, single_segment
-    from formulations.exact.milp.solve import solve_milp
+    from formulations.pipeline import solve_milp
     from planner.model.configs import config_space
     from planner.model.windows import time_windows
 

@@ -27,10 +27,10 @@ from typer.testing import CliRunner
 from typer.testing import Result as CliResult
 
 import formulations.exact.cpsat.solve as cpsat_solve
-import formulations.exact.milp.solve as milp_solve
-import formulations.exact.starttime.data as starttime_data
+import formulations.exact.milp.run as milp_run
 import formulations.exact.starttime.solve as starttime_solve
 import formulations.lp.highs_runner as highs_runner
+import formulations.pipeline as pipeline
 from formulations.lp.highs_runner import RawSolution
 from planner.instance import Instance, read
 from planner.interfaces.cli.app import app
@@ -74,9 +74,9 @@ def tiny() -> Instance:
 def without_heuristics(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hourly MILP gets no incumbent (no look-ahead, greedy or relaxation plan), so it
     must build and solve its model."""
-    monkeypatch.setattr(milp_solve, "lookahead_schedule", lambda *a, **k: None)
-    monkeypatch.setattr(milp_solve, "greedy", lambda *a, **k: None)
-    monkeypatch.setattr(milp_solve, "relaxed_plan", lambda *a, **k: None)
+    monkeypatch.setattr(pipeline, "lookahead_schedule", lambda *a, **k: None)
+    monkeypatch.setattr(pipeline, "greedy", lambda *a, **k: None)
+    monkeypatch.setattr(pipeline, "relaxed_plan", lambda *a, **k: None)
 
 
 def no_schedule(*args: Any, **kwargs: Any) -> tuple[None, str]:
@@ -140,7 +140,7 @@ def test_running_out_of_memory_gives_an_error_result(
 ) -> None:
     # each formulation's model builder raises MemoryError, as a huge model would
     without_heuristics(monkeypatch)
-    module = {"milp": milp_solve, "starttime": starttime_solve, "cpsat": cpsat_solve}[solver]
+    module = {"milp": milp_run, "starttime": starttime_solve, "cpsat": cpsat_solve}[solver]
     monkeypatch.setattr(module, "build", raiser(MemoryError()))
     res = planner_solve.solve(tiny, solver=solver, time_limit=5)
     assert res.termination == Termination.ERROR and res.plan is None
@@ -149,7 +149,7 @@ def test_running_out_of_memory_gives_an_error_result(
 
 def test_milp_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: Instance) -> None:
     without_heuristics(monkeypatch)
-    monkeypatch.setattr(milp_solve, "solve_highs", time_limit_without_solution)
+    monkeypatch.setattr(milp_run, "solve_highs", time_limit_without_solution)
     res = planner_solve.solve(tiny, solver="milp", backend="highs", time_limit=1)
     assert res.termination == Termination.TIME_LIMIT
     assert res.status == SolutionStatus.NONE and res.plan is None and res.gap is None
@@ -164,7 +164,7 @@ def test_milp_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: I
 def test_starttime_time_limit_without_a_plan(
     monkeypatch: pytest.MonkeyPatch, tiny: Instance
 ) -> None:
-    monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
+    monkeypatch.setattr(pipeline, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(starttime_solve, "solve_highs", time_limit_without_solution)
     res = planner_solve.solve(tiny, solver="starttime", time_limit=1)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
@@ -183,7 +183,7 @@ def test_cpsat_time_limit_without_a_plan(monkeypatch: pytest.MonkeyPatch, tiny: 
         assert status == cp_model.UNKNOWN
         return status
 
-    monkeypatch.setattr(starttime_data, "heuristic_schedule", no_schedule)
+    monkeypatch.setattr(pipeline, "heuristic_schedule", no_schedule)
     monkeypatch.setattr(cp_model.CpSolver, "solve", unknown_at_the_limit)
     res = planner_solve.solve(tiny, solver="cpsat", time_limit=0.3)
     assert res.termination == Termination.TIME_LIMIT and res.plan is None
@@ -217,14 +217,14 @@ def test_cli_solver_crash_exits_3(monkeypatch: pytest.MonkeyPatch, backend: str)
 
 def test_cli_no_plan_in_time_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     without_heuristics(monkeypatch)
-    monkeypatch.setattr(milp_solve, "solve_highs", time_limit_without_solution)
+    monkeypatch.setattr(milp_run, "solve_highs", time_limit_without_solution)
     res = run_solve("--solver", "milp", "--backend", "highs", "--time-limit", "1")
     assert_clean(res, EXIT_SOLVER, f"no plan: {NO_PLAN_IN_TIME}")
 
 
 def test_cli_out_of_memory_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     without_heuristics(monkeypatch)
-    monkeypatch.setattr(milp_solve, "build", raiser(MemoryError()))
+    monkeypatch.setattr(milp_run, "build", raiser(MemoryError()))
     res = run_solve("--solver", "milp", "--time-limit", "5")
     assert_clean(res, EXIT_SOLVER, f"no plan: {OUT_OF_MEMORY}")
 

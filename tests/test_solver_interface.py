@@ -100,9 +100,9 @@ def test_every_solver_entry_point_takes_the_record() -> None:
     import inspect
 
     from formulations.exact.cpsat import solve_cpsat
-    from formulations.exact.milp import solve_milp
     from formulations.exact.starttime import solve_starttime
     from formulations.heuristics.baseline import solve_baseline
+    from formulations.pipeline import solve_milp
     from formulations.portfolio import solve_nonpreemptive
 
     for fn in (solve_milp, solve_starttime, solve_cpsat, solve_baseline, solve_nonpreemptive):

@@ -1,4 +1,14 @@
-"""Solve the hourly MILP and return the common :class:`~planner.model.result.Result`.
+"""The solver pipeline: one function per stage, the chains every solver entry point runs.
+
+Every stage works on one :class:`~formulations.incumbent.Incumbent` (the best plan and the
+best bound so far) against the clock: it either **proves** a bound or **finds** plans. The
+hourly MILP (:func:`solve_milp`, the chain :func:`hourly`) runs them all; the
+non-preemptive models (the start-time MILP and CP-SAT) run the contiguous stages
+(:func:`contiguous_tables`, :func:`contiguous_start`, their exact model, and
+:func:`contiguous_finish`); every entry point starts with :func:`configuration_space`.
+docs/architecture.md tables the stages with what each proves or finds.
+
+The hourly chain:
 
 The pipeline (each stage checks the clock; every plan it finds is costed by
 :func:`planner.model.costs.cost_plan`, and the best one and the best bound are kept whatever
@@ -46,12 +56,12 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.bounds.lagrange import Evaluation, Relaxation
+from formulations.bounds.lagrange import Evaluation, LagrangeResult, Relaxation
 from formulations.bounds.separable import (
     PhaseBound,
     hour_masks,
@@ -60,14 +70,27 @@ from formulations.bounds.separable import (
     prune_by_bound,
     single_segment,
 )
-from formulations.exact.milp.model import MilpModel, build, loose_columns
+from formulations.exact.milp.model import build
 from formulations.exact.milp.neighbourhood import neighbourhoods, reoptimise
 from formulations.exact.milp.recontract import recontract
+from formulations.exact.milp.run import model_stats, no_plan_message, solve_reduced
 from formulations.exact.milp.solution import point_from_schedule, schedule_from_point
+from formulations.exact.starttime.data import (
+    StartData,
+    WarmStart,
+    as_schedule,
+    build_data,
+    choice_of,
+    least_reserved,
+    objective_of,
+    schedule_of,
+    violations_of,
+)
 from formulations.heuristics.earliest import budget_within_gap, earliest
 from formulations.heuristics.greedy import greedy
 from formulations.heuristics.lookahead import lookahead_schedule
 from formulations.heuristics.warm import Start, start_placements
+from formulations.incumbent import Incumbent
 from formulations.lp.highs_runner import RawSolution, memory_cap, solve_highs, solve_pyomo
 from planner.instance.model import Instance
 from planner.model.configs import Config, ConfigSpace, config_space
@@ -75,87 +98,77 @@ from planner.model.costs import cost_plan, within_carbon_cap
 from planner.model.options import SolveOptions
 from planner.model.plan import Plan
 from planner.model.progress import Tracker
-from planner.model.result import GAP_TOLERANCE, MAX_ALTERNATIVES, Result, Termination, within_gap
-from planner.model.schedule import Schedule, with_reservations
+from planner.model.result import Result, Termination, within_gap
+from planner.model.schedule import Pool, Schedule, with_reservations
 from planner.model.windows import Windows, time_windows
 
 #: The reduced MILP is solved whole up to this many (estimated) nonzeros; above, the
 #: large-neighbourhood search works on it piece by piece (measured: docs/benchmarks.md).
 FULL_MILP_MAX_NONZEROS = 300_000
+
+
 #: Bytes per nonzero HiGHS needs (model, presolved copy, LP factors), for the size guard.
 BYTES_PER_NONZERO = 400
+
+
 #: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
 NONZEROS_PER_COLUMN = 5.5
+
+
 #: Nonzeros per (segment, configuration, open hour) of a phase in segments (measured: one
 #: phase of 624 configurations x 336 hours in 3 segments, 8.3M nonzeros for 630k segment
 #: hours, 13 each; formulations/exact/milp/segments.py).
 SEGMENT_NONZEROS_PER_COLUMN = 13
-#: How far from 0 or 1 a column of a phase that may pause may be in a point of the
-#: relaxation (pauses continuous) that is read as a plan.
-INTEGRALITY_TOL = 1e-6
-#: The exact model follows the relaxation only with at least this many seconds left, and
-#: at least as many as the relaxation took (same root LP; medium-compete at a 3 s limit: the
-#: exact model given 0.7 s stopped after 1.5 s).
-EXACT_MIN_S = 1.0
+
+
 #: Share of the time limit the segment-path bounds of the phases in segments may take
 #: together (each stops with the best bound found; formulations.bounds.segment_path).
 SEGMENT_BOUND_SHARE = 0.25
+
+
 #: The DP bound is not evaluated when this many times its estimated time (cells x
 #: SECONDS_PER_CELL, measured idle) exceeds what is left: a 200-phase quarter's 400M cells
 #: took 10-24 s an evaluation on the loaded 2-core machine, 5-12 times the estimate.
 DP_SAFETY = 6.0
+
+
 #: The relaxation's plan takes about as long as this many DP evaluations (measured: a
 #: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
 PRIMAL_EVALUATIONS = 2.5
+
+
 #: The contracts-at-fixed-times MILP (formulations.exact.milp.recontract) gets at most this share
 #: of the time left, and at most this many seconds.
 RECONTRACT_SHARE = 0.15
+
+
 RECONTRACT_MAX_S = 30.0
+
+
 #: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
 LAGRANGE_SHARE = 0.4
+
+
 LAGRANGE_MAX_ITERATIONS = 100
+
+
 #: Seconds per DP cell of one relaxation evaluation (measured on this machine, idle),
 #: turning the model's size into a fixed iteration count.
 SECONDS_PER_CELL = 5e-9
+
+
 #: Seconds a neighbourhood may take at most, and its largest model (nonzeros).
 NEIGHBOURHOOD_S = 5.0
+
+
 NEIGHBOURHOOD_MAX_NONZEROS = 60_000
+
+
 #: No neighbourhood starts when less than this is left of the time limit.
 LNS_MARGIN_S = 1.0
-#: HiGHS options for the reduced MILP. Presolve off: on the fixed time-indexed models it
-#: removes little and takes most of the time (week-7b: 1.4 s to 0.01% without, 12.3 s with),
-#: and HiGHS does not check its time limit while it runs.
-HIGHS_OPTIONS: dict[str, object] = {"presolve": "off"}
 
 
-def _no_plan_message(raw: RawSolution) -> str:
-    if raw.termination == Termination.TIME_LIMIT:
-        return (
-            "no plan found in time: the solver stopped at its time limit without a "
-            "feasible plan; raise --time-limit or relax the instance"
-        )
-    if raw.termination == Termination.INFEASIBLE:
-        return (
-            "infeasible: no plan meets every deadline, precedence and capacity limit; "
-            "run `trainplan explain` to see which constraints conflict"
-        )
-    if raw.termination == Termination.OPTIMAL:
-        return (
-            f"the solver's answer ({raw.message}) is not a plan that meets every constraint "
-            "(the pipeline's check of its point failed); please report it"
-        )
-    return f"the solver found no plan ({raw.message})"
-
-
-def _model_stats(mm: MilpModel) -> dict[str, float]:
-    return {
-        "variables": mm.lp.num_vars,
-        "constraints": mm.lp.num_rows,
-        "nonzeros": mm.lp.num_nonzeros,
-    }
-
-
-def _best_heuristic(
+def best_heuristic(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
@@ -210,72 +223,18 @@ def relaxed_plan(
     return None if found is None else with_reservations(inst, found)
 
 
-@dataclass
-class _State:
-    """The best plan and bound of one solve, and what the stages noted."""
-
-    inst: Instance
-    gap: float
-    threads: int | None
-    tracker: Tracker
-    deadline: float
-    windows: Windows | None = None
-    schedule: Schedule | None = None
-    plan: Plan | None = None
-    bound: float = -math.inf
-    notes: list[str] = field(default_factory=list)
-    stats: dict[str, float] = field(default_factory=dict)
-    source: str = ""
-    #: the reduced (or plain) MILP's run, when one ran
-    raw: RawSolution | None = None
-    #: phases that may run in segments but are modelled on one configuration (they cannot
-    #: gain from segments within the gap, :func:`formulations.bounds.separable.single_segment`), and
-    #: the least cost of a plan so left out: every later bound is capped by it
-    single: set[str] = field(default_factory=set)
-    cap: float = math.inf
-    #: every plan offered that meets the carbon cap, ``(source, plan)``: the result's
-    #: alternatives (the verification net of ``planner.solve``), trimmed to the cheapest
-    found: list[tuple[str, Plan]] = field(default_factory=list)
-
-    def left(self) -> float:
-        return self.deadline - time.perf_counter()
-
-    def offer(self, schedule: Schedule | None, source: str) -> bool:
-        """Cost a schedule; keep it if it is the best plan so far (and meets the cap)."""
-        if schedule is None:
-            return False
-        plan = cost_plan(self.inst, schedule)
-        if not within_carbon_cap(self.inst, plan.emissions_t):
-            return False
-        self.keep(source, plan)
-        if self.plan is not None and plan.objective >= self.plan.objective - 1e-9 * max(
-            1.0, abs(plan.objective)
-        ):
-            return False
-        self.schedule, self.plan, self.source = schedule, plan, source
-        self.tracker.offer_plan(plan.objective, source)
-        return True
-
-    def keep(self, source: str, plan: Plan) -> None:
-        """Keep ``plan`` among the alternatives (at most twice MAX_ALTERNATIVES, cheapest)."""
-        self.found.append((source, plan))
-        if len(self.found) > 2 * MAX_ALTERNATIVES:
-            self.found.sort(key=lambda sp: sp[1].objective)
-            del self.found[MAX_ALTERNATIVES:]
-
-    def prove(self, bound: float, source: str) -> None:
-        bound = min(bound, self.cap)
-        if bound > self.bound:
-            self.bound = bound
-            self.tracker.offer_bound(bound, source)
-
-    @property
-    def closed(self) -> bool:
-        return self.plan is not None and within_gap(self.plan.objective, self.bound, self.gap)
-
-    @property
-    def upper(self) -> float:
-        return math.inf if self.plan is None else self.plan.objective
+def configuration_space(
+    inst: Instance, space: ConfigSpace | None, solver: str, t0: float
+) -> ConfigSpace | Result:
+    """Stage 0, every entry point's: the configuration space (``space`` when the caller
+    built it, else the instance's cached one), or the result that says which phases have no
+    configuration at all."""
+    space = space or config_space(inst)
+    if space.infeasible:
+        return Result.no_configuration(
+            solver, [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
+        )
+    return space
 
 
 def solve_milp(
@@ -290,25 +249,25 @@ def solve_milp(
     seconds (the module docstring's pipeline). ``options.start``: an earlier plan or schedule
     (of this instance or the one it was re-planned from) offered as a plan after the
     look-ahead's: its placements kept where they still fit, the other phases placed around
-    them (:mod:`formulations.heuristics.warm`). ``options.backend``: "highs" (arrays into highspy,
-    from the incumbent) or "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no MIP start),
-    "auto" = highs. ``space``: the configuration space when already built. ``prune=False``
-    builds the full model (with the look-ahead start unless ``warm_start=False``: the plain
-    reference). ``options.on_progress`` hears every improvement."""
+    them (:mod:`formulations.heuristics.warm`). ``options.backend``: "highs" (arrays into
+    highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no
+    MIP start), "auto" = highs. ``space``: the configuration space when already built.
+    ``prune=False`` builds the full model (with the look-ahead start unless
+    ``warm_start=False``: the plain reference, :func:`plain`). ``options.on_progress`` hears
+    every improvement."""
     o = options
     t0 = time.perf_counter()
     tracker = Tracker(o.on_progress, t0)
-    space = space or config_space(inst)
-    if space.infeasible:
-        return Result.no_configuration(
-            "milp", [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
-        )
+    found = configuration_space(inst, space, "milp", t0)
+    if isinstance(found, Result):
+        return found
+    space = found
     windows = time_windows(inst, space.fewest_hours())
-    st = _State(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
+    st = Incumbent(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
     try:
         if not prune:
-            return _plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
-        return _pipeline(
+            return plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
+        return hourly(
             inst, space, windows, st, t0, o.time_limit, o.backend, warm_start, o.verbose, o.start
         )
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
@@ -317,14 +276,14 @@ def solve_milp(
         why = "out of memory" if isinstance(e, MemoryError) else f"{type(e).__name__}: {e}"
         st.raw = RawSolution(Termination.ERROR, None, None, None, None, 0.0, why)
         st.notes.append(f"a later stage failed ({why}); the best plan found before is kept")
-        return _finish(st, t0, "milp", "")
+        return finish(st, t0, "milp", "")
 
 
-def _pipeline(
+def hourly(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
-    st: _State,
+    st: Incumbent,
     t0: float,
     time_limit: float,
     backend: str,
@@ -332,31 +291,20 @@ def _pipeline(
     verbose: bool,
     start: Start | None = None,
 ) -> Result:
-    """The MILP pipeline, stage by stage until the gap closes or time runs out: 1. the
-    separable bound (infeasibility at once), 2. the warm start and look-ahead plans, 3. the
-    MILP in segments when a phase may gain from segments, else the precedence-chained DP
-    bound, its plan and the Lagrangian prices, 4. fixing by the bounds, 5. the reduced MILP
-    or the neighbourhood search (:func:`_reduced`)."""
-    gap, tracker = st.gap, st.tracker
-    # 1. the separable bound: infeasibility at once
-    tracker.stage("bound", "separable bound")
-    bounds = phase_bounds(
-        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
-    )
-    lower = lower_bound(bounds)
-    st.stats["lower_bound"] = lower
+    """The hourly chain, stage by stage until the gap closes or time runs out: the separable
+    bound (infeasibility at once), the warm start and look-ahead plans, the MILP in segments
+    when a phase may gain from segments, else the DP bound with its plan, the Lagrangian
+    ascent, fixing by the bounds, the reduced MILP or the neighbourhood search, and the
+    earliest-finish pass (:func:`finish`)."""
+    bounds, lower = separable_bound(inst, space, windows, st, t0, time_limit)
     if not math.isfinite(lower):
-        return _bound_infeasible(bounds, lower, t0)
-    st.prove(lower, "separable bound")
-    # 2. the plan started from (a warm start) first, then the look-ahead plan
-    _first_plans(inst, space, windows, st, warm_start, start)
+        return bound_infeasible(bounds, lower, t0)
+    first_plans(inst, space, windows, st, warm_start, start)
     if st.closed:
-        return _finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
-    done = _in_segments(inst, space, windows, bounds, lower, st, t0, backend, verbose)
+        return finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
+    done = segment_bound(inst, space, windows, bounds, lower, st, t0, backend, verbose)
     if done is not None:
         return done
-    # the DP bound and its plan, then the Lagrangian prices
-    tracker.stage("lagrange", "precedence-chained DP bound")
     rel = Relaxation(inst, space, windows)
     if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
         # one evaluation would not end in time: fixing by the separable bound, then the
@@ -365,14 +313,10 @@ def _pipeline(
             f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
             f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
         )
-        model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
-        return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
-    lam, mu = rel.zero_prices()
-    te = time.perf_counter()
-    ev = rel.evaluate(lam, mu)
-    st.stats["dp_eval_s"] = time.perf_counter() - te
-    st.stats["dp_bound"] = ev.bound
-    if not math.isfinite(ev.bound):
+        model_space, masks = bound_fixing(inst, space, windows, bounds, st)
+        return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
+    ev = dp_bound(inst, rel, st, warm_start)
+    if ev is None:
         return Result.no_plan(
             "milp-bound",
             Termination.INFEASIBLE,
@@ -382,50 +326,103 @@ def _pipeline(
             runtime_s=time.perf_counter() - t0,
             stats=st.stats,
         )
+    if st.closed:
+        return finish(st, t0, "milp-bound", "proved by the DP bound")
+    res = lagrangian(inst, space, windows, rel, ev, st, time_limit, warm_start)
+    if st.closed:
+        return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
+    recontract_incumbent(space, windows, st)
+    best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
+    config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
+    model_space, masks = fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
+    return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
+
+
+def separable_bound(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: Incumbent,
+    t0: float,
+    time_limit: float,
+) -> tuple[dict[str, PhaseBound], float]:
+    """Stage 1, proves: each phase's least cost in its window with every pool to itself,
+    summed (:func:`formulations.bounds.separable.phase_bounds`; for phases in segments with
+    the segment-path bound, within SEGMENT_BOUND_SHARE of the limit). An infinite sum: some
+    phase has no placement at all, the instance is infeasible."""
+    st.tracker.stage("bound", "separable bound")
+    bounds = phase_bounds(
+        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
+    )
+    lower = lower_bound(bounds)
+    st.stats["lower_bound"] = lower
+    if math.isfinite(lower):
+        st.prove(lower, "separable bound")
+    return bounds, lower
+
+
+def dp_bound(inst: Instance, rel: Relaxation, st: Incumbent, warm_start: bool) -> Evaluation | None:
+    """Stage 5a, proves: the precedence-chained DP bound at zero prices (pauses, resumes and
+    successors included; :class:`formulations.bounds.lagrange.Relaxation`) and, with the
+    transfers between regions, :func:`transfer_bound`; finds: the relaxation's own plan. None
+    when no chain of runs meets the deadlines (the instance is infeasible)."""
+    st.tracker.stage("lagrange", "precedence-chained DP bound")
+    lam, mu = rel.zero_prices()
+    te = time.perf_counter()
+    ev = rel.evaluate(lam, mu)
+    st.stats["dp_eval_s"] = time.perf_counter() - te
+    st.stats["dp_bound"] = ev.bound
+    if not math.isfinite(ev.bound):
+        return None
     st.prove(ev.bound, "DP bound")
     if warm_start and _has_time(st, PRIMAL_EVALUATIONS):
         st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
-    _transfer_bound(rel, lam, mu, st)
-    if st.closed:
-        return _finish(st, t0, "milp-bound", "proved by the DP bound")
-    res = None
-    if (rel.binding.any() or rel.reserved_pools) and st.left() > 0.5:
-        share = min(LAGRANGE_SHARE * time_limit, st.left() * 0.5)
-        iterations = int(
-            min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL))
-        )
-        target = st.upper * (1 - gap) if st.plan is not None else None
-        res = rel.solve(
-            st.upper,
-            iterations=iterations,
-            deadline=time.perf_counter() + share,
-            target=target,
-            start=ev,
-            step_s=st.stats.get("dp_eval_s", 0.0),
-        )
-        st.stats["lagrange_bound"] = res.bound
-        st.stats["lagrange_iterations"] = res.iterations
-        st.stats["lagrange_s"] = res.seconds
-        st.prove(res.bound, "Lagrangian bound")
-        if res.iterations:
-            _transfer_bound(rel, res.lam, res.mu, st)
-        if warm_start and res.evaluation is not None and not st.closed:
-            if _has_time(st, PRIMAL_EVALUATIONS):
-                st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
-            st.offer(
-                lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead"
-            )
-    if st.closed:
-        return _finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
-    _recontract(space, windows, st)
-    # 4. fixing
-    best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
-    config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
-    model_space, masks = _fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
-    return _reduced(space, model_space, windows, masks, st, t0, backend, verbose)
+    transfer_bound(rel, lam, mu, st)
+    return ev
 
 
-def _bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> Result:
+def lagrangian(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    rel: Relaxation,
+    ev: Evaluation,
+    st: Incumbent,
+    time_limit: float,
+    warm_start: bool,
+) -> LagrangeResult | None:
+    """Stage 5b, proves: the Lagrangian bound, subgradient ascent over pool-hour and reserved
+    prices from the DP's evaluation, when pools can bind or reserved pools are offered (the
+    iteration count fixed by the model's size, not the clock, so a command's bound is
+    reproducible); finds: the relaxation's plan and the look-ahead at those prices. None when
+    it does not run."""
+    if not (rel.binding.any() or rel.reserved_pools) or st.left() <= 0.5:
+        return None
+    share = min(LAGRANGE_SHARE * time_limit, st.left() * 0.5)
+    iterations = int(min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
+    target = st.upper * (1 - st.gap) if st.plan is not None else None
+    res = rel.solve(
+        st.upper,
+        iterations=iterations,
+        deadline=time.perf_counter() + share,
+        target=target,
+        start=ev,
+        step_s=st.stats.get("dp_eval_s", 0.0),
+    )
+    st.stats["lagrange_bound"] = res.bound
+    st.stats["lagrange_iterations"] = res.iterations
+    st.stats["lagrange_s"] = res.seconds
+    st.prove(res.bound, "Lagrangian bound")
+    if res.iterations:
+        transfer_bound(rel, res.lam, res.mu, st)
+    if warm_start and res.evaluation is not None and not st.closed:
+        if _has_time(st, PRIMAL_EVALUATIONS):
+            st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
+        st.offer(lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead")
+    return res
+
+
+def bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> Result:
     """No plan: the separable bound is infinite, some phase cannot run in its window at all
     (named in the message, with where to look next)."""
     stuck = [n for n, b in bounds.items() if not math.isfinite(b.best)]
@@ -441,15 +438,15 @@ def _bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) ->
     )
 
 
-def _first_plans(
+def first_plans(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
-    st: _State,
+    st: Incumbent,
     warm_start: bool,
     start: Start | None,
 ) -> None:
-    """Stage 2: the plan started from (a warm start, its phases kept where they still fit)
+    """Stages 2-3b, find: the plan started from (a warm start, its phases kept where they still fit)
     first, then the look-ahead plan, offered to ``st``; then re-contracting the best."""
     tracker = st.tracker
     if start is not None:
@@ -463,26 +460,26 @@ def _first_plans(
             )
     if warm_start:
         tracker.stage("heuristic", "look-ahead plan")
-        _best_heuristic(
+        best_heuristic(
             inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
         )
     st.stats["heuristic"] = st.upper
-    _recontract(space, windows, st)
+    recontract_incumbent(space, windows, st)
 
 
-def _in_segments(
+def segment_bound(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
     bounds: dict[str, PhaseBound],
     lower: float,
-    st: _State,
+    st: Incumbent,
     t0: float,
     backend: str,
     verbose: bool,
 ) -> Result | None:
-    """Stage 3 for phases that may run in segments: those that cannot gain from them within
-    the gap are modelled on one configuration; the others are solved by the MILP in segments
+    """Stage 4, proves (for phases that may run in segments): those that cannot gain from them
+    within the gap are modelled on one configuration; the others are solved by the MILP in segments
     when it is small enough (the result), else capped by the segment-path bound and planned
     on one configuration by the rest of the pipeline (None: go on)."""
     gap = st.gap
@@ -503,7 +500,7 @@ def _in_segments(
         rest = segmented - st.single
         if rest:
             # the DP bound, its plans and its fixing have one configuration per phase
-            model_space, masks = _bound_fixing(inst, space, windows, bounds, st)
+            model_space, masks = bound_fixing(inst, space, windows, bounds, st)
             est = _segments_nonzeros(inst, masks, rest)
             st.stats["estimated_nonzeros"] = est
             if est <= _guard(st):
@@ -513,8 +510,8 @@ def _in_segments(
                 )
                 solver = "milp-bound"
                 if st.left() > 0.3:
-                    solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
-                return _finish(st, t0, solver, "")
+                    solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
+                return finish(st, t0, solver, "")
             # too large to model in segments: plans that use segments are bounded (every one
             # costs at least the least bound of a plan with some phase in segments) and the
             # rest of the pipeline plans every phase on one configuration
@@ -531,39 +528,40 @@ def _in_segments(
     return None
 
 
-def _reduced(
+def reduced_milp(
     space: ConfigSpace,
     model_space: ConfigSpace,
     windows: Windows,
     masks: dict[tuple[str, int], np.ndarray],
-    st: _State,
+    st: Incumbent,
     t0: float,
     backend: str,
     verbose: bool,
 ) -> Result:
-    """Step 5: the reduced MILP when small enough, else (and after it) the neighbourhood
-    search, then the result."""
+    """Stage 7, proves and finds: the reduced MILP over what fixing kept
+    (:func:`formulations.exact.milp.run.solve_reduced`) when its estimated size is within the
+    guard; else, and after it, stage 8 (:func:`neighbourhood_search`); then :func:`finish`."""
     columns = sum(int(np.sum(m)) for m in masks.values())
     est = int(columns * NONZEROS_PER_COLUMN)
     st.stats["estimated_nonzeros"] = est
     guard = _guard(st)
     solver = "milp-lns"
     if est <= guard and st.left() > 0.3:
-        solver = _full_milp(model_space, windows, masks, st, backend, verbose, t0)
+        solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
     elif est > guard:
         st.notes.append(
             f"the reduced model would have ~{est:,} nonzeros (> {guard:,.0f}): "
             "large-neighbourhood search instead of one MILP"
         )
     if not st.closed and st.schedule is not None and st.left() > 0.3:
-        _search(space, windows, masks, st)
-    return _finish(st, t0, solver, "")
+        neighbourhood_search(space, windows, masks, st)
+    return finish(st, t0, solver, "")
 
 
-def _recontract(space: ConfigSpace, windows: Windows, st: _State) -> None:
-    """Offer the incumbent with its contracts and reserved commitments chosen anew at its
-    hours (:mod:`formulations.exact.milp.recontract`) when reserved offers exist, within
-    RECONTRACT_SHARE of the time left."""
+def recontract_incumbent(space: ConfigSpace, windows: Windows, st: Incumbent) -> None:
+    """Stage 3b, finds: the incumbent with its contracts and reserved commitments chosen
+    anew at its hours (:mod:`formulations.exact.milp.recontract`) when reserved offers exist,
+    within RECONTRACT_SHARE of the time left."""
     if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
         return
     if not any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
@@ -582,12 +580,12 @@ def _recontract(space: ConfigSpace, windows: Windows, st: _State) -> None:
         st.offer(found[0], "contracts at fixed times")
 
 
-def _has_time(st: _State, evaluations: float) -> bool:
+def _has_time(st: Incumbent, evaluations: float) -> bool:
     """Whether ``evaluations`` of the DP (as long as the first took) fit in the time left."""
     return evaluations * st.stats.get("dp_eval_s", 0.0) < st.left()
 
 
-def _guard(st: _State) -> float:
+def _guard(st: Incumbent) -> float:
     """The most nonzeros the reduced MILP may have (estimated before it is built): within
     memory, and without an incumbent any size (the MILP is then the only way to a plan), else
     at most FULL_MILP_MAX_NONZEROS."""
@@ -613,7 +611,7 @@ def _segments_nonzeros(
     return int(total)
 
 
-def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State) -> None:
+def transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: Incumbent) -> None:
     """Prove the DP bound with the transfers between phases' regions (one evaluation per
     region of each phase) when it may close the gap and takes at most a tenth of the time
     left."""
@@ -629,7 +627,7 @@ def _transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: _State
     st.prove(tb, "DP bound with transfers")
 
 
-def _fixing(
+def fixing(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
@@ -637,10 +635,11 @@ def _fixing(
     ev: Evaluation,
     config_bound: dict[str, np.ndarray],
     bounds: dict[str, PhaseBound],
-    st: _State,
+    st: Incumbent,
 ) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
-    """The configurations and hours a plan cheaper than the incumbent may use (module
-    docstring, step 4); the incumbent's own always stay."""
+    """Stage 6, proves: the configurations (by their Lagrangian bound), starts and hours (by
+    the DP and separable bounds) a plan cheaper than the incumbent may use; the rest are not
+    built (exact). The incumbent's own always stay."""
     upper = st.upper
     tol = 1e-7 * max(1.0, abs(upper))
     keep: dict[str, tuple[Config, ...]] = {}
@@ -687,15 +686,16 @@ def _open_incumbent(
             m[np.asarray(a.hours) - windows.start[name]] = True
 
 
-def _bound_fixing(
+def bound_fixing(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
     bounds: dict[str, PhaseBound],
-    st: _State,
+    st: Incumbent,
 ) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
-    """Fixing by the separable bound alone (phases in segments): configurations and hours
-    that cannot be part of a plan cheaper than the incumbent; the incumbent's always stay."""
+    """Stage 6 without the DP (phases in segments, or no time for it): fixing by the separable
+    bound alone, configurations and hours that cannot be part of a plan cheaper than the
+    incumbent; the incumbent's always stay."""
     inc = st.schedule
     if inc is None or not math.isfinite(st.upper):
         return space, {}
@@ -717,139 +717,14 @@ def _bound_fixing(
     return model_space, masks
 
 
-def _full_milp(
+def neighbourhood_search(
     space: ConfigSpace,
     windows: Windows,
     masks: dict[tuple[str, int], np.ndarray],
-    st: _State,
-    backend: str,
-    verbose: bool,
-    t0: float,
-) -> str:
-    """Build and solve the reduced MILP (of ``st.inst``) from the incumbent; returns the
-    solver's name."""
-    st.tracker.stage("milp", "reduced MILP")
-    u0 = st.upper
-    tb = time.perf_counter()
-    try:
-        mm = build(st.inst, space, windows, masks, st.single)
-    except MemoryError:
-        if st.plan is None:
-            raise
-        st.notes.append("building the reduced MILP ran out of memory; keeping the best plan")
-        return "milp-bound"
-    st.stats["build_s"] = time.perf_counter() - tb
-    st.stats.update(_model_stats(mm))
-    start = point_from_schedule(mm, st.schedule) if st.schedule is not None else None
-    if start is not None and mm.lp.violations(start):
-        st.notes.append(
-            "the incumbent is not a start of the reduced model: " + mm.lp.violations(start)[0]
-        )
-        start = None
-    lower = st.bound
-    loose = loose_columns(mm) if backend != "pyomo" else np.zeros(0, dtype=np.int64)
-    relaxed = False  # the stage running (offer and on_event read it)
-
-    def combined(b: float | None) -> float:
-        return lower if b is None else max(lower, min(u0, b))
-
-    def offer(x: np.ndarray | None) -> None:
-        if x is None:
-            return
-        if relaxed and np.any(np.abs(x[loose] - np.round(x[loose])) > INTEGRALITY_TOL):
-            st.stats["relaxed_points"] = st.stats.get("relaxed_points", 0.0) + 1
-            return
-        st.offer(schedule_from_point(mm, x), "MILP")
-
-    def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
-        offer(x)
-        st.prove(combined(bound), "MILP bound (pauses relaxed)" if relaxed else "MILP bound")
-        st.tracker.tick()
-
-    name = "milp-bound"
-    # the relaxation first (pauses continuous), then, if it ends without closing the gap,
-    # the exact model with what is left
-    for relaxed in [True, False] if len(loose) else [False]:
-        left = st.left()
-        if left <= 0.1 or st.closed:
-            break
-        if not relaxed and left < max(EXACT_MIN_S, st.stats.get("relaxed_solve_s", 0.0)):
-            # the exact model solves the same root LP again, and HiGHS does not stop inside
-            # it: with less time than the relaxation took it would overrun the limit
-            st.notes.append(f"no time for the exact model after the relaxation ({left:.1f} s)")
-            break
-        if backend == "pyomo":
-            raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
-            name = "milp-pyomo"
-        else:
-            raw = solve_highs(
-                mm.lp,
-                left,
-                st.gap,
-                st.threads,
-                start,
-                verbose,
-                options=_relaxed_options(st) if relaxed else HIGHS_OPTIONS,
-                on_event=on_event,
-                continuous=loose if relaxed else None,
-            )
-            name = "milp-highs"
-        st.stats["solve_s"] = st.stats.get("solve_s", 0.0) + raw.runtime_s
-        if relaxed:
-            st.stats["relaxed_solve_s"] = raw.runtime_s
-            why = {
-                Termination.OPTIMAL: "",
-                Termination.INTERRUPTED: ", until it held a point below the plan by more than "
-                "the gap",
-            }.get(raw.termination, f" ({raw.termination})")
-            st.notes.append(
-                f"the MILP with the pausable phases' hours continuous (a relaxation: its bound "
-                f"holds) ran {raw.runtime_s:.1f} s{why}"
-            )
-        offer(raw.x)
-        exact_end = raw.termination == Termination.OPTIMAL and not relaxed
-        if exact_end and raw.bound is None and raw.objective is not None:
-            raw.bound = raw.objective
-        st.prove(combined(raw.bound), "MILP bound")
-        if raw.termination == Termination.INFEASIBLE and st.plan is None:
-            st.stats["milp_infeasible"] = 1.0
-        if raw.termination == Termination.ERROR:
-            st.notes.append(f"the MILP failed ({raw.message}); the best plan so far is kept")
-            st.stats["milp_error"] = 1.0
-        st.stats["milp_termination"] = float(list(Termination).index(raw.termination))
-        # a relaxation that closed its own gap, or found a point it cannot prove the plan
-        # against, proved nothing of a plan: if the exact model gets no time after it, the
-        # solve stopped at its limit
-        done = raw.termination == Termination.OPTIMAL or (
-            relaxed and raw.termination == Termination.INTERRUPTED
-        )
-        st.raw = replace(raw, termination=Termination.TIME_LIMIT) if relaxed and done else raw
-        if not done:
-            break
-        if st.schedule is not None:  # the exact model starts from the best plan so far
-            point = point_from_schedule(mm, st.schedule)
-            start = None if point is None or mm.lp.violations(point) else point
-    return name
-
-
-def _relaxed_options(st: _State) -> dict[str, object]:
-    """HiGHS options for the relaxation: with a plan of cost U, it stops once it holds a
-    point below ``U (1 - gap)``, since its bound can then never prove the plan within the gap
-    and the exact model had better have the time (``objective_target``)."""
-    if st.plan is None:
-        return dict(HIGHS_OPTIONS)
-    u = st.plan.objective
-    return {**HIGHS_OPTIONS, "objective_target": u - (st.gap + GAP_TOLERANCE) * abs(u)}
-
-
-def _search(
-    space: ConfigSpace,
-    windows: Windows,
-    masks: dict[tuple[str, int], np.ndarray],
-    st: _State,
+    st: Incumbent,
 ) -> None:
-    """Large-neighbourhood search (on ``st.inst``) from the incumbent until the deadline or
-    the gap."""
+    """Stage 8, finds: large-neighbourhood search (on ``st.inst``) from the incumbent until
+    the deadline or the gap."""
     st.tracker.stage("lns", "large-neighbourhood search")
     rng = np.random.default_rng(0)
     size = min(4, len(space.by_phase))
@@ -890,7 +765,11 @@ def _search(
     st.stats["lns_s"] = time.perf_counter() - ts
 
 
-def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
+def finish(st: Incumbent, t0: float, solver: str, why: str) -> Result:
+    """Stage 9, finds: among the plans within the gap of the bound, the one that finishes
+    earliest (:func:`formulations.heuristics.earliest.earliest`, within
+    :func:`budget_within_gap`); then the result of the solve: the incumbent with its bound,
+    the termination the stages reached, the notes and the plans kept as alternatives."""
     if why:
         st.notes.append(why)
     if st.schedule is not None and st.plan is not None and st.windows is not None:
@@ -908,7 +787,7 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     raw = st.raw
     if st.plan is None:
         if raw is not None:
-            term, msg = raw.termination, _no_plan_message(raw)
+            term, msg = raw.termination, no_plan_message(raw)
             if term == Termination.OPTIMAL:  # its point was no plan (a constraint it broke)
                 term = Termination.UNKNOWN
         else:
@@ -950,11 +829,11 @@ def _finish(st: _State, t0: float, solver: str, why: str) -> Result:
     )
 
 
-def _plain(
+def plain(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
-    st: _State,
+    st: Incumbent,
     t0: float,
     backend: str,
     warm_start: bool,
@@ -964,13 +843,13 @@ def _plain(
     ``warm_start`` is off; no bound but HiGHS's."""
     start_sched = None
     if warm_start:
-        found = _best_heuristic(inst, space, windows, st.notes)
+        found = best_heuristic(inst, space, windows, st.notes)
         if found is not None:
             start_sched = found[0]
             st.offer(found[0], "look-ahead")
     mm = build(inst, space, windows)
     st.stats["build_s"] = time.perf_counter() - t0
-    st.stats.update(_model_stats(mm))
+    st.stats.update(model_stats(mm))
     start = point_from_schedule(mm, start_sched) if start_sched is not None else None
 
     def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
@@ -992,4 +871,149 @@ def _plain(
         st.prove(raw.bound, "MILP bound")
     st.raw = raw
     st.stats["solve_s"] = raw.runtime_s
-    return _finish(st, t0, "milp-plain" if backend != "pyomo" else "milp-pyomo", "")
+    return finish(st, t0, "milp-plain" if backend != "pyomo" else "milp-pyomo", "")
+
+
+# ----------------------------------------------------------- the contiguous models' stages
+
+
+def contiguous_tables(
+    inst: Instance, space: ConfigSpace | None, data: StartData | None, solver: str, t0: float
+) -> StartData | Result:
+    """The start data of a non-preemptive model (over ``space``, by default the instance's
+    configuration space), or the Result that says why there is no model to solve: a phase
+    without configurations, or one whose every configuration misses its precedence-tightened
+    window. Stage 0 of CP-SAT and the start-time MILP (with :func:`configuration_space`): the
+    tables of each configuration's cost per start hour (:func:`build_data`)."""
+    found = configuration_space(inst, space, solver, t0)
+    if isinstance(found, Result):
+        return found
+    data = data or build_data(inst, found)
+    empty = [p for p, ts in data.tables.items() if not ts]
+    if empty:
+        return Result.no_plan(
+            solver,
+            Termination.INFEASIBLE,
+            f"infeasible: no configuration of {', '.join(empty)} fits its window after "
+            "precedence tightening (release, deadline, predecessors and successors)",
+            runtime_s=time.perf_counter() - t0,
+        )
+    return data
+
+
+def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
+    """A starting schedule: the look-ahead list schedule (formulations.heuristics.lookahead), else
+    the greedy one (formulations.heuristics.greedy); with the name of the one found."""
+    sched = lookahead_schedule(data.inst, data.space, data.windows)
+    if sched is not None and choice_of(data, sched) is not None:
+        return sched, "look-ahead"
+    return greedy(data.inst, data.space), "greedy"
+
+
+@dataclass(frozen=True)
+class ContiguousStart:
+    """The schedule a non-preemptive solver starts from: ``source`` ("given", "look-ahead",
+    "greedy"); its ``choice`` ``{phase: (table, start)}`` (None: not a contiguous schedule
+    inside the modelled windows) with the least ``reserved`` pools, the first constraint it
+    breaks (``violation``, None when feasible) and its model objective."""
+
+    source: str
+    choice: dict[str, tuple[int, int]] | None
+    reserved: dict[Pool, int]
+    violation: str | None
+    objective: float | None
+
+
+def contiguous_start(
+    data: StartData, given: WarmStart | None, heuristic: bool
+) -> ContiguousStart | None:
+    """The start of a solve: ``given`` (a schedule or a plan) when there is one, else the
+    look-ahead (or greedy) schedule when ``heuristic``; None when there is neither."""
+    if given is not None:
+        sched, source = as_schedule(data, given), "given"
+    elif heuristic:
+        sched, source = heuristic_schedule(data)
+        if sched is None:
+            return None
+    else:
+        return None
+    choice = choice_of(data, sched) if sched is not None else None
+    if choice is None:
+        return ContiguousStart(source, None, {}, None, None)
+    reserved = least_reserved(data, choice)
+    broken = violations_of(data, choice, reserved)
+    return ContiguousStart(
+        source,
+        choice,
+        reserved,
+        broken[0] if broken else None,
+        objective_of(data, choice, reserved),
+    )
+
+
+def contiguous_finish(
+    data: StartData,
+    solver: str,
+    term: Termination,
+    optimal: bool,
+    choice: Mapping[str, tuple[int, int]] | None,
+    reserved: Mapping[Pool, int],
+    bound: float | None,
+    t0: float,
+    message: str,
+    notes: tuple[str, ...],
+    stats: dict[str, float],
+    model_objective: float | None = None,
+    threads: int | None = None,
+    gap: float | None = None,
+    also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
+) -> Result:
+    """Cost the chosen schedule (:func:`planner.model.costs.cost_plan`) and wrap it up; among
+    the placements within the gap of the bound the earliest
+    (:func:`formulations.heuristics.earliest.earliest`). With the
+    requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
+    (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
+    ``model_objective`` is the formulation's own value of the choice; the difference to the
+    costed plan is ``stats["objective_mismatch_usd"]``. ``also``: other choices the solver
+    had (its warm start, by source), kept with the solver's own plan before the earliest
+    pass as the result's alternatives (planner.solve's verification net)."""
+    runtime = time.perf_counter() - t0
+    if choice is None:
+        return Result.no_plan(
+            solver,
+            term,
+            message,
+            runtime_s=runtime,
+            bound=bound,
+            notes=notes,
+            stats=stats,
+            threads=threads,
+        )
+    sched = schedule_of(data, choice, reserved)
+    plan = cost_plan(data.inst, sched)
+    alternatives = [
+        (source, cost_plan(data.inst, schedule_of(data, ch, res))) for source, ch, res in also
+    ]
+    if model_objective is not None:
+        stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
+    budget = budget_within_gap(plan.objective, bound, gap) if gap is not None else 0.0
+    early = earliest(data.inst, sched, data.windows, budget, pauses=False)
+    if early is not sched:
+        moved = cost_plan(data.inst, early)
+        if moved.objective <= plan.objective + budget + 1e-9 * max(1.0, abs(plan.objective)):
+            alternatives.append((solver, plan))
+            plan = moved
+    return Result.solved(
+        solver,
+        plan,
+        term,
+        bound=bound,
+        runtime_s=runtime,
+        optimal=None if gap is not None else optimal,
+        gap=gap,
+        message=message,
+        notes=notes,
+        stats=stats,
+        threads=threads,
+        alternatives=tuple(alternatives),
+    )
