@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import assert_valid, instance_from, tiny_dict
+from builders import assert_valid, instance_from, tiny_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("planner", "formulations")
