@@ -37,7 +37,7 @@ TARGETS = {
 def one(size: str, gap_override: float | None = None, seed: int = 0) -> dict[str, object]:
     from generate import ROOT, generate
 
-    from formulations.exact.milp.solve import solve_milp
+    from formulations.pipeline import solve_milp
     from planner.checker import verify
     from planner.instance.read import from_dict
     from planner.model.configs import build_config_space

@@ -355,7 +355,7 @@ def run_one(
         target = free_instance(inst)
     t0 = time.perf_counter()
     if mode == "reference":
-        from formulations.exact.milp import solve_milp
+        from formulations.pipeline import solve_milp
         from planner.model.options import SolveOptions
 
         opts = SolveOptions(time_limit=time_limit, gap=ONE_PCT, threads=threads, backend="highs")

@@ -5,7 +5,7 @@ plans checked by the independent checker, costs by component.
     .venv/bin/python docs/make_instance_tables.py            # the table, in Markdown
     .venv/bin/python docs/make_instance_tables.py --limit 60 # seconds per solve (month-70b x2)
 
-tests/test_instances.py checks that the README's totals are the regression snapshot's
+tests/instance/test_instances.py checks that the README's totals are the regression snapshot's
 (tests/regression/objectives.json), so the table cannot drift from the cost model unnoticed.
 """
 

@@ -272,6 +272,6 @@ def _dispatch(instance: Instance, solver: str, options: SolveOptions) -> Result:
         from formulations.portfolio import solve_nonpreemptive
 
         return solve_nonpreemptive(instance, solver, options)
-    from formulations.exact.milp import solve_milp
+    from formulations.pipeline import solve_milp
 
     return solve_milp(instance, options)

@@ -11,9 +11,9 @@ or an attacker would see:
   output's folder (and the victim a planted link leads to) keeps its bytes;
 - **no hang**: each case ends within :data:`CASE_DEADLINE_S`.
 
-It shares no code with tests/test_fuzz.py or tests/fuzz_surfaces.py: its own sandbox, its own
-mutations, its own judge. ``python tests/cli_fuzz.py N SEED`` runs N cases from SEED and
-prints the counts per command and outcome; tests/test_fuzz_cli.py runs a few in the default
+It shares no code with tests/instance/test_fuzz.py or tests/fuzz_surfaces.py: its own sandbox, its
+own mutations, its own judge. ``python tests/cli_fuzz.py N SEED`` runs N cases from SEED and
+prints the counts per command and outcome; tests/cli/test_fuzz_cli.py runs a few in the default
 suite and many under ``-m fuzz_long``.
 """
 
@@ -67,7 +67,7 @@ class Sandbox:
 def make_sandbox() -> Sandbox:
     """A fresh sandbox with a solved plan of tiny (with its attribution), one of a phase in
     segments, a grid, a catalog, a vms.csv, and links from the working folder to secrets."""
-    from test_segments import two_nights
+    from builders import two_nights
 
     root = Path(tempfile.mkdtemp(prefix="trainplan-cli-fuzz-"))
     work, inst, secret = root / "work", root / "inst", root / "secret"

@@ -1,5 +1,5 @@
 """Fuzz families for the surfaces beyond the instance reader (issue 26), drawn by
-tests/test_fuzz.py beside its instance mutations:
+tests/instance/test_fuzz.py beside its instance mutations:
 
 - ``plan file``: a solved plan (tiny, with its attribution, and a phase in segments) mutated
   at random paths and at the figures a report shows (segment work, migration hours and
@@ -69,7 +69,7 @@ class SurfaceCase:
 def _solved() -> dict[str, Any]:
     """The plans the plan-file family mutates: tiny's (with its attribution) and a phase in
     two segments (tests/test_segments.two_nights), each with its instance."""
-    from test_segments import two_nights
+    from builders import two_nights
 
     from planner.analysis.attribution import attribute
     from planner.instance.read import from_dict, load_document

@@ -799,7 +799,7 @@ def _() -> Instance:
     # the plan on a in hours 0-7, re-planned at hour 3 when a is lost from hour 3: hours 0-2
     # did 3/8 of the work, the checkpoint is on a's configuration: the figure of
     # replan-lost-region-migrates, $53.532
-    from conftest import instance_from
+    from builders import instance_from
 
     old = _hand_plan_on_a(instance_from(two_regions()), range(8))
     lost = instance_from(two_regions([10, 10, 10] + [0] * 9))
@@ -822,7 +822,7 @@ def _chain_old_plan(inst: Instance) -> Any:
 def _() -> Instance:
     # prep (2 h) then the job (8 h), planned on a in hours 0-1 and 2-9; at hour 5 prep is done
     # and the job has done 3/8: it goes on on a from hour 5 at no cost, 5 x 10.20 = $51.00
-    from conftest import instance_from
+    from builders import instance_from
 
     d = two_regions(predecessors=["prep"])
     d["phases"].insert(0, job("prep", 20))
@@ -840,7 +840,7 @@ def _() -> Instance:
     # follow-the-sun's plan (Berlin 0-3, New York 4-7) re-planned at hour 6: 4/8 + 2/8 of the
     # work done, running on New York's configuration, which goes on in hours 6-7:
     # 2 x (10 + 10 kW x 10 / 1000) = $20.20 (Berlin's hours 6-7 cost $100/MWh)
-    from conftest import instance_from
+    from builders import instance_from
 
     inst = instance_from(two_nights())
     space = build_config_space(inst)
@@ -872,7 +872,7 @@ def _reserved_replan(terms: bool) -> Instance:
     covering it); 130 GPU-h (13 h) and nothing to checkpoint, instant restarts. The plan
     reserves 10 GPUs and runs hours 0-12; re-planned at hour 5 (5/13 done), its commitment
     stays paid: a free term of 10 GPUs."""
-    from conftest import instance_from
+    from builders import instance_from
 
     reserved: dict[str, Any] = {"usd_per_gpu_hour": 1.2}
     if terms:
@@ -954,7 +954,7 @@ def _() -> Instance:
     # half the work was done before this horizon (progress 0.5: 4 h left); the plan runs a in
     # hours 0-3. Re-planned at hour 2, its two hours did 2/4 of what was left: progress
     # 0.5 + 0.5 x 2/4 = 0.75, 2 h left, going on on a: 2 x 10.20 = $20.40
-    from conftest import instance_from
+    from builders import instance_from
 
     inst = instance_from(two_regions(progress={"fraction": 0.5}))
     ups = state_at(inst, _hand_plan_on_a(inst, range(4)), 2)

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import instance_from
-from test_milp import FREE_STORAGE, ROUND_GPU
+from builders import FREE_STORAGE, ROUND_GPU, instance_from
 
 from planner.instance.model import Instance
 from planner.model.plan import PhasePlan, Plan

@@ -2,14 +2,14 @@
 diamond (a phase with two predecessors), capacity that binds, a reserved offer, billing
 blocks, a minimum rental, resume costs and pauses, transfers between regions. Small enough
 (24-30 hours, 4 phases) that HiGHS proves their optimum in seconds: the reference for the
-bounds and heuristics (tests/test_lagrange.py, tests/test_pipeline.py)."""
+bounds and heuristics (tests/solvers/test_lagrange.py, tests/solvers/test_pipeline.py)."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from conftest import tiny_dict
+from builders import tiny_dict
 
 
 def hard_dict(seed: int) -> dict[str, Any]:

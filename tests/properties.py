@@ -1,4 +1,5 @@
-"""Small random instances across every feature, for the property tests (tests/test_properties.py).
+"""Small random instances across every feature, for the property tests
+(tests/solvers/test_properties.py).
 
 :func:`instances` draws a valid instance document: one or two regions and GPU types, hourly
 prices in every series form (constant, time-of-use bands, inline hourly values), carbon

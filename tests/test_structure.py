@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from conftest import assert_valid, instance_from, tiny_dict
+from builders import assert_valid, instance_from, tiny_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("planner", "formulations")
@@ -263,44 +263,60 @@ def test_readme_layer_list_matches_the_import_graph() -> None:
 
 
 def test_architecture_names_the_pipeline_stages_in_the_order_the_code_runs_them() -> None:
-    """docs/architecture.md's stage table cites, stage by stage, calls that the hourly
-    MILP's ``_pipeline`` (then ``_reduced`` and ``_finish``) makes in that same order."""
+    """docs/architecture.md's stage table names, row by row, the stage functions of
+    :mod:`formulations.pipeline` that the hourly chain (``hourly``, then ``reduced_milp`` and
+    ``finish``) calls in that same order; the non-preemptive entry points run the pipeline's
+    contiguous stages."""
     import inspect
     import re
 
-    from formulations.exact.milp import solve as milp_solve
+    import formulations.exact.cpsat.solve as cpsat_solve
+    import formulations.exact.starttime.solve as starttime_solve
+    import formulations.pipeline as pipeline
 
     doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    code = inspect.getsource(milp_solve._pipeline)
-    # the stages _pipeline hands to helpers are read where it calls them
-    for helper in (milp_solve._first_plans, milp_solve._in_segments):
-        call = re.search(rf"(?<![\w.]){helper.__name__}\(", code)
-        assert call is not None, helper.__name__
+    code = inspect.getsource(pipeline.solve_milp) + inspect.getsource(pipeline.hourly)
+    # the stages are read where the chain last calls them (nested calls in place)
+    for helper in (pipeline.first_plans, pipeline.reduced_milp):
+        calls = list(re.finditer(rf"(?<![\w.]){helper.__name__}\(", code))
+        assert calls, helper.__name__
+        call = calls[-1]
         code = code[: call.start()] + inspect.getsource(helper) + code[call.start() :]
-    code += "".join(inspect.getsource(f) for f in (milp_solve._reduced, milp_solve._finish))
     stages = [
-        "phase_bounds",
+        "configuration_space",
+        "separable_bound",
         "start_placements",
-        "_best_heuristic",
-        "single_segment",
-        "Relaxation",
-        "_fixing",
-        "_full_milp",
-        "_search",
-        "earliest",
+        "best_heuristic",
+        "recontract_incumbent",
+        "segment_bound",
+        "dp_bound",
+        "lagrangian",
+        "fixing",
+        "solve_reduced",
+        "neighbourhood_search",
+        "finish",
     ]
-    assert all(f"`{name}" in doc or f".{name}" in doc for name in stages), stages
-
+    for name in stages:  # every stage is a function of the pipeline module, named in the doc
+        assert callable(getattr(pipeline, name, None)) or name == "start_placements", name
+        assert f"`{name}" in doc or f".{name}" in doc, name
     pos = 0  # each stage's call found after the previous stage's
     for name in stages:
         hit = re.compile(rf"(?<![\w.]){name}\(").search(code, pos)
         assert hit is not None, f"{name} is not called after the stage before it"
         pos = hit.end()
+    assert "earliest(" in inspect.getsource(pipeline.finish)
     table = doc[doc.index("| # | stage |") :]
-    rows = ["separable bound", "Lagrangian relaxation", "bound-based fixing", "reduced MILP"]
-    rows += ["neighbourhoods", "earliest-finish compaction", "verification"]
+    rows = ["configuration space", "separable bound", "Lagrangian relaxation"]
+    rows += ["bound-based fixing", "reduced MILP", "neighbourhoods"]
+    rows += ["earliest-finish compaction", "verification"]
     at = [table.index(f"| {row} |") for row in rows]
     assert at == sorted(at), dict(zip(rows, at, strict=True))
+    # the contiguous models: the same first stage, their tables, start and finish
+    for module in (starttime_solve, cpsat_solve):
+        src = inspect.getsource(module)
+        for stage in ("contiguous_tables", "contiguous_start", "contiguous_finish"):
+            assert f"{stage}(" in src, (module.__name__, stage)
+    assert "configuration_space(" in inspect.getsource(pipeline.contiguous_tables)
 
 
 # ----------------------------------------------------------------------------- MFU drift

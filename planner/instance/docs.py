@@ -74,7 +74,7 @@ EXAMPLE = """\
 
 Fine-tune a 13B model on up to 64 H100s within 3 days, the data in Germany, two EU regions,
 the evaluation on L4s, on a December 2026 horizon priced from 2023's hourly prices (this file,
-with the CSV extracts beside it, is what `tests/test_scenario.py` writes and solves):
+with the CSV extracts beside it, is what `tests/cli/test_scenario.py` writes and solves):
 
 ```yaml
 name: eu-13b-finetune

@@ -6,7 +6,7 @@ vocabulary and tied embeddings, biases and norms, mixture of experts (:class:`Mo
 DeepSeek's multi-head latent attention (:class:`MLA`). Counts are exact sums of the weight
 matrices, biases and norm gains as the released checkpoints hold them (Hugging Face
 ``transformers`` module layout), so they can be checked against the published totals
-(tests/test_presets.py).
+(tests/model/test_presets.py).
 
 Everything here is a pure function of frozen dataclasses; nothing reads files.
 """
@@ -347,7 +347,7 @@ def training_flops_per_token(
 
     - ``"6nd"`` (default): 6 N. Kaplan et al. 2020 §2.1 and Hoffmann et al. 2022 use it; it
       is what published MFU figures are most often computed against (e.g. Llama 2's
-      1.72M GPU-hours at 43.5% of A100 bf16 peak, tests/test_physics_published.py), so an MFU
+      1.72M GPU-hours at 43.5% of A100 bf16 peak, tests/model/test_physics_published.py), so an MFU
       read from a paper reproduces that paper's time only under the same convention.
     - ``"kaplan"``: 6 N + 6 L s d_attn (Kaplan et al. 2020 Table 1: forward
       2N + 2 n_layer n_ctx d_attn, backward twice the forward; d_attn the mean of the

@@ -24,15 +24,8 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from formulations.exact.cpsat.model import CpsatModel, build
-from formulations.exact.starttime.data import (
-    Pool,
-    StartData,
-    finish,
-    no_plan_message,
-    objective_of,
-    prepare,
-    start_of,
-)
+from formulations.exact.starttime.data import Pool, StartData, no_plan_message, objective_of
+from formulations.pipeline import contiguous_finish, contiguous_start, contiguous_tables
 from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.options import SolveOptions
@@ -177,7 +170,7 @@ def solve_cpsat(
     o = options
     t0 = time.perf_counter()
     tracker = Tracker(o.on_progress, t0)
-    prepared = prepare(inst, space, data, SOLVER, t0)
+    prepared = contiguous_tables(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
     data = prepared
@@ -194,7 +187,7 @@ def solve_cpsat(
         **{k: float(v) for k, v in cm.counts.items()},
     }
     fallback: tuple[dict[str, tuple[int, int]], dict[Pool, int]] | None = None
-    st = start_of(data, o.start, heuristic_start)
+    st = contiguous_start(data, o.start, heuristic_start)
     if st is not None and st.choice is not None and st.objective is not None:
         add_hint(cm, st.choice, st.reserved)
         stats["hint_objective"] = st.objective
@@ -277,7 +270,7 @@ def _result(
         choice, reserved = fallback
         exact = objective_of(cm.data, choice, reserved)
         notes = (*notes, "CP-SAT found no solution in time: the plan is its (feasible) hint")
-        return finish(
+        return contiguous_finish(
             cm.data,
             SOLVER,
             term,
@@ -297,7 +290,7 @@ def _result(
         msg = no_plan_message(term)
         if term == Termination.ERROR:
             msg = f"CP-SAT rejected the model: {cm.model.validate()}"
-        return finish(
+        return contiguous_finish(
             cm.data,
             SOLVER,
             term,
@@ -322,7 +315,7 @@ def _result(
         f"objective by at most {cm.rounding_bound:.3g} USD ({cm.rounding_terms} terms x "
         f"<= 0.5/{cm.scale:g}); this solution: {abs(exact - scaled_obj):.3g} USD",
     )
-    return finish(
+    return contiguous_finish(
         cm.data,
         SOLVER,
         term,

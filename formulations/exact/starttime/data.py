@@ -37,12 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.heuristics.earliest import budget_within_gap, earliest
 from planner.instance.model import Instance
-from planner.model.configs import Config, ConfigSpace, build_config_space
+from planner.model.configs import Config, ConfigSpace
 from planner.model.costs import (
     Weights,
-    cost_plan,
     pool_usd_per_gpu,
     run_costs,
     run_emissions,
@@ -51,7 +49,7 @@ from planner.model.costs import (
     within_carbon_cap,
 )
 from planner.model.plan import Plan
-from planner.model.result import Result, Termination
+from planner.model.result import Termination
 from planner.model.schedule import Assignment, Pool, Schedule
 from planner.model.windows import Windows, time_windows
 from planner.model.workload import output_gb_of
@@ -385,18 +383,6 @@ def violations_of(
     return out
 
 
-def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
-    """A starting schedule: the look-ahead list schedule (formulations.heuristics.lookahead), else
-    the greedy one (formulations.heuristics.greedy); with the name of the one found."""
-    from formulations.heuristics.greedy import greedy
-    from formulations.heuristics.lookahead import lookahead_schedule
-
-    sched = lookahead_schedule(data.inst, data.space, data.windows)
-    if sched is not None and choice_of(data, sched) is not None:
-        return sched, "look-ahead"
-    return greedy(data.inst, data.space), "greedy"
-
-
 def schedule_of(
     data: StartData, choice: Mapping[str, tuple[int, int]], reserved: Mapping[Pool, int]
 ) -> Schedule:
@@ -433,74 +419,6 @@ def as_schedule(data: StartData, start: WarmStart) -> Schedule | None:
     return Schedule(out, {(r, g): n for r, g, n in start.reserved})
 
 
-def finish(
-    data: StartData,
-    solver: str,
-    term: Termination,
-    optimal: bool,
-    choice: Mapping[str, tuple[int, int]] | None,
-    reserved: Mapping[Pool, int],
-    bound: float | None,
-    t0: float,
-    message: str,
-    notes: tuple[str, ...],
-    stats: dict[str, float],
-    model_objective: float | None = None,
-    threads: int | None = None,
-    gap: float | None = None,
-    also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
-) -> Result:
-    """Cost the chosen schedule (:func:`planner.model.costs.cost_plan`) and wrap it up; among
-    the placements within the gap of the bound the earliest
-    (:func:`formulations.heuristics.earliest.earliest`). With the
-    requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
-    (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
-    ``model_objective`` is the formulation's own value of the choice; the difference to the
-    costed plan is ``stats["objective_mismatch_usd"]``. ``also``: other choices the solver
-    had (its warm start, by source), kept with the solver's own plan before the earliest
-    pass as the result's alternatives (planner.solve's verification net)."""
-    runtime = time.perf_counter() - t0
-    if choice is None:
-        return Result.no_plan(
-            solver,
-            term,
-            message,
-            runtime_s=runtime,
-            bound=bound,
-            notes=notes,
-            stats=stats,
-            threads=threads,
-        )
-    sched = schedule_of(data, choice, reserved)
-    plan = cost_plan(data.inst, sched)
-    alternatives = [
-        (source, cost_plan(data.inst, schedule_of(data, ch, res))) for source, ch, res in also
-    ]
-    if model_objective is not None:
-        stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
-    budget = budget_within_gap(plan.objective, bound, gap) if gap is not None else 0.0
-    early = earliest(data.inst, sched, data.windows, budget, pauses=False)
-    if early is not sched:
-        moved = cost_plan(data.inst, early)
-        if moved.objective <= plan.objective + budget + 1e-9 * max(1.0, abs(plan.objective)):
-            alternatives.append((solver, plan))
-            plan = moved
-    return Result.solved(
-        solver,
-        plan,
-        term,
-        bound=bound,
-        runtime_s=runtime,
-        optimal=None if gap is not None else optimal,
-        gap=gap,
-        message=message,
-        notes=notes,
-        stats=stats,
-        threads=threads,
-        alternatives=tuple(alternatives),
-    )
-
-
 def no_plan_message(term: Termination) -> str:
     """What the start-time model says when it returns no plan, by termination: time limit,
     infeasible, or the solver's own failure."""
@@ -515,67 +433,3 @@ def no_plan_message(term: Termination) -> str:
             "capacity limit; run `trainplan explain` to see which constraints conflict"
         )
     return "the solver found no plan"
-
-
-def prepare(
-    inst: Instance, space: ConfigSpace | None, data: StartData | None, solver: str, t0: float
-) -> StartData | Result:
-    """The start data of a non-preemptive model (over ``space``, by default the instance's
-    configuration space), or the Result that says why there is no model to solve: a phase
-    without configurations, or one whose every configuration misses its precedence-tightened
-    window. Shared by CP-SAT and the start-time MILP."""
-    space = space or build_config_space(inst)
-    if space.infeasible:
-        return Result.no_configuration(
-            solver, [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
-        )
-    data = data or build_data(inst, space)
-    empty = [p for p, ts in data.tables.items() if not ts]
-    if empty:
-        return Result.no_plan(
-            solver,
-            Termination.INFEASIBLE,
-            f"infeasible: no configuration of {', '.join(empty)} fits its window after "
-            "precedence tightening (release, deadline, predecessors and successors)",
-            runtime_s=time.perf_counter() - t0,
-        )
-    return data
-
-
-@dataclass(frozen=True)
-class Start:
-    """The schedule a non-preemptive solver starts from: ``source`` ("given", "look-ahead",
-    "greedy"); its ``choice`` ``{phase: (table, start)}`` (None: not a contiguous schedule
-    inside the modelled windows) with the least ``reserved`` pools, the first constraint it
-    breaks (``violation``, None when feasible) and its model objective."""
-
-    source: str
-    choice: dict[str, tuple[int, int]] | None
-    reserved: dict[Pool, int]
-    violation: str | None
-    objective: float | None
-
-
-def start_of(data: StartData, given: WarmStart | None, heuristic: bool) -> Start | None:
-    """The start of a solve: ``given`` (a schedule or a plan) when there is one, else the
-    look-ahead (or greedy) schedule when ``heuristic``; None when there is neither."""
-    if given is not None:
-        sched, source = as_schedule(data, given), "given"
-    elif heuristic:
-        sched, source = heuristic_schedule(data)
-        if sched is None:
-            return None
-    else:
-        return None
-    choice = choice_of(data, sched) if sched is not None else None
-    if choice is None:
-        return Start(source, None, {}, None, None)
-    reserved = least_reserved(data, choice)
-    broken = violations_of(data, choice, reserved)
-    return Start(
-        source,
-        choice,
-        reserved,
-        broken[0] if broken else None,
-        objective_of(data, choice, reserved),
-    )

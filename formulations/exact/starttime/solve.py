@@ -7,16 +7,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from formulations.exact.starttime.data import (
-    StartData,
-    finish,
-    no_plan_message,
-    objective_of,
-    prepare,
-    start_of,
-)
+from formulations.exact.starttime.data import StartData, no_plan_message, objective_of
 from formulations.exact.starttime.model import StartModel, build, choice_of_point, point_of
 from formulations.lp.highs_runner import RawSolution, solve_highs, solve_pyomo
+from formulations.pipeline import contiguous_finish, contiguous_start, contiguous_tables
 from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.options import SolveOptions
@@ -64,7 +58,7 @@ def solve_starttime(
     o = options
     t0 = time.perf_counter()
     tracker = Tracker(o.on_progress, t0)
-    prepared = prepare(inst, space, data, SOLVER, t0)
+    prepared = contiguous_tables(inst, space, data, SOLVER, t0)
     if isinstance(prepared, Result):
         return prepared
     data = prepared
@@ -73,7 +67,7 @@ def solve_starttime(
     stats["build_s"] = time.perf_counter() - t0
     note_list = list(notes)
     x0 = None
-    st = start_of(data, o.start, heuristic_start)
+    st = contiguous_start(data, o.start, heuristic_start)
     also = (
         ((f"{st.source} start", st.choice, st.reserved),)
         if st is not None and st.choice is not None and st.violation is None
@@ -133,11 +127,11 @@ def result_of(
     also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
 ) -> Result:
     """The start-time MILP's Result from HiGHS's answer; ``also``: the MIP start, kept as an
-    alternative plan (:func:`formulations.exact.starttime.data.finish`)."""
+    alternative plan (:func:`formulations.pipeline.contiguous_finish`)."""
     term = raw.termination
     stats["solve_s"] = raw.runtime_s
     if raw.x is None:
-        return finish(
+        return contiguous_finish(
             sm.data,
             SOLVER,
             term,
@@ -154,7 +148,7 @@ def result_of(
     choice, reserved = choice_of_point(sm, raw.x)
     if raw.objective is not None:
         stats["solver_objective"] = raw.objective
-    return finish(
+    return contiguous_finish(
         sm.data,
         SOLVER,
         term,

@@ -4,7 +4,7 @@ A command line that starts at once: :func:`main` answers ``--version`` before lo
 command, and otherwise imports only the module of the command asked for (``trainplan check``
 loads no solver). The help, a mistyped command or no command at all load every module; none
 of them imports a solver, matplotlib or pandas before its command runs
-(tests/test_cli_startup.py checks both).
+(tests/cli/test_cli_startup.py checks both).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1019 @@
+"""The solver pipeline: one function per stage, the chains every solver entry point runs.
+
+Every stage works on one :class:`~formulations.incumbent.Incumbent` (the best plan and the
+best bound so far) against the clock: it either **proves** a bound or **finds** plans. The
+hourly MILP (:func:`solve_milp`, the chain :func:`hourly`) runs them all; the
+non-preemptive models (the start-time MILP and CP-SAT) run the contiguous stages
+(:func:`contiguous_tables`, :func:`contiguous_start`, their exact model, and
+:func:`contiguous_finish`); every entry point starts with :func:`configuration_space`.
+docs/architecture.md tables the stages with what each proves or finds.
+
+The hourly chain:
+
+The pipeline (each stage checks the clock; every plan it finds is costed by
+:func:`planner.model.costs.cost_plan`, and the best one and the best bound are kept whatever
+happens later):
+
+1. **Bounds that need no model.** The separable bound (:mod:`formulations.bounds.separable`): if
+   some phase has no placement in its window even with the capacity to itself, the instance is
+   infeasible and the solve ends at once. Then the precedence-chained DP bound of
+   :mod:`formulations.bounds.lagrange` at zero capacity prices (pauses, resumes and successors
+   included) and, when pools can bind or reserved pools are offered, its Lagrangian ascent
+   over capacity and reserved prices; the iteration count is fixed by the model's size (not
+   by the clock), so a command's bound is reproducible.
+2. **Plans that need no model.** The look-ahead list schedule
+   (:mod:`formulations.heuristics.lookahead`) and the relaxation's own plan
+   (:meth:`~formulations.bounds.lagrange.Relaxation.primal`, at zero prices and at the Lagrangian
+   prices).
+3. If the best plan is within ``gap`` of the best bound, it is **proved** (status optimal).
+4. **Fixing.** Configurations whose Lagrangian bound exceeds the incumbent, starts of
+   contiguous phases and hours of preemptible ones that cannot be part of a cheaper plan are
+   not built (exact: no plan cheaper than the incumbent is lost).
+5. **The reduced MILP** when it is small enough (:data:`FULL_MILP_MAX_NONZEROS`, and its
+   estimated memory within :func:`formulations.lp.highs_runner.memory_cap`): HiGHS from the
+   incumbent, in a child process for large models, streaming its incumbents and bound; the
+   bound is ``max(L, min(U0, MILP bound))`` with U0 the incumbent the fixing used, valid for
+   the full problem. With phases that may pause, HiGHS first solves the model with their
+   hours and finish indicators continuous (:func:`~formulations.exact.milp.model.loose_columns`):
+   a relaxation, so its bound holds, and every other integer (configurations, the starts of
+   the runs that may not pause) stays integer; its points become plans only where those
+   columns came out integral. It stops as soon as it holds a point below the plan by more
+   than the gap (HiGHS's ``objective_target``: its bound can then never prove the plan);
+   when it stops there, or ends within the gap of its own incumbent, with the plan's gap
+   still open, the exact model gets what is left of the limit, if that is at least what the
+   relaxation took and :data:`EXACT_MIN_S` (it solves the same root LP again, inside which
+   HiGHS does not stop on time). (medium-x4: the
+   relaxation's cut loop proves 0.85% in 35 s, the exact model 1.22% in 60 s.)
+   Otherwise (the size guard) and after it, **large-neighbourhood search**
+   (:mod:`formulations.exact.milp.neighbourhood`) until the time limit.
+
+``solve_milp(prune=False, warm_start=False)`` is the plain reference: the full hourly model,
+no bound, no start.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.bounds.lagrange import Evaluation, LagrangeResult, Relaxation
+from formulations.bounds.separable import (
+    PhaseBound,
+    hour_masks,
+    lower_bound,
+    phase_bounds,
+    prune_by_bound,
+    single_segment,
+)
+from formulations.exact.milp.model import build
+from formulations.exact.milp.neighbourhood import neighbourhoods, reoptimise
+from formulations.exact.milp.recontract import recontract
+from formulations.exact.milp.run import model_stats, no_plan_message, solve_reduced
+from formulations.exact.milp.solution import point_from_schedule, schedule_from_point
+from formulations.exact.starttime.data import (
+    StartData,
+    WarmStart,
+    as_schedule,
+    build_data,
+    choice_of,
+    least_reserved,
+    objective_of,
+    schedule_of,
+    violations_of,
+)
+from formulations.heuristics.earliest import budget_within_gap, earliest
+from formulations.heuristics.greedy import greedy
+from formulations.heuristics.lookahead import lookahead_schedule
+from formulations.heuristics.warm import Start, start_placements
+from formulations.incumbent import Incumbent
+from formulations.lp.highs_runner import RawSolution, memory_cap, solve_highs, solve_pyomo
+from planner.instance.model import Instance
+from planner.model.configs import Config, ConfigSpace, config_space
+from planner.model.costs import cost_plan, within_carbon_cap
+from planner.model.options import SolveOptions
+from planner.model.plan import Plan
+from planner.model.progress import Tracker
+from planner.model.result import Result, Termination, within_gap
+from planner.model.schedule import Pool, Schedule, with_reservations
+from planner.model.windows import Windows, time_windows
+
+#: The reduced MILP is solved whole up to this many (estimated) nonzeros; above, the
+#: large-neighbourhood search works on it piece by piece (measured: docs/benchmarks.md).
+FULL_MILP_MAX_NONZEROS = 300_000
+
+
+#: Bytes per nonzero HiGHS needs (model, presolved copy, LP factors), for the size guard.
+BYTES_PER_NONZERO = 400
+
+
+#: Nonzeros per x column of the hourly model (work, segment, progress, precedence, capacity).
+NONZEROS_PER_COLUMN = 5.5
+
+
+#: Nonzeros per (segment, configuration, open hour) of a phase in segments (measured: one
+#: phase of 624 configurations x 336 hours in 3 segments, 8.3M nonzeros for 630k segment
+#: hours, 13 each; formulations/exact/milp/segments.py).
+SEGMENT_NONZEROS_PER_COLUMN = 13
+
+
+#: Share of the time limit the segment-path bounds of the phases in segments may take
+#: together (each stops with the best bound found; formulations.bounds.segment_path).
+SEGMENT_BOUND_SHARE = 0.25
+
+
+#: The DP bound is not evaluated when this many times its estimated time (cells x
+#: SECONDS_PER_CELL, measured idle) exceeds what is left: a 200-phase quarter's 400M cells
+#: took 10-24 s an evaluation on the loaded 2-core machine, 5-12 times the estimate.
+DP_SAFETY = 6.0
+
+
+#: The relaxation's plan takes about as long as this many DP evaluations (measured: a
+#: 200-phase quarter, 16 s against 7 s), and is built only when they fit in the time left.
+PRIMAL_EVALUATIONS = 2.5
+
+
+#: The contracts-at-fixed-times MILP (formulations.exact.milp.recontract) gets at most this share
+#: of the time left, and at most this many seconds.
+RECONTRACT_SHARE = 0.15
+
+
+RECONTRACT_MAX_S = 30.0
+
+
+#: Share of the time limit the Lagrangian ascent may take, and its iteration cap.
+LAGRANGE_SHARE = 0.4
+
+
+LAGRANGE_MAX_ITERATIONS = 100
+
+
+#: Seconds per DP cell of one relaxation evaluation (measured on this machine, idle),
+#: turning the model's size into a fixed iteration count.
+SECONDS_PER_CELL = 5e-9
+
+
+#: Seconds a neighbourhood may take at most, and its largest model (nonzeros).
+NEIGHBOURHOOD_S = 5.0
+
+
+NEIGHBOURHOOD_MAX_NONZEROS = 60_000
+
+
+#: No neighbourhood starts when less than this is left of the time limit.
+LNS_MARGIN_S = 1.0
+
+
+def best_heuristic(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    notes: list[str],
+    offer: Callable[[Schedule], object] | None = None,
+    deadline: float | None = None,
+) -> tuple[Schedule, Plan] | None:
+    """The cheapest of the look-ahead schedules (without reserved capacity, and with it at
+    its reserved price per GPU-hour) and the greedy one, that meets the carbon cap; each
+    handed to ``offer`` as soon as it is found (the first plan of a large instance comes a
+    look-ahead earlier); the second look-ahead only when it can end by ``deadline``."""
+    best: tuple[Schedule, Plan] | None = None
+    broke_cap = False
+
+    def consider(sched: Schedule | None) -> None:
+        nonlocal best, broke_cap
+        if sched is None:
+            return
+        plan = cost_plan(inst, sched)
+        if not within_carbon_cap(inst, plan.emissions_t):
+            broke_cap = True  # the heuristics do not know the cap
+            return
+        if best is None or plan.objective < best[1].objective:
+            best = (sched, plan)
+            if offer is not None:
+                offer(sched)
+
+    t0 = time.perf_counter()
+    first = lookahead_schedule(inst, space, windows)
+    consider(first)
+    took = time.perf_counter() - t0
+    reserved = any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs)
+    # the second look-ahead takes about as long as the first: only when that fits
+    if reserved and (deadline is None or time.perf_counter() + took < deadline):
+        consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
+    if first is None:
+        consider(greedy(inst, space))
+    if best is None and broke_cap:
+        notes.append("the look-ahead plan breaks the carbon cap; solving without it")
+    return best
+
+
+def relaxed_plan(
+    inst: Instance,
+    rel: Relaxation,
+    lam: np.ndarray,
+    mu: np.ndarray,
+    ev: Evaluation | None = None,
+) -> Schedule | None:
+    """The relaxation's plan at these prices (None when it cannot place a phase)."""
+    found = rel.primal(ev if ev is not None else rel.evaluate(lam, mu), lam, mu)
+    return None if found is None else with_reservations(inst, found)
+
+
+def configuration_space(
+    inst: Instance, space: ConfigSpace | None, solver: str, t0: float
+) -> ConfigSpace | Result:
+    """Stage 0, every entry point's: the configuration space (``space`` when the caller
+    built it, else the instance's cached one), or the result that says which phases have no
+    configuration at all."""
+    space = space or config_space(inst)
+    if space.infeasible:
+        return Result.no_configuration(
+            solver, [i.reason for i in space.infeasible], runtime_s=time.perf_counter() - t0
+        )
+    return space
+
+
+def solve_milp(
+    inst: Instance,
+    options: SolveOptions = SolveOptions(),
+    *,
+    space: ConfigSpace | None = None,
+    warm_start: bool = True,
+    prune: bool = True,
+) -> Result:
+    """Solve the hourly MILP to a relative ``options.gap`` within ``options.time_limit``
+    seconds (the module docstring's pipeline). ``options.start``: an earlier plan or schedule
+    (of this instance or the one it was re-planned from) offered as a plan after the
+    look-ahead's: its placements kept where they still fit, the other phases placed around
+    them (:mod:`formulations.heuristics.warm`). ``options.backend``: "highs" (arrays into
+    highspy, from the incumbent) or "pyomo" (Pyomo's HiGHS interface, for the reduced MILP; no
+    MIP start), "auto" = highs. ``space``: the configuration space when already built.
+    ``prune=False`` builds the full model (with the look-ahead start unless
+    ``warm_start=False``: the plain reference, :func:`plain`). ``options.on_progress`` hears
+    every improvement."""
+    o = options
+    t0 = time.perf_counter()
+    tracker = Tracker(o.on_progress, t0)
+    found = configuration_space(inst, space, "milp", t0)
+    if isinstance(found, Result):
+        return found
+    space = found
+    windows = time_windows(inst, space.fewest_hours())
+    st = Incumbent(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
+    try:
+        if not prune:
+            return plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
+        return hourly(
+            inst, space, windows, st, t0, o.time_limit, o.backend, warm_start, o.verbose, o.start
+        )
+    except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
+        if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
+            raise
+        why = "out of memory" if isinstance(e, MemoryError) else f"{type(e).__name__}: {e}"
+        st.raw = RawSolution(Termination.ERROR, None, None, None, None, 0.0, why)
+        st.notes.append(f"a later stage failed ({why}); the best plan found before is kept")
+        return finish(st, t0, "milp", "")
+
+
+def hourly(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: Incumbent,
+    t0: float,
+    time_limit: float,
+    backend: str,
+    warm_start: bool,
+    verbose: bool,
+    start: Start | None = None,
+) -> Result:
+    """The hourly chain, stage by stage until the gap closes or time runs out: the separable
+    bound (infeasibility at once), the warm start and look-ahead plans, the MILP in segments
+    when a phase may gain from segments, else the DP bound with its plan, the Lagrangian
+    ascent, fixing by the bounds, the reduced MILP or the neighbourhood search, and the
+    earliest-finish pass (:func:`finish`)."""
+    bounds, lower = separable_bound(inst, space, windows, st, t0, time_limit)
+    if not math.isfinite(lower):
+        return bound_infeasible(bounds, lower, t0)
+    first_plans(inst, space, windows, st, warm_start, start)
+    if st.closed:
+        return finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
+    done = segment_bound(inst, space, windows, bounds, lower, st, t0, backend, verbose)
+    if done is not None:
+        return done
+    rel = Relaxation(inst, space, windows)
+    if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
+        # one evaluation would not end in time: fixing by the separable bound, then the
+        # reduced MILP or the neighbourhood search
+        st.notes.append(
+            f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
+            f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
+        )
+        model_space, masks = bound_fixing(inst, space, windows, bounds, st)
+        return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
+    ev = dp_bound(inst, rel, st, warm_start)
+    if ev is None:
+        return Result.no_plan(
+            "milp-bound",
+            Termination.INFEASIBLE,
+            "infeasible: no chain of runs meets the deadlines and predecessors in hours whose "
+            "capacity can hold a configuration; run `trainplan explain` to see which "
+            "constraints conflict",
+            runtime_s=time.perf_counter() - t0,
+            stats=st.stats,
+        )
+    if st.closed:
+        return finish(st, t0, "milp-bound", "proved by the DP bound")
+    res = lagrangian(inst, space, windows, rel, ev, st, time_limit, warm_start)
+    if st.closed:
+        return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
+    recontract_incumbent(space, windows, st)
+    best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
+    config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
+    model_space, masks = fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
+    return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
+
+
+def separable_bound(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: Incumbent,
+    t0: float,
+    time_limit: float,
+) -> tuple[dict[str, PhaseBound], float]:
+    """Stage 1, proves: each phase's least cost in its window with every pool to itself,
+    summed (:func:`formulations.bounds.separable.phase_bounds`; for phases in segments with
+    the segment-path bound, within SEGMENT_BOUND_SHARE of the limit). An infinite sum: some
+    phase has no placement at all, the instance is infeasible."""
+    st.tracker.stage("bound", "separable bound")
+    bounds = phase_bounds(
+        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
+    )
+    lower = lower_bound(bounds)
+    st.stats["lower_bound"] = lower
+    if math.isfinite(lower):
+        st.prove(lower, "separable bound")
+    return bounds, lower
+
+
+def dp_bound(inst: Instance, rel: Relaxation, st: Incumbent, warm_start: bool) -> Evaluation | None:
+    """Stage 5a, proves: the precedence-chained DP bound at zero prices (pauses, resumes and
+    successors included; :class:`formulations.bounds.lagrange.Relaxation`) and, with the
+    transfers between regions, :func:`transfer_bound`; finds: the relaxation's own plan. None
+    when no chain of runs meets the deadlines (the instance is infeasible)."""
+    st.tracker.stage("lagrange", "precedence-chained DP bound")
+    lam, mu = rel.zero_prices()
+    te = time.perf_counter()
+    ev = rel.evaluate(lam, mu)
+    st.stats["dp_eval_s"] = time.perf_counter() - te
+    st.stats["dp_bound"] = ev.bound
+    if not math.isfinite(ev.bound):
+        return None
+    st.prove(ev.bound, "DP bound")
+    if warm_start and _has_time(st, PRIMAL_EVALUATIONS):
+        st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
+    transfer_bound(rel, lam, mu, st)
+    return ev
+
+
+def lagrangian(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    rel: Relaxation,
+    ev: Evaluation,
+    st: Incumbent,
+    time_limit: float,
+    warm_start: bool,
+) -> LagrangeResult | None:
+    """Stage 5b, proves: the Lagrangian bound, subgradient ascent over pool-hour and reserved
+    prices from the DP's evaluation, when pools can bind or reserved pools are offered (the
+    iteration count fixed by the model's size, not the clock, so a command's bound is
+    reproducible); finds: the relaxation's plan and the look-ahead at those prices. None when
+    it does not run."""
+    if not (rel.binding.any() or rel.reserved_pools) or st.left() <= 0.5:
+        return None
+    share = min(LAGRANGE_SHARE * time_limit, st.left() * 0.5)
+    iterations = int(min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
+    target = st.upper * (1 - st.gap) if st.plan is not None else None
+    res = rel.solve(
+        st.upper,
+        iterations=iterations,
+        deadline=time.perf_counter() + share,
+        target=target,
+        start=ev,
+        step_s=st.stats.get("dp_eval_s", 0.0),
+    )
+    st.stats["lagrange_bound"] = res.bound
+    st.stats["lagrange_iterations"] = res.iterations
+    st.stats["lagrange_s"] = res.seconds
+    st.prove(res.bound, "Lagrangian bound")
+    if res.iterations:
+        transfer_bound(rel, res.lam, res.mu, st)
+    if warm_start and res.evaluation is not None and not st.closed:
+        if _has_time(st, PRIMAL_EVALUATIONS):
+            st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
+        st.offer(lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead")
+    return res
+
+
+def bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> Result:
+    """No plan: the separable bound is infinite, some phase cannot run in its window at all
+    (named in the message, with where to look next)."""
+    stuck = [n for n, b in bounds.items() if not math.isfinite(b.best)]
+    return Result.no_plan(
+        "milp-bound",
+        Termination.INFEASIBLE,
+        f"infeasible: {', '.join(stuck)} cannot run in {'its' if len(stuck) == 1 else 'their'}"
+        " window (release, deadline and predecessors' fastest runs) in any hours whose "
+        "capacity can hold a configuration, even with every pool to itself; run "
+        "`trainplan explain` to see which constraints conflict",
+        runtime_s=time.perf_counter() - t0,
+        stats={"lower_bound": lower},
+    )
+
+
+def first_plans(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: Incumbent,
+    warm_start: bool,
+    start: Start | None,
+) -> None:
+    """Stages 2-3b, find: the plan started from (a warm start, its phases kept where they still fit)
+    first, then the look-ahead plan, offered to ``st``; then re-contracting the best."""
+    tracker = st.tracker
+    if start is not None:
+        tracker.stage("heuristic", "warm start")
+        kept = start_placements(space, inst.release, start)
+        st.stats["warm_start_kept"] = len(kept)
+        if st.offer(lookahead_schedule(inst, space, windows, start=kept), "warm start"):
+            st.notes.append(
+                f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
+                "they started from, the others placed around them"
+            )
+    if warm_start:
+        tracker.stage("heuristic", "look-ahead plan")
+        best_heuristic(
+            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+        )
+    st.stats["heuristic"] = st.upper
+    recontract_incumbent(space, windows, st)
+
+
+def segment_bound(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    bounds: dict[str, PhaseBound],
+    lower: float,
+    st: Incumbent,
+    t0: float,
+    backend: str,
+    verbose: bool,
+) -> Result | None:
+    """Stage 4, proves (for phases that may run in segments): those that cannot gain from them
+    within the gap are modelled on one configuration; the others are solved by the MILP in segments
+    when it is small enough (the result), else capped by the segment-path bound and planned
+    on one configuration by the rest of the pipeline (None: go on)."""
+    gap = st.gap
+    segmented = {
+        p.name
+        for p in inst.active_phases
+        if p.options.max_segments > 1 and len(space.by_phase.get(p.name, ())) > 1
+    }
+    if segmented:
+        if st.plan is not None:
+            st.single, st.cap = single_segment(bounds, st.upper, gap)
+            st.single &= segmented
+        if st.single:
+            st.notes.append(
+                f"{len(st.single)} phase(s) may run in segments but cannot gain from them "
+                f"within the gap: modelled on one configuration ({', '.join(sorted(st.single))})"
+            )
+        rest = segmented - st.single
+        if rest:
+            # the DP bound, its plans and its fixing have one configuration per phase
+            model_space, masks = bound_fixing(inst, space, windows, bounds, st)
+            est = _segments_nonzeros(inst, masks, rest)
+            st.stats["estimated_nonzeros"] = est
+            if est <= _guard(st):
+                st.notes.append(
+                    f"{', '.join(sorted(rest))} may change configuration at checkpoints: the "
+                    "separable bound (with the segment-path bound) and the MILP in segments"
+                )
+                solver = "milp-bound"
+                if st.left() > 0.3:
+                    solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
+                return finish(st, t0, solver, "")
+            # too large to model in segments: plans that use segments are bounded (every one
+            # costs at least the least bound of a plan with some phase in segments) and the
+            # rest of the pipeline plans every phase on one configuration
+            floor = min(lower - bounds[n].best + bounds[n].multi for n in rest)
+            st.single |= rest
+            st.cap = min(st.cap, floor)
+            st.bound = min(st.bound, st.cap)
+            st.notes.append(
+                f"the MILP in segments would have ~{est:,} nonzeros (> {_guard(st):,.0f}): "
+                f"{', '.join(sorted(rest))} planned on one configuration each; a plan in "
+                f"segments costs at least {floor:,.2f} (the segment-path bound), which caps "
+                "the bound"
+            )
+    return None
+
+
+def reduced_milp(
+    space: ConfigSpace,
+    model_space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: Incumbent,
+    t0: float,
+    backend: str,
+    verbose: bool,
+) -> Result:
+    """Stage 7, proves and finds: the reduced MILP over what fixing kept
+    (:func:`formulations.exact.milp.run.solve_reduced`) when its estimated size is within the
+    guard; else, and after it, stage 8 (:func:`neighbourhood_search`); then :func:`finish`."""
+    columns = sum(int(np.sum(m)) for m in masks.values())
+    est = int(columns * NONZEROS_PER_COLUMN)
+    st.stats["estimated_nonzeros"] = est
+    guard = _guard(st)
+    solver = "milp-lns"
+    if est <= guard and st.left() > 0.3:
+        solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
+    elif est > guard:
+        st.notes.append(
+            f"the reduced model would have ~{est:,} nonzeros (> {guard:,.0f}): "
+            "large-neighbourhood search instead of one MILP"
+        )
+    if not st.closed and st.schedule is not None and st.left() > 0.3:
+        neighbourhood_search(space, windows, masks, st)
+    return finish(st, t0, solver, "")
+
+
+def recontract_incumbent(space: ConfigSpace, windows: Windows, st: Incumbent) -> None:
+    """Stage 3b, finds: the incumbent with its contracts and reserved commitments chosen
+    anew at its hours (:mod:`formulations.exact.milp.recontract`) when reserved offers exist,
+    within RECONTRACT_SHARE of the time left."""
+    if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
+        return
+    if not any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+        return
+    st.tracker.stage("heuristic", "contracts at fixed times")
+    found = recontract(
+        st.inst,
+        space,
+        windows,
+        st.schedule,
+        st.plan.objective,
+        min(RECONTRACT_MAX_S, RECONTRACT_SHARE * st.left()),
+        st.threads,
+    )
+    if found is not None:
+        st.offer(found[0], "contracts at fixed times")
+
+
+def _has_time(st: Incumbent, evaluations: float) -> bool:
+    """Whether ``evaluations`` of the DP (as long as the first took) fit in the time left."""
+    return evaluations * st.stats.get("dp_eval_s", 0.0) < st.left()
+
+
+def _guard(st: Incumbent) -> float:
+    """The most nonzeros the reduced MILP may have (estimated before it is built): within
+    memory, and without an incumbent any size (the MILP is then the only way to a plan), else
+    at most FULL_MILP_MAX_NONZEROS."""
+    fits = memory_cap() / BYTES_PER_NONZERO
+    return fits if st.plan is None else min(FULL_MILP_MAX_NONZEROS, fits)
+
+
+def _segments_nonzeros(
+    inst: Instance, masks: dict[tuple[str, int], np.ndarray], segmented: set[str]
+) -> int:
+    """Estimated nonzeros of the MILP with ``segmented`` phases in segments: per open
+    (configuration, hour), NONZEROS_PER_COLUMN, or for a phase in N segments N x
+    SEGMENT_NONZEROS_PER_COLUMN."""
+    total = 0.0
+    for (name, _), m in masks.items():
+        open_hours = int(np.sum(m))
+        if name in segmented:
+            total += (
+                inst.phase(name).options.max_segments * SEGMENT_NONZEROS_PER_COLUMN * open_hours
+            )
+        else:
+            total += NONZEROS_PER_COLUMN * open_hours
+    return int(total)
+
+
+def transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: Incumbent) -> None:
+    """Prove the DP bound with the transfers between phases' regions (one evaluation per
+    region of each phase) when it may close the gap and takes at most a tenth of the time
+    left."""
+    if st.closed or not rel.has_transfers:
+        return
+    regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
+    # an evaluation per region: as long as the first one took, or by the size's estimate
+    each = max(st.stats.get("dp_eval_s", 0.0), rel.cells * SECONDS_PER_CELL)
+    if each * regions > 0.1 * st.left():
+        return
+    tb = rel.transfer_bound(lam, mu)
+    st.stats["transfer_bound"] = max(tb, st.stats.get("transfer_bound", -math.inf))
+    st.prove(tb, "DP bound with transfers")
+
+
+def fixing(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    rel: Relaxation,
+    ev: Evaluation,
+    config_bound: dict[str, np.ndarray],
+    bounds: dict[str, PhaseBound],
+    st: Incumbent,
+) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
+    """Stage 6, proves: the configurations (by their Lagrangian bound), starts and hours (by
+    the DP and separable bounds) a plan cheaper than the incumbent may use; the rest are not
+    built (exact). The incumbent's own always stay."""
+    upper = st.upper
+    tol = 1e-7 * max(1.0, abs(upper))
+    keep: dict[str, tuple[Config, ...]] = {}
+    inc = st.schedule
+    for name, configs in space.by_phase.items():
+        cb = config_bound[name]
+        keep[name] = tuple(
+            c
+            for k, c in enumerate(configs)
+            if cb[k] <= upper + tol or (inc is not None and inc[name].config.index == c.index)
+        )
+    model_space = space.restricted(keep)
+    masks: dict[tuple[str, int], np.ndarray] = {}
+    if math.isfinite(upper):
+        masks.update(rel.start_masks(ev, upper))
+        pre_space = model_space.restricted(
+            {n: cs for n, cs in model_space.by_phase.items() if inst.phase(n).preemptible}
+        )
+        masks.update(hour_masks(inst, pre_space, bounds, windows.start, windows.end, upper))
+    else:
+        for name, configs in model_space.by_phase.items():
+            for c in configs:
+                masks[(name, c.index)] = np.ones(windows.end[name] - windows.start[name], bool)
+    masks = {k: v for k, v in masks.items() if k[1] in {c.index for c in model_space[k[0]]}}
+    if inc is not None:
+        _open_incumbent(masks, inc, windows)
+    kept = model_space.size
+    st.notes.append(
+        f"fixing kept {kept} of {space.size} configurations and "
+        f"{sum(int(m.sum()) for m in masks.values()):,} hours (incumbent {upper:,.2f}, "
+        f"bound {st.bound:,.2f})"
+    )
+    st.stats["configs_kept"] = kept
+    return model_space, masks
+
+
+def _open_incumbent(
+    masks: dict[tuple[str, int], np.ndarray], inc: Schedule, windows: Windows
+) -> None:
+    """The incumbent's own hours stay open whatever the fixing says (ties, rounding)."""
+    for name, a in inc.all_parts():
+        m = masks.get((name, a.config.index))
+        if m is not None:
+            m[np.asarray(a.hours) - windows.start[name]] = True
+
+
+def bound_fixing(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    bounds: dict[str, PhaseBound],
+    st: Incumbent,
+) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
+    """Stage 6 without the DP (phases in segments, or no time for it): fixing by the separable
+    bound alone, configurations and hours that cannot be part of a plan cheaper than the
+    incumbent; the incumbent's always stay."""
+    inc = st.schedule
+    if inc is None or not math.isfinite(st.upper):
+        return space, {}
+    pruned = prune_by_bound(space, bounds, st.upper)
+    # by index: comparing configurations field by field made this quadratic in them
+    keep = {
+        name: {c.index for c in pruned.by_phase[name]} | {a.config.index for a in inc.parts(name)}
+        for name in space.by_phase
+    }
+    model_space = space.restricted(
+        {name: tuple(c for c in cs if c.index in keep[name]) for name, cs in space.by_phase.items()}
+    )
+    masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
+    _open_incumbent(masks, inc, windows)
+    st.notes.append(
+        f"bound pruning kept {model_space.size} of {space.size} configurations "
+        f"(incumbent {st.upper:,.2f}, bound {st.bound:,.2f})"
+    )
+    return model_space, masks
+
+
+def neighbourhood_search(
+    space: ConfigSpace,
+    windows: Windows,
+    masks: dict[tuple[str, int], np.ndarray],
+    st: Incumbent,
+) -> None:
+    """Stage 8, finds: large-neighbourhood search (on ``st.inst``) from the incumbent until
+    the deadline or the gap."""
+    st.tracker.stage("lns", "large-neighbourhood search")
+    rng = np.random.default_rng(0)
+    size = min(4, len(space.by_phase))
+    tried = improved = 0
+    ts = time.perf_counter()
+    # HiGHS checks its limit only between the LPs of its tree: a neighbourhood may overrun
+    # by a second or two, so each gets at most 80% of what is left and none starts in the
+    # last LNS_MARGIN_S
+    while (
+        not st.closed
+        and st.left() > LNS_MARGIN_S
+        and st.schedule is not None
+        and st.plan is not None
+    ):
+        hood = neighbourhoods(st.inst, st.schedule, rng, size)
+        out = reoptimise(
+            st.inst,
+            space,
+            windows,
+            st.schedule,
+            st.plan.objective,
+            hood,
+            min(NEIGHBOURHOOD_S, 0.8 * (st.left() - 0.5)),
+            masks,
+            st.threads,
+            max_nonzeros=NEIGHBOURHOOD_MAX_NONZEROS,
+        )
+        tried += 1
+        if out.schedule is not None and st.offer(out.schedule, f"neighbourhood ({hood.kind})"):
+            improved += 1
+        if out.status == "optimal" and out.seconds < 1.0 and size < len(space.by_phase):
+            size += 1
+        elif out.status != "optimal" and size > 1:
+            size -= 1
+        st.tracker.tick()
+    st.stats["lns_tried"] = tried
+    st.stats["lns_improved"] = improved
+    st.stats["lns_s"] = time.perf_counter() - ts
+
+
+def finish(st: Incumbent, t0: float, solver: str, why: str) -> Result:
+    """Stage 9, finds: among the plans within the gap of the bound, the one that finishes
+    earliest (:func:`formulations.heuristics.earliest.earliest`, within
+    :func:`budget_within_gap`); then the result of the solve: the incumbent with its bound,
+    the termination the stages reached, the notes and the plans kept as alternatives."""
+    if why:
+        st.notes.append(why)
+    if st.schedule is not None and st.plan is not None and st.windows is not None:
+        budget = budget_within_gap(st.plan.objective, st.bound, st.gap)
+        early = earliest(st.inst, st.schedule, st.windows, budget)
+        if early is not st.schedule:
+            plan = cost_plan(st.inst, early)
+            tie = 1e-9 * max(1.0, abs(st.plan.objective))
+            if plan.objective <= st.plan.objective + budget + tie:
+                st.keep(st.source, st.plan)
+                st.schedule, st.plan = early, plan
+                st.tracker.offer_plan(plan.objective, "earliest within the gap")
+    runtime = time.perf_counter() - t0
+    st.tracker.stage("done")
+    raw = st.raw
+    if st.plan is None:
+        if raw is not None:
+            term, msg = raw.termination, no_plan_message(raw)
+            if term == Termination.OPTIMAL:  # its point was no plan (a constraint it broke)
+                term = Termination.UNKNOWN
+        else:
+            term, msg = (
+                Termination.TIME_LIMIT,
+                (
+                    "no plan found in time: the solver stopped at its time limit without a "
+                    "feasible plan; raise --time-limit or relax the instance"
+                ),
+            )
+        return Result.no_plan(
+            solver,
+            term,
+            msg,
+            runtime_s=runtime,
+            bound=st.bound if math.isfinite(st.bound) else None,
+            notes=tuple(st.notes),
+            stats=st.stats,
+        )
+    term = Termination.TIME_LIMIT
+    message = "stopped at the time limit"
+    if raw is not None and raw.termination == Termination.ERROR:
+        term, message = Termination.ERROR, raw.message
+    elif st.left() > LNS_MARGIN_S + 0.5:
+        term, message = Termination.HEURISTIC, "best plan found"
+    st.stats["best_from_" + st.source.split(" ")[0].replace("-", "_")] = 1.0
+    return Result.solved(
+        solver,
+        st.plan,
+        term,
+        bound=st.bound if math.isfinite(st.bound) else None,
+        gap=st.gap,
+        runtime_s=runtime,
+        message=message if not within_gap(st.plan.objective, st.bound, st.gap) else "gap closed",
+        notes=tuple(st.notes),
+        stats=st.stats,
+        threads=raw.threads if raw is not None else None,
+        alternatives=tuple(st.found),
+    )
+
+
+def plain(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    st: Incumbent,
+    t0: float,
+    backend: str,
+    warm_start: bool,
+    verbose: bool,
+) -> Result:
+    """The full hourly model (the reference mode): with the look-ahead start unless
+    ``warm_start`` is off; no bound but HiGHS's."""
+    start_sched = None
+    if warm_start:
+        found = best_heuristic(inst, space, windows, st.notes)
+        if found is not None:
+            start_sched = found[0]
+            st.offer(found[0], "look-ahead")
+    mm = build(inst, space, windows)
+    st.stats["build_s"] = time.perf_counter() - t0
+    st.stats.update(model_stats(mm))
+    start = point_from_schedule(mm, start_sched) if start_sched is not None else None
+
+    def on_event(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
+        if x is not None:
+            st.offer(schedule_from_point(mm, x), "MILP")
+        if bound is not None:
+            st.prove(bound, "MILP bound")
+
+    left = max(0.1, st.left())
+    if backend == "pyomo":
+        raw = solve_pyomo(mm.lp, left, st.gap, st.threads, verbose)
+    else:
+        raw = solve_highs(mm.lp, left, st.gap, st.threads, start, verbose, on_event=on_event)
+    if raw.x is not None:
+        st.offer(schedule_from_point(mm, raw.x), "MILP")
+    if raw.termination == Termination.OPTIMAL and raw.bound is None and raw.objective is not None:
+        raw.bound = raw.objective
+    if raw.bound is not None:
+        st.prove(raw.bound, "MILP bound")
+    st.raw = raw
+    st.stats["solve_s"] = raw.runtime_s
+    return finish(st, t0, "milp-plain" if backend != "pyomo" else "milp-pyomo", "")
+
+
+# ----------------------------------------------------------- the contiguous models' stages
+
+
+def contiguous_tables(
+    inst: Instance, space: ConfigSpace | None, data: StartData | None, solver: str, t0: float
+) -> StartData | Result:
+    """The start data of a non-preemptive model (over ``space``, by default the instance's
+    configuration space), or the Result that says why there is no model to solve: a phase
+    without configurations, or one whose every configuration misses its precedence-tightened
+    window. Stage 0 of CP-SAT and the start-time MILP (with :func:`configuration_space`): the
+    tables of each configuration's cost per start hour (:func:`build_data`)."""
+    found = configuration_space(inst, space, solver, t0)
+    if isinstance(found, Result):
+        return found
+    data = data or build_data(inst, found)
+    empty = [p for p, ts in data.tables.items() if not ts]
+    if empty:
+        return Result.no_plan(
+            solver,
+            Termination.INFEASIBLE,
+            f"infeasible: no configuration of {', '.join(empty)} fits its window after "
+            "precedence tightening (release, deadline, predecessors and successors)",
+            runtime_s=time.perf_counter() - t0,
+        )
+    return data
+
+
+def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
+    """A starting schedule: the look-ahead list schedule (formulations.heuristics.lookahead), else
+    the greedy one (formulations.heuristics.greedy); with the name of the one found."""
+    sched = lookahead_schedule(data.inst, data.space, data.windows)
+    if sched is not None and choice_of(data, sched) is not None:
+        return sched, "look-ahead"
+    return greedy(data.inst, data.space), "greedy"
+
+
+@dataclass(frozen=True)
+class ContiguousStart:
+    """The schedule a non-preemptive solver starts from: ``source`` ("given", "look-ahead",
+    "greedy"); its ``choice`` ``{phase: (table, start)}`` (None: not a contiguous schedule
+    inside the modelled windows) with the least ``reserved`` pools, the first constraint it
+    breaks (``violation``, None when feasible) and its model objective."""
+
+    source: str
+    choice: dict[str, tuple[int, int]] | None
+    reserved: dict[Pool, int]
+    violation: str | None
+    objective: float | None
+
+
+def contiguous_start(
+    data: StartData, given: WarmStart | None, heuristic: bool
+) -> ContiguousStart | None:
+    """The start of a solve: ``given`` (a schedule or a plan) when there is one, else the
+    look-ahead (or greedy) schedule when ``heuristic``; None when there is neither."""
+    if given is not None:
+        sched, source = as_schedule(data, given), "given"
+    elif heuristic:
+        sched, source = heuristic_schedule(data)
+        if sched is None:
+            return None
+    else:
+        return None
+    choice = choice_of(data, sched) if sched is not None else None
+    if choice is None:
+        return ContiguousStart(source, None, {}, None, None)
+    reserved = least_reserved(data, choice)
+    broken = violations_of(data, choice, reserved)
+    return ContiguousStart(
+        source,
+        choice,
+        reserved,
+        broken[0] if broken else None,
+        objective_of(data, choice, reserved),
+    )
+
+
+def contiguous_finish(
+    data: StartData,
+    solver: str,
+    term: Termination,
+    optimal: bool,
+    choice: Mapping[str, tuple[int, int]] | None,
+    reserved: Mapping[Pool, int],
+    bound: float | None,
+    t0: float,
+    message: str,
+    notes: tuple[str, ...],
+    stats: dict[str, float],
+    model_objective: float | None = None,
+    threads: int | None = None,
+    gap: float | None = None,
+    also: tuple[tuple[str, Mapping[str, tuple[int, int]], Mapping[Pool, int]], ...] = (),
+) -> Result:
+    """Cost the chosen schedule (:func:`planner.model.costs.cost_plan`) and wrap it up; among
+    the placements within the gap of the bound the earliest
+    (:func:`formulations.heuristics.earliest.earliest`). With the
+    requested ``gap`` the plan is optimal exactly when the bound proves it within the gap
+    (:meth:`Result.solved`); without, ``optimal`` says whether the solver proved it.
+    ``model_objective`` is the formulation's own value of the choice; the difference to the
+    costed plan is ``stats["objective_mismatch_usd"]``. ``also``: other choices the solver
+    had (its warm start, by source), kept with the solver's own plan before the earliest
+    pass as the result's alternatives (planner.solve's verification net)."""
+    runtime = time.perf_counter() - t0
+    if choice is None:
+        return Result.no_plan(
+            solver,
+            term,
+            message,
+            runtime_s=runtime,
+            bound=bound,
+            notes=notes,
+            stats=stats,
+            threads=threads,
+        )
+    sched = schedule_of(data, choice, reserved)
+    plan = cost_plan(data.inst, sched)
+    alternatives = [
+        (source, cost_plan(data.inst, schedule_of(data, ch, res))) for source, ch, res in also
+    ]
+    if model_objective is not None:
+        stats["objective_mismatch_usd"] = abs(plan.objective - model_objective)
+    budget = budget_within_gap(plan.objective, bound, gap) if gap is not None else 0.0
+    early = earliest(data.inst, sched, data.windows, budget, pauses=False)
+    if early is not sched:
+        moved = cost_plan(data.inst, early)
+        if moved.objective <= plan.objective + budget + 1e-9 * max(1.0, abs(plan.objective)):
+            alternatives.append((solver, plan))
+            plan = moved
+    return Result.solved(
+        solver,
+        plan,
+        term,
+        bound=bound,
+        runtime_s=runtime,
+        optimal=None if gap is not None else optimal,
+        gap=gap,
+        message=message,
+        notes=notes,
+        stats=stats,
+        threads=threads,
+        alternatives=tuple(alternatives),
+    )

@@ -1,0 +1,112 @@
+"""The configuration space builds one configuration per layout class where dominance keeps
+one (planner.model.configs.layout_class): the space is the one building every configuration and
+pruning them gives, configuration for configuration, and the dropped counts agree."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import DATA, tiny_dict
+
+import planner
+from planner.instance.model import Instance
+from planner.instance.read import from_dict, load_document
+from planner.model.configs import (
+    _prune,
+    build_config_space,
+    enumerate_phase,
+    running_config,
+    with_entry,
+)
+from planner.model.costs import weights
+
+INSTANCES = Path(__file__).resolve().parents[2] / "instances"
+
+
+def brute_force(inst: Instance) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """Every configuration built, then dominance: the labels kept per phase (in the space's
+    order) and the number dropped."""
+    w = weights(inst)
+    kept: dict[str, list[str]] = {}
+    dropped: dict[str, int] = {}
+    for p in inst.active_phases:
+        configs, why = enumerate_phase(inst, p)
+        if why is not None:
+            continue
+        if p.running is not None:
+            if running_config(inst, p) is None:
+                continue
+            configs = with_entry(inst, p, configs)
+        survivors = _prune(inst, configs, w)
+        dropped[p.name] = len(configs) - len(survivors)
+        survivors.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
+        kept[p.name] = [replace(c, index=i).label for i, c in enumerate(survivors)]
+    return kept, dropped
+
+
+def _variants() -> dict[str, Any]:
+    week = load_document(INSTANCES / "week-7b.yaml")
+    seg = copy.deepcopy(week)
+    for ph in seg["phases"]:
+        ph.setdefault("options", {}).update({"max_segments": 3, "segment_changes": ["region"]})
+    seg_layout = copy.deepcopy(week)
+    for ph in seg_layout["phases"]:
+        ph.setdefault("options", {})["max_segments"] = 2
+    negative = tiny_dict()
+    negative["regions"]["east"]["electricity"] = {"constant": -5000}
+    many = tiny_dict()
+    many["phases"][1]["options"] = {
+        "gpu_counts": [8, 16],
+        "tensor_parallel": [1, 2, 4, 8],
+        "zero": [0, 1, 2, 3],
+        "recompute": ["none", "selective", "full"],
+        "precision": ["bf16", "fp16"],
+        "extra_spare_nodes": [0, 1],
+    }
+    return {
+        "week-7b": week,
+        "month-70b": load_document(INSTANCES / "month-70b.yaml"),
+        "small-finetune": load_document(INSTANCES / "small-finetune.yaml"),
+        "segments-region-only": seg,
+        "segments": seg_layout,
+        "negative-prices": negative,
+        "many-layouts": many,
+    }
+
+
+VARIANTS = _variants()
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_space_is_what_pruning_every_configuration_gives(name: str) -> None:
+    base = (
+        INSTANCES
+        if name in ("week-7b", "month-70b", "small-finetune") or name.startswith("segments")
+        else DATA
+    )
+    inst = from_dict(copy.deepcopy(VARIANTS[name]), f"<{name}>", base)
+    space = build_config_space(inst)
+    kept, dropped = brute_force(inst)
+    assert {p: [c.label for c in cs] for p, cs in space.by_phase.items() if cs} == kept
+    assert {p: n for p, n in space.dropped.items() if p in kept} == dropped
+    assert all(c.index == i for cs in space.by_phase.values() for i, c in enumerate(cs))
+
+
+def test_a_running_phase_keeps_its_configuration(tmp_path: Path) -> None:
+    # a re-planned phase's running configuration is never dominated, so no layout class is
+    # thinned for it: the running one is among the space's and continues
+    inst = planner.read(INSTANCES / "week-7b.yaml")
+    res = planner.solve(inst, time_limit=30)
+    assert res.plan is not None
+    from planner.interfaces.replan import state_at
+
+    start = min(p.start_hour for p in res.plan.phases if p.name == "pretrain")
+    derived = inst.replace(state_at(inst, res.plan, start + 3))
+    space = build_config_space(derived)
+    assert any(c.continues for c in space["pretrain"])
+    kept, _ = brute_force(derived)
+    assert [c.label for c in space["pretrain"]] == kept["pretrain"]
