@@ -116,7 +116,7 @@ def test_every_solver_entry_point_takes_the_record() -> None:
 @pytest.mark.parametrize(
     ("solver", "target"),
     [
-        ("milp", "formulations.exact.milp.solve_milp"),
+        ("milp", "formulations.pipeline.solve_milp"),
         ("starttime", "formulations.portfolio.solve_nonpreemptive"),
         ("highs", "formulations.portfolio.solve_nonpreemptive"),
         ("cpsat", "formulations.portfolio.solve_nonpreemptive"),
