@@ -42,7 +42,7 @@ import math
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any, TypeVar, Unpack
 
 import numpy as np
 
@@ -58,6 +58,9 @@ from planner.model.result import Result
 from planner.model.schedule import Assignment, Schedule
 from planner.model.workload import remaining_share, work_flops
 from planner.solve import SolveArgs, solve
+
+#: A plan entry: a phase or one of its segments.
+E = TypeVar("E", PhasePlan, SegmentPlan)
 
 
 class ReplanError(ValueError):
@@ -79,6 +82,36 @@ class Replan:
 def committed_term(term: str) -> str:
     """The free term a commitment of the old plan becomes (``""``: the whole horizon)."""
     return f"committed-{term}" if term else "committed"
+
+
+def _held(old: Plan) -> set[tuple[str, str, str]]:
+    """The old plan's reserved commitments, ``(region, GPU type, term)`` (``""``: the whole
+    horizon): each is a free term of the derived instance (:func:`committed_term`)."""
+    return {(r, g, "") for r, g, _ in old.reserved} | {
+        (r, g, t) for r, g, t, _ in old.reserved_terms
+    }
+
+
+def _on_committed(entry: E, held: set[tuple[str, str, str]]) -> E:
+    """A plan entry (phase or segment) on a held commitment names its free term."""
+    if entry.contract == "reserved" and (entry.region, entry.gpu, entry.term) in held:
+        return dataclasses.replace(entry, term=committed_term(entry.term))
+    return entry
+
+
+def warm_start_of(old: Plan) -> Plan:
+    """The old plan as the derived instance names its configurations, the re-plan's warm
+    start: a run on a commitment of the old plan runs on its free term (``committed...``), so
+    that :func:`formulations.heuristics.warm.start_placements` finds it in the derived
+    configuration space (month-70b from hour 360: every phase kept, where none was)."""
+    held = _held(old)
+    phases = tuple(
+        dataclasses.replace(
+            _on_committed(p, held), segments=tuple(_on_committed(s, held) for s in p.segments)
+        )
+        for p in old.phases
+    )
+    return dataclasses.replace(old, phases=phases)
 
 
 def _running(part: SegmentPlan, held: set[tuple[str, str, str]]) -> dict[str, Any]:
@@ -244,9 +277,7 @@ def state_at(
                 f"{k.split('.')[0][:-1].replace('_', ' ')} {k.split('.', 1)[1]!r} is not in "
                 f"{inst.source}: lost; the run there moves from its last durable checkpoint"
             )
-    held = {(r, g, "") for r, g, _ in old.reserved} | {
-        (r, g, t) for r, g, t, _ in old.reserved_terms
-    }
+    held = _held(old)
     planned = {p.name: p for p in old.phases}
     for p in inst.active_phases:
         e = planned.get(p.name)
@@ -507,7 +538,7 @@ def replan(
         admit(base, old, source)
     updates = state_at(inst, old, hour, old_instance, status, notes)
     derived = inst.replace(updates)
-    options.setdefault("start", old)  # the old plan as a warm start
+    options.setdefault("start", warm_start_of(old))  # the old plan as a warm start
     res = solve(derived, **options)
     if res.plan is not None:
         block = {

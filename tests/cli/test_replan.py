@@ -278,6 +278,8 @@ def test_a_reservation_without_terms_survives_a_replan() -> None:
         (3, 4, 5, 6, 7),
     )
     assert plan.costs["total"] == pytest.approx(1.0, abs=1e-9)
+    # the old plan is the warm start, its run on the commitment found on the free term
+    assert r.result.stats["warm_start_kept"] == 1
     assert plan.replan["history_usd"] == pytest.approx(15.60, abs=1e-9)
     assert plan.replan["reserved_after_usd"] == pytest.approx(45.0, abs=1e-9)
     assert_valid(r.instance, plan)

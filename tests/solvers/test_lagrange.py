@@ -160,3 +160,17 @@ def test_relaxation_plans_are_valid(seed: int) -> None:
     sched = with_reservations(inst, found)
     assert sched is not None
     assert_valid(inst, cost_plan(inst, sched))
+
+
+def test_reserved_prices_project_onto_their_caps() -> None:
+    # the projection onto {m >= 0, sum m <= cap}: within the cap a row is only clipped at 0;
+    # over it, the Euclidean projection onto the simplex of that sum ([3, 1] onto sum 2: both
+    # lowered by 1 -> [2, 0]); a cap of 0 (a re-plan's free committed term) projects onto 0,
+    # where the sort-based formula finds no pivot (an IndexError before)
+    import numpy as np
+
+    from formulations.bounds.lagrange import _project_capped
+
+    mu = np.array([[0.5, -1.0], [3.0, 1.0], [1.0, 2.0]])
+    out = _project_capped(mu, np.array([1.0, 2.0, 0.0]))
+    assert out.tolist() == [[0.5, 0.0], [2.0, 0.0], [0.0, 0.0]]
