@@ -4,8 +4,9 @@ Every stage works on one :class:`~formulations.incumbent.Incumbent` (the best pl
 best bound so far) against the clock: it either **proves** a bound or **finds** plans. The
 hourly MILP (:func:`solve_milp`, the chain :func:`hourly`) runs them all; the
 non-preemptive models (the start-time MILP and CP-SAT) run the contiguous stages
-(:func:`contiguous_tables`, :func:`contiguous_start`, their exact model, and
-:func:`contiguous_finish`); every entry point starts with :func:`configuration_space`.
+(:func:`contiguous_entry` with :func:`contiguous_tables`, :func:`contiguous_start`, their
+exact model, and :func:`contiguous_finish`); every entry point starts with
+:func:`configuration_space`.
 docs/architecture.md tables the stages with what each proves or finds.
 
 The hourly chain:
@@ -899,6 +900,24 @@ def contiguous_tables(
             runtime_s=time.perf_counter() - t0,
         )
     return data
+
+
+def contiguous_entry(
+    inst: Instance,
+    options: SolveOptions,
+    space: ConfigSpace | None,
+    data: StartData | None,
+    solver: str,
+) -> tuple[StartData, Tracker, float] | Result:
+    """The entry of CP-SAT and the start-time MILP: the clock started (``t0``), the tracker
+    that reports to ``options.on_progress``, and the start tables of
+    :func:`contiguous_tables`; or the Result that says why there is no model to solve."""
+    t0 = time.perf_counter()
+    tracker = Tracker(options.on_progress, t0)
+    prepared = contiguous_tables(inst, space, data, solver, t0)
+    if isinstance(prepared, Result):
+        return prepared
+    return prepared, tracker, t0
 
 
 def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:
