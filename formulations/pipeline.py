@@ -4,8 +4,9 @@ Every stage works on one :class:`~formulations.incumbent.Incumbent` (the best pl
 best bound so far) against the clock: it either **proves** a bound or **finds** plans. The
 hourly MILP (:func:`solve_milp`, the chain :func:`hourly`) runs them all; the
 non-preemptive models (the start-time MILP and CP-SAT) run the contiguous stages
-(:func:`contiguous_tables`, :func:`contiguous_start`, their exact model, and
-:func:`contiguous_finish`); every entry point starts with :func:`configuration_space`.
+(:func:`contiguous_entry` with :func:`contiguous_tables`, :func:`contiguous_start`, their
+exact model, and :func:`contiguous_finish`); every entry point starts with
+:func:`configuration_space`.
 docs/architecture.md tables the stages with what each proves or finds.
 
 The hourly chain:
@@ -168,6 +169,22 @@ NEIGHBOURHOOD_MAX_NONZEROS = 60_000
 LNS_MARGIN_S = 1.0
 
 
+@dataclass(frozen=True)
+class Chain:
+    """What the stages of the hourly chain read and none changes: the instance, its
+    configuration space and time windows, the clock's start ``t0`` and the solve's settings
+    (time limit, MILP backend, whether heuristic plans are made, HiGHS's log)."""
+
+    inst: Instance
+    space: ConfigSpace
+    windows: Windows
+    t0: float
+    time_limit: float
+    backend: str
+    warm_start: bool
+    verbose: bool
+
+
 def best_heuristic(
     inst: Instance,
     space: ConfigSpace,
@@ -264,12 +281,11 @@ def solve_milp(
     space = found
     windows = time_windows(inst, space.fewest_hours())
     st = Incumbent(inst, o.gap, o.threads, tracker, t0 + o.time_limit, windows)
+    chain = Chain(inst, space, windows, t0, o.time_limit, o.backend, warm_start, o.verbose)
     try:
         if not prune:
-            return plain(inst, space, windows, st, t0, o.backend, warm_start, o.verbose)
-        return hourly(
-            inst, space, windows, st, t0, o.time_limit, o.backend, warm_start, o.verbose, o.start
-        )
+            return plain(chain, st)
+        return hourly(chain, st, o.start)
     except Exception as e:  # never lose a plan: a later stage failing keeps the best so far
         if st.plan is None or os.environ.get("TRAINPLAN_DEBUG"):
             raise
@@ -279,33 +295,23 @@ def solve_milp(
         return finish(st, t0, "milp", "")
 
 
-def hourly(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    st: Incumbent,
-    t0: float,
-    time_limit: float,
-    backend: str,
-    warm_start: bool,
-    verbose: bool,
-    start: Start | None = None,
-) -> Result:
+def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
     """The hourly chain, stage by stage until the gap closes or time runs out: the separable
     bound (infeasibility at once), the warm start and look-ahead plans, the MILP in segments
     when a phase may gain from segments, else the DP bound with its plan, the Lagrangian
     ascent, fixing by the bounds, the reduced MILP or the neighbourhood search, and the
     earliest-finish pass (:func:`finish`)."""
-    bounds, lower = separable_bound(inst, space, windows, st, t0, time_limit)
+    t0 = chain.t0
+    bounds, lower = separable_bound(chain, st)
     if not math.isfinite(lower):
         return bound_infeasible(bounds, lower, t0)
-    first_plans(inst, space, windows, st, warm_start, start)
+    first_plans(chain, st, start)
     if st.closed:
         return finish(st, t0, "milp-bound", "the look-ahead plan is within the gap of the bound")
-    done = segment_bound(inst, space, windows, bounds, lower, st, t0, backend, verbose)
+    done = segment_bound(chain, bounds, lower, st)
     if done is not None:
         return done
-    rel = Relaxation(inst, space, windows)
+    rel = Relaxation(chain.inst, chain.space, chain.windows)
     if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
         # one evaluation would not end in time: fixing by the separable bound, then the
         # reduced MILP or the neighbourhood search
@@ -313,9 +319,9 @@ def hourly(
             f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
             f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
         )
-        model_space, masks = bound_fixing(inst, space, windows, bounds, st)
-        return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
-    ev = dp_bound(inst, rel, st, warm_start)
+        model_space, masks = bound_fixing(chain, bounds, st)
+        return reduced_milp(chain, model_space, masks, st)
+    ev = dp_bound(chain, rel, st)
     if ev is None:
         return Result.no_plan(
             "milp-bound",
@@ -328,32 +334,25 @@ def hourly(
         )
     if st.closed:
         return finish(st, t0, "milp-bound", "proved by the DP bound")
-    res = lagrangian(inst, space, windows, rel, ev, st, time_limit, warm_start)
+    res = lagrangian(chain, rel, ev, st)
     if st.closed:
         return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
-    recontract_incumbent(space, windows, st)
+    recontract_incumbent(chain, st)
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
-    model_space, masks = fixing(inst, space, windows, rel, best_ev, config_bound, bounds, st)
-    return reduced_milp(space, model_space, windows, masks, st, t0, backend, verbose)
+    model_space, masks = fixing(chain, rel, best_ev, config_bound, bounds, st)
+    return reduced_milp(chain, model_space, masks, st)
 
 
-def separable_bound(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    st: Incumbent,
-    t0: float,
-    time_limit: float,
-) -> tuple[dict[str, PhaseBound], float]:
+def separable_bound(chain: Chain, st: Incumbent) -> tuple[dict[str, PhaseBound], float]:
     """Stage 1, proves: each phase's least cost in its window with every pool to itself,
     summed (:func:`formulations.bounds.separable.phase_bounds`; for phases in segments with
     the segment-path bound, within SEGMENT_BOUND_SHARE of the limit). An infinite sum: some
     phase has no placement at all, the instance is infeasible."""
     st.tracker.stage("bound", "separable bound")
-    bounds = phase_bounds(
-        inst, space, windows.start, windows.end, deadline=t0 + SEGMENT_BOUND_SHARE * time_limit
-    )
+    w = chain.windows
+    deadline = chain.t0 + SEGMENT_BOUND_SHARE * chain.time_limit
+    bounds = phase_bounds(chain.inst, chain.space, w.start, w.end, deadline=deadline)
     lower = lower_bound(bounds)
     st.stats["lower_bound"] = lower
     if math.isfinite(lower):
@@ -361,7 +360,7 @@ def separable_bound(
     return bounds, lower
 
 
-def dp_bound(inst: Instance, rel: Relaxation, st: Incumbent, warm_start: bool) -> Evaluation | None:
+def dp_bound(chain: Chain, rel: Relaxation, st: Incumbent) -> Evaluation | None:
     """Stage 5a, proves: the precedence-chained DP bound at zero prices (pauses, resumes and
     successors included; :class:`formulations.bounds.lagrange.Relaxation`) and, with the
     transfers between regions, :func:`transfer_bound`; finds: the relaxation's own plan. None
@@ -375,21 +374,14 @@ def dp_bound(inst: Instance, rel: Relaxation, st: Incumbent, warm_start: bool) -
     if not math.isfinite(ev.bound):
         return None
     st.prove(ev.bound, "DP bound")
-    if warm_start and _has_time(st, PRIMAL_EVALUATIONS):
-        st.offer(relaxed_plan(inst, rel, lam, mu, ev), "relaxation plan")
+    if chain.warm_start and _has_time(st, PRIMAL_EVALUATIONS):
+        st.offer(relaxed_plan(chain.inst, rel, lam, mu, ev), "relaxation plan")
     transfer_bound(rel, lam, mu, st)
     return ev
 
 
 def lagrangian(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    rel: Relaxation,
-    ev: Evaluation,
-    st: Incumbent,
-    time_limit: float,
-    warm_start: bool,
+    chain: Chain, rel: Relaxation, ev: Evaluation, st: Incumbent
 ) -> LagrangeResult | None:
     """Stage 5b, proves: the Lagrangian bound, subgradient ascent over pool-hour and reserved
     prices from the DP's evaluation, when pools can bind or reserved pools are offered (the
@@ -398,7 +390,7 @@ def lagrangian(
     it does not run."""
     if not (rel.binding.any() or rel.reserved_pools) or st.left() <= 0.5:
         return None
-    share = min(LAGRANGE_SHARE * time_limit, st.left() * 0.5)
+    share = min(LAGRANGE_SHARE * chain.time_limit, st.left() * 0.5)
     iterations = int(min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
     target = st.upper * (1 - st.gap) if st.plan is not None else None
     res = rel.solve(
@@ -415,10 +407,12 @@ def lagrangian(
     st.prove(res.bound, "Lagrangian bound")
     if res.iterations:
         transfer_bound(rel, res.lam, res.mu, st)
-    if warm_start and res.evaluation is not None and not st.closed:
+    if chain.warm_start and res.evaluation is not None and not st.closed:
+        inst = chain.inst
         if _has_time(st, PRIMAL_EVALUATIONS):
             st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")
-        st.offer(lookahead_schedule(inst, space, windows, prices=res.prices()), "priced look-ahead")
+        priced = lookahead_schedule(inst, chain.space, chain.windows, prices=res.prices())
+        st.offer(priced, "priced look-ahead")
     return res
 
 
@@ -438,17 +432,10 @@ def bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> 
     )
 
 
-def first_plans(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    st: Incumbent,
-    warm_start: bool,
-    start: Start | None,
-) -> None:
+def first_plans(chain: Chain, st: Incumbent, start: Start | None) -> None:
     """Stages 2-3b, find: the plan started from (a warm start, its phases kept where they still fit)
     first, then the look-ahead plan, offered to ``st``; then re-contracting the best."""
-    tracker = st.tracker
+    tracker, inst, space, windows = st.tracker, chain.inst, chain.space, chain.windows
     if start is not None:
         tracker.stage("heuristic", "warm start")
         kept = start_placements(space, inst.release, start)
@@ -458,31 +445,23 @@ def first_plans(
                 f"warm start: {len(kept)} of {len(space.by_phase)} phases keep the plan "
                 "they started from, the others placed around them"
             )
-    if warm_start:
+    if chain.warm_start:
         tracker.stage("heuristic", "look-ahead plan")
         best_heuristic(
             inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
         )
     st.stats["heuristic"] = st.upper
-    recontract_incumbent(space, windows, st)
+    recontract_incumbent(chain, st)
 
 
 def segment_bound(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    bounds: dict[str, PhaseBound],
-    lower: float,
-    st: Incumbent,
-    t0: float,
-    backend: str,
-    verbose: bool,
+    chain: Chain, bounds: dict[str, PhaseBound], lower: float, st: Incumbent
 ) -> Result | None:
     """Stage 4, proves (for phases that may run in segments): those that cannot gain from them
     within the gap are modelled on one configuration; the others are solved by the MILP in segments
     when it is small enough (the result), else capped by the segment-path bound and planned
     on one configuration by the rest of the pipeline (None: go on)."""
-    gap = st.gap
+    gap, inst, space = st.gap, chain.inst, chain.space
     segmented = {
         p.name
         for p in inst.active_phases
@@ -500,7 +479,7 @@ def segment_bound(
         rest = segmented - st.single
         if rest:
             # the DP bound, its plans and its fixing have one configuration per phase
-            model_space, masks = bound_fixing(inst, space, windows, bounds, st)
+            model_space, masks = bound_fixing(chain, bounds, st)
             est = _segments_nonzeros(inst, masks, rest)
             st.stats["estimated_nonzeros"] = est
             if est <= _guard(st):
@@ -510,8 +489,16 @@ def segment_bound(
                 )
                 solver = "milp-bound"
                 if st.left() > 0.3:
-                    solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
-                return finish(st, t0, solver, "")
+                    solver = solve_reduced(
+                        model_space,
+                        chain.windows,
+                        masks,
+                        st,
+                        chain.backend,
+                        chain.verbose,
+                        chain.t0,
+                    )
+                return finish(st, chain.t0, solver, "")
             # too large to model in segments: plans that use segments are bounded (every one
             # costs at least the least bound of a plan with some phase in segments) and the
             # rest of the pipeline plans every phase on one configuration
@@ -529,14 +516,10 @@ def segment_bound(
 
 
 def reduced_milp(
-    space: ConfigSpace,
+    chain: Chain,
     model_space: ConfigSpace,
-    windows: Windows,
     masks: dict[tuple[str, int], np.ndarray],
     st: Incumbent,
-    t0: float,
-    backend: str,
-    verbose: bool,
 ) -> Result:
     """Stage 7, proves and finds: the reduced MILP over what fixing kept
     (:func:`formulations.exact.milp.run.solve_reduced`) when its estimated size is within the
@@ -547,30 +530,32 @@ def reduced_milp(
     guard = _guard(st)
     solver = "milp-lns"
     if est <= guard and st.left() > 0.3:
-        solver = solve_reduced(model_space, windows, masks, st, backend, verbose, t0)
+        solver = solve_reduced(
+            model_space, chain.windows, masks, st, chain.backend, chain.verbose, chain.t0
+        )
     elif est > guard:
         st.notes.append(
             f"the reduced model would have ~{est:,} nonzeros (> {guard:,.0f}): "
             "large-neighbourhood search instead of one MILP"
         )
     if not st.closed and st.schedule is not None and st.left() > 0.3:
-        neighbourhood_search(space, windows, masks, st)
-    return finish(st, t0, solver, "")
+        neighbourhood_search(chain, masks, st)
+    return finish(st, chain.t0, solver, "")
 
 
-def recontract_incumbent(space: ConfigSpace, windows: Windows, st: Incumbent) -> None:
+def recontract_incumbent(chain: Chain, st: Incumbent) -> None:
     """Stage 3b, finds: the incumbent with its contracts and reserved commitments chosen
     anew at its hours (:mod:`formulations.exact.milp.recontract`) when reserved offers exist,
     within RECONTRACT_SHARE of the time left."""
     if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
         return
-    if not any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+    if not any(c.contract == "reserved" for cs in chain.space.by_phase.values() for c in cs):
         return
     st.tracker.stage("heuristic", "contracts at fixed times")
     found = recontract(
         st.inst,
-        space,
-        windows,
+        chain.space,
+        chain.windows,
         st.schedule,
         st.plan.objective,
         min(RECONTRACT_MAX_S, RECONTRACT_SHARE * st.left()),
@@ -628,9 +613,7 @@ def transfer_bound(rel: Relaxation, lam: np.ndarray, mu: np.ndarray, st: Incumbe
 
 
 def fixing(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
+    chain: Chain,
     rel: Relaxation,
     ev: Evaluation,
     config_bound: dict[str, np.ndarray],
@@ -640,7 +623,7 @@ def fixing(
     """Stage 6, proves: the configurations (by their Lagrangian bound), starts and hours (by
     the DP and separable bounds) a plan cheaper than the incumbent may use; the rest are not
     built (exact). The incumbent's own always stay."""
-    upper = st.upper
+    inst, space, windows, upper = chain.inst, chain.space, chain.windows, st.upper
     tol = 1e-7 * max(1.0, abs(upper))
     keep: dict[str, tuple[Config, ...]] = {}
     inc = st.schedule
@@ -687,16 +670,12 @@ def _open_incumbent(
 
 
 def bound_fixing(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    bounds: dict[str, PhaseBound],
-    st: Incumbent,
+    chain: Chain, bounds: dict[str, PhaseBound], st: Incumbent
 ) -> tuple[ConfigSpace, dict[tuple[str, int], np.ndarray]]:
     """Stage 6 without the DP (phases in segments, or no time for it): fixing by the separable
     bound alone, configurations and hours that cannot be part of a plan cheaper than the
     incumbent; the incumbent's always stay."""
-    inc = st.schedule
+    inc, space, windows = st.schedule, chain.space, chain.windows
     if inc is None or not math.isfinite(st.upper):
         return space, {}
     pruned = prune_by_bound(space, bounds, st.upper)
@@ -708,7 +687,7 @@ def bound_fixing(
     model_space = space.restricted(
         {name: tuple(c for c in cs if c.index in keep[name]) for name, cs in space.by_phase.items()}
     )
-    masks = hour_masks(inst, model_space, bounds, windows.start, windows.end, st.upper)
+    masks = hour_masks(chain.inst, model_space, bounds, windows.start, windows.end, st.upper)
     _open_incumbent(masks, inc, windows)
     st.notes.append(
         f"bound pruning kept {model_space.size} of {space.size} configurations "
@@ -718,15 +697,13 @@ def bound_fixing(
 
 
 def neighbourhood_search(
-    space: ConfigSpace,
-    windows: Windows,
-    masks: dict[tuple[str, int], np.ndarray],
-    st: Incumbent,
+    chain: Chain, masks: dict[tuple[str, int], np.ndarray], st: Incumbent
 ) -> None:
     """Stage 8, finds: large-neighbourhood search (on ``st.inst``) from the incumbent until
     the deadline or the gap."""
     st.tracker.stage("lns", "large-neighbourhood search")
     rng = np.random.default_rng(0)
+    space = chain.space
     size = min(4, len(space.by_phase))
     tried = improved = 0
     ts = time.perf_counter()
@@ -743,7 +720,7 @@ def neighbourhood_search(
         out = reoptimise(
             st.inst,
             space,
-            windows,
+            chain.windows,
             st.schedule,
             st.plan.objective,
             hood,
@@ -829,20 +806,13 @@ def finish(st: Incumbent, t0: float, solver: str, why: str) -> Result:
     )
 
 
-def plain(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    st: Incumbent,
-    t0: float,
-    backend: str,
-    warm_start: bool,
-    verbose: bool,
-) -> Result:
+def plain(chain: Chain, st: Incumbent) -> Result:
     """The full hourly model (the reference mode): with the look-ahead start unless
     ``warm_start`` is off; no bound but HiGHS's."""
+    inst, space, windows, t0 = chain.inst, chain.space, chain.windows, chain.t0
+    backend, verbose = chain.backend, chain.verbose
     start_sched = None
-    if warm_start:
+    if chain.warm_start:
         found = best_heuristic(inst, space, windows, st.notes)
         if found is not None:
             start_sched = found[0]
@@ -899,6 +869,24 @@ def contiguous_tables(
             runtime_s=time.perf_counter() - t0,
         )
     return data
+
+
+def contiguous_entry(
+    inst: Instance,
+    options: SolveOptions,
+    space: ConfigSpace | None,
+    data: StartData | None,
+    solver: str,
+) -> tuple[StartData, Tracker, float] | Result:
+    """The entry of CP-SAT and the start-time MILP: the clock started (``t0``), the tracker
+    that reports to ``options.on_progress``, and the start tables of
+    :func:`contiguous_tables`; or the Result that says why there is no model to solve."""
+    t0 = time.perf_counter()
+    tracker = Tracker(options.on_progress, t0)
+    prepared = contiguous_tables(inst, space, data, solver, t0)
+    if isinstance(prepared, Result):
+        return prepared
+    return prepared, tracker, t0
 
 
 def heuristic_schedule(data: StartData) -> tuple[Schedule | None, str]:

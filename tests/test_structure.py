@@ -314,8 +314,9 @@ def test_architecture_names_the_pipeline_stages_in_the_order_the_code_runs_them(
     # the contiguous models: the same first stage, their tables, start and finish
     for module in (starttime_solve, cpsat_solve):
         src = inspect.getsource(module)
-        for stage in ("contiguous_tables", "contiguous_start", "contiguous_finish"):
+        for stage in ("contiguous_entry", "contiguous_start", "contiguous_finish"):
             assert f"{stage}(" in src, (module.__name__, stage)
+    assert "contiguous_tables(" in inspect.getsource(pipeline.contiguous_entry)
     assert "configuration_space(" in inspect.getsource(pipeline.contiguous_tables)
 
 

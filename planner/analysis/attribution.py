@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from formulations.heuristics.baseline import (
@@ -98,16 +98,8 @@ class LeverStep:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The step as the plan file's attribution block stores it."""
-        return {
-            "key": self.key,
-            "label": self.label,
-            "section": self.section,
-            "cost": self.cost,
-            "saving": self.saving,
-            "method": self.method,
-            "note": self.note,
-        }
+        """The step as the plan file's attribution block stores it: every field by its name."""
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LeverStep:

@@ -25,7 +25,7 @@ from planner.physics.memory import (
     ACTIVATION_BYTES,
     WEIGHT_BYTES,
     MemoryBreakdown,
-    layout_memory_per_gpu,
+    memory_per_gpu,
     offload_seconds_per_step,
 )
 from planner.physics.storage import checkpoint_gb as raw_checkpoint_gb
@@ -530,7 +530,7 @@ def derive(inst: Instance, p: Phase, e: Configured) -> PhaseFacts:
     r_factor, eff_scale, eff_layout, fps = _speed(inst, p, e, m, dp, pk)
 
     run = (p.options.micro_batch, train, p.memory_gb, min(gpus, 1.0))
-    mem = layout_memory_per_gpu(m, (g.memory_gb, g.memory_unit), e, dp, run, inst.memory_allowances)
+    mem = memory_per_gpu(m, (g.memory_gb, g.memory_unit), e, dp, run, inst.memory_allowances)
 
     ck = checkpoint_gb_of(inst, p, e.precision)
     scheme = e.checkpoint if e.checkpoint is not None else inst.spec.failure.checkpoint

@@ -81,7 +81,7 @@ from planner.physics.memory import (
     WEIGHT_BYTES,
     MemoryBreakdown,
     capacity_bytes,
-    layout_memory_per_gpu,
+    memory_per_gpu,
     offload_seconds_per_step,
 )
 from planner.physics.transformer import ModelDims, expert_params, flops_per_token
@@ -220,9 +220,7 @@ def layout_memory(
     instance's memory policy (convention, buffers, fragmentation, headroom), against the GPU's
     capacity in its vendor's unit."""
     run = (p.options.micro_batch, is_training(p), p.memory_gb, min(count, 1.0))
-    return layout_memory_per_gpu(
-        m, (g.memory_gb, g.memory_unit), lay, lay.dp, run, inst.memory_allowances
-    )
+    return memory_per_gpu(m, (g.memory_gb, g.memory_unit), lay, lay.dp, run, inst.memory_allowances)
 
 
 def throughput(

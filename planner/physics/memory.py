@@ -331,90 +331,6 @@ class MemoryBreakdown:
         }
 
 
-def memory_per_gpu(
-    m: ModelDims | None,
-    gpu_memory_gb: float,
-    precision: str,
-    zero: int,
-    dp: int,
-    tp: int,
-    pp: int,
-    recompute: str,
-    micro_batch: int,
-    train: bool,
-    buffer_gb: float,
-    fragmentation: float,
-    headroom: float,
-    fixed_gb: float = 0.0,
-    fraction: float = 1.0,
-    *,
-    convention: str = "zero",
-    sequence_parallel: bool | None = None,
-    cp: int = 1,
-    ep: int = 1,
-    virtual: int = 1,
-    offload: str = "none",
-    memory_unit: str = "GiB",
-) -> MemoryBreakdown:
-    """Total = (states + activations) (1 + fragmentation) + buffers + fixed need, against the
-    usable capacity = capacity_bytes(GPU memory, unit) x fraction x (1 - headroom).
-
-    States (:func:`model_state_breakdown`) on the most loaded rank of the layout: ``pp``
-    stages of ceil(L/p) layers (uneven stages), dense weights split by ``tp``, routed experts
-    by ``ep`` (the model's ``expert_params``); dense states sharded over the dp x cp ranks
-    that hold the same weights, expert states over tp x cp x dp / ep; under ZeRO-3 the
-    gathered largest layer (:func:`planner.physics.transformer.largest_layer`) in every
-    convention; ``offload`` moves states to the host. Activations
-    (:func:`activation_bytes`) with ``sequence_parallel``, ``cp`` and ``virtual``.
-
-    The buffer allowance (CUDA context ~0.5 GB, NCCL and cuBLAS workspaces ~1 GB) is a stated
-    assumption, as is fragmentation (PyTorch's caching allocator typically wastes 3-10%)."""
-    from planner.physics.transformer import expert_params, largest_layer
-
-    if offload not in OFFLOAD_CHOICES:
-        raise ValueError(f"offload must be one of {', '.join(OFFLOAD_CHOICES)}")
-    states = acts = gather = cpu = 0.0
-    if m is not None:
-        ms = model_state_breakdown(
-            m.params,
-            precision,
-            m.optimizer,
-            zero,
-            dp * cp,
-            tp,
-            pp,
-            train,
-            convention=convention,
-            layers=m.layers,
-            expert_params=expert_params(m),
-            ep=ep,
-            expert_dp=max(1, tp * cp * dp // ep),
-            largest_layer_params=largest_layer(m, tp) if zero == 3 and train else 0.0,
-            offload_optimizer=offload != "none",
-            offload_params=offload == "params",
-        )
-        states, gather, cpu = ms.gpu_bytes / 1e9, ms.gather_bytes / 1e9, ms.cpu_bytes / 1e9
-        acts = (
-            activation_bytes(
-                m,
-                micro_batch,
-                tp,
-                pp,
-                recompute,
-                precision,
-                train,
-                sequence_parallel=sequence_parallel,
-                cp=cp,
-                virtual=virtual,
-                uneven_stages=True,
-            )
-            / 1e9
-        )
-    total = (states + acts) * (1 + fragmentation) + buffer_gb + fixed_gb
-    usable = capacity_bytes(gpu_memory_gb, memory_unit) / 1e9 * fraction * (1 - headroom)
-    return MemoryBreakdown(states, acts, buffer_gb, total, usable, gather, cpu)
-
-
 @dataclass(frozen=True)
 class MemoryAllowances:
     """An instance's memory policy (``memory:``): the accounting convention of the model
@@ -427,7 +343,7 @@ class MemoryAllowances:
     headroom: float = 0.10
 
 
-def layout_memory_per_gpu(
+def memory_per_gpu(
     m: ModelDims | None,
     gpu: tuple[float, str],
     lay: LayoutChoice,
@@ -435,35 +351,68 @@ def layout_memory_per_gpu(
     run: tuple[int, bool, float, float],
     pol: MemoryAllowances,
 ) -> MemoryBreakdown:
-    """:func:`memory_per_gpu` of layout ``lay`` on ``dp`` replicas of a GPU ``(memory,
-    unit)`` for a run ``(micro-batch, training?, fixed need GB, fraction of the GPU)``, under
-    the memory policy ``pol``: the one mapping from layout fields to memory arguments, used by
-    the configuration space and the checker alike."""
+    """Memory of one GPU of ``(memory, unit)`` in layout ``lay`` on ``dp`` replicas, for a
+    run ``(micro-batch, training?, fixed need GB, fraction of the GPU)`` under the memory
+    policy ``pol`` (the configuration space and the checker alike).
+
+    Total = (states + activations) (1 + fragmentation) + buffers + fixed need, against the
+    usable capacity = capacity_bytes(GPU memory, unit) x fraction x (1 - headroom).
+
+    States (:func:`model_state_breakdown`) on the most loaded rank of the layout: ``pp``
+    stages of ceil(L/p) layers (uneven stages), dense weights split by ``tp``, routed experts
+    by ``ep`` (the model's ``expert_params``); dense states sharded over the dp x cp ranks
+    that hold the same weights, expert states over tp x cp x dp / ep; under ZeRO-3 the
+    gathered largest layer (:func:`planner.physics.transformer.largest_layer`) in every
+    convention; ``offload`` moves states to the host. Activations
+    (:func:`activation_bytes`) with sequence parallelism (``sp``), ``cp`` and ``virtual``.
+
+    The buffer allowance (CUDA context ~0.5 GB, NCCL and cuBLAS workspaces ~1 GB) is a stated
+    assumption, as is fragmentation (PyTorch's caching allocator typically wastes 3-10%)."""
+    from planner.physics.transformer import expert_params, largest_layer
+
     micro_batch, train, fixed_gb, fraction = run
-    return memory_per_gpu(
-        m,
-        gpu[0],
-        lay.precision,
-        lay.zero,
-        dp,
-        lay.tp,
-        lay.pp,
-        lay.recompute,
-        micro_batch,
-        train,
-        pol.buffer_gb,
-        pol.fragmentation,
-        pol.headroom,
-        fixed_gb,
-        fraction,
-        convention=pol.convention,
-        sequence_parallel=lay.sp,
-        cp=lay.cp,
-        ep=lay.ep,
-        virtual=lay.virtual,
-        offload=lay.offload,
-        memory_unit=gpu[1],
-    )
+    if lay.offload not in OFFLOAD_CHOICES:
+        raise ValueError(f"offload must be one of {', '.join(OFFLOAD_CHOICES)}")
+    states = acts = gather = cpu = 0.0
+    if m is not None:
+        ms = model_state_breakdown(
+            m.params,
+            lay.precision,
+            m.optimizer,
+            lay.zero,
+            dp * lay.cp,
+            lay.tp,
+            lay.pp,
+            train,
+            convention=pol.convention,
+            layers=m.layers,
+            expert_params=expert_params(m),
+            ep=lay.ep,
+            expert_dp=max(1, lay.tp * lay.cp * dp // lay.ep),
+            largest_layer_params=largest_layer(m, lay.tp) if lay.zero == 3 and train else 0.0,
+            offload_optimizer=lay.offload != "none",
+            offload_params=lay.offload == "params",
+        )
+        states, gather, cpu = ms.gpu_bytes / 1e9, ms.gather_bytes / 1e9, ms.cpu_bytes / 1e9
+        acts = (
+            activation_bytes(
+                m,
+                micro_batch,
+                lay.tp,
+                lay.pp,
+                lay.recompute,
+                lay.precision,
+                train,
+                sequence_parallel=lay.sp,
+                cp=lay.cp,
+                virtual=lay.virtual,
+                uneven_stages=True,
+            )
+            / 1e9
+        )
+    total = (states + acts) * (1 + pol.fragmentation) + pol.buffer_gb + fixed_gb
+    usable = capacity_bytes(gpu[0], gpu[1]) / 1e9 * fraction * (1 - pol.headroom)
+    return MemoryBreakdown(states, acts, pol.buffer_gb, total, usable, gather, cpu)
 
 
 # ----------------------------------------------------------------------------- conventions

@@ -27,7 +27,8 @@ from planner.instance.catalog import CatalogError, catalog_price, gpu_by_name, l
 from planner.instance.schema import GpuType
 from planner.interfaces.cli.app import app
 from planner.model.costs import mean_price_costs
-from planner.physics.memory import memory_per_gpu
+from planner.physics.layout import LayoutChoice
+from planner.physics.memory import MemoryAllowances, memory_per_gpu
 from planner.physics.transformer import ModelDims
 
 TINY = Path(__file__).parents[1] / "data" / "tiny.yaml"
@@ -226,21 +227,11 @@ def test_memory_columns_equal_the_physics() -> None:
     ]
     m = ModelDims(13e9, 40, 5120, 40, 4096, 32000)
     for r in rows:
-        mem = memory_per_gpu(
-            m,
-            80.0,
-            "bf16",
-            r["zero"],
-            r["gpus"] // 2,
-            2,
-            1,
-            r["recompute"],
-            2,
-            True,
-            1.5,
-            0.05,
-            0.10,  # the default headroom: 10% of the GPU kept free
-        )
+        lay = LayoutChoice("bf16", zero=r["zero"], recompute=r["recompute"], tp=2, pp=1)
+        # the default headroom: 10% of the GPU kept free
+        policy = MemoryAllowances(buffer_gb=1.5, fragmentation=0.05, headroom=0.10)
+        # dp = GPUs / tp; micro-batch 2, training, no fixed need, the whole GPU
+        mem = memory_per_gpu(m, (80.0, "GiB"), lay, r["gpus"] // 2, (2, True, 0.0, 1.0), policy)
         assert r["model_states_gb"] == pytest.approx(mem.model_states_gb)
         assert r["activations_gb"] == pytest.approx(mem.activations_gb)
         assert r["total_gb"] == pytest.approx(mem.total_gb)

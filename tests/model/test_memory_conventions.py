@@ -15,6 +15,7 @@ import pytest
 from planner.physics import layout
 from planner.physics.memory import (
     GIB,
+    MemoryAllowances,
     activation_bytes,
     activation_bytes_per_layer,
     capacity_bytes,
@@ -253,16 +254,17 @@ def test_capacity_is_binary() -> None:
     # embedding table V h = 32000 x 4096 (h = 4096 inferred; larger than 4 h^2), 2 x 2 bytes
     # each: 0.524 GB; against 0.95 x 85.899e9 = 81.604e9 B usable.
     m = dims(7e9, None, None, None, 2048, 32000)
-    mem = memory_per_gpu(m, 80, "bf16", 3, 8, 1, 1, "full", 1, True, 1.5, 0.05, 0.05)
+    lay = layout.LayoutChoice("bf16", zero=3, recompute="full", tp=1, pp=1)
+    policy = MemoryAllowances(buffer_gb=1.5, fragmentation=0.05, headroom=0.05)
+    run = (1, True, 0.0, 1.0)  # micro-batch 1, training, no fixed need, the whole GPU
+    mem = memory_per_gpu(m, (80, "GiB"), lay, 8, run, policy)
     assert mem.capacity_gb == pytest.approx(0.95 * 85.899345920)
     assert mem.gather_gb == pytest.approx(4 * 32000 * 4096 / 1e9)
     assert mem.model_states_gb == pytest.approx(14.0 + mem.gather_gb)
     assert mem.total_gb == pytest.approx((mem.model_states_gb + mem.activations_gb) * 1.05 + 1.5)
     assert mem.fits and mem.headroom_gb > 0
     # The old 10^9-byte reading of "80 GB" would leave 76.0 GB usable, 5.6 GB (7.4%) less.
-    old = memory_per_gpu(
-        m, 80, "bf16", 3, 8, 1, 1, "full", 1, True, 1.5, 0.05, 0.05, memory_unit="GB"
-    )
+    old = memory_per_gpu(m, (80, "GB"), lay, 8, run, policy)
     assert old.capacity_gb == pytest.approx(76.0)
 
 

@@ -16,7 +16,9 @@ import planner
 from planner.instance.schema import FailureModel
 from planner.model.configs import build_config_space
 from planner.physics import compute, energy, reliability, storage
+from planner.physics.layout import LayoutChoice
 from planner.physics.memory import (
+    MemoryAllowances,
     activation_bytes,
     activation_bytes_per_layer,
     memory_per_gpu,
@@ -326,21 +328,10 @@ def test_memory_breakdown_7b_zero3_full_recompute() -> None:
     # 7B model, L = 32, h = 4096, a = 32, s = 4096, V = 32000, bf16 AdamW on 8 x 80 GB,
     # ZeRO-3 (dp = 8), full recompute, micro-batch 1, tp = pp = 1.
     m = ModelDims(7e9, 32, 4096, 32, 4096, 32000)
-    mem = memory_per_gpu(
-        m,
-        80.0,
-        "bf16",
-        zero=3,
-        dp=8,
-        tp=1,
-        pp=1,
-        recompute="full",
-        micro_batch=1,
-        train=True,
-        buffer_gb=1.5,
-        fragmentation=0.05,
-        headroom=0.05,
-    )
+    lay = LayoutChoice("bf16", zero=3, recompute="full", tp=1, pp=1)
+    policy = MemoryAllowances(buffer_gb=1.5, fragmentation=0.05, headroom=0.05)
+    # 8 replicas; micro-batch 1, training, no fixed need, the whole GPU
+    mem = memory_per_gpu(m, (80.0, "GiB"), lay, 8, (1, True, 0.0, 1.0), policy)
     # States: 16 x 7e9 / 8 = 14e9 B = 14.0 GB, plus ZeRO-3's gathered largest layer, the
     # embedding table: 2 x 2 bytes x 32000 x 4096 = 0.524288 GB.
     assert mem.gather_gb == pytest.approx(0.524288)

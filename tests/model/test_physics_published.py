@@ -368,7 +368,7 @@ def test_llama3_405b_published_8k_layout_fits_in_80gb_without_recomputation() ->
     # = 71.65 GB, inside the default usable share of an 80 GiB H100 (0.90 x 85.90 = 77.31).
     m = dims(None, None, None, None, 8192, 128256, arch=preset_architecture("llama-3.1-405b"))
     lay = LayoutChoice("bf16", 2, "none", 8, 16)
-    mem = memory.layout_memory_per_gpu(
+    mem = memory.memory_per_gpu(
         m, (80, "GiB"), lay, 64, (1, True, 0.0, 1.0), memory.MemoryAllowances()
     )
     assert mem.activations_gb == pytest.approx(112 * 8192 * 16384 * 31.75 / 8 / 1e9)

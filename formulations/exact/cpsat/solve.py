@@ -25,7 +25,7 @@ from ortools.sat.python import cp_model
 
 from formulations.exact.cpsat.model import CpsatModel, build
 from formulations.exact.starttime.data import Pool, StartData, no_plan_message, objective_of
-from formulations.pipeline import contiguous_finish, contiguous_start, contiguous_tables
+from formulations.pipeline import contiguous_entry, contiguous_finish, contiguous_start
 from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.options import SolveOptions
@@ -168,12 +168,10 @@ def solve_cpsat(
     MILPs' and not used here. ``progress`` collects every improving solution. ``params`` are
     further CP-SAT parameters by name (e.g. ``{"cp_model_probing_level": 1}``)."""
     o = options
-    t0 = time.perf_counter()
-    tracker = Tracker(o.on_progress, t0)
-    prepared = contiguous_tables(inst, space, data, SOLVER, t0)
-    if isinstance(prepared, Result):
-        return prepared
-    data = prepared
+    entry = contiguous_entry(inst, o, space, data, SOLVER)
+    if isinstance(entry, Result):
+        return entry
+    data, tracker, t0 = entry
     cm = build(data, mode, scale, redundant, symmetry)
     note_list = [*notes, *cm.notes]
     stats: dict[str, float] = {

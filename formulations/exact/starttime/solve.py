@@ -10,11 +10,10 @@ from typing import Any
 from formulations.exact.starttime.data import StartData, no_plan_message, objective_of
 from formulations.exact.starttime.model import StartModel, build, choice_of_point, point_of
 from formulations.lp.highs_runner import RawSolution, solve_highs, solve_pyomo
-from formulations.pipeline import contiguous_finish, contiguous_start, contiguous_tables
+from formulations.pipeline import contiguous_entry, contiguous_finish, contiguous_start
 from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.options import SolveOptions
-from planner.model.progress import Tracker
 from planner.model.result import Result, Termination
 from planner.model.schedule import Pool
 
@@ -56,12 +55,10 @@ def solve_starttime(
     hears the start's objective and HiGHS's incumbents and bounds. ``space`` / ``data``: the
     configuration space and start tables when already built."""
     o = options
-    t0 = time.perf_counter()
-    tracker = Tracker(o.on_progress, t0)
-    prepared = contiguous_tables(inst, space, data, SOLVER, t0)
-    if isinstance(prepared, Result):
-        return prepared
-    data = prepared
+    entry = contiguous_entry(inst, o, space, data, SOLVER)
+    if isinstance(entry, Result):
+        return entry
+    data, tracker, t0 = entry
     sm = build(data)
     stats = model_stats(sm)
     stats["build_s"] = time.perf_counter() - t0

@@ -8,8 +8,11 @@ All numbers come from :mod:`planner.analysis.estimate`; this module parses flags
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -25,9 +28,6 @@ if TYPE_CHECKING:
     from planner.analysis.estimate import EstimateRow, PhaseEstimate
 
 _FLAG_HELP = "Flag mode (no INSTANCE)."
-#: The parameters of ``estimate`` that choose the mode or the output; all others are flags
-#: of the flag mode (figures, checked against an INSTANCE: they do not apply with one).
-_MODE_OPTIONS = frozenset({"instance", "phase", "top", "mtbf_scope", "as_json"})
 #: Flags that describe the GPU (planner.analysis.estimate.gpu_spec) or are parsed before they become
 #: EstimateInput fields; the others pass through under their own names.
 _NOT_INPUTS = frozenset(
@@ -266,214 +266,336 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
 
-#: The options of ``trainplan estimate``, one alias each so the command reads as a list.
+#: The mode options of ``trainplan estimate``, one alias each.
 _InstanceOpt = Annotated[
     Path | None,
     typer.Argument(help="Instance file; with --phase, list that phase's feasible configurations."),
 ]
 _PhaseOpt = Annotated[str | None, typer.Option(help="Phase of INSTANCE to estimate.")]
 _TopOpt = Annotated[int, typer.Option(help="Configurations to list in instance mode.")]
-_ModelOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="A model preset (llama-2-70b, llama-3.1-405b, mixtral-8x7b, deepseek-v3, "
-        "qwen2.5-72b, gpt-3-175b, ...): its exact architecture; other model flags override it."
-    ),
-]
-_ParamsOpt = Annotated[
-    str | None, typer.Option(help="Parameters: 7e9, 7B, 70B, 1.5T (k, M, B, T suffixes).")
-]
-_TokensOpt = Annotated[
-    str | None,
-    typer.Option(help="Training tokens: 1e9, 300B, 2T (none: a memory-only estimate)."),
-]
-_GpuOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Catalog GPU name (case-insensitive), e.g. H100-SXM; explicit --gpu-* figures "
-        "override its values."
-    ),
-]
-_GpuMemoryGbOpt = Annotated[
-    float | None, typer.Option(help="GPU memory as the vendor states it (GiB for HBM).")
-]
-_GpuTflopsOpt = Annotated[
-    float | None, typer.Option(help="Dense peak TFLOPS at the precision(s) run.")
-]
-_GpuPowerWOpt = Annotated[float | None, typer.Option(help="GPU board power (TDP), W.")]
-_GpuIdleWOpt = Annotated[
-    float | None,
-    typer.Option(help="GPU idle power, W (default: 10% of board power for an explicit GPU)."),
-]
-_GpusPerNodeOpt = Annotated[int | None, typer.Option(help="GPUs per node (default: 8).")]
-_NodeOverheadWOpt = Annotated[
-    float | None,
-    typer.Option(help="Host power per node excluding GPUs, W (default: 0 for an explicit GPU)."),
-]
-_GpusOpt = Annotated[
-    list[int] | None, typer.Option(help="GPU count; repeat for several (default: one node).")
-]
-_PrecisionOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="fp32, tf32, bf16, fp16 or fp8; repeat for several (default: bf16 if the GPU has it)."
-    ),
-]
-_ZeroOpt = Annotated[
-    list[int] | None, typer.Option(help="ZeRO stage 0-3; repeat for several (default: 1).")
-]
-_RecomputeOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        help="Activation recomputation none, selective or full; repeat for several (default: none)."
-    ),
-]
-_SeqLenOpt = Annotated[int | None, typer.Option(help="Sequence length (default: 2048).")]
-_LayersOpt = Annotated[int | None, typer.Option(help="Transformer layers L.")]
-_HiddenOpt = Annotated[int | None, typer.Option(help="Hidden size h.")]
-_HeadsOpt = Annotated[int | None, typer.Option(help="Attention heads a.")]
-_VocabOpt = Annotated[int | None, typer.Option(help="Vocabulary V (default: 32000).")]
-_OptimizerOpt = Annotated[
-    str | None,
-    typer.Option(help="adamw, adam, sgd, sgd_momentum, adafactor or lion (default: adamw)."),
-]
-_FlashOpt = Annotated[
-    bool | None, typer.Option("--flash/--no-flash", help="FlashAttention (default: on).")
-]
-_MicroBatchOpt = Annotated[int | None, typer.Option(help="Micro-batch size per GPU (default: 1).")]
-_TpOpt = Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: 1).")]
-_PpOpt = Annotated[
-    int | None,
-    typer.Option(help="Pipeline-parallel degree, up to the layers (default: 1)."),
-]
-_CpOpt = Annotated[int | None, typer.Option(help="Context-parallel degree (default: 1).")]
-_EpOpt = Annotated[
-    int | None, typer.Option(help="Expert-parallel degree of an MoE model (default: 1).")
-]
-_SpOpt = Annotated[
-    bool | None,
-    typer.Option("--sp/--no-sp", help="Sequence parallelism with tp > 1 (default: on)."),
-]
-_MicrobatchesOpt = Annotated[
-    int | None, typer.Option(help="Micro-batches per step in the pipeline (default: 16).")
-]
-_InterleaveOpt = Annotated[
-    int | None, typer.Option(help="Interleaved model chunks per device (default: 1).")
-]
-_OffloadOpt = Annotated[
-    str | None,
-    typer.Option(help="CPU offload: none, optimizer or params (ZeRO-3) (default: none)."),
-]
-_MfuOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Model FLOPs utilisation, valid at --reference-gpus (default: 0.4 at the GPUs "
-        "estimated)."
-    ),
-]
-_FlopsConventionOpt = Annotated[
-    str | None,
-    typer.Option(help="FLOPs per token: 6nd, kaplan, palm or megatron (default: 6nd)."),
-]
-_ScalingOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Scaling model away from --reference-gpus: per_doubling, interconnect or none "
-        "(default: per_doubling)."
-    ),
-]
-_PerDoublingOpt = Annotated[
-    float | None,
-    typer.Option(help="Throughput kept per doubling of nodes (default: 0.98)."),
-]
-_ReferenceGpusOpt = Annotated[
-    float | None,
-    typer.Option(help="GPUs the MFU was measured at (default: the GPUs estimated)."),
-]
-_OverlapOpt = Annotated[
-    float | None,
-    typer.Option(help="Share of the gradient all-reduce hidden (interconnect; default 0.9)."),
-]
-_MfuLayoutOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="modeled: charge tp, pipeline bubble, ZeRO-3 and recomputation against the MFU; "
-        "in_mfu: the MFU was measured with this layout (default: modeled)."
-    ),
-]
-_MemoryConventionOpt = Annotated[
-    str | None,
-    typer.Option(help="Model-state accounting: zero, megatron or deepspeed (default: zero)."),
-]
-_HeadroomOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Share of GPU memory kept free: plans fill at most 1 - headroom (default: "
-        "0.10; memory.headroom in docs/instance-format.md says why)."
-    ),
-]
-_PowerLoadOpt = Annotated[
-    float | None,
-    typer.Option(help="GPU power as a share between idle and board power (default: 0.9)."),
-]
-_PueOpt = Annotated[
-    float | None,
-    typer.Option(help="Facility PUE (default: 1.58, Uptime Institute 2023 average)."),
-]
-_PriceUsdPerMwhOpt = Annotated[
-    float | None, typer.Option(help="Electricity price, USD/MWh (default: 100).")
-]
-_CarbonGPerKwhOpt = Annotated[
-    float | None, typer.Option(help="Grid carbon intensity, gCO2/kWh, for emissions.")
-]
-_MtbfHoursOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Mean time between failures, hours, of one GPU (--mtbf-scope gpu) or of the whole "
-        "job (--mtbf-scope job) (default: Llama 3's 419 failures per 16,384 GPUs x 54 "
-        "days, MTBF 50,700 h per GPU)."
-    ),
-]
-_MtbfScopeOpt = Annotated[
-    str,
-    typer.Option(help="What --mtbf-hours is the MTBF of: 'gpu' (job rate = GPUs / MTBF) or 'job'."),
-]
-_FailurePresetOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="A published fleet's failure rate: llama3, rsc1 or rsc2 (instead of --mtbf-hours)."
-    ),
-]
-_CheckpointOpt = Annotated[
-    str | None,
-    typer.Option(help="Checkpointing: sync, async or in_memory (default: async)."),
-]
-_CheckpointWriteSOpt = Annotated[
-    float | None,
-    typer.Option(help="Seconds to write a checkpoint (default: size / sharded bandwidth)."),
-]
-_WriteGbPerSOpt = Annotated[
-    float | None, typer.Option(help="Checkpoint write bandwidth per node, GB/s (default: 5).")
-]
-_ReadGbPerSOpt = Annotated[
-    float | None, typer.Option(help="Checkpoint read bandwidth per node, GB/s (default: 1).")
-]
-_AggregateGbPerSOpt = Annotated[
-    float | None,
-    typer.Option(help="Storage bandwidth of the whole job, GB/s (default: no limit)."),
-]
-_DetectHoursOpt = Annotated[
-    float | None, typer.Option(help="Hours until a failure is noticed (default: 0.05).")
-]
-_RestartHoursOpt = Annotated[
-    float | None,
-    typer.Option(help="Hours to restart after a failure, before reloading (default: 0.1)."),
-]
-_GpuHourUsdOpt = Annotated[
-    float | None,
-    typer.Option(help="Rental price per GPU-hour, USD (default: the catalog's on-demand price)."),
-]
 _AsJsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+@dataclass(frozen=True)
+class _Flag:
+    """A flag of the flag mode: its parameter ``name`` (the flag ``--name``, unless
+    ``decls`` spell it), the type of its value, its help, and its value when not given
+    (None: the estimate's own default)."""
+
+    name: str
+    kind: Any
+    help: str
+    decls: tuple[str, ...] = ()
+    default: Any = None
+
+    def parameter(self) -> inspect.Parameter:
+        """The keyword parameter typer reads the flag from (``None``: not given)."""
+        kind = self.kind if self.default is not None else self.kind | None
+        option = typer.Option(*self.decls, help=self.help)
+        return inspect.Parameter(
+            self.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=self.default,
+            annotation=Annotated[kind, option],
+        )
+
+
+#: The flags of the flag mode, in the order ``--help`` lists them; the command receives
+#: them as one mapping by name (:func:`_with_flags`).
+_FLAGS = (
+    _Flag(
+        "model",
+        str,
+        "A model preset (llama-2-70b, llama-3.1-405b, mixtral-8x7b, deepseek-v3, qwen2.5-72b, "
+        "gpt-3-175b, ...): its exact architecture; other model flags override it.",
+    ),
+    _Flag(
+        "params",
+        str,
+        "Parameters: 7e9, 7B, 70B, 1.5T (k, M, B, T suffixes).",
+    ),
+    _Flag(
+        "tokens",
+        str,
+        "Training tokens: 1e9, 300B, 2T (none: a memory-only estimate).",
+    ),
+    _Flag(
+        "gpu",
+        str,
+        "Catalog GPU name (case-insensitive), e.g. H100-SXM; explicit --gpu-* figures override "
+        "its values.",
+    ),
+    _Flag(
+        "gpu_memory_gb",
+        float,
+        "GPU memory as the vendor states it (GiB for HBM).",
+    ),
+    _Flag(
+        "gpu_tflops",
+        float,
+        "Dense peak TFLOPS at the precision(s) run.",
+    ),
+    _Flag(
+        "gpu_power_w",
+        float,
+        "GPU board power (TDP), W.",
+    ),
+    _Flag(
+        "gpu_idle_w",
+        float,
+        "GPU idle power, W (default: 10% of board power for an explicit GPU).",
+    ),
+    _Flag(
+        "gpus_per_node",
+        int,
+        "GPUs per node (default: 8).",
+    ),
+    _Flag(
+        "node_overhead_w",
+        float,
+        "Host power per node excluding GPUs, W (default: 0 for an explicit GPU).",
+    ),
+    _Flag(
+        "gpus",
+        list[int],
+        "GPU count; repeat for several (default: one node).",
+    ),
+    _Flag(
+        "precision",
+        list[str],
+        "fp32, tf32, bf16, fp16 or fp8; repeat for several (default: bf16 if the GPU has it).",
+    ),
+    _Flag(
+        "zero",
+        list[int],
+        "ZeRO stage 0-3; repeat for several (default: 1).",
+    ),
+    _Flag(
+        "recompute",
+        list[str],
+        "Activation recomputation none, selective or full; repeat for several (default: none).",
+    ),
+    _Flag(
+        "seq_len",
+        int,
+        "Sequence length (default: 2048).",
+    ),
+    _Flag(
+        "layers",
+        int,
+        "Transformer layers L.",
+    ),
+    _Flag(
+        "hidden",
+        int,
+        "Hidden size h.",
+    ),
+    _Flag(
+        "heads",
+        int,
+        "Attention heads a.",
+    ),
+    _Flag(
+        "vocab",
+        int,
+        "Vocabulary V (default: 32000).",
+    ),
+    _Flag(
+        "optimizer",
+        str,
+        "adamw, adam, sgd, sgd_momentum, adafactor or lion (default: adamw).",
+    ),
+    _Flag(
+        "flash",
+        bool,
+        "FlashAttention (default: on).",
+        ("--flash/--no-flash",),
+    ),
+    _Flag(
+        "micro_batch",
+        int,
+        "Micro-batch size per GPU (default: 1).",
+    ),
+    _Flag(
+        "tp",
+        int,
+        "Tensor-parallel degree (default: 1).",
+    ),
+    _Flag(
+        "pp",
+        int,
+        "Pipeline-parallel degree, up to the layers (default: 1).",
+    ),
+    _Flag(
+        "cp",
+        int,
+        "Context-parallel degree (default: 1).",
+    ),
+    _Flag(
+        "ep",
+        int,
+        "Expert-parallel degree of an MoE model (default: 1).",
+    ),
+    _Flag(
+        "sp",
+        bool,
+        "Sequence parallelism with tp > 1 (default: on).",
+        ("--sp/--no-sp",),
+    ),
+    _Flag(
+        "microbatches",
+        int,
+        "Micro-batches per step in the pipeline (default: 16).",
+    ),
+    _Flag(
+        "interleave",
+        int,
+        "Interleaved model chunks per device (default: 1).",
+    ),
+    _Flag(
+        "offload",
+        str,
+        "CPU offload: none, optimizer or params (ZeRO-3) (default: none).",
+    ),
+    _Flag(
+        "mfu",
+        float,
+        "Model FLOPs utilisation, valid at --reference-gpus (default: 0.4 at the GPUs estimated).",
+    ),
+    _Flag(
+        "flops_convention",
+        str,
+        "FLOPs per token: 6nd, kaplan, palm or megatron (default: 6nd).",
+    ),
+    _Flag(
+        "scaling",
+        str,
+        "Scaling model away from --reference-gpus: per_doubling, interconnect or none (default: "
+        "per_doubling).",
+    ),
+    _Flag(
+        "per_doubling",
+        float,
+        "Throughput kept per doubling of nodes (default: 0.98).",
+    ),
+    _Flag(
+        "reference_gpus",
+        float,
+        "GPUs the MFU was measured at (default: the GPUs estimated).",
+    ),
+    _Flag(
+        "overlap",
+        float,
+        "Share of the gradient all-reduce hidden (interconnect; default 0.9).",
+    ),
+    _Flag(
+        "mfu_layout",
+        str,
+        "modeled: charge tp, pipeline bubble, ZeRO-3 and recomputation against the MFU; in_mfu: "
+        "the MFU was measured with this layout (default: modeled).",
+    ),
+    _Flag(
+        "memory_convention",
+        str,
+        "Model-state accounting: zero, megatron or deepspeed (default: zero).",
+    ),
+    _Flag(
+        "headroom",
+        float,
+        "Share of GPU memory kept free: plans fill at most 1 - headroom (default: 0.10; "
+        "memory.headroom in docs/instance-format.md says why).",
+    ),
+    _Flag(
+        "power_load",
+        float,
+        "GPU power as a share between idle and board power (default: 0.9).",
+    ),
+    _Flag(
+        "pue",
+        float,
+        "Facility PUE (default: 1.58, Uptime Institute 2023 average).",
+    ),
+    _Flag(
+        "price_usd_per_mwh",
+        float,
+        "Electricity price, USD/MWh (default: 100).",
+    ),
+    _Flag(
+        "carbon_g_per_kwh",
+        float,
+        "Grid carbon intensity, gCO2/kWh, for emissions.",
+    ),
+    _Flag(
+        "mtbf_hours",
+        float,
+        "Mean time between failures, hours, of one GPU (--mtbf-scope gpu) or of the whole job "
+        "(--mtbf-scope job) (default: Llama 3's 419 failures per 16,384 GPUs x 54 days, MTBF "
+        "50,700 h per GPU).",
+    ),
+    _Flag(
+        "mtbf_scope",
+        str,
+        "What --mtbf-hours is the MTBF of: 'gpu' (job rate = GPUs / MTBF) or 'job'.",
+        default="gpu",
+    ),
+    _Flag(
+        "failure_preset",
+        str,
+        "A published fleet's failure rate: llama3, rsc1 or rsc2 (instead of --mtbf-hours).",
+    ),
+    _Flag(
+        "checkpoint",
+        str,
+        "Checkpointing: sync, async or in_memory (default: async).",
+    ),
+    _Flag(
+        "checkpoint_write_s",
+        float,
+        "Seconds to write a checkpoint (default: size / sharded bandwidth).",
+    ),
+    _Flag(
+        "write_gb_per_s",
+        float,
+        "Checkpoint write bandwidth per node, GB/s (default: 5).",
+    ),
+    _Flag(
+        "read_gb_per_s",
+        float,
+        "Checkpoint read bandwidth per node, GB/s (default: 1).",
+    ),
+    _Flag(
+        "aggregate_gb_per_s",
+        float,
+        "Storage bandwidth of the whole job, GB/s (default: no limit).",
+    ),
+    _Flag(
+        "detect_hours",
+        float,
+        "Hours until a failure is noticed (default: 0.05).",
+    ),
+    _Flag(
+        "restart_hours",
+        float,
+        "Hours to restart after a failure, before reloading (default: 0.1).",
+    ),
+    _Flag(
+        "gpu_hour_usd",
+        float,
+        "Rental price per GPU-hour, USD (default: the catalog's on-demand price).",
+    ),
+)
+
+
+def _with_flags(fn: Callable[..., None]) -> Callable[..., None]:
+    """Give ``fn`` (``(instance, phase, top, *, as_json, **flags)``) the signature typer reads:
+    its own parameters with the :data:`_FLAGS` before ``as_json``, all passed to ``**flags``."""
+    own = list(inspect.signature(fn, eval_str=True).parameters.values())
+    head = [p for p in own if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    tail = [p for p in own if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*head, *(f.parameter() for f in _FLAGS), *tail]
+    )
+    return fn
 
 
 def _instance_mode(
@@ -580,73 +702,21 @@ def _flag_mode(flags: dict[str, Any], mtbf_scope: str, as_json: bool) -> None:
 
 
 @command("estimate")
+@_with_flags
 def estimate_command(
     instance: _InstanceOpt = None,
     phase: _PhaseOpt = None,
     top: _TopOpt = 15,
-    model: _ModelOpt = None,
-    params: _ParamsOpt = None,
-    tokens: _TokensOpt = None,
-    gpu: _GpuOpt = None,
-    gpu_memory_gb: _GpuMemoryGbOpt = None,
-    gpu_tflops: _GpuTflopsOpt = None,
-    gpu_power_w: _GpuPowerWOpt = None,
-    gpu_idle_w: _GpuIdleWOpt = None,
-    gpus_per_node: _GpusPerNodeOpt = None,
-    node_overhead_w: _NodeOverheadWOpt = None,
-    gpus: _GpusOpt = None,
-    precision: _PrecisionOpt = None,
-    zero: _ZeroOpt = None,
-    recompute: _RecomputeOpt = None,
-    seq_len: _SeqLenOpt = None,
-    layers: _LayersOpt = None,
-    hidden: _HiddenOpt = None,
-    heads: _HeadsOpt = None,
-    vocab: _VocabOpt = None,
-    optimizer: _OptimizerOpt = None,
-    flash: _FlashOpt = None,
-    micro_batch: _MicroBatchOpt = None,
-    tp: _TpOpt = None,
-    pp: _PpOpt = None,
-    cp: _CpOpt = None,
-    ep: _EpOpt = None,
-    sp: _SpOpt = None,
-    microbatches: _MicrobatchesOpt = None,
-    interleave: _InterleaveOpt = None,
-    offload: _OffloadOpt = None,
-    mfu: _MfuOpt = None,
-    flops_convention: _FlopsConventionOpt = None,
-    scaling: _ScalingOpt = None,
-    per_doubling: _PerDoublingOpt = None,
-    reference_gpus: _ReferenceGpusOpt = None,
-    overlap: _OverlapOpt = None,
-    mfu_layout: _MfuLayoutOpt = None,
-    memory_convention: _MemoryConventionOpt = None,
-    headroom: _HeadroomOpt = None,
-    power_load: _PowerLoadOpt = None,
-    pue: _PueOpt = None,
-    price_usd_per_mwh: _PriceUsdPerMwhOpt = None,
-    carbon_g_per_kwh: _CarbonGPerKwhOpt = None,
-    mtbf_hours: _MtbfHoursOpt = None,
-    mtbf_scope: _MtbfScopeOpt = "gpu",
-    failure_preset: _FailurePresetOpt = None,
-    checkpoint: _CheckpointOpt = None,
-    checkpoint_write_s: _CheckpointWriteSOpt = None,
-    write_gb_per_s: _WriteGbPerSOpt = None,
-    read_gb_per_s: _ReadGbPerSOpt = None,
-    aggregate_gb_per_s: _AggregateGbPerSOpt = None,
-    detect_hours: _DetectHoursOpt = None,
-    restart_hours: _RestartHoursOpt = None,
-    gpu_hour_usd: _GpuHourUsdOpt = None,
+    *,
     as_json: _AsJsonOpt = False,
+    **flags: Any,
 ) -> None:
     """Estimate memory, time, energy, failures and cost of a training run.
 
     With INSTANCE --phase NAME: the phase's cheapest feasible configurations. With flags
     alone: one row per combination of the repeated --gpus/--precision/--zero/--recompute;
     without --tokens, memory only."""
-    # every parameter but the mode options is a flag of the flag mode, by its own name
-    flags = {k: v for k, v in locals().items() if k not in _MODE_OPTIONS}
+    mtbf_scope = flags.pop("mtbf_scope")  # a flag of the flag mode that is never None
     if instance is not None:
         _instance_mode(instance, phase, top, as_json, flags)
         return

@@ -57,38 +57,34 @@ def read_gpu_labels(path: Path) -> dict[str, dict[str, str]]:
 @command("export")
 def export_cmd(
     plan_file: Path = typer.Argument(..., metavar="PLAN", help="Plan file written by solve."),
-    to: str = typer.Option("skypilot", "--to", help=f"one of {', '.join(TARGETS)}"),
+    to: str = typer.Option("skypilot", help=f"one of {', '.join(TARGETS)}"),
     output: Path = typer.Option(..., "-o", "--output", help="folder to write the files into"),
     instance: Path | None = typer.Option(
-        None, "--instance", help="instance file (default: the one the plan records)"
+        None, help="instance file (default: the one the plan records)"
     ),
     run: str | None = typer.Option(
-        None, "--run", help="the job's command (default: a line that says to give one, and fails)"
+        None, help="the job's command (default: a line that says to give one, and fails)"
     ),
-    setup: str | None = typer.Option(None, "--setup", help="SkyPilot: the task's setup command"),
+    setup: str | None = typer.Option(None, help="SkyPilot: the task's setup command"),
     on_demand: str = typer.Option(
         "managed",
-        "--on-demand",
         help="SkyPilot: on-demand and reserved phases as managed jobs (managed) or on a "
         "cluster of their own (cluster); spot phases are always managed jobs",
     ),
     bucket: str | None = typer.Option(
-        None, "--bucket", help="the storage bucket (Kubernetes: volume claim) of the run"
+        None, help="the storage bucket (Kubernetes: volume claim) of the run"
     ),
     sky_catalog: Path | None = typer.Option(
         None,
-        "--sky-catalog",
         help="SkyPilot catalog folder (<cloud>/vms.csv) to check regions and GPUs against "
         "(default: SkyPilot's local copy, when installed)",
     ),
-    queue: str = typer.Option("trainplan", "--queue", help="Kubernetes: the Kueue queue"),
-    image: str | None = typer.Option(None, "--image", help="Kubernetes: the container image"),
+    queue: str = typer.Option("trainplan", help="Kubernetes: the Kueue queue"),
+    image: str | None = typer.Option(None, help="Kubernetes: the container image"),
     gpu_labels: Path | None = typer.Option(
-        None, "--gpu-labels", help="Kubernetes: YAML mapping GPU name -> node labels"
+        None, help="Kubernetes: YAML mapping GPU name -> node labels"
     ),
-    volume_size: str = typer.Option(
-        "1Ti", "--volume-size", help="Kubernetes: size of the checkpoint volume claim"
-    ),
+    volume_size: str = typer.Option("1Ti", help="Kubernetes: size of the checkpoint volume claim"),
 ) -> None:
     """Export PLAN as SkyPilot tasks (spot phases as managed jobs) or Kubernetes Jobs (Indexed,
     under Kueue), with a launcher that starts each run of the plan when its hour has come and

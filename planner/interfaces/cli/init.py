@@ -35,38 +35,34 @@ def schema_cmd(
 def init_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="the instance file to write"),
     model: str = typer.Option(
-        ..., "--model", help="a model preset (llama-2-13b, ...) or a parameter count (13B)"
+        ..., help="a model preset (llama-2-13b, ...) or a parameter count (13B)"
     ),
     gpu: str = typer.Option(
-        "H100-SXM:64", "--gpu", help="training GPU (catalog name) and the most to use: NAME:N"
+        "H100-SXM:64", help="training GPU (catalog name) and the most to use: NAME:N"
     ),
     region: list[str] = typer.Option(
         [],
-        "--region",
         help="NAME=MARKET (shipped 2023 prices: DE-LU, FR, US-TEX-ERCO, ...) or "
         "NAME=TIME/ZONE, optionally @cloud/cloud-region; repeatable",
     ),
-    deadline: str = typer.Option("3d", "--deadline", help="3d, 72h or an ISO time"),
+    deadline: str = typer.Option("3d", help="3d, 72h or an ISO time"),
     start: str | None = typer.Option(
-        None, "--start", help="horizon start, ISO (default: next Monday 00:00 UTC)"
+        None, help="horizon start, ISO (default: next Monday 00:00 UTC)"
     ),
-    tokens: float = typer.Option(2e9, "--tokens", help="tokens to train on"),
+    tokens: float = typer.Option(2e9, help="tokens to train on"),
     pretrain: bool = typer.Option(False, "--pretrain", help="a pre-training, not a fine-tune"),
     eval_gpu: str | None = typer.Option(
-        None, "--eval-gpu", help="add an evaluation phase on this GPU (catalog name)"
+        None, help="add an evaluation phase on this GPU (catalog name)"
     ),
-    data_gb: float = typer.Option(0.0, "--data-gb", help="size of the training data (GB)"),
-    data_region: str | None = typer.Option(
-        None, "--data-region", help="the region the data lives in"
-    ),
+    data_gb: float = typer.Option(0.0, help="size of the training data (GB)"),
+    data_region: str | None = typer.Option(None, help="the region the data lives in"),
     catalog: Path | None = typer.Option(
         None,
-        "--catalog",
         help="a user catalog (trainplan gpus import-skypilot): regions given @cloud/region "
         "take their on-demand and spot offers from its prices",
     ),
     prices_dir: Path | None = typer.Option(
-        None, "--prices-dir", help="folder of the price extracts (default: instances/data/prices)"
+        None, help="folder of the price extracts (default: instances/data/prices)"
     ),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
 ) -> None:

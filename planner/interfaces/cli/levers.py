@@ -25,13 +25,12 @@ from planner.interfaces.cli.app import (
     console,
     fail,
     load_instance,
-    output_path,
     progress,
     result,
     results,
 )
 from planner.interfaces.cli.exits import EXIT_INFEASIBLE
-from planner.interfaces.cli.options import InstanceFile, TimeLimit
+from planner.interfaces.cli.options import InstanceFile, TimeLimit, png_output, write_png
 from planner.model.plan import COST_KEYS
 
 if TYPE_CHECKING:
@@ -149,10 +148,7 @@ def levers_cmd(
         bad = [k for k in keys if k not in LEVER_KEYS]
         if bad:
             fail(f"--only: unknown lever(s) {', '.join(bad)}; expected {', '.join(LEVER_KEYS)}")
-    if png is not None and png.suffix.lower() != ".png":
-        fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
-    if png is not None:
-        output_path(png, "--png")  # before any solve
+    png_output(png)
     inst = load_instance(instance)
     try:
         with progress(f"levers of {inst.name}") as step:
@@ -160,12 +156,9 @@ def levers_cmd(
     except LeverError as e:
         fail(str(e), EXIT_INFEASIBLE)
     if png is not None:
-        from planner.interfaces.report.analysis import save_png, waterfall
+        from planner.interfaces.report.analysis import waterfall
 
-        try:
-            save_png(waterfall(report), png)
-        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
-            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
+        write_png(png, lambda: waterfall(report))
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2, allow_nan=False))
         return

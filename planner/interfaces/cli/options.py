@@ -3,10 +3,16 @@ each reads, checks and documents them the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from planner.interfaces.cli.app import fail, output_path
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: The instance file argument of the commands that read one.
 InstanceFile = Annotated[
@@ -29,3 +35,24 @@ def renamed_solver_note(solver: str) -> str:
     if renamed is not None:
         err_console.print(f"note: {renamed}", markup=False, soft_wrap=True)
     return name
+
+
+def png_output(png: Path | None) -> None:
+    """Check ``--png`` before any solve: a file name ending in .png, a path
+    :func:`~planner.interfaces.cli.app.output_path` accepts; nothing to check without one."""
+    if png is None:
+        return
+    if png.suffix.lower() != ".png":
+        fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
+    output_path(png, "--png")
+
+
+def write_png(png: Path, draw: Callable[[], Figure]) -> None:
+    """Write the chart ``draw`` makes to ``png``
+    (:func:`planner.interfaces.report.analysis.save_png`); a failure exits 2 naming --png."""
+    from planner.interfaces.report.analysis import save_png
+
+    try:
+        save_png(draw(), png)
+    except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
+        fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from planner.interfaces.cli.app import command, fail, load_instance, output_path, progress, results
+from planner.interfaces.cli.app import command, fail, load_instance, progress, results
 from planner.interfaces.cli.exits import EXIT_INFEASIBLE, EXIT_INPUT
-from planner.interfaces.cli.options import InstanceFile, TimeLimit
+from planner.interfaces.cli.options import InstanceFile, TimeLimit, png_output, write_png
 
 if TYPE_CHECKING:
     from planner.analysis.pareto import ParetoPoint
@@ -81,10 +81,7 @@ def pareto_cmd(
 
     if vs not in VS:
         fail(f"--vs: expected one of {', '.join(VS)}, got {vs!r}")
-    if png is not None and png.suffix.lower() != ".png":
-        fail(f"--png: expected a file name ending in .png, got {str(png)!r}")
-    if png is not None:
-        output_path(png, "--png")  # before any solve
+    png_output(png)
     inst = load_instance(instance)
     try:
         with progress(f"cost frontier of {inst.name} vs {vs} ({points} caps)"):
@@ -94,12 +91,8 @@ def pareto_cmd(
         fail(msg, EXIT_INPUT if "carbon_intensity" in msg else EXIT_INFEASIBLE)
     if png is not None:
         from planner.interfaces.report.analysis import frontier as frontier_chart
-        from planner.interfaces.report.analysis import save_png
 
-        try:
-            save_png(frontier_chart(pts, f"{inst.name}: cost vs {vs}"), png)
-        except (OSError, ValueError) as e:  # ValueError: planner.outfiles.OutputError
-            fail(f"--png: cannot write {png}: {getattr(e, 'strerror', None) or e}")
+        write_png(png, lambda: frontier_chart(pts, f"{inst.name}: cost vs {vs}"))
     if as_json:
         typer.echo(
             json.dumps(
