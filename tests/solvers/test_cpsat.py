@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import instance_from, tiny_dict
+from builders import ROUND_GPU, instance_from, tiny_dict
 
 from formulations.choose import HIGHS_MAX_NONZEROS, choose
 from formulations.exact.cpsat import solve_cpsat
@@ -230,15 +230,7 @@ def one_job(preemptible: bool) -> Instance:
     # One region, prices over 8 hours: [100, 10, 10, 500, 500, 10, 10, 100] USD/MWh.
     # A GPU with 1 kW board power, no idle draw, no host overhead, PUE 1, no failures, free
     # storage; 40 GPU-hours on 10 GPUs = 4 h at 10 kW; rental $1/GPU-h = $10/h.
-    gpu = {
-        "memory_gb": 80,
-        "peak_tflops": {"bf16": 100.0},
-        "board_power_w": 1000,
-        "idle_power_w": 0,
-        "gpus_per_node": 10,
-        "node_overhead_w": 0,
-        "failures_per_gpu_hour": 0.0,
-    }
+    gpu = dict(ROUND_GPU)
     d = {
         "name": "split",
         "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 8},
