@@ -6,9 +6,12 @@ are in conftest.py."""
 from __future__ import annotations
 
 import copy
+import importlib
 import random
 from pathlib import Path
 from typing import Any
+
+import typer
 
 from formulations.pipeline import solve_milp
 from planner.checker import verify
@@ -247,3 +250,20 @@ def assert_valid(inst: Instance, plan: Plan) -> None:
 #: Every solver of ``planner.solve`` that optimises (all but the lever-free baseline): the
 #: ``solver`` fixture (conftest.py) runs a test on each.
 OPTIMIZERS = tuple(s for s in SOLVERS if s != "baseline")
+
+
+def command_app(name: str) -> typer.Typer:
+    """A root typer app holding only the command ``name`` (``verify``, ``report``, ...) as a
+    subcommand, whatever other commands are registered: its module is imported (which
+    registers it on the CLI's app) and its registration copied."""
+    importlib.import_module(f"planner.interfaces.cli.{name}")
+    from planner.interfaces.cli.app import app
+
+    root = typer.Typer(add_completion=False)
+
+    @root.callback()
+    def _root() -> None:
+        """test root"""
+
+    root.registered_commands.extend(c for c in app.registered_commands if c.name == name)
+    return root

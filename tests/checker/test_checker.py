@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import typer
+from builders import command_app
 from typer.testing import CliRunner
 
 from planner.checker import KINDS, Verification, Violation, plan_from_dict, read_plan, verify
@@ -772,18 +773,8 @@ def test_plan_file_field_errors(tiny: Instance, space: ConfigSpace, edit: Any, f
 
 
 def _cli() -> typer.Typer:
-    """A root app holding ``verify`` as a subcommand, whatever other commands are registered."""
-    import planner.interfaces.cli.verify  # noqa: F401  (registers the command)
-    from planner.interfaces.cli.app import app
-
-    root = typer.Typer(add_completion=False)
-
-    @root.callback()
-    def _root() -> None:
-        """test root"""
-
-    root.registered_commands.extend(c for c in app.registered_commands if c.name == "verify")
-    return root
+    """A root app holding ``verify`` alone (:func:`builders.command_app`)."""
+    return command_app("verify")
 
 
 def _run(*args: str) -> Any:

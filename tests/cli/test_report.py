@@ -21,6 +21,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 import typer
+from builders import command_app
 from typer.testing import CliRunner, Result
 
 import planner
@@ -312,18 +313,8 @@ def test_pngs_written_and_not_blank(plan: Plan, inst: planner.Instance, tmp_path
 
 
 def _cli() -> typer.Typer:
-    """A root app holding ``report`` as a subcommand, whatever other commands are registered."""
-    import planner.interfaces.cli.report  # noqa: F401  (registers the command)
-    from planner.interfaces.cli.app import app
-
-    root = typer.Typer(add_completion=False)
-
-    @root.callback()
-    def _root() -> None:
-        """test root"""
-
-    root.registered_commands.extend(c for c in app.registered_commands if c.name == "report")
-    return root
+    """A root app holding ``report`` alone (:func:`builders.command_app`)."""
+    return command_app("report")
 
 
 def run(*args: str | Path) -> Result:
