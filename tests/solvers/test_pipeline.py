@@ -125,27 +125,33 @@ def test_a_later_stage_raising_keeps_the_best_plan(monkeypatch: pytest.MonkeyPat
 
 def test_the_relaxation_hands_over_to_the_exact_model(monkeypatch: pytest.MonkeyPatch) -> None:
     # hard_dict(30) has a phase that may pause: HiGHS first gets its hours as continuous with
-    # a target below the plan by the gap; when it stops there the exact model follows and
-    # proves the optimum the plain MILP proves
+    # a target below the plan by the gap; when it stops there, the MILP on the configurations
+    # its point chose (a smaller model), then the exact model follows and proves the optimum
+    # the plain MILP proves
     inst = instance_from(hard_dict(30))
     ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20), prune=False, warm_start=False)
     real = milp_run.solve_highs
-    calls: list[tuple[bool, object]] = []
+    calls: list[tuple[bool, object, int]] = []
 
     def recorded(*args: Any, **kwargs: Any) -> RawSolution:
         target = kwargs["options"].get("objective_target")
-        calls.append((kwargs.get("continuous") is not None, target))
+        calls.append((kwargs.get("continuous") is not None, target, args[0].num_vars))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(milp_run, "solve_highs", recorded)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
-    assert [relaxed for relaxed, _ in calls] == [True, False]
+    assert [relaxed for relaxed, _, _ in calls] == [True, False, False]
     # the target is U (1 - 1e-5) for the plan U the relaxation started from: at least the
     # final plan's, at most the look-ahead's
     target = calls[0][1]
     assert isinstance(target, float)
     assert res.objective * (1 - 1e-5) - 1e-9 <= target <= res.stats["heuristic"] * (1 - 1e-5)
-    assert calls[1][1] is None
+    # the configurations' MILP is smaller than the reduced one and aims at the bound (gap 0:
+    # the bound itself); the exact model has no target
+    (_, _, reduced), (_, chosen_target, chosen) = calls[0], calls[1]
+    assert chosen < reduced and isinstance(chosen_target, float)
+    assert chosen_target <= res.objective + 1e-6
+    assert calls[2][1] is None
     assert any("until it held a point below the plan" in n for n in res.notes)
     assert res.termination == Termination.OPTIMAL
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
