@@ -65,11 +65,11 @@ from planner.instance.schema import Phase
 from planner.model.configs import (
     Config,
     ConfigSpace,
-    build_config_space,
     enumerate_phase,
     full_config_space,
     gpu_counts,
     plan_key,
+    variant_space,
 )
 from planner.model.costs import cost_plan, within_carbon_cap
 from planner.model.options import SolveOptions
@@ -150,9 +150,17 @@ class LeverFree:
 
     def variant(self, inst: Instance, on: Iterable[str]) -> Instance:
         """``inst`` with every lever switched off except those in ``on``."""
-        on_set = set(on)
-        merged = _merge(self.updates, [k for k in LEVER_KEYS if k not in on_set])
+        merged = self._off(on)
         return inst.replace(merged) if merged else inst
+
+    def variant_phases(self, inst: Instance, on: Iterable[str]) -> dict[str, Phase]:
+        """The phases :meth:`variant` changes, as it changes them, without rebuilding the
+        instance (:func:`restricted_phases`)."""
+        return restricted_phases(inst, self._off(on))
+
+    def _off(self, on: Iterable[str]) -> dict[str, Any]:
+        on_set = set(on)
+        return _merge(self.updates, [k for k in LEVER_KEYS if k not in on_set])
 
 
 # ----------------------------------------------------------------------------- choices
@@ -336,12 +344,12 @@ def _lever_free_counts(p: Phase, inst: Instance, gpu: str) -> list[int]:
 
 
 def _phase_choice(
-    inst0: Instance, p: Phase, gpu: str | None, region: str | None, dropped: set[str]
+    inst: Instance, p: Phase, p0: Phase, gpu: str | None, region: str | None, dropped: set[str]
 ) -> dict[str, dict[str, Any]] | None:
     """Phase-level restrictions (per lever: path -> value) for the first lever-free setting
-    under which the phase has a configuration in ``inst0`` (the instance with the global
-    restrictions applied), or None. Levers in ``dropped`` keep the phase's own options."""
-    p0 = inst0.phase(p.name)
+    under which the phase has a configuration in ``inst`` with the global restrictions
+    applied (``p0`` is ``p`` under them), or None. Levers in ``dropped`` keep
+    the phase's own options."""
     pre = f"phases.{p.name}"
     base: dict[str, dict[str, Any]] = {k: {} for k in LEVER_KEYS}
     fields: dict[str, Any] = {}
@@ -349,22 +357,20 @@ def _phase_choice(
     if "contracts" in dropped:
         opts["contracts"] = p.options.contracts
     g = None if "gpu_type" in dropped else gpu
-    if g is not None and set(_allowed_gpus(inst0, p)) != {g}:
+    if g is not None and set(_allowed_gpus(inst, p)) != {g}:
         fields["gpu_types"] = (g,)
         base["gpu_type"][f"{pre}.gpu_types"] = [g]
     r = None if "region" in dropped else region
-    if r is not None and set(_allowed_regions(inst0, p)) != {r}:
+    if r is not None and set(_allowed_regions(inst, p)) != {r}:
         fields["regions"] = (r,)
         base["region"][f"{pre}.regions"] = [r]
-    ref_gpu = g or _most_capable(inst0, p0)
+    ref_gpu = g or _most_capable(inst, p0)
     prec = None
     if "precision" not in dropped and ref_gpu is not None:
-        prec = _base_precision(inst0, p0, ref_gpu)
+        prec = _base_precision(inst, p0, ref_gpu)
     ladder: list[tuple[int, str] | None] = [*_ladder(p0)] if prec is not None else [None]
     counts: list[int | None] = (
-        [*_lever_free_counts(p0, inst0, ref_gpu)]
-        if "elastic" not in dropped and ref_gpu
-        else [None]
+        [*_lever_free_counts(p0, inst, ref_gpu)] if "elastic" not in dropped and ref_gpu else [None]
     )
     for step in ladder:
         for n in counts:
@@ -390,7 +396,7 @@ def _phase_choice(
                     f"{pre}.options.fractions": [],
                 }
             variant = p0.model_copy(update={**fields, "options": p0.options.model_copy(update=o)})
-            configs, _why = enumerate_phase(inst0, variant)
+            configs, _why = enumerate_phase(inst, variant)
             if configs:
                 return ups
     return None
@@ -409,6 +415,42 @@ def _merge(updates: Mapping[str, Mapping[str, Any]], off: Iterable[str]) -> dict
     for path in [x for x in out if x.endswith(".segment_changes") and not out[x]]:
         del out[path]
         out[path.removesuffix(".segment_changes") + ".max_segments"] = 1
+    return out
+
+
+def restricted_phases(inst: Instance, updates: Mapping[str, Any]) -> dict[str, Phase]:
+    """The phases of ``inst`` that ``updates`` change (dotted paths
+    ``phases.<name>.<field>`` and ``phases.<name>.options.<field>``, as :func:`_merge`
+    makes them), changed: the phase values :meth:`Instance.replace` would validate, the
+    options validated afresh, without rebuilding the instance. Its sites, offers, prices and
+    capacity stay what they are, which is all a restriction of choices leaves unchanged
+    (:func:`planner.model.configs.variant_space` enumerates such phases on ``inst``)."""
+    fields: dict[str, dict[str, Any]] = {}
+    options: dict[str, dict[str, Any]] = {}
+    for path, value in updates.items():
+        parts = path.split(".")
+        if (
+            parts[0] != "phases"
+            or len(parts) not in (3, 4)
+            or (len(parts) == 4) != (parts[2] == "options")
+        ):
+            raise ValueError(f"not a phase field or phase option: {path!r}")
+        name = parts[1]
+        if len(parts) == 4:
+            options.setdefault(name, {})[parts[3]] = value
+        else:
+            v = tuple(value) if isinstance(value, list) else value
+            fields.setdefault(name, {})[parts[2]] = v
+    out: dict[str, Phase] = {}
+    for name in sorted({*fields, *options}, key=inst.order.index):
+        p = inst.phase(name)
+        update = dict(fields.get(name, {}))
+        if name in options:
+            o = p.options
+            update["options"] = type(o).model_validate(
+                {**o.model_dump(), **options[name]}, context={"source": str(inst.source)}
+            )
+        out[name] = p.model_copy(update=update)
     return out
 
 
@@ -460,11 +502,14 @@ def plan_schedule(space: ConfigSpace, plan: Plan) -> Schedule | None:
     return Schedule(out, reserved, segments)
 
 
-def asap_plans(inst: Instance, variant: Instance, full: ConfigSpace) -> list[tuple[Plan, Schedule]]:
-    """The as-soon-as-possible greedy plans of ``variant`` (a restriction of ``inst``), as
-    plans of ``inst`` (``full`` its unpruned space): without reserved capacity, and with it
-    when the variant offers any; [] when the variant has no configuration or no greedy plan."""
-    space = build_config_space(variant, prune=False)
+def asap_plans(
+    inst: Instance, phases: Mapping[str, Phase], full: ConfigSpace
+) -> list[tuple[Plan, Schedule]]:
+    """The as-soon-as-possible greedy plans of ``inst`` with its phases restricted to
+    ``phases`` (:meth:`LeverFree.variant_phases`), as plans of ``inst`` (``full`` its
+    unpruned space): without reserved capacity, and with it when the restricted phases
+    offer any; [] when some phase has no configuration or there is no greedy plan."""
+    space = variant_space(inst, phases)
     if space.infeasible:
         return []
     allows: list[Callable[[Config], bool]] = [lambda c: c.contract != "reserved"]
@@ -472,7 +517,7 @@ def asap_plans(inst: Instance, variant: Instance, full: ConfigSpace) -> list[tup
         allows.append(lambda c: True)
     out: list[tuple[Plan, Schedule]] = []
     for allow in allows:
-        found = greedy(variant, space, allow=allow, first_start_only=True)
+        found = greedy(inst, space, allow=allow, first_start_only=True)
         sched = None if found is None else rematch(inst, full, found)
         if sched is not None:
             out.append((cost_plan(inst, sched), sched))
@@ -491,16 +536,16 @@ def lever_free(inst: Instance) -> LeverFree:
     notes: list[str] = []
     main = _main_phase(inst)
     updates = _global_updates(inst)
-    inst0 = inst.replace(_merge(updates, LEVER_KEYS)) if any(updates.values()) else inst
-    gpu = _price_sheet_gpu(inst0, main)
+    restricted = restricted_phases(inst, _merge(updates, LEVER_KEYS))
+    gpu = _price_sheet_gpu(inst, main)
     if gpu is None:
         raise BaselineError(
             f"{inst.source}: no allowed GPU type of phase {main.name!r} is offered "
             "with capacity in an allowed region; run `trainplan explain`"
         )
-    region = _cheapest_region(inst0, main, gpu)
+    region = _cheapest_region(inst, main, gpu)
     for p in inst.active_phases:
-        g = gpu if p.name == main.name else _price_sheet_gpu(inst0, p)
+        g = gpu if p.name == main.name else _price_sheet_gpu(inst, p)
         r = None
         if g is not None:
             r = (
@@ -508,13 +553,13 @@ def lever_free(inst: Instance) -> LeverFree:
                 if region is not None
                 and region in _allowed_regions(inst, p)
                 and _has_pool(inst, region, g, False)
-                else _cheapest_region(inst0, p, g)
+                else _cheapest_region(inst, p, g)
             )
         choice = None
         dropped: set[str] = set()
         for k in range(len(_DROP_ORDER) + 1):
             dropped = set(_DROP_ORDER[:k])
-            choice = _phase_choice(inst0, p, g, r, dropped)
+            choice = _phase_choice(inst, p, restricted.get(p.name, p), g, r, dropped)
             if choice is not None:
                 break
         if choice is None:
@@ -544,11 +589,11 @@ def lever_free(inst: Instance) -> LeverFree:
             trial[lever] = {}
         if whole:
             trial["elastic"] = dict(trial.get("elastic_whole", {}))
-        base_inst = inst.replace(_merge(trial, LEVER_KEYS)) if any(trial.values()) else inst
-        space = build_config_space(base_inst, prune=False)
+        base = restricted_phases(inst, _merge(trial, LEVER_KEYS))
+        space = variant_space(inst, base)
         if space.infeasible:
             continue
-        found = greedy(base_inst, space, first_start_only=True)
+        found = greedy(inst, space, first_start_only=True)
         sched = None if found is None else rematch(inst, full, found)
         if sched is None:
             continue
@@ -564,7 +609,7 @@ def lever_free(inst: Instance) -> LeverFree:
                 f"{'that lever' if len(loose) == 1 else 'those levers'}"
             )
         trial.pop("elastic_whole", None)
-        rules = _rules(inst, base_inst, main, gpu, region, trial)
+        rules = _rules([base.get(p.name, p) for p in inst.active_phases], main, gpu, region, trial)
         return LeverFree(
             trial,
             tuple(rules),
@@ -603,8 +648,7 @@ def _fallbacks(updates: Mapping[str, Mapping[str, Any]]) -> Iterator[tuple[tuple
 
 
 def _rules(
-    inst: Instance,
-    base: Instance,
+    base: list[Phase],
     main: Phase,
     gpu: str,
     region: str | None,
@@ -613,7 +657,7 @@ def _rules(
     """How the baseline was built, in words."""
     out = ["time: every phase as soon as possible, one contiguous run (greedy list schedule)"]
     per_phase = []
-    for p in base.active_phases:
+    for p in base:
         bits = []
         if f"phases.{p.name}.gpu_types" in updates.get("gpu_type", {}):
             bits.append(f"{(p.gpu_types or ('?',))[0]}")

@@ -365,8 +365,7 @@ def attribute(
             )
             continue
         on.append(key)
-        variant = lf.variant(inst, on)
-        cands = [(prev_plan, prev), *asap_plans(inst, variant, full)]
+        cands = [(prev_plan, prev), *asap_plans(inst, lf.variant_phases(inst, on), full)]
         best_plan, best = min(cands, key=lambda x: _objective(x[0]))
         note = "" if best is not prev else "no cheaper plan as soon as possible"
         steps.append(

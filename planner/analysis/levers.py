@@ -173,7 +173,7 @@ def _alone(
 ) -> tuple[Plan | None, str, str]:
     """(plan on ``inst``, method, note) with only lever ``key`` switched on (a segment lever
     with the lever whose choice it changes at checkpoints, :data:`SEGMENT_NEEDS`)."""
-    variant = base.variant(inst, [key, *([SEGMENT_NEEDS[key]] if key in SEGMENT_NEEDS else [])])
+    on = [key, *([SEGMENT_NEEDS[key]] if key in SEGMENT_NEEDS else [])]
     full = full_config_space(inst)
     cands: list[Plan] = []
     note = ""
@@ -186,7 +186,7 @@ def _alone(
                 f"measured with the hourly MILP (time shifting and {SEGMENT_NEEDS[key]} on): "
                 "its own worth is this saving minus theirs"
             )
-        res = solve(variant, solver="milp", time_limit=time_limit, backend=backend)
+        res = solve(base.variant(inst, on), solver="milp", time_limit=time_limit, backend=backend)
         if res.plan is not None:
             again = plan_schedule(full, res.plan)
             if again is not None:
@@ -197,7 +197,7 @@ def _alone(
             note = f"MILP found no plan ({res.termination.value})"
     else:
         method = "greedy-asap"
-        cands += [plan for plan, _ in asap_plans(inst, variant, full)]
+        cands += [plan for plan, _ in asap_plans(inst, base.variant_phases(inst, on), full)]
     best = _cheapest(cands)
     if best is None or (best.objective or 0.0) > (base.plan.objective or 0.0) + 1e-9:
         note = (note + "; " if note else "") + "kept the baseline plan (cheaper here)"

@@ -26,7 +26,7 @@ import functools
 import itertools
 import math
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -1029,10 +1029,21 @@ def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     the configuration :func:`_prune` keeps of each :func:`layout_class` (the others counted
     as dropped); the unpruned one of the baseline and the attribution
     (:func:`full_config_space`) builds every one."""
+    enumerated, infeasible = _enumerated(inst, prefilter=prune)
+    return _space(inst, enumerated, infeasible, prune)
+
+
+def _space(
+    inst: Instance,
+    enumerated: dict[str, tuple[tuple[Config, ...], int]],
+    infeasible: tuple[Infeasibility, ...],
+    prune: bool,
+) -> ConfigSpace:
+    """The space of enumerated configurations: dominated ones dropped with ``prune``, each
+    phase's sorted (region, GPU type, contract, GPUs, hours, label) and numbered."""
     by_phase: dict[str, tuple[Config, ...]] = {}
     dropped: dict[str, int] = {}
     w = weights(inst)
-    enumerated, infeasible = _enumerated(inst, prefilter=prune)
     for name, (found, skipped) in enumerated.items():
         configs = list(found)
         kept = _prune(inst, configs, w) if prune and configs else configs
@@ -1054,29 +1065,40 @@ def _enumerate_all(inst: Instance, prefilter: bool) -> _Enumerated:
     out: dict[str, tuple[tuple[Config, ...], int]] = {}
     infeasible: list[Infeasibility] = []
     for p in inst.active_phases:
-        # a running configuration must stay among its layouts' (with_entry looks for it)
-        configs, why, skipped = _enumerate(inst, p, False, prefilter and p.running is None)
+        configs, skipped, why = _phase_enumerated(inst, p, prefilter)
         if why is not None:
             infeasible.append(why)
-            out[p.name] = ((), 0)
-            continue
-        if p.running is not None:
-            if running_config(inst, p) is None:
-                r = p.running
-                infeasible.append(
-                    Infeasibility(
-                        p.name,
-                        f"{p.name}: the running configuration ({r.gpus:g} x {r.gpu} "
-                        f"{r.contract} in {r.region}, {r.precision}, ZeRO-{r.zero}, tp{r.tp} "
-                        f"pp{r.pp}, tier {r.tier}) is not one the instance can run "
-                        "(precision, layout or offer), so leaving it cannot be priced",
-                    )
-                )
-                out[p.name] = ((), 0)
-                continue
-            configs = with_entry(inst, p, configs)
-        out[p.name] = (tuple(configs), skipped)
+        out[p.name] = (configs, skipped)
     return out, tuple(infeasible)
+
+
+def _phase_enumerated(
+    inst: Instance, p: Phase, prefilter: bool
+) -> tuple[tuple[Config, ...], int, Infeasibility | None]:
+    """One phase's configurations (with the entry migration of a running phase) in
+    enumeration order, the number a prefilter skipped, and why it has none (None when it
+    has some). They depend on the phase ``p`` and on the instance's sites, offers, prices and
+    capacity, never on the other phases (:func:`variant_space` relies on it)."""
+    # a running configuration must stay among its layouts' (with_entry looks for it)
+    configs, why, skipped = _enumerate(inst, p, False, prefilter and p.running is None)
+    if why is not None:
+        return (), 0, why
+    if p.running is not None:
+        if running_config(inst, p) is None:
+            r = p.running
+            return (
+                (),
+                0,
+                Infeasibility(
+                    p.name,
+                    f"{p.name}: the running configuration ({r.gpus:g} x {r.gpu} "
+                    f"{r.contract} in {r.region}, {r.precision}, ZeRO-{r.zero}, tp{r.tp} "
+                    f"pp{r.pp}, tier {r.tier}) is not one the instance can run "
+                    "(precision, layout or offer), so leaving it cannot be priced",
+                ),
+            )
+        configs = with_entry(inst, p, configs)
+    return tuple(configs), skipped, None
 
 
 _ENUMERATED: weakref.WeakKeyDictionary[Instance, dict[bool, _Enumerated]] = (
@@ -1212,6 +1234,41 @@ def full_config_space(inst: Instance) -> ConfigSpace:
         space = build_config_space(inst, prune=False)
         _FULL_SPACES[inst] = space
     return space
+
+
+_VARIANT_PHASES: weakref.WeakKeyDictionary[
+    Instance, dict[str, tuple[tuple[Config, ...], int, Infeasibility | None]]
+] = weakref.WeakKeyDictionary()
+
+
+def variant_space(inst: Instance, phases: Mapping[str, Phase]) -> ConfigSpace:
+    """The unpruned configuration space of ``inst`` with the phases named in ``phases``
+    replaced by those values: what :func:`full_config_space` gives on
+    ``inst.replace(...)`` of the same phase fields (the lever-free baseline's restrictions),
+    without rebuilding the instance. A phase's configurations depend only on the phase and
+    the instance's sites, offers, prices and capacity (:func:`_phase_enumerated`), so the
+    phases not in ``phases`` keep :func:`full_config_space`'s and each one in it is
+    enumerated alone, once per instance and phase value."""
+    full = full_config_space(inst)
+    if not phases:
+        return full
+    cache = _VARIANT_PHASES.setdefault(inst, {})
+    changed: dict[str, tuple[tuple[Config, ...], int]] = {}
+    why: dict[str, Infeasibility] = {}
+    for name, q in phases.items():
+        key = q.model_dump_json()  # some phase fields are mappings: no hash
+        if key not in cache:
+            cache[key] = _phase_enumerated(inst, q, prefilter=False)
+        configs, skipped, no = cache[key]
+        changed[name] = (configs, skipped)
+        if no is not None:
+            why[name] = no
+    mine = _space(inst, changed, (), prune=False)
+    by_phase = {n: mine.by_phase.get(n, cs) for n, cs in full.by_phase.items()}
+    infeasible = [i for i in full.infeasible if i.phase not in phases]
+    infeasible += [why[p.name] for p in inst.active_phases if p.name in why]
+    dropped = {**full.dropped, **mine.dropped}
+    return ConfigSpace(by_phase, tuple(infeasible), dropped)
 
 
 def config_space(inst: Instance) -> ConfigSpace:

@@ -1,0 +1,115 @@
+"""The lever-free baseline's variants without rebuilding the instance: restricted phases
+enumerated on the instance itself (``variant_space``) give what rebuilding it gave.
+
+The baseline, the attribution and ``trainplan levers`` restrict the phases' choices (GPU
+types, regions, precision, counts, tiers, spares, contracts, segments). They used to build
+every variant with ``Instance.replace`` and enumerate its whole space; now only the phases a
+variant changes are enumerated, on the original instance. A phase's configurations depend on
+the phase and the instance's sites, offers, prices and capacity only, so both ways must agree
+configuration by configuration, and the greedy plans on them cost the same: checked here on
+every shipped instance, the test instances with segments and a re-planned instance whose
+phases are running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import DATA, assert_valid, elastic, instance_from, tiny_dict, two_nights
+
+from formulations.heuristics.baseline import (
+    LEVER_KEYS,
+    LeverFree,
+    asap_plans,
+    greedy,
+    lever_free,
+    rematch,
+)
+from planner.instance import read
+from planner.instance.model import Instance
+from planner.interfaces.replan import state_at
+from planner.model.configs import build_config_space, full_config_space, variant_space
+from planner.model.costs import cost_plan
+
+INSTANCES = Path(__file__).resolve().parents[2] / "instances"
+
+
+def _instances() -> Iterator[tuple[str, Any]]:
+    for name in ("week-7b", "month-70b", "small-finetune"):
+        yield name, lambda n=name: read(INSTANCES / f"{n}.yaml")
+    yield "tiny", lambda: instance_from(tiny_dict())
+    yield "levers-tou", lambda: read(DATA / "levers_tou.yaml")
+    yield "two-nights (segments)", lambda: instance_from(two_nights())
+    yield "elastic (segments)", lambda: instance_from(elastic())
+    yield "month-70b re-planned (running phases)", _replanned
+
+
+def _replanned() -> Instance:
+    inst = read(INSTANCES / "month-70b.yaml")
+    old = lever_free(inst).plan
+    hour = max(ph.start_hour for ph in old.phases if ph.name != old.phases[0].name)
+    return inst.replace(state_at(inst, old, hour + 1))
+
+
+def _switch_sets(lf: LeverFree) -> list[list[str]]:
+    """Every lever off; each lever alone; the attribution's growing prefixes."""
+    keys = [k for k in LEVER_KEYS if lf.restricts(k) and k != "time_shifting"]
+    out: list[list[str]] = [[]]
+    out += [[k] for k in keys]
+    out += [keys[: i + 1] for i in range(1, len(keys))]
+    return out
+
+
+def _signature(c: Any) -> tuple[object, ...]:
+    return (c.index, c.label, c.hours, c.rental_per_h, c.storage_per_h, c.one_time_usd, c.entry)
+
+
+@pytest.mark.parametrize(
+    "name, make", list(_instances()), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_restricted_phases_enumerate_as_the_rebuilt_instance(name: str, make: Any) -> None:
+    inst = make()
+    lf = lever_free(inst)
+    full = full_config_space(inst)
+    sets = _switch_sets(lf)
+    assert sets, name
+    compared = 0
+    for on in sets:
+        rebuilt = lf.variant(inst, on)
+        old = build_config_space(rebuilt, prune=False)
+        phases = lf.variant_phases(inst, on)
+        new = variant_space(inst, phases)
+        assert set(new.by_phase) == set(old.by_phase), (name, on)
+        for p, configs in old.by_phase.items():
+            assert [_signature(c) for c in new.by_phase[p]] == [_signature(c) for c in configs], (
+                name,
+                on,
+                p,
+            )
+            compared += len(configs)
+        assert bool(new.infeasible) == bool(old.infeasible), (name, on)
+        # the greedy plans the attribution compares: the same cost either way
+        before = []
+        reserved = any(c.contract == "reserved" for cs in old.by_phase.values() for c in cs)
+        allows = [lambda c: c.contract != "reserved"] + ([lambda c: True] if reserved else [])
+        for allow in allows if not old.infeasible else []:
+            found = greedy(rebuilt, old, allow=allow, first_start_only=True)
+            sched = None if found is None else rematch(inst, full, found)
+            if sched is not None:
+                before.append(cost_plan(inst, sched).objective)
+        after = asap_plans(inst, phases, full)
+        assert [p.objective for p, _ in after] == before, (name, on)
+        for plan, _ in after:
+            assert_valid(inst, plan)
+    assert compared > 0, name
+
+
+def test_a_path_outside_the_phases_is_refused() -> None:
+    from formulations.heuristics.baseline import restricted_phases
+
+    inst = instance_from(tiny_dict())
+    with pytest.raises(ValueError, match="not a phase field"):
+        restricted_phases(inst, {"regions.east.pue": 1.1})
