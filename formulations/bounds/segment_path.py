@@ -8,7 +8,8 @@ is non-preemptible. Each hour t run on c costs at least ``h_c(t)``
 (:func:`planner.model.costs.hourly_cost` in ``as_used`` mode, plus ``rho_c`` per hour for block
 billing) and does ``r_c = 1 / W_c`` of the work; the first segment pays its one-time costs
 but the successors' retrieval (and a re-planned phase's least entry), the last its region's
-archive after the window and retrieval. Dropped (all >= 0 or a relaxation): capacity shared
+archive after the window and retrieval (:func:`planner.model.costs.first_segment_usd`,
+:func:`planner.model.costs.last_segment_usd`). Dropped (all >= 0 or a relaxation): capacity shared
 with other phases, precedence beyond the window, minimum rentals, pauses, resumes, a
 segment's at least one and at most ``n_c`` hours. The value of time counts from the earliest
 end any plan can reach (the window's start plus the fewest hours a configuration needs for
@@ -48,12 +49,12 @@ from planner.model.configs import Config
 from planner.model.costs import (
     block_prices,
     enter_cost,
-    entry_usd,
-    handoff_usd,
+    first_segment_usd,
     hourly_cost,
+    last_segment_usd,
     leave_cost,
     move_cost,
-    usd_per_hour_early,
+    time_usd,
     weights,
 )
 
@@ -101,18 +102,13 @@ def segment_bound(
     ``guess``: a mu to try first (the price of the whole work: the phase's least cost on one
     configuration is close to it), so that a search cut short still has a good bound."""
     w = weights(inst)
-    T = inst.hours
     H = l_ - e
     rows, rates, starts, ends, keep = [], [], [], [], []
     # the value of time: the phase ends no earlier than e + the fewest hours any configuration
     # needs for the whole work (a mix of segments needs at least as many)
     fewest = min((c.work_hours for c in configs), default=0.0)
     earliest_end = e + max(1, int(np.ceil(fewest - 1e-9)))
-    early = (
-        usd_per_hour_early(inst, configs[0].phase) * (earliest_end - inst.release[configs[0].phase])
-        if configs
-        else 0.0
-    )
+    early = time_usd(inst, configs[0].phase, earliest_end) if configs else 0.0
     for c in configs:
         if H < 1:
             break
@@ -129,11 +125,8 @@ def segment_bound(
             continue
         rows.append(h)
         rates.append(1.0 / c.work_hours)
-        entry = entry_usd(inst, c, w) if c.entry is not None else 0.0
-        starts.append(w.transfer * (c.one_time_usd - handoff_usd(inst, c)) + entry)
-        ends.append(
-            w.storage * (T - l_) * c.archive_per_h + w.transfer * handoff_usd(inst, c) + early
-        )
+        starts.append(first_segment_usd(inst, c, w))
+        ends.append(last_segment_usd(inst, c, l_, w) + early)
         keep.append(c)
     if not keep:
         return SegmentBound(np.inf, {})

@@ -30,6 +30,7 @@ Two entry points, both used by ``trainplan estimate``:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -213,12 +214,46 @@ def gpu_spec(
 
 
 @dataclass(frozen=True)
+class EstimateLayout:
+    """An estimate's parallel layout, one value each (the flags of the same names): tensor,
+    pipeline, context and expert parallel degrees, sequence parallelism, micro-batches per
+    optimiser step and interleaved chunks per device in the pipeline, offload of states to CPU
+    memory, and the micro-batch size in sequences. :meth:`options` states it as the phase
+    options of the estimate's instance."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sequence_parallel: bool = True
+    microbatches: int = compute.PIPELINE_MICROBATCHES
+    interleave: int = 1
+    offload: str = "none"
+    micro_batch: int = 1
+
+    def options(self) -> dict[str, Any]:
+        """The ``phases.<p>.options`` that allow this layout alone."""
+        return {
+            "tensor_parallel": [self.tp],
+            "pipeline_parallel": [self.pp],
+            "context_parallel": [self.cp],
+            "expert_parallel": [self.ep],
+            "sequence_parallel": [self.sequence_parallel],
+            "microbatches": [self.microbatches],
+            "interleave": [self.interleave],
+            "offload": [self.offload],
+            "micro_batch": self.micro_batch,
+        }
+
+
+@dataclass(frozen=True)
 class EstimateInput:
     """One job to estimate. ``gpus``, ``precision``, ``zero`` and ``recompute`` may hold several
     values: :func:`estimate` returns one row per combination. Empty ``gpus`` means one node;
     empty ``precision`` the first of bf16, fp16, fp32 the GPU supports. ``tokens`` None: a
     memory-only estimate (no time, energy, failure or cost figures). ``model`` names a preset
-    (planner/data/models.yaml) whose fields the other model figures override."""
+    (planner/data/models.yaml) whose fields the other model figures override. ``layout``: the
+    one parallel layout every row takes (:class:`EstimateLayout`)."""
 
     tokens: float | None
     gpu: GpuSpec
@@ -235,15 +270,7 @@ class EstimateInput:
     vocab: int | None = None
     optimizer: str = "adamw"
     flash_attention: bool = True
-    micro_batch: int = 1
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    sequence_parallel: bool = True
-    microbatches: int = compute.PIPELINE_MICROBATCHES
-    interleave: int = 1
-    offload: str = "none"
+    layout: EstimateLayout = field(default_factory=EstimateLayout)
     mfu: float = 0.4
     flops_convention: str = "6nd"
     scaling: str = _SCALING.kind
@@ -476,14 +503,9 @@ _AT_LEAST_ONE = (
     "hidden",
     "heads",
     "vocab",
-    "micro_batch",
-    "tp",
-    "pp",
-    "cp",
-    "ep",
-    "microbatches",
-    "interleave",
 )
+#: The same for the :class:`EstimateLayout` fields.
+_LAYOUT_AT_LEAST_ONE = ("micro_batch", "tp", "pp", "cp", "ep", "microbatches", "interleave")
 
 
 def _check(inp: EstimateInput) -> None:
@@ -501,8 +523,9 @@ def _check(inp: EstimateInput) -> None:
 
     for name in _POSITIVE:
         positive("--" + name.replace("_", "-"), getattr(inp, name))
-    for name in _AT_LEAST_ONE:
-        at_least_one("--" + name.replace("_", "-"), getattr(inp, name))
+    for record, names in ((inp, _AT_LEAST_ONE), (inp.layout, _LAYOUT_AT_LEAST_ONE)):
+        for name in names:
+            at_least_one("--" + name.replace("_", "-"), getattr(record, name))
     for g in inp.gpus:
         if g < 1:
             raise EstimateError(f"--gpus: expected a whole number of at least 1, got {g}")
@@ -538,7 +561,7 @@ def _check(inp: EstimateInput) -> None:
     one_of("--mfu-layout", inp.mfu_layout, ("modeled", "in_mfu"))
     one_of("--memory-convention", inp.memory_convention, MEMORY_CONVENTIONS)
     one_of("--checkpoint", inp.checkpoint, CHECKPOINT_SCHEMES)
-    one_of("--offload", inp.offload, OFFLOAD_CHOICES)
+    one_of("--offload", inp.layout.offload, OFFLOAD_CHOICES)
     if inp.failure_preset is not None:
         one_of("--failure-preset", inp.failure_preset, tuple(FAILURE_PRESETS))
         if inp.mtbf_hours is not None:
@@ -703,17 +726,9 @@ def one_phase_instance(inp: EstimateInput, gpus: int, precisions: tuple[str, ...
                     "precision": list(precisions),
                     "zero": list(inp.zero),
                     "recompute": list(inp.recompute),
-                    "tensor_parallel": [inp.tp],
-                    "pipeline_parallel": [inp.pp],
-                    "context_parallel": [inp.cp],
-                    "expert_parallel": [inp.ep],
-                    "sequence_parallel": [inp.sequence_parallel],
-                    "microbatches": [inp.microbatches],
-                    "interleave": [inp.interleave],
-                    "offload": [inp.offload],
+                    **inp.layout.options(),
                     "gpu_counts": [gpus],
                     "max_gpus": max(gpus, 1),
-                    "micro_batch": inp.micro_batch,
                     "contracts": ["on_demand"],
                     "extra_spare_nodes": [0],
                 },
@@ -742,7 +757,7 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
     m = model_of(inp)
     gpus_list = inp.gpus or (g.gpus_per_node,)
     precisions = inp.precision or (_default_precision(g),)
-    tp, pp, cp = inp.tp, inp.pp, inp.cp
+    tp, pp, cp = inp.layout.tp, inp.layout.pp, inp.layout.cp
     for n in gpus_list:
         if n % (tp * cp * pp):
             raise EstimateError(
@@ -762,7 +777,7 @@ def estimate(inp: EstimateInput) -> list[EstimateRow]:
         raise EstimateError(f"--tp: {tp} does not divide the {kv_heads(m)} key/value heads")
     if pp > m.layers:
         raise EstimateError(f"--pp: {pp} exceeds the {m.layers} layers{hint}")
-    if inp.ep > 1 and (m.arch is None or m.arch.moe is None):
+    if inp.layout.ep > 1 and (m.arch is None or m.arch.moe is None):
         raise EstimateError("--ep: expert parallelism needs a mixture-of-experts model (--model)")
     for prec in precisions:
         if not g.peak_tflops.get(prec):  # type: ignore[call-overload]
@@ -834,7 +849,7 @@ def _row(
         gpu=inp.gpu.name,
         gpus=int(c.gpus),
         layout=c.layout,
-        micro_batch=inp.micro_batch,
+        micro_batch=inp.layout.micro_batch,
         model=m,
         tokens=inp.tokens,
         memory=c.memory,
@@ -939,8 +954,8 @@ def phase_estimates(inst: Instance, phase: str, top: int = 15) -> PhaseEstimate:
 
 def estimate_inputs(**kwargs: Any) -> EstimateInput:
     """An :class:`EstimateInput` from keyword arguments, ignoring those that are None (so a
-    caller can pass every flag and let the defaults stand); ``tokens`` None (or left out)
-    asks for memory only."""
+    caller can pass every flag and let the defaults stand; the :class:`EstimateLayout` fields
+    go into ``layout``); ``tokens`` None (or left out) asks for memory only."""
     kwargs.setdefault("tokens", None)
     given = {k: v for k, v in kwargs.items() if v is not None or k == "tokens"}
     for k in ("gpus", "precision", "zero", "recompute"):
@@ -948,7 +963,10 @@ def estimate_inputs(**kwargs: Any) -> EstimateInput:
             given[k] = tuple(given[k])
             if not given[k]:
                 del given[k]
-    return EstimateInput(**given)
+    layout = {
+        f.name: given.pop(f.name) for f in dataclasses.fields(EstimateLayout) if f.name in given
+    }
+    return EstimateInput(**given, layout=EstimateLayout(**layout))
 
 
 __all__ = [
@@ -956,6 +974,7 @@ __all__ = [
     "Costs",
     "EstimateError",
     "EstimateInput",
+    "EstimateLayout",
     "EstimateRow",
     "GpuSpec",
     "PhaseEstimate",

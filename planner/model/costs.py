@@ -699,6 +699,22 @@ def handoff_usd(inst: Instance, c: Config) -> float:
     return len(inst.successors(p.name)) * output_gb_of(inst, p) * tier.retrieval_usd_per_gb
 
 
+def first_segment_usd(inst: Instance, c: Config, w: Weights, start: int | None = None) -> float:
+    """The weighted costs a phase in segments pays once for a first segment on c: c's one-time
+    transfers less the successors' retrievals (:func:`handoff_usd`, the last segment's,
+    :func:`last_segment_usd`) and, for a re-planned phase, the entry from its running
+    configuration (:func:`entry_usd` from ``start``; None: the least over starts)
+    (docs/cost-model.md, "Segments")."""
+    return w.transfer * (c.one_time_usd - handoff_usd(inst, c)) + entry_usd(inst, c, w, start)
+
+
+def last_segment_usd(inst: Instance, c: Config, end: int, w: Weights) -> float:
+    """The weighted costs a phase in segments pays once for a last segment on c that ends at
+    ``end``: the output archived in c's region to the horizon end and the successors'
+    retrievals from it (:func:`handoff_usd`) (docs/cost-model.md, "Segments")."""
+    return w.storage * (inst.hours - end) * c.archive_per_h + w.transfer * handoff_usd(inst, c)
+
+
 # ----------------------------------------------------------------------------- a phase
 
 

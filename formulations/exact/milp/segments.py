@@ -55,8 +55,9 @@ from planner.model.costs import (
     Weights,
     enter_cost,
     entry_usd,
-    handoff_usd,
+    first_segment_usd,
     hourly_cost,
+    last_segment_usd,
     leave_cost,
     move_cost,
     usd_per_hour_early,
@@ -83,7 +84,6 @@ def add_segment_choice(mm: MilpModel, wts: Weights) -> None:
     """zs[p,k,c] with its costs, segments used in order, consecutive ones different and
     changing only what ``segment_changes`` allows; last[p,r], the region p ends in."""
     inst, lp = mm.inst, mm.lp
-    T = inst.hours
     for name, n_seg in mm.segmented.items():
         p = inst.phase(name)
         configs = mm.space.by_phase[name]
@@ -92,9 +92,7 @@ def add_segment_choice(mm: MilpModel, wts: Weights) -> None:
             cost = []
             for c in configs:
                 if k == 0:
-                    v = wts.transfer * (c.one_time_usd - handoff_usd(inst, c))
-                    if c.entry is not None:
-                        v += entry_usd(inst, c, wts, -1)
+                    v = first_segment_usd(inst, c, wts, -1)
                 else:
                     v = enter_cost(inst, c).weighted(wts)
                 if p.preemptible:
@@ -136,9 +134,7 @@ def add_segment_choice(mm: MilpModel, wts: Weights) -> None:
             by_region[c.region].append(c)
         for r, cs in sorted(by_region.items()):
             c0 = cs[0]  # archive rate and handoff follow the region alone
-            cost_r = wts.storage * (T - l_) * c0.archive_per_h + wts.transfer * handoff_usd(
-                inst, c0
-            )
+            cost_r = last_segment_usd(inst, c0, l_, wts)
             j = int(lp.add_vars("last", [(name, r)], 0, 1, False, cost_r)[0])
             mm.last[(name, r)] = j
             for k in range(n_seg):

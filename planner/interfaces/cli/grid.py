@@ -206,7 +206,7 @@ def grid_cmd(
         opts = resolve_options(spec, solver, time_limit, gap, backend)
     except ValueError as e:
         fail(f"--{e}")
-    renamed_solver_note(solver or spec.defaults.solver or "auto")
+    renamed_solver_note(solver or str(spec.defaults.get("solver") or "auto"))
     store = output if output is not None else default_store(spec)
     if not dry_run:  # every output checked before any scenario is solved
         _check_outputs(store, chart, export_to)

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from planner.interfaces.grid.spec import GridSpec, base_fingerprint, grid_from_dict, load_grid
+from planner.interfaces.grid.spec import (
+    SOLVE_KEYS,
+    GridSpec,
+    base_fingerprint,
+    grid_from_dict,
+    load_grid,
+)
 from planner.interfaces.grid.store import Store
 from planner.interfaces.grid.task import BasePayload, GridOptions, Task, hooks_from_env
 from planner.model.options import BACKENDS
@@ -96,12 +102,12 @@ def resolve_options(
     from planner.solve import RENAMED, SOLVERS
 
     d = spec.defaults
-    name = solver or d.solver or "auto"
+    name = solver or str(d.get("solver") or "auto")
     opts = GridOptions(
         solver=RENAMED.get(name, name),  # the old name "highs" is "starttime"
-        time_limit=float(time_limit if time_limit is not None else d.time_limit or 60.0),
-        gap=float(gap if gap is not None else d.gap if d.gap is not None else 1e-4),
-        backend=backend or d.backend or "auto",
+        time_limit=float(time_limit if time_limit is not None else d.get("time_limit") or 60.0),
+        gap=float(gap if gap is not None else d.get("gap", 1e-4)),
+        backend=backend or str(d.get("backend") or "auto"),
         threads=1,
         hooks=hooks_from_env(),
     )
@@ -154,12 +160,7 @@ def run_grid(
         store.bind(spec.name, base_fingerprint(spec.base), spec.base.source)
         warnings: list[str] = []
         last = store.last_options()
-        now_opts = {
-            "solver": opts.solver,
-            "time_limit": opts.time_limit,
-            "gap": opts.gap,
-            "backend": opts.backend,
-        }
+        now_opts = {k: getattr(opts, k) for k in SOLVE_KEYS}
         if last is not None and {k: last.get(k) for k in now_opts} != now_opts:
             warnings.append(
                 f"the store's previous run used {last}; results stored then are "

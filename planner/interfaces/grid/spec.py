@@ -100,16 +100,6 @@ class Scenario:
 
 
 @dataclass(frozen=True)
-class SolveDefaults:
-    """Solver settings the grid file may give (command-line options override them)."""
-
-    solver: str | None = None
-    time_limit: float | None = None
-    gap: float | None = None
-    backend: str | None = None
-
-
-@dataclass(frozen=True)
 class GridSpec:
     """A parsed grid: its base instance, its axes and its scenarios (in expansion order)."""
 
@@ -120,7 +110,10 @@ class GridSpec:
     axes: tuple[Axis, ...]
     mode: str
     scenarios: tuple[Scenario, ...]
-    defaults: SolveDefaults = field(default_factory=SolveDefaults)
+    #: The grid file's ``solve`` block: the :data:`SOLVE_KEYS` it gives, validated (``solver``
+    #: and ``backend`` strings, ``time_limit`` and ``gap`` floats); command-line options
+    #: override them (:func:`planner.interfaces.grid.api.resolve_options`).
+    defaults: Mapping[str, str | float] = field(default_factory=dict)
     #: Scenarios dropped because another scenario makes the same change (ID, kept ID).
     duplicates: tuple[tuple[str, str], ...] = ()
     #: ``Instance.replace`` updates per scenario ID, computed once by :func:`validate`.
@@ -351,13 +344,13 @@ def grid_from_dict(
     return dataclasses.replace(spec, updates=validate(spec))
 
 
-def _parse_defaults(raw: Any, errors: list[FieldError]) -> SolveDefaults:
+def _parse_defaults(raw: Any, errors: list[FieldError]) -> dict[str, str | float]:
+    out: dict[str, str | float] = {}
     if raw is None:
-        return SolveDefaults()
+        return out
     if not isinstance(raw, dict):
         errors.append(FieldError("solve", "expected a mapping of solver, time_limit, gap, backend"))
-        return SolveDefaults()
-    out: dict[str, Any] = {}
+        return out
     for k, v in raw.items():
         if k not in SOLVE_KEYS:
             errors.append(
@@ -380,7 +373,7 @@ def _parse_defaults(raw: Any, errors: list[FieldError]) -> SolveDefaults:
                 errors.append(FieldError(f"solve.{k}", f"expected {what}, got {v!r}"))
             else:
                 out[k] = float(v)
-    return SolveDefaults(**out)
+    return out
 
 
 def _is_path(x: Any) -> bool:
