@@ -519,3 +519,28 @@ def test_an_instance_edited_in_place_keeps_the_past_at_its_old_prices(tmp_path: 
     assert res.exit_code == 0, res.output
     assert json.loads(new.read_text())["replan"]["history_usd"] == pytest.approx(60.60)
     assert "has changed since" in res.output
+
+
+@pytest.mark.parametrize("name", ["week-7b", "month-70b"])
+def test_the_old_plans_configuration_is_found_narrowed_as_in_full(name: str) -> None:
+    # config_of enumerates the phase only on the entry's GPU type, region, contract,
+    # precision and tier: the configuration it finds is the one of the whole phase's
+    # enumeration, field by field (work hours, rates, failures: what the state derives)
+    import dataclasses
+
+    from planner.interfaces.replan import config_of
+    from planner.model.configs import enumerate_phase
+    from planner.model.plan import CONFIG_FIELDS
+
+    inst = planner.read(Path(__file__).resolve().parents[2] / "instances" / f"{name}.yaml")
+    plan = solve(inst, time_limit=20, gap=0.01).plan
+    assert plan is not None
+    parts = [(e.name, part) for e in plan.phases for part in e.parts()]
+    assert len(parts) >= 4
+    for phase, part in parts:
+        want = {**{k: getattr(part, k) for k in CONFIG_FIELDS}, "term": part.term}
+        every, _ = enumerate_phase(inst, inst.phase(phase), every=True)
+        full = [c for c in every if c.plan_fields() == want]
+        found = config_of(inst, phase, part)
+        assert len(full) == 1 and found is not None, (phase, part)
+        assert dataclasses.replace(found, index=0) == dataclasses.replace(full[0], index=0)
