@@ -86,25 +86,36 @@ def axes(n: int, base: str = "tiny") -> list[dict[str, object]]:
     ]
 
 
-def start_ray(workers: int) -> tuple[ModuleType, float]:
+def start_ray(workers: int, niceness: int | None = None) -> tuple[ModuleType, float]:
     """A private Ray cluster of ``workers`` CPUs on this machine and the seconds it took to
-    start (``address="local"``: never a cluster another process started)."""
+    start (``address="local"``: never a cluster another process started). Ray runs its
+    workers at niceness 15 (``worker_niceness``); ``niceness`` sets another, so that on a
+    machine shared with other work they compete for the cores as local workers (niceness
+    0) do."""
     import ray
 
     t0 = time.perf_counter()
-    ray.init(address="local", num_cpus=workers, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=workers,
+        include_dashboard=False,
+        log_to_driver=False,
+        _system_config=None if niceness is None else {"worker_niceness": niceness},
+    )
     return ray, time.perf_counter() - t0
 
 
-def ray_planner_file(ray: ModuleType) -> str:
-    """Where a Ray worker imports ``planner`` from (it must be this process's code)."""
+def ray_worker_facts(ray: ModuleType) -> tuple[str, int]:
+    """Where a Ray worker imports ``planner`` from (it must be this process's code) and the
+    worker's niceness."""
 
-    def where() -> str:
+    def where() -> tuple[str, int]:
         import planner
 
-        return str(planner.__file__)
+        return str(planner.__file__), os.nice(0)
 
-    return str(ray.get(ray.remote(num_cpus=1)(where).remote()))
+    file, nice = ray.get(ray.remote(num_cpus=1)(where).remote())
+    return str(file), int(nice)
 
 
 def verify_plans(spec: GridSpec, df: Any) -> tuple[int, int, list[str]]:
@@ -147,6 +158,12 @@ def main() -> None:
     ap.add_argument("--store", type=Path, default=None, help="keep the store here")
     ap.add_argument("--base", choices=sorted(BASES), default="tiny")
     ap.add_argument("--executor", choices=["local", "ray"], default="local")
+    ap.add_argument(
+        "--ray-niceness",
+        type=int,
+        default=None,
+        help="the Ray workers' niceness (default: Ray's, 15); 0 as local workers",
+    )
     ap.add_argument("--json", type=Path, default=None, help="append the figures here")
     args = ap.parse_args()
     load_before = os.getloadavg()
@@ -158,9 +175,9 @@ def main() -> None:
     store = args.store or Path(tempfile.mkdtemp()) / "overhead.sqlite"
     if store.exists():
         raise SystemExit(f"{store} exists; the benchmark needs a fresh store")
-    ray, ray_start, ray_file = None, 0.0, None
+    ray, ray_start, ray_file, ray_nice = None, 0.0, None, None
     if args.executor == "ray":
-        ray, ray_start = start_ray(args.workers)
+        ray, ray_start = start_ray(args.workers, args.ray_niceness)
     try:
         called = datetime.now(UTC)
         t1 = time.perf_counter()
@@ -175,7 +192,7 @@ def main() -> None:
         wall = time.perf_counter() - t1
         load_after = os.getloadavg()
         if ray is not None:
-            ray_file = ray_planner_file(ray)
+            ray_file, ray_nice = ray_worker_facts(ray)
     finally:
         if ray is not None:
             ray.shutdown()
@@ -213,7 +230,10 @@ def main() -> None:
         "scenario (not in the wall time below)"
     )
     if ray is not None:
-        print(f"Ray cluster start-up: {ray_start:.2f} s (not in the wall time below)")
+        print(
+            f"Ray cluster start-up: {ray_start:.2f} s (not in the wall time below); Ray "
+            f"workers' niceness: {ray_nice}"
+        )
     print(f"wall (solve_grid): {wall:.2f} s -> {busy:.1f} worker-s")
     print(f"sum solve_s: {total:.1f} s; sum cpu_s: {float(df['cpu_s'].sum()):.1f} s")
     print(
@@ -256,6 +276,7 @@ def main() -> None:
             "validate_s": t_valid,
             "validate_per_scenario_s": t_valid / n,
             "ray_start_s": ray_start if ray is not None else None,
+            "ray_worker_niceness": ray_nice,
             "wall_s": wall,
             "sum_solve_s": total,
             "median_solve_s": statistics.median(solve_s),
