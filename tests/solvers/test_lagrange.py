@@ -174,3 +174,17 @@ def test_reserved_prices_project_onto_their_caps() -> None:
     mu = np.array([[0.5, -1.0], [3.0, 1.0], [1.0, 2.0]])
     out = _project_capped(mu, np.array([1.0, 2.0, 0.0]))
     assert out.tolist() == [[0.5, 0.0], [2.0, 0.0], [0.0, 0.0]]
+
+
+def test_the_ascent_stops_when_ten_steps_close_under_two_percent_of_the_gap() -> None:
+    from formulations.bounds.lagrange import SLOW_SHARE, SLOW_STEPS, _slowed
+
+    assert (SLOW_STEPS, SLOW_SHARE) == (10, 0.02)
+    aim = 200.0
+    # the bound 100 before the last ten steps: 100 left to the aim, 2% of it is 2.0
+    assert not _slowed([100.0] * SLOW_STEPS, aim)  # fewer than ten steps: go on
+    assert _slowed([100.0] * SLOW_STEPS + [101.9], aim)  # 1.9 < 2.0 in ten steps: stop
+    assert not _slowed([100.0] * SLOW_STEPS + [102.1], aim)  # 2.1 >= 2.0: go on
+    # only the last ten steps count: a large early gain does not keep it going
+    assert _slowed([0.0, *([100.0] * SLOW_STEPS), 101.0], aim)
+    assert not _slowed([100.0] * (SLOW_STEPS + 1), 100.0)  # no gap left: nothing to judge
