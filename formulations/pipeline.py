@@ -407,7 +407,10 @@ def lagrangian(
     st.prove(res.bound, "Lagrangian bound")
     if res.iterations:
         transfer_bound(rel, res.lam, res.mu, st)
-    if chain.warm_start and res.evaluation is not None and not st.closed:
+    # no better bound: the ascent's best prices are the zero prices the DP bound stage
+    # already planned at (its relaxation plan, the look-ahead)
+    moved = res.bound > ev.bound
+    if chain.warm_start and res.evaluation is not None and not st.closed and moved:
         inst = chain.inst
         if _has_time(st, PRIMAL_EVALUATIONS):
             st.offer(relaxed_plan(inst, rel, res.lam, res.mu, res.evaluation), "priced plan")

@@ -90,11 +90,15 @@ STALLED_STEPS = 20
 #: The ascent also stops when its last SLOW_STEPS steps closed less than SLOW_SHARE of what
 #: was left between the bound and the aim (the incumbent): month-70b re-planned after a lost
 #: region gained 0.8% of its gap in steps 30-100 (3.5 s), and the reduced MILP kept 69-70
-#: configurations after 1, 10, 12 or 100 steps (stopped here after 12: 5.9 s to optimal
-#: against 7.6 s with 20 steps); the capacity, crowded and tight families of
-#: benchmarks/suite.py ended at the same gaps with 10 as with 20 (60 s each).
-SLOW_STEPS = 10
+#: configurations after 1, 10, 12 or 100 steps. Over 10 steps it stopped there after 12
+#: (5.6 s to 0.1% against 7.4 s), but large-cap0.5 then ended its 60 s at 0.12% (0.04%) and
+#: large-x2-cap0.5 reached 1% at 48 s (32 s): 20 it is.
+SLOW_STEPS = 20
 SLOW_SHARE = 0.02
+
+#: ... and when its first NO_GAIN_STEPS steps gave no better bound than the zero prices'
+#: (month-70b re-planned after a price change: 10 steps, 0.6 s, none better).
+NO_GAIN_STEPS = 5
 
 
 def _slowed(history: list[float], aim: float) -> bool:
@@ -621,7 +625,7 @@ class Relaxation:
                     stall = 0
                     lam, mu, ev = best[1].copy(), best[2].copy(), best[3]
             history.append(best[0])
-            if _slowed(history, aim):
+            if _slowed(history, aim) or (done >= NO_GAIN_STEPS and best[0] <= first):
                 break
         return self._result(best, first, done, t0, use)
 

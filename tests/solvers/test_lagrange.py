@@ -176,15 +176,40 @@ def test_reserved_prices_project_onto_their_caps() -> None:
     assert out.tolist() == [[0.5, 0.0], [2.0, 0.0], [0.0, 0.0]]
 
 
-def test_the_ascent_stops_when_ten_steps_close_under_two_percent_of_the_gap() -> None:
+def test_the_ascent_stops_when_twenty_steps_close_under_two_percent_of_the_gap() -> None:
     from formulations.bounds.lagrange import SLOW_SHARE, SLOW_STEPS, _slowed
 
-    assert (SLOW_STEPS, SLOW_SHARE) == (10, 0.02)
+    assert (SLOW_STEPS, SLOW_SHARE) == (20, 0.02)
     aim = 200.0
-    # the bound 100 before the last ten steps: 100 left to the aim, 2% of it is 2.0
-    assert not _slowed([100.0] * SLOW_STEPS, aim)  # fewer than ten steps: go on
-    assert _slowed([100.0] * SLOW_STEPS + [101.9], aim)  # 1.9 < 2.0 in ten steps: stop
+    # the bound 100 before the last twenty steps: 100 left to the aim, 2% of it is 2.0
+    assert not _slowed([100.0] * SLOW_STEPS, aim)  # fewer than twenty steps: go on
+    assert _slowed([100.0] * SLOW_STEPS + [101.9], aim)  # 1.9 < 2.0 in twenty steps: stop
     assert not _slowed([100.0] * SLOW_STEPS + [102.1], aim)  # 2.1 >= 2.0: go on
-    # only the last ten steps count: a large early gain does not keep it going
+    # only the last twenty steps count: a large early gain does not keep it going
     assert _slowed([0.0, *([100.0] * SLOW_STEPS), 101.0], aim)
     assert not _slowed([100.0] * (SLOW_STEPS + 1), 100.0)  # no gap left: nothing to judge
+
+
+def test_the_ascent_gives_up_after_five_steps_that_never_beat_the_zero_prices() -> None:
+    # The two jobs of the test above at one flat price ($10/MWh): each alone takes hours
+    # 0-3, so the relaxed plan puts both there and over-uses the pool, yet the optimum is
+    # the zero-price bound itself (2 x 40.4 = 80.8: the second job's hours 4-7 cost the
+    # same). No price vector gives more, so the ascent stops after NO_GAIN_STEPS steps
+    # instead of STALLED_STEPS.
+    from formulations.bounds.lagrange import NO_GAIN_STEPS, STALLED_STEPS
+
+    d = one_phase(
+        {"r": region("UTC", {"constant": 10.0}, {"on_demand": {"usd_per_gpu_hour": 1.0}})},
+        40,
+        deadline=8,
+        hours=8,
+    )
+    d["phases"].append(dict(d["phases"][0], name="job2"))
+    inst = instance_from(d)
+    assert optimum(inst).objective == pytest.approx(80.8)
+    rel = relaxation(inst)
+    zero = rel.evaluate(*rel.zero_prices())
+    assert zero.bound == pytest.approx(80.8)
+    lag = rel.solve(84.8, iterations=60, start=zero)
+    assert lag.bound == pytest.approx(80.8)
+    assert lag.iterations == NO_GAIN_STEPS < STALLED_STEPS
