@@ -1125,47 +1125,56 @@ def running_config(inst: Instance, p: Phase) -> Config | None:
     run = p.running
     if run is None:
         return None
-    g = inst.gpu(run.gpu)
-    count = float(run.gpus)
+    return config_with(inst, p, {k: getattr(run, k) for k in (*CONFIG_FIELDS, "term")})
+
+
+def config_with(inst: Instance, p: Phase, fields: Mapping[str, Any]) -> Config | None:
+    """Phase p's configuration with the plan fields ``fields`` (:data:`CONFIG_FIELDS` and
+    ``term``: a running configuration, a plan entry or a segment), with its rates under the
+    instance as it is now, whether or not it fits its window, capacity or data residency;
+    None when the instance cannot build it. Only that configuration's choices are
+    enumerated (each configuration is built from its own choices alone, so it is the one
+    the whole phase's enumeration holds)."""
+    g = inst.gpu(str(fields["gpu"]))
+    count = float(fields["gpus"])
     opts = p.options.model_copy(
         update={
-            "precision": (run.precision,),
-            "zero": (run.zero,),
-            "recompute": (run.recompute,),
-            "tensor_parallel": (run.tp,),
-            "pipeline_parallel": (run.pp,),
+            "precision": (fields["precision"],),
+            "zero": (fields["zero"],),
+            "recompute": (fields["recompute"],),
+            "tensor_parallel": (fields["tp"],),
+            "pipeline_parallel": (fields["pp"],),
             "gpu_counts": (int(count),) if count >= 1 else None,
             "fractions": (count,) if count < 1 else (),
             "min_gpus": 1,
             "max_gpus": max(1, int(count)),
-            "contracts": (run.contract,),
-            "storage_tiers": (run.tier,),
-            "sequence_parallel": (run.sp,),
-            "context_parallel": (run.cp,),
-            "expert_parallel": (run.ep,),
-            "microbatches": (run.microbatches,),
-            "interleave": (run.virtual,),
-            "offload": (run.offload,),
-            "checkpoint": (run.checkpoint,),  # set by the spec (its default when omitted)
+            "contracts": (fields["contract"],),
+            "storage_tiers": (fields["tier"],),
+            "sequence_parallel": (fields["sp"],),
+            "context_parallel": (fields["cp"],),
+            "expert_parallel": (fields["ep"],),
+            "microbatches": (fields["microbatches"],),
+            "interleave": (fields["virtual"],),
+            "offload": (fields["offload"],),
+            "checkpoint": (fields["checkpoint"],),
             "extra_spare_nodes": (
-                max(0, run.spare_gpus // g.gpus_per_node - p.redundancy.spare_nodes),
+                max(0, int(fields["spare_gpus"]) // g.gpus_per_node - p.redundancy.spare_nodes),
             ),
         }
     )
     variant = p.model_copy(
         update={
-            "gpu_types": (run.gpu,),
-            "regions": (run.region,),
+            "gpu_types": (fields["gpu"],),
+            "regions": (fields["region"],),
             "options": opts,
             "data": p.data.model_copy(update={"residency": None}),
         }
     )
     configs, _ = enumerate_phase(inst, variant, every=True)
-    want = {k: getattr(run, k) for k in (*CONFIG_FIELDS, "term")}
+    want = {k: fields[k] for k in (*CONFIG_FIELDS, "term")}
     want["gpus"] = count
     for c in configs:
-        fields_ = c.plan_fields()
-        if plan_key(fields_) == plan_key(want):
+        if plan_key(c.plan_fields()) == plan_key(want):
             return c
     return None
 
