@@ -45,6 +45,8 @@ class Incumbent:
     #: every plan offered that meets the carbon cap, ``(source, plan)``: the result's
     #: alternatives (the verification net of ``planner.solve``), trimmed to the cheapest
     found: list[tuple[str, Plan]] = field(default_factory=list)
+    #: the plan whose contracts were last chosen anew at its hours (the recontract stage)
+    recontracted: Plan | None = None
 
     def left(self) -> float:
         """Seconds left until the deadline."""

@@ -554,6 +554,9 @@ def recontract_incumbent(chain: Chain, st: Incumbent) -> None:
         return
     if not any(c.contract == "reserved" for cs in chain.space.by_phase.values() for c in cs):
         return
+    if st.recontracted is st.plan:
+        return  # the same incumbent as the last time: its contracts are chosen already
+    st.recontracted = st.plan
     st.tracker.stage("heuristic", "contracts at fixed times")
     found = recontract(
         st.inst,
@@ -566,6 +569,7 @@ def recontract_incumbent(chain: Chain, st: Incumbent) -> None:
     )
     if found is not None:
         st.offer(found[0], "contracts at fixed times")
+        st.recontracted = st.plan  # the better plan's contracts are the ones just chosen
 
 
 def _has_time(st: Incumbent, evaluations: float) -> bool:
