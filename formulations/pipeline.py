@@ -405,11 +405,11 @@ def lagrangian(
     st.stats["lagrange_iterations"] = res.iterations
     st.stats["lagrange_s"] = res.seconds
     st.prove(res.bound, "Lagrangian bound")
-    if res.iterations:
-        transfer_bound(rel, res.lam, res.mu, st)
     # no better bound: the ascent's best prices are the zero prices the DP bound stage
-    # already planned at (its relaxation plan, the look-ahead)
+    # already bounded the transfers and planned at (its relaxation plan, the look-ahead)
     moved = res.bound > ev.bound
+    if res.iterations and moved:
+        transfer_bound(rel, res.lam, res.mu, st)
     if chain.warm_start and res.evaluation is not None and not st.closed and moved:
         inst = chain.inst
         if _has_time(st, PRIMAL_EVALUATIONS):
