@@ -447,9 +447,7 @@ def restricted_phases(inst: Instance, updates: Mapping[str, Any]) -> dict[str, P
         update = dict(fields.get(name, {}))
         if name in options:
             o = p.options
-            update["options"] = type(o).model_validate(
-                {**o.model_dump(), **options[name]}, context={"source": str(inst.source)}
-            )
+            update["options"] = type(o).model_validate({**o.model_dump(), **options[name]})
         out[name] = p.model_copy(update=update)
     return out
 
