@@ -11,15 +11,23 @@ runs; preemptible ones the cheapest free hours before a candidate end.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
 from formulations.heuristics.greedy import Usage, list_schedule
 from planner.instance.model import Instance
 from planner.model.configs import Config, ConfigSpace
-from planner.model.costs import Weights, block_rental, fixed_cost, hourly_cost, run_costs, weights
-from planner.model.schedule import Assignment, Pool, Schedule, reservations_for
+from planner.model.costs import (
+    RentalMode,
+    Weights,
+    block_rental,
+    fixed_cost,
+    hourly_cost,
+    run_costs,
+    weights,
+)
+from planner.model.schedule import Assignment, Pool, ReservedKey, Schedule, reservations_for
 from planner.model.windows import Windows, time_windows
 
 #: Candidate end hours tried for a preemptible phase (evenly spread over its window).
@@ -46,6 +54,9 @@ class LookAhead:
         self.allow_reserved = allow_reserved
         self.capacity = dict(inst.capacity if capacity is None else capacity)
         self.hourly = _Hourly(inst, space, self.w, prices)
+        #: reserved configurations' hours with the commitment sunk (:meth:`assignments`
+        #: with ``committed``): what running one more hour on a bought pool adds
+        self.sunk = _Hourly(inst, space, self.w, prices, "billed")
         #: per phase, the least cost of placing it (and its successors' shares) from each
         #: hour on: computed when first needed (a warm start keeps most phases as they were
         #: and needs few of them)
@@ -122,24 +133,62 @@ class LookAhead:
         # suffix minimum: starting at >= r
         self.G[name] = np.minimum.accumulate(best_from[::-1])[::-1]
 
-    def assignments(self) -> dict[str, Assignment] | None:
+    def assignments(
+        self, committed: Mapping[ReservedKey, int] | None = None
+    ) -> dict[str, Assignment] | None:
         """The forward pass: one assignment per phase within the capacity left, or None when
-        some phase cannot be placed (``failed`` names it)."""
+        some phase cannot be placed (``failed`` names it). ``committed``: reserved pools
+        bought before the pass (GPUs per (region, GPU type, term)); their configurations
+        then compete at their hours' cost without the commitment, which is paid whether they
+        run or not (a sunk cost), within the GPUs of the pool the phases placed before them
+        left. The backward pass (the successors' guide G) is the same for every commitment."""
         inst = self.inst
+        self.failed = None
+        bought = {k: n for k, n in (committed or {}).items() if n > 0}
+        left = {k: np.full(inst.hours, float(n)) for k, n in bought.items()}
+
+        def candidates(name: str) -> list[Config]:
+            own = self._configs(name)
+            if not bought or self.allow_reserved:
+                return own
+            extra = [
+                c
+                for c in self.space.by_phase[name]
+                if c.contract == "reserved"
+                and bought.get((c.region, c.gpu, c.term), 0) >= c.total_gpus
+            ]
+            return own + extra
+
+        def room(c: Config, used: Usage) -> np.ndarray:
+            free = self.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)] >= c.total_gpus - 1e-9
+            rest = left.get((c.region, c.gpu, c.term)) if c.contract == "reserved" else None
+            return free if rest is None else free & (rest >= c.total_gpus - 1e-9)
+
+        def hourly(name: str, c: Config) -> np.ndarray:
+            sunk = c.contract == "reserved" and (c.region, c.gpu, c.term) in left
+            return (self.sunk if sunk else self.hourly)[(name, c.index)]
 
         def place(name: str, ready: int, used: Usage) -> Assignment | None:
+            a = choose(name, ready, used)
+            if a is not None and a.config.contract == "reserved":
+                rest = left.get((a.config.region, a.config.gpu, a.config.term))
+                if rest is not None:
+                    rest[list(a.hours)] -= a.config.total_gpus
+            return a
+
+        def choose(name: str, ready: int, used: Usage) -> Assignment | None:
             p = inst.phase(name)
             l_ = self.win.end[name]
-            kept = self._kept(name, ready, used)
+            kept = self._kept(name, ready, used, left)
             if kept is not None:
                 return kept
             best: tuple[float, Config, tuple[int, ...]] | None = None
-            configs = self._configs(name)
+            configs = candidates(name)
             # a preemptible phase's configurations in the order of a lower bound on their
             # cost here, each tried only while it may still beat (or tie, earlier in the
             # list) the best
             order = (
-                self._screened(name, configs, ready, used)
+                self._screened(name, configs, ready, used, room, hourly)
                 if p.preemptible
                 else [(c, -np.inf) for c in configs]
             )
@@ -149,11 +198,8 @@ class LookAhead:
                 n = c.hours
                 if l_ - ready < n:
                     continue
-                free = (
-                    self.capacity[(c.region, c.gpu)] - used[(c.region, c.gpu)]
-                    >= c.total_gpus - 1e-9
-                )
-                h = self.hourly[(name, c.index)]
+                free = room(c, used)
+                h = hourly(name, c)
                 if p.preemptible:
                     cands = np.unique(np.linspace(ready + n, l_, END_CANDIDATES).astype(int))
                     for end in cands:
@@ -203,7 +249,13 @@ class LookAhead:
 
         return list_schedule(inst, self.space, self.win.start, place)
 
-    def _kept(self, name: str, ready: int, used: Usage) -> Assignment | None:
+    def _kept(
+        self,
+        name: str,
+        ready: int,
+        used: Usage,
+        left: Mapping[ReservedKey, np.ndarray] | None = None,
+    ) -> Assignment | None:
         """The warm start's placement of ``name`` if it still fits: its configuration's hours
         (the first ``n`` of the start's) from ``ready`` on inside the window, one run for a
         phase that may not pause, the pool holding its GPUs in each with what is placed
@@ -220,12 +272,21 @@ class LookAhead:
         pool = (c.region, c.gpu)
         if np.any(self.capacity[pool][hours] - used[pool][hours] < c.total_gpus - 1e-9):
             return None
+        rest = (left or {}).get((c.region, c.gpu, c.term)) if c.contract == "reserved" else None
+        if rest is not None and np.any(rest[hours] < c.total_gpus - 1e-9):
+            return None
         if not np.all(np.isfinite(self.hourly[(name, c.index)][hours])):
             return None
         return Assignment(c, tuple(int(t) for t in hours))
 
     def _screened(
-        self, name: str, configs: list[Config], ready: int, used: Usage
+        self,
+        name: str,
+        configs: list[Config],
+        ready: int,
+        used: Usage,
+        room: Callable[[Config, Usage], np.ndarray],
+        hourly: Callable[[str, Config], np.ndarray],
     ) -> list[tuple[Config, float]]:
         """A preemptible phase's configurations with a lower bound on the cost of placing
         them from ``ready`` (the n cheapest free hours of the window, the archive from its
@@ -242,11 +303,8 @@ class LookAhead:
             if c.resume_usd < 0 or c.rental_per_h < 0:
                 out.append((-np.inf, i, c))
                 continue
-            free = (
-                self.capacity[(c.region, c.gpu)][ready:l_] - used[(c.region, c.gpu)][ready:l_]
-                >= c.total_gpus - 1e-9
-            )
-            h = self.hourly[(name, c.index)][ready:l_][free]
+            free = room(c, used)[ready:l_]
+            h = hourly(name, c)[ready:l_][free]
             if len(h) < n:
                 continue
             least = float(np.partition(h, n - 1)[:n].sum()) if n < len(h) else float(h.sum())
@@ -256,10 +314,11 @@ class LookAhead:
         out.sort(key=lambda x: (x[0], x[1]))
         return [(c, floor) for floor, _, c in out]
 
-    def schedule(self) -> Schedule | None:
-        """The forward pass's schedule with the least reservations that cover it; None when a
-        phase cannot be placed or a reserved offer's maximum is exceeded."""
-        found = self.assignments()
+    def schedule(self, committed: Mapping[ReservedKey, int] | None = None) -> Schedule | None:
+        """The forward pass's schedule (with ``committed`` bought first, :meth:`assignments`)
+        with the least reservations that cover it; None when a phase cannot be placed or a
+        reserved offer's maximum is exceeded."""
+        found = self.assignments(committed)
         if found is None:
             return None
         reserved = reservations_for(self.inst, found)
@@ -267,8 +326,9 @@ class LookAhead:
 
 
 class _Hourly(dict[tuple[str, int], np.ndarray]):
-    """Each configuration's cost per hour (``as_used`` rental) plus its GPUs at the given
-    prices, by (phase, configuration index), computed when first asked for."""
+    """Each configuration's cost per hour (rental as ``mode`` says: ``as_used``, or
+    ``billed`` for a reserved pool already bought) plus its GPUs at the given prices, by
+    (phase, configuration index), computed when first asked for."""
 
     def __init__(
         self,
@@ -276,15 +336,16 @@ class _Hourly(dict[tuple[str, int], np.ndarray]):
         space: ConfigSpace,
         w: Weights,
         prices: Mapping[Pool, np.ndarray] | None,
+        mode: RentalMode = "as_used",
     ) -> None:
         super().__init__()
-        self.inst, self.w, self.prices = inst, w, prices
+        self.inst, self.w, self.prices, self.mode = inst, w, prices, mode
         # by index, not position: a pruned space keeps its configurations' indices
         self.configs = {(p, c.index): c for p, cs in space.by_phase.items() for c in cs}
 
     def __missing__(self, key: tuple[str, int]) -> np.ndarray:
         c = self.configs[key]
-        h = hourly_cost(self.inst, c, self.w, "as_used")
+        h = hourly_cost(self.inst, c, self.w, self.mode)
         lam = self.prices.get((c.region, c.gpu)) if self.prices else None
         if lam is not None:
             h = h + c.total_gpus * lam

@@ -1,0 +1,147 @@
+"""Reservation-first plans (formulations/heuristics/commitments.py), on a trap worked by hand.
+
+Two regions, energy free, 10 GPUs at $10 per GPU-hour on demand; each region offers a
+reserved pool of exactly 10 GPUs for the whole 20-hour horizon: $6 per GPU-hour in a, $5.90
+in b, whose capacity is gone after hour 10. Two independent jobs of 100 GPU-hours (10 h on 10
+GPUs) each:
+
+- both on demand: 2 x 100 x 10 = 2,000;
+- priced per reserved GPU-hour used (the ``allow_reserved`` look-ahead), each job takes the
+  cheapest pool-hours: the first b's hours 0-10, the second a's (b is gone), and both pools
+  are bought: 10 x 20 x 6 + 10 x 20 x 5.90 = 2,380, worse than on demand;
+- buying a first, both jobs fill it back to back: 10 x 20 x 6 = 1,200, the optimum. Buying b
+  first is 1,180 + 1,000 on demand = 2,180, so b (tried first: the larger promise, 820 against
+  800) is not kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from formulations.heuristics.commitments import levels, promise, reservation_first
+from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.windows import time_windows
+from tests.builders import FREE_STORAGE, ROUND_GPU, assert_valid, instance_from, solved
+
+
+def trap(capacity_a: int = 10) -> dict[str, Any]:
+    def region(reserved: float, capacity: int | list[int]) -> dict[str, Any]:
+        return {
+            "timezone": "UTC",
+            "pue": 1.0,
+            "electricity": {"constant": 0.0},
+            "capacity": {"G": capacity},
+            "offers": {
+                "G": {
+                    "on_demand": {"usd_per_gpu_hour": 10.0},
+                    "reserved": {"usd_per_gpu_hour": reserved, "min_gpus": 10, "max_gpus": 10},
+                }
+            },
+            "storage": FREE_STORAGE,
+        }
+
+    def job(name: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "kind": "data_preparation",
+            "work": {"gpu_hours": 100, "gpu": "G"},
+            "power_load": 1.0,
+            "options": {
+                "gpu_counts": [10],
+                "extra_spare_nodes": [0],
+                "contracts": ["on_demand", "reserved"],
+            },
+        }
+
+    return {
+        "name": "trap",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 20},
+        "gpu_types": {"G": ROUND_GPU},
+        "regions": {"a": region(6.0, capacity_a), "b": region(5.9, [10] * 10 + [0] * 10)},
+        "phases": [job("j1"), job("j2")],
+    }
+
+
+@pytest.fixture
+def lookahead() -> LookAhead:
+    inst = instance_from(trap())
+    space = config_space(inst)
+    return LookAhead(inst, space, time_windows(inst, space.fewest_hours()))
+
+
+def test_the_trap_as_worked_by_hand(lookahead: LookAhead) -> None:
+    inst = lookahead.inst
+    plain = lookahead.schedule()
+    assert plain is not None
+    assert cost_plan(inst, plain).objective == pytest.approx(2000.0)
+    per_hour = lookahead_schedule(inst, lookahead.space, lookahead.win, allow_reserved=True)
+    assert per_hour is not None
+    assert cost_plan(inst, per_hour).objective == pytest.approx(2380.0)
+    assert list(promise(lookahead).items()) == [
+        (("b", "G", ""), pytest.approx(820.0)),
+        (("a", "G", ""), pytest.approx(800.0)),
+    ]
+    assert levels(inst, ("a", "G", "")) == [10]
+
+
+def test_buying_first_finds_the_optimum(lookahead: LookAhead) -> None:
+    inst = lookahead.inst
+    offered: list[float] = []
+    found = reservation_first(lookahead, 2000.0, lambda s, p: offered.append(p.objective))
+    assert found is not None
+    sched, plan = found
+    assert plan.objective == pytest.approx(1200.0)
+    assert offered == [pytest.approx(1200.0)]  # b alone (2,180) was no better than 2,000
+    assert dict(sched.reserved) == {("a", "G", ""): 10}
+    hours = sorted(h for name in ("j1", "j2") for h in sched[name].hours)
+    assert hours == list(range(20))  # back to back in the one pool bought
+    assert_valid(inst, plan)
+
+
+def committed(d: dict[str, Any], pool: tuple[str, str, str], gpus: int) -> Any:
+    inst = instance_from(d)
+    space = config_space(inst)
+    return LookAhead(inst, space, time_windows(inst, space.fewest_hours())).schedule({pool: gpus})
+
+
+def test_a_bought_pool_holds_no_more_than_it_was_bought_for() -> None:
+    # a holds 20 GPUs but 10 are bought: the jobs share the reserved 10 back to back (both
+    # at hour 0 would be as cheap: the commitment is paid either way)
+    sched = committed(trap(capacity_a=20), ("a", "G", ""), 10)
+    assert sched is not None
+    use = np.zeros(20)
+    for name in ("j1", "j2"):
+        a = sched[name]
+        assert a.config.contract == "reserved"
+        use[list(a.hours)] += a.config.total_gpus
+    assert use.max() == 10
+
+
+def test_a_bought_pool_is_paid_for_already() -> None:
+    # spot at $4 beats the reserved $6 per GPU-hour used, but not a pool bought already (the
+    # pausable phase's placement: the cheapest hours of its window)
+    d = trap()
+    d["regions"]["a"]["offers"]["G"]["spot"] = {"usd_per_gpu_hour": 4.0}
+    del d["regions"]["b"]
+    d["phases"] = d["phases"][:1]
+    d["phases"][0]["options"]["contracts"] = ["spot", "reserved"]
+    d["phases"][0]["preemptible"] = True  # spot is for phases that may pause
+    sched = committed(d, ("a", "G", ""), 10)
+    assert sched is not None and sched["j1"].config.contract == "reserved"
+    inst = instance_from(d)
+    plain = lookahead_schedule(inst, config_space(inst), allow_reserved=True)
+    assert plain is not None and plain["j1"].config.contract == "spot"
+
+
+def test_nothing_better_is_nothing_offered(lookahead: LookAhead) -> None:
+    assert reservation_first(lookahead, 1200.0) is None
+
+
+def test_the_solver_returns_the_optimum() -> None:
+    _, res = solved(trap())
+    assert res.objective == pytest.approx(1200.0)
