@@ -145,3 +145,43 @@ def test_nothing_better_is_nothing_offered(lookahead: LookAhead) -> None:
 def test_the_solver_returns_the_optimum() -> None:
     _, res = solved(trap())
     assert res.objective == pytest.approx(1200.0)
+
+
+# ----------------------------------------------------------------------------- the note
+
+
+def chain_and_incumbent(d: dict[str, Any], committed: dict[Any, int] | None) -> Any:
+    import time
+
+    import formulations.pipeline as pipeline
+    from formulations.incumbent import Incumbent
+    from planner.model.progress import Tracker
+
+    inst = instance_from(d)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    t0 = time.perf_counter()
+    chain = pipeline.Chain(inst, space, windows, t0, 30.0, "auto", True, False)
+    st = Incumbent(inst, 1e-4, None, Tracker(None, t0), t0 + 30.0, windows)
+    st.stats["dp_eval_s"] = 0.0
+    st.offer(LookAhead(inst, space, windows).schedule(committed), "test")
+    st.prove(1000.0, "test")  # a bound that leaves the gap open
+    return pipeline, chain, st
+
+
+def test_a_plan_without_commitments_is_told_how_far_it_is_from_any_such_plan() -> None:
+    # the on-demand plan (2,000) is the best that buys no pool: 0.00% from it; the gap to the
+    # bound of 1,000 is what a commitment might save (the optimum buys a and costs 1,200)
+    pipeline, chain, st = chain_and_incumbent(trap(), None)
+    assert st.upper == pytest.approx(2000.0)
+    pipeline.without_reserved(chain, st)
+    assert st.stats["bound_without_reserved"] == pytest.approx(2000.0)
+    assert st.bound == 1000.0  # a bound of those plans only, never the instance's
+    assert any("no plan that buys none costs less than 2,000.00 (0.00%" in n for n in st.notes)
+
+
+def test_a_plan_with_a_commitment_gets_no_such_note() -> None:
+    pipeline, chain, st = chain_and_incumbent(trap(), {("a", "G", ""): 10})
+    assert st.upper == pytest.approx(1200.0)
+    pipeline.without_reserved(chain, st)
+    assert "bound_without_reserved" not in st.stats

@@ -178,6 +178,33 @@ def test_a_relaxation_that_ends_the_time_proves_nothing_of_the_plan(
     assert "no plan found in time" in res.message
 
 
+@pytest.mark.parametrize("small", [True, False])
+def test_a_small_model_goes_to_the_milp_without_the_ascent(
+    monkeypatch: pytest.MonkeyPatch, small: bool
+) -> None:
+    # hard_dict(30) is about 10,000 nonzeros before fixing: below SMALL_MODEL_NONZEROS the
+    # Lagrangian ascent is not run (the reduced MILP proves more, sooner); above it (the limit
+    # set to 0), it is. The optimum is the plain MILP's either way.
+    inst = instance_from(hard_dict(30))
+    ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20), prune=False, warm_start=False)
+    real = pipeline.lagrangian
+    ran: list[bool] = []
+
+    def recorded(*args: Any) -> Any:
+        ran.append(True)
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "lagrangian", recorded)
+    if not small:
+        monkeypatch.setattr(pipeline, "SMALL_MODEL_NONZEROS", 0)
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
+    assert ran == ([] if small else [True])
+    assert any("without the Lagrangian ascent" in n for n in res.notes) is small
+    assert res.termination == Termination.OPTIMAL
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+    assert_valid(inst, res.plan)
+
+
 def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # with a guard below the reduced model's size no MILP is built: the neighbourhood search
     # works from the incumbent, and the plan is never worse than it

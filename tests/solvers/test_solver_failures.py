@@ -31,6 +31,7 @@ import formulations.exact.milp.run as milp_run
 import formulations.exact.starttime.solve as starttime_solve
 import formulations.lp.highs_runner as highs_runner
 import formulations.pipeline as pipeline
+from formulations.heuristics.lookahead import LookAhead
 from formulations.lp.highs_runner import RawSolution
 from planner.instance import Instance, read
 from planner.interfaces.cli.app import app
@@ -75,6 +76,7 @@ def without_heuristics(monkeypatch: pytest.MonkeyPatch) -> None:
     """The hourly MILP gets no incumbent (no look-ahead, greedy or relaxation plan), so it
     must build and solve its model."""
     monkeypatch.setattr(pipeline, "lookahead_schedule", lambda *a, **k: None)
+    monkeypatch.setattr(LookAhead, "schedule", lambda *a, **k: None)
     monkeypatch.setattr(pipeline, "greedy", lambda *a, **k: None)
     monkeypatch.setattr(pipeline, "relaxed_plan", lambda *a, **k: None)
 

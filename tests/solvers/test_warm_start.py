@@ -178,7 +178,7 @@ def test_screening_the_look_ahead_changes_no_placement(
     monkeypatch.setattr(
         LookAhead,
         "_screened",
-        lambda self, name, configs, ready, used: [(c, float("-inf")) for c in configs],
+        lambda self, name, configs, *rest: [(c, float("-inf")) for c in configs],
     )
     every = lookahead_schedule(inst, space)
     assert screened is not None and every is not None
