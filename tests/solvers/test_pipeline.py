@@ -183,22 +183,29 @@ def test_a_small_model_goes_to_the_milp_without_the_ascent(
     monkeypatch: pytest.MonkeyPatch, small: bool
 ) -> None:
     # hard_dict(30) is about 10,000 nonzeros before fixing: below SMALL_MODEL_NONZEROS the
-    # Lagrangian ascent is not run (the reduced MILP proves more, sooner); above it (the limit
-    # set to 0), it is. The optimum is the plain MILP's either way.
+    # Lagrangian ascent is not run (the reduced MILP proves more, sooner), nor, with the gap
+    # after the DP bound at 13.6% (> SMALL_MODEL_GAP), the relaxation's plan; above it (the
+    # limit set to 0), both are. The optimum is the plain MILP's either way.
     inst = instance_from(hard_dict(30))
     ref = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20), prune=False, warm_start=False)
-    real = pipeline.lagrangian
-    ran: list[bool] = []
+    ran: list[str] = []
 
-    def recorded(*args: Any) -> Any:
-        ran.append(True)
-        return real(*args)
+    def recorder(name: str) -> Any:
+        real = getattr(pipeline, name)
 
-    monkeypatch.setattr(pipeline, "lagrangian", recorded)
+        def recorded(*args: Any) -> Any:
+            ran.append(name)
+            return real(*args)
+
+        return recorded
+
+    for name in ("lagrangian", "relaxed_plan"):
+        monkeypatch.setattr(pipeline, name, recorder(name))
     if not small:
         monkeypatch.setattr(pipeline, "SMALL_MODEL_NONZEROS", 0)
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
-    assert ran == ([] if small else [True])
+    assert res.stats["dp_bound"] < res.stats["heuristic"] * (1 - pipeline.SMALL_MODEL_GAP)
+    assert ran == ([] if small else ["relaxed_plan", "lagrangian"])
     assert any("without the Lagrangian ascent" in n for n in res.notes) is small
     assert res.termination == Termination.OPTIMAL
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
