@@ -138,6 +138,19 @@ def test_a_bought_pool_is_paid_for_already() -> None:
     assert plain is not None and plain["j1"].config.contract == "spot"
 
 
+def test_the_search_ends_after_pools_not_kept(
+    lookahead: LookAhead, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # b (tried first) is not kept: with one miss allowed, a is never tried
+    import formulations.heuristics.commitments as commitments
+
+    monkeypatch.setattr(commitments, "MAX_MISSES", 1)
+    assert reservation_first(lookahead, 2000.0) is None
+    monkeypatch.setattr(commitments, "MAX_MISSES", 2)
+    found = reservation_first(lookahead, 2000.0)
+    assert found is not None and found[1].objective == pytest.approx(1200.0)
+
+
 def test_nothing_better_is_nothing_offered(lookahead: LookAhead) -> None:
     assert reservation_first(lookahead, 1200.0) is None
 
