@@ -68,22 +68,32 @@ def greedy(
         # hours a pool cannot hold so many more GPUs, counted: the same for every
         # configuration of a pool and size (most differ in layout and tier only)
         counted: dict[tuple[str, str, float], np.ndarray] = {}
+        # ... and the starts whose run fits, by pool, size and run length
+        fitting: dict[tuple[str, str, float, int], np.ndarray] = {}
         for c in space.by_phase[name]:
             if not allow(c):
                 continue
-            # end by the latest time that still leaves successors their fastest run
-            starts = np.arange(ready, win.end[name] - c.hours + 1)
-            if not len(starts):
-                continue
             key = (c.region, c.gpu, c.total_gpus)
-            blocked = counted.get(key)
-            if blocked is None:
-                pool = (c.region, c.gpu)
-                free = inst.capacity[pool] - used[pool] >= c.total_gpus - 1e-9
-                blocked = counted[key] = np.concatenate([[0], np.cumsum(~free)])
-            starts = starts[blocked[starts + c.hours] == blocked[starts]]
+            runs = (*key, c.hours)
+            starts = fitting.get(runs)
+            if starts is None:
+                blocked = counted.get(key)
+                if blocked is None:
+                    pool = (c.region, c.gpu)
+                    free = inst.capacity[pool] - used[pool] >= c.total_gpus - 1e-9
+                    blocked = counted[key] = np.concatenate([[0], np.cumsum(~free)])
+                # end by the latest time that still leaves successors their fastest run
+                starts = np.arange(ready, max(ready, win.end[name] - c.hours + 1))
+                starts = fitting[runs] = starts[blocked[starts + c.hours] == blocked[starts]]
             if not len(starts):
                 continue
+            if first_start_only:
+                # the earliest start that fits, unless its run is blocked (a reserved term)
+                at = run_costs(inst, c, starts[:1], wts)
+                if np.isfinite(at[0]):
+                    if best is None or (float(at[0]), int(starts[0])) < (best[0], best[1]):
+                        best = (float(at[0]), int(starts[0]), c)
+                    continue
             costs = run_costs(inst, c, starts, wts)
             ok = np.isfinite(costs)  # a run through a blocked hour (outside a reserved term)
             starts, costs = starts[ok], costs[ok]

@@ -79,9 +79,11 @@ __all__ = [
     "Attribution",
     "BaselineError",
     "DayEarlier",
+    "LeverChain",
     "LeverStep",
     "attribute",
     "day_earlier",
+    "lever_chain",
 ]
 
 
@@ -313,45 +315,38 @@ def _objective(p: Plan) -> float:
     return p.objective if p.objective is not None and math.isfinite(p.objective) else math.inf
 
 
-def attribute(
+@dataclass(frozen=True)
+class LeverChain:
+    """What an attribution compares a plan with, and none of it depends on the plan: the
+    lever-free baseline, its steps lever by lever (:data:`ORDER` but time shifting, the
+    last), and ``last``, the cheapest as-soon-as-possible plan with every lever but time
+    shifting. Plain data: the command line computes it in another process while the plan is
+    solved (:mod:`planner.interfaces.cli.background`)."""
+
+    baseline: LeverFree
+    steps: tuple[LeverStep, ...]
+    last: Plan
+
+
+def lever_chain(
     inst: Instance,
-    plan: Plan,
-    *,
     baseline: LeverFree | None = None,
     on_step: Callable[[str], None] | None = None,
-) -> Attribution:
-    """The attribution of ``plan``'s saving on ``inst`` (module docstring). ``baseline`` is
-    :func:`formulations.heuristics.baseline.lever_free` of ``inst`` when the caller has it already.
-    Raises :class:`BaselineError` when the instance has no lever-free baseline."""
+) -> LeverChain:
+    """The lever-free baseline of ``inst`` (``baseline`` when the caller has it) and its steps
+    (module docstring): each lever switched on in turn, credited with what the cheapest
+    as-soon-as-possible plan so far saves. Raises :class:`BaselineError` when the instance
+    has no lever-free baseline."""
     lf = baseline if baseline is not None else lever_free(inst)
-    notes: list[str] = list(lf.notes)
-    if inst.spec.objective.carbon_cap_tonnes is not None:
-        notes.append(
-            "the baseline and the greedy steps do not know objective.carbon_cap_tonnes: they "
-            "may emit more than the cap the plan keeps"
-        )
     full = full_config_space(inst)  # the lever-free baseline's, built once per instance
     prev: Schedule = lf.schedule
     prev_plan = lf.plan
     steps: list[LeverStep] = []
     on: list[str] = []
-    for key in ORDER:
+    for key in ORDER[:-1]:
         lv = _BY_KEY[key]
         if on_step is not None:
             on_step(f"lever {len(steps) + 1} of {len(ORDER)}: {key}")
-        if key == "time_shifting":
-            steps.append(
-                LeverStep(
-                    key,
-                    lv.label,
-                    lv.section,
-                    _objective(plan),
-                    _objective(prev_plan) - _objective(plan),
-                    "the plan",
-                    "ends at the plan: cheap hours, pauses, joint placement",
-                )
-            )
-            continue
         if not lf.restricts(key) or key in SEGMENT_LEVERS:
             why = (
                 "kept in the baseline (needed to meet the deadlines)"
@@ -380,6 +375,43 @@ def attribute(
             )
         )
         prev, prev_plan = best, best_plan
+    return LeverChain(lf, tuple(steps), prev_plan)
+
+
+def attribute(
+    inst: Instance,
+    plan: Plan,
+    *,
+    baseline: LeverFree | None = None,
+    on_step: Callable[[str], None] | None = None,
+    chain: LeverChain | None = None,
+) -> Attribution:
+    """The attribution of ``plan``'s saving on ``inst`` (module docstring): the steps of
+    :func:`lever_chain` (``chain`` when the caller computed it, else from ``baseline``),
+    then time shifting, which ends at the plan. Raises :class:`BaselineError` when the
+    instance has no lever-free baseline."""
+    ch = chain if chain is not None else lever_chain(inst, baseline, on_step)
+    lf, prev_plan = ch.baseline, ch.last
+    notes: list[str] = list(lf.notes)
+    if inst.spec.objective.carbon_cap_tonnes is not None:
+        notes.append(
+            "the baseline and the greedy steps do not know objective.carbon_cap_tonnes: they "
+            "may emit more than the cap the plan keeps"
+        )
+    assert ORDER[-1] == "time_shifting"
+    lv = _BY_KEY["time_shifting"]
+    steps = [
+        *ch.steps,
+        LeverStep(
+            "time_shifting",
+            lv.label,
+            lv.section,
+            _objective(plan),
+            _objective(prev_plan) - _objective(plan),
+            "the plan",
+            "ends at the plan: cheap hours, pauses, joint placement",
+        ),
+    ]
     last = steps[-1]
     if last.saving < -1e-6:
         mine, theirs = _finish(plan), _finish(prev_plan)

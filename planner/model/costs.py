@@ -547,6 +547,46 @@ def least_block_rental(inst: Instance, c: Config, w: Weights, e: int, l_: int) -
     return w.rental * least
 
 
+_PREFIX: weakref.WeakKeyDictionary[Instance, dict[tuple[str, str], np.ndarray]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _prefix(inst: Instance, kind: str, region: str) -> np.ndarray:
+    """``[0, x_0, x_0 + x_1, ...]`` of a region's hourly electricity price (``kind`` "price")
+    or carbon intensity ("carbon"), once per instance."""
+    cache = _PREFIX.setdefault(inst, {})
+    out = cache.get((kind, region))
+    if out is None:
+        x = inst.price[region] if kind == "price" else inst.carbon[region]
+        out = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=float))])
+        cache[(kind, region)] = out
+    return out
+
+
+def _window_sums(inst: Instance, c: Config, w: Weights, starts: np.ndarray) -> np.ndarray | None:
+    """``sum_{t in [tau, tau + n_c)} h_c(t)`` for every start tau, with h_c
+    :func:`hourly_cost` (``billed``) split as :class:`HourlyTerms`: ``fixed n + per_mwh
+    (P(tau + n) - P(tau)) + per_gco2 (C(tau + n) - C(tau))`` from the region's prefix sums,
+    without building c's hourly vector (the greedy baselines try thousands of configurations
+    at one start each); +inf for a run outside c's hours (:func:`term_hours`). None when a term
+    varies by the hour (an offer's hourly price or preemption rate): the caller sums the
+    vector."""
+    t = hourly_terms(inst, c, w)
+    if not (np.ndim(t.fixed) == 0 and np.ndim(t.per_mwh) == 0):
+        return None
+    n = c.hours
+    price = _prefix(inst, "price", c.region)
+    cost = float(t.fixed) * n + float(t.per_mwh) * (price[starts + n] - price[starts])
+    if t.per_gco2 and inst.carbon[c.region] is not None:
+        ci = _prefix(inst, "carbon", c.region)
+        cost = cost + t.per_gco2 * (ci[starts + n] - ci[starts])
+    window = term_hours(inst, c)
+    if window is not None:
+        cost = np.where((starts >= window[0]) & (starts + n <= window[1]), cost, np.inf)
+    return np.asarray(cost, dtype=float)
+
+
 def run_costs(
     inst: Instance, c: Config, starts: np.ndarray, w: Weights, hourly: np.ndarray | None = None
 ) -> np.ndarray:
@@ -562,13 +602,15 @@ def run_costs(
     with ``h_c`` the hour costs (``hourly``, default :func:`hourly_cost` in ``billed`` mode).
     An infinite hour (blocked, e.g. no capacity) makes every run through it infinite."""
     n = c.hours
-    h = hourly_cost(inst, c, w) if hourly is None else hourly
     starts = np.asarray(starts, dtype=np.int64)
-    blocked = ~np.isfinite(h)
-    cum = np.concatenate([[0.0], np.cumsum(np.where(blocked, 0.0, h))])
-    cb = np.concatenate([[0], np.cumsum(blocked)])
-    cost = cum[starts + n] - cum[starts]
-    cost = np.where(cb[starts + n] - cb[starts] > 0, np.inf, cost)
+    cost = None if hourly is not None else _window_sums(inst, c, w, starts)
+    if cost is None:
+        h = hourly_cost(inst, c, w) if hourly is None else hourly
+        blocked = ~np.isfinite(h)
+        cum = np.concatenate([[0.0], np.cumsum(np.where(blocked, 0.0, h))])
+        cb = np.concatenate([[0], np.cumsum(blocked)])
+        cost = cum[starts + n] - cum[starts]
+        cost = np.where(cb[starts + n] - cb[starts] > 0, np.inf, cost)
     if c.contract != "reserved":
         g = c.billing_hours
         if g > 1:

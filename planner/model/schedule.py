@@ -113,6 +113,11 @@ class Schedule(Mapping[str, Assignment]):
             segs[name] = parts
         object.__setattr__(self, "segments", MappingProxyType(segs))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its plain mappings (a read-only view does not pickle): a schedule
+        crosses processes (the command line's work beside the solve)."""
+        return (type(self), (dict(self.assignments), dict(self.reserved), dict(self.segments)))
+
     def __getitem__(self, name: str) -> Assignment:
         if name in self.segments:
             raise TypeError(

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from builders import assert_valid, instance_from, tiny_dict
 from formulations.bounds.separable import lower_bound, pause_floor, phase_bounds
 from planner.checker import verify
 from planner.instance.model import Instance
+from planner.model import costs
 from planner.model.configs import Config, config_space
 from planner.model.costs import (
     cost_plan,
@@ -197,3 +199,45 @@ def test_a_positive_resume_changes_no_bound() -> None:
     for c in config_space(inst)["prep"]:
         assert c.resume_usd > 0
         assert pause_floor(inst, c, 48) == 0.0
+
+
+# ----------------------------------------------------------------------------- run sums
+
+
+def _run_cost_instances() -> list[tuple[str, Instance]]:
+    import hand_advanced  # noqa: F401  (registers its cases)
+    import hand_basic  # noqa: F401
+    from hand_cases import CASES
+
+    from planner.instance import read
+
+    root = Path(__file__).resolve().parents[2]
+    out = [(n, read(root / "instances" / f"{n}.yaml")) for n in ("week-7b", "month-70b")]
+    out += [("tiny", instance_from(tiny_dict()))]
+    out += [(c.id, c.instance()) for c in CASES]
+    return out
+
+
+def test_run_sums_from_prefix_sums_equal_the_hourly_vectors() -> None:
+    # run_costs sums a run's hours from the region's prefix sums when no hourly vector is
+    # given (the greedy baselines try thousands of configurations); the sum of the hourly
+    # vector is the definition. Every configuration of the shipped instances and of every
+    # hand case (tou and hourly prices, reserved terms, hourly offer prices, carbon, re-plans),
+    # every start: equal up to rounding, infinite in the same runs.
+    from planner.model.costs import hourly_cost, run_costs
+
+    checked = fast = 0
+    for name, inst in _run_cost_instances():
+        w = weights(inst)
+        for c in (c for cs in config_space(inst).by_phase.values() for c in cs):
+            starts = np.arange(0, inst.hours - c.hours + 1)
+            if not len(starts):
+                continue
+            got = run_costs(inst, c, starts, w)
+            want = run_costs(inst, c, starts, w, hourly_cost(inst, c, w))
+            assert np.array_equal(np.isinf(got), np.isinf(want)), (name, c.label)
+            fin = np.isfinite(want)
+            np.testing.assert_allclose(got[fin], want[fin], rtol=1e-9, atol=1e-9, err_msg=name)
+            checked += 1
+            fast += costs._window_sums(inst, c, w, starts) is not None
+    assert checked > 500 and checked > fast > checked // 2  # both paths taken

@@ -237,6 +237,26 @@ def hard_bench() -> Any:
     return load("medium-compete")
 
 
+def test_the_first_plans_include_every_phase_at_its_earliest_start() -> None:
+    # on medium-compete the greedy plan with every phase at its earliest start is cheaper
+    # than the look-ahead's (which waits for cheap hours one phase at a time): the first
+    # plans are the cheaper of the two
+    from formulations.heuristics.greedy import greedy
+    from formulations.heuristics.lookahead import lookahead_schedule
+
+    inst = hard_bench()
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    ahead = lookahead_schedule(inst, space, windows)
+    earliest = greedy(inst, space, first_start_only=True)
+    assert ahead is not None and earliest is not None
+    assert cost_plan(inst, earliest).objective < cost_plan(inst, ahead).objective
+    found = pipeline.best_heuristic(inst, space, windows, [])
+    assert found is not None
+    assert found[1].objective == pytest.approx(cost_plan(inst, earliest).objective)
+    assert_valid(inst, found[1])
+
+
 def test_time_limit_holds_within_five_percent_and_a_second() -> None:
     inst = hard_bench()
     for limit in (1.0, 3.0):

@@ -32,6 +32,7 @@ from planner.interfaces.cli.app import (
     settings,
     write_output,
 )
+from planner.interfaces.cli.background import Beside, spare_core
 from planner.interfaces.cli.exits import no_plan_exit
 from planner.interfaces.cli.hygiene_hook import print_numeric_warnings
 from planner.interfaces.cli.levers import attribution_table, money, saving_share
@@ -42,7 +43,7 @@ from planner.model.result import Result, Termination
 from planner.solve import RENAMED, SOLVERS, solve
 
 if TYPE_CHECKING:
-    from planner.analysis.attribution import Attribution
+    from planner.analysis.attribution import Attribution, LeverChain
     from planner.instance.model import Instance
     from planner.model.progress import Progress, ProgressFn
 
@@ -210,15 +211,17 @@ def _attribute(
     with_day_earlier: bool,
     time_limit: float,
     gap: float,
+    chain: Beside[LeverChain],
 ) -> tuple[Attribution | None, str]:
     """The plan's saving against the lever-free baseline, per component and per lever (and,
     with ``--day-earlier``, what finishing a day earlier costs); None and why when there is
-    no baseline to compare with."""
+    no baseline to compare with. ``chain``: the comparison's plan-free part, computed beside
+    the solve."""
     from planner.analysis.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
 
     step("attributing the saving to the levers")
     try:
-        a = attribute(inst, plan, on_step=step)
+        a = attribute(inst, plan, chain=chain.result())
     except BaselineError as e:
         return None, str(e)
     if with_day_earlier:
@@ -304,6 +307,57 @@ def solve_cmd(
         )
         return
     _print_warnings(inst)
+    chain = _lever_chain(inst, not baseline and not no_attribution, threads)
+    try:
+        res, a, why_none = _solved(
+            inst,
+            instance,
+            chain,
+            solver,
+            time_limit,
+            gap,
+            threads,
+            backend,
+            baseline,
+            as_json,
+            no_attribution,
+            with_day_earlier,
+        )
+    finally:
+        chain.cancel()
+    extra = plan_extras(instance, output, a, inst) if output is not None else {}
+    if output is not None:
+        write_output(output, res.to_json(extra=extra) + "\n", "-o")
+    if as_json:
+        print(json.dumps(res.to_dict(extra), indent=2))
+        return
+    _print_answer(inst, instance, output, res, a, why_none)
+
+
+def _lever_chain(inst: Instance, wanted: bool, threads: int | None) -> Beside[LeverChain]:
+    """The attribution's plan-free part (:func:`planner.analysis.attribution.lever_chain`),
+    started beside the solve when it is wanted and a core is spare (else computed after it,
+    when asked for)."""
+    from planner.analysis.attribution import lever_chain
+
+    return Beside(lambda: lever_chain(inst), enabled=wanted and spare_core(threads))
+
+
+def _solved(
+    inst: Instance,
+    instance: Path,
+    chain: Beside[LeverChain],
+    solver: str,
+    time_limit: float,
+    gap: float,
+    threads: int | None,
+    backend: str,
+    baseline: bool,
+    as_json: bool,
+    no_attribution: bool,
+    with_day_earlier: bool,
+) -> tuple[Result, Attribution | None, str]:
+    """The solve (or the baseline) under the progress line, and the plan's attribution."""
     with progress(f"solving {inst.name}") as step:
         if baseline:
             step("the lever-free baseline")
@@ -335,14 +389,8 @@ def solve_cmd(
         a: Attribution | None = None
         why_none = ""
         if not baseline and not no_attribution:
-            a, why_none = _attribute(inst, plan, step, with_day_earlier, time_limit, gap)
-    extra = plan_extras(instance, output, a, inst) if output is not None else {}
-    if output is not None:
-        write_output(output, res.to_json(extra=extra) + "\n", "-o")
-    if as_json:
-        print(json.dumps(res.to_dict(extra), indent=2))
-        return
-    _print_answer(inst, instance, output, res, a, why_none)
+            a, why_none = _attribute(inst, plan, step, with_day_earlier, time_limit, gap, chain)
+    return res, a, why_none
 
 
 def _print_answer(

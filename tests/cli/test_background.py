@@ -1,0 +1,88 @@
+"""Work beside the solve (planner/interfaces/cli/background.py): the attribution's plan-free
+part computed in a forked child while the parent solves, and the same answer whatever goes
+wrong with the child."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from planner.analysis.attribution import BaselineError, attribute, lever_chain
+from planner.instance import read
+from planner.interfaces.cli.background import Beside, spare_core
+from planner.solve import solve
+
+ROOT = Path(__file__).resolve().parents[2]
+PARENT = os.getpid()
+
+needs_fork = pytest.mark.skipif(
+    not hasattr(os, "fork"), reason="the work beside the solve needs fork"
+)
+
+
+@needs_fork
+def test_the_work_runs_in_a_child_and_comes_back() -> None:
+    b = Beside(os.getpid)
+    assert b.proc is not None
+    pid = b.result()
+    assert pid != PARENT and pid == b.proc.pid
+
+
+def test_without_a_spare_core_it_runs_here() -> None:
+    b = Beside(os.getpid, enabled=False)
+    assert b.proc is None and b.result() == PARENT
+
+
+@needs_fork
+def test_an_error_in_the_child_is_raised_here() -> None:
+    def fails() -> None:
+        raise BaselineError("no baseline for this one")
+
+    with pytest.raises(BaselineError, match="no baseline for this one"):
+        Beside(fails).result()
+
+
+@needs_fork
+def test_an_answer_that_cannot_cross_is_computed_here() -> None:
+    def lock_of_pid() -> tuple[int, object]:
+        return os.getpid(), threading.Lock()  # a lock does not pickle
+
+    pid, _ = Beside(lock_of_pid).result()
+    assert pid == PARENT
+
+
+@needs_fork
+def test_a_child_that_dies_is_computed_here() -> None:
+    def dies_there() -> int:
+        if os.getpid() != PARENT:
+            os._exit(3)
+        return os.getpid()
+
+    assert Beside(dies_there).result() == PARENT
+
+
+@needs_fork
+def test_a_cancelled_child_is_gone() -> None:
+    b = Beside(lambda: threading.Event().wait(60))
+    b.cancel()
+    assert b.proc is not None and not b.proc.is_alive()
+
+
+def test_a_second_core_is_spare_only_beside_fewer_solver_threads() -> None:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert spare_core(None) == (cores > 1)
+    assert not spare_core(cores)
+
+
+@needs_fork
+def test_the_attribution_from_the_child_is_the_attribution() -> None:
+    inst = read(ROOT / "instances" / "week-7b.yaml")
+    res = solve(inst, time_limit=30)
+    assert res.plan is not None
+    chain = Beside(lambda: lever_chain(inst))
+    got = attribute(inst, res.plan, chain=chain.result())
+    assert got.to_dict() == attribute(inst, res.plan).to_dict()
+    assert got.levers[-1].key == "time_shifting" and len(got.levers) == 10
