@@ -243,14 +243,13 @@ def best_heuristic(
     # pushed later cost the others more (lab quarter x200: 3,009,349 in 0.9 s against the
     # look-ahead's 3,024,730)
     consider(greedy(inst, space, first_start_only=True))
-    reserved = any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs)
-    if reserved and first is not None and best is not None:
+    if space.any_reserved and first is not None and best is not None:
         # pools bought first: one forward pass per try, within a share of the time left
         now = time.perf_counter()
         until = None if deadline is None else now + COMMIT_SHARE * max(0.0, deadline - now)
         reservation_first(la, best[1].objective, lambda s, _: consider(s), until)
     # the second look-ahead takes about as long as the first: only when that fits
-    if reserved and (deadline is None or time.perf_counter() + took < deadline):
+    if space.any_reserved and (deadline is None or time.perf_counter() + took < deadline):
         consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
     if first is None:
         consider(greedy(inst, space))
@@ -482,10 +481,12 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     2,038,630, plan 3,024,000, bound without commitments 2,933,833)."""
     if st.plan is None or st.closed or st.plan.reserved or st.plan.reserved_terms:
         return
-    by_phase = chain.space.by_phase
-    if not any(c.contract == "reserved" for cs in by_phase.values() for c in cs):
+    if not chain.space.any_reserved:
         return
-    own = {n: tuple(c for c in cs if c.contract != "reserved") for n, cs in by_phase.items()}
+    own = {
+        n: tuple(c for c in cs if c.contract != "reserved")
+        for n, cs in chain.space.by_phase.items()
+    }
     if not all(own.values()) or not _has_time(st, 2.0):
         return
     sub = Relaxation(chain.inst, chain.space.restricted(own), chain.windows)
@@ -635,7 +636,7 @@ def recontract_incumbent(chain: Chain, st: Incumbent) -> None:
     within RECONTRACT_SHARE of the time left."""
     if st.schedule is None or st.plan is None or st.closed or st.left() < 1.0:
         return
-    if not any(c.contract == "reserved" for cs in chain.space.by_phase.values() for c in cs):
+    if not chain.space.any_reserved:
         return
     if st.recontracted is st.plan:
         return  # the same incumbent as the last time: its contracts are chosen already

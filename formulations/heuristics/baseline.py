@@ -511,7 +511,7 @@ def asap_plans(
     if space.infeasible:
         return []
     allows: list[Callable[[Config], bool]] = [lambda c: c.contract != "reserved"]
-    if any(c.contract == "reserved" for cs in space.by_phase.values() for c in cs):
+    if space.any_reserved:
         allows.append(lambda c: True)
     out: list[tuple[Plan, Schedule]] = []
     for allow in allows:

@@ -214,6 +214,11 @@ class ConfigSpace:
         """Configurations over every phase."""
         return sum(len(v) for v in self.by_phase.values())
 
+    @cached_property
+    def any_reserved(self) -> bool:
+        """Some configuration runs on a reserved contract (reserved pools are offered)."""
+        return any(c.contract == "reserved" for cs in self.by_phase.values() for c in cs)
+
 
 def plan_key(fields_: dict[str, object]) -> tuple[object, ...]:
     """A configuration's plan fields (:meth:`Config.plan_fields`) as a key, in name order."""
