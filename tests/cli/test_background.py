@@ -34,6 +34,13 @@ def test_the_work_runs_in_a_child_and_comes_back() -> None:
 def test_without_a_spare_core_it_runs_here() -> None:
     b = Beside(os.getpid, enabled=False)
     assert b.proc is None and b.result() == PARENT
+    # computed here, the caller may say how (with a progress line the child could not draw)
+    assert Beside(os.getpid, enabled=False).result(lambda: -1) == -1
+
+
+@needs_fork
+def test_an_answer_from_the_child_is_not_computed_again() -> None:
+    assert Beside(os.getpid).result(lambda: -1) not in (-1, PARENT)
 
 
 @needs_fork

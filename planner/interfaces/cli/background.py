@@ -65,10 +65,13 @@ class Beside(Generic[T]):
         send.close()
         self.conn = recv
 
-    def result(self) -> T:
-        """The child's answer (its exception raised here), or ``fn()`` computed here."""
+    def result(self, here: Callable[[], T] | None = None) -> T:
+        """The child's answer (its exception raised here), or the same computed here:
+        ``here()`` when given (e.g. ``fn`` with a progress line the child could not draw),
+        else ``fn()``."""
+        again = self.fn if here is None else here
         if self.proc is None:
-            return self.fn()
+            return again()
         try:
             kind, value = self.conn.recv()
         except (EOFError, OSError):
@@ -82,7 +85,7 @@ class Beside(Generic[T]):
             return cast(T, value)
         if kind == "raised":
             raise value
-        return self.fn()
+        return again()
 
     def cancel(self) -> None:
         """Stop the child (the command ends without its result)."""

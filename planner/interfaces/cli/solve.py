@@ -217,11 +217,17 @@ def _attribute(
     with ``--day-earlier``, what finishing a day earlier costs); None and why when there is
     no baseline to compare with. ``chain``: the comparison's plan-free part, computed beside
     the solve."""
-    from planner.analysis.attribution import DAY_EARLIER_S, BaselineError, attribute, day_earlier
+    from planner.analysis.attribution import (
+        DAY_EARLIER_S,
+        BaselineError,
+        attribute,
+        day_earlier,
+        lever_chain,
+    )
 
     step("attributing the saving to the levers")
     try:
-        a = attribute(inst, plan, chain=chain.result())
+        a = attribute(inst, plan, chain=chain.result(lambda: lever_chain(inst, on_step=step)))
     except BaselineError as e:
         return None, str(e)
     if with_day_earlier:
