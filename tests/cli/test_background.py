@@ -93,3 +93,24 @@ def test_the_attribution_from_the_child_is_the_attribution() -> None:
     got = attribute(inst, res.plan, chain=chain.result())
     assert got.to_dict() == attribute(inst, res.plan).to_dict()
     assert got.levers[-1].key == "time_shifting" and len(got.levers) == 10
+
+
+@needs_fork
+def test_what_was_printed_before_is_printed_once(tmp_path: Path) -> None:
+    # text still in this process's buffer when the child is forked is written once: by this
+    # process, not again when the child exits
+    import subprocess
+    import sys
+
+    script = tmp_path / "once.py"
+    script.write_text(
+        "import sys\n"
+        "from planner.interfaces.cli.background import Beside\n"
+        "sys.stdout.write('before the child ')\n"
+        "print(Beside(lambda: 'answer').result())\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    assert out == "before the child answer\n"

@@ -6,10 +6,11 @@ as-soon-as-possible plan lever by lever (:func:`planner.analysis.attribution.lev
 none of which depends on the plan. On a machine with a core to spare it is computed while the
 solver runs: on the 100-phase lab quarter that comparison takes longer than a minute's
 solve. The child is forked after the instance is read and checked (it inherits the instance
-and its configuration space), never touches the terminal, and sends back its result or its
-exception through a pipe. Whatever goes wrong on the way (no ``fork`` on the platform, no
-second core, a child that died) the caller computes the same thing in the parent: the answer
-never depends on where it was computed.
+and its configuration space; :mod:`multiprocessing` flushes the standard streams before it
+forks, so nothing buffered is written twice), never touches the terminal, and sends back its
+result or its exception through a pipe. Whatever goes wrong on the way (no ``fork`` on the
+platform, no second core, a child that died) the caller computes the same thing in the
+parent: the answer never depends on where it was computed.
 """
 
 from __future__ import annotations
