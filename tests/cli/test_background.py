@@ -114,3 +114,15 @@ def test_what_was_printed_before_is_printed_once(tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, check=True, cwd=ROOT
     ).stdout
     assert out == "before the child answer\n"
+
+
+def test_the_work_waits_when_the_solver_takes_every_core() -> None:
+    # CP-SAT keeps every core busy by default (also when "auto" picks it): nothing beside it
+    from planner.interfaces.cli.solve import _solver_threads
+
+    inst = read(ROOT / "instances" / "week-7b.yaml")  # auto picks the hourly MILP
+    assert _solver_threads(inst, "cpsat", None) == os.cpu_count()
+    assert not spare_core(_solver_threads(inst, "cpsat", None))
+    assert _solver_threads(inst, "cpsat", 1) == 1
+    assert _solver_threads(inst, "auto", None) is None
+    assert _solver_threads(inst, "milp", None) is None

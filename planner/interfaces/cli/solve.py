@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import warnings
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -313,7 +314,8 @@ def solve_cmd(
         )
         return
     _print_warnings(inst)
-    chain = _lever_chain(inst, not baseline and not no_attribution, threads)
+    wanted = not baseline and not no_attribution
+    chain = _lever_chain(inst, wanted and spare_core(_solver_threads(inst, solver, threads)))
     try:
         res, a, why_none = _solved(
             inst,
@@ -340,13 +342,24 @@ def solve_cmd(
     _print_answer(inst, instance, output, res, a, why_none)
 
 
-def _lever_chain(inst: Instance, wanted: bool, threads: int | None) -> Beside[LeverChain]:
+def _lever_chain(inst: Instance, beside: bool) -> Beside[LeverChain]:
     """The attribution's plan-free part (:func:`planner.analysis.attribution.lever_chain`),
-    started beside the solve when it is wanted and a core is spare (else computed after it,
-    when asked for)."""
+    started beside the solve when ``beside`` (else computed after it, when asked for)."""
     from planner.analysis.attribution import lever_chain
 
-    return Beside(lambda: lever_chain(inst), enabled=wanted and spare_core(threads))
+    return Beside(lambda: lever_chain(inst), enabled=beside)
+
+
+def _solver_threads(inst: Instance, solver: str, threads: int | None) -> int | None:
+    """The cores the solve keeps busy: ``threads`` when given, else every core for CP-SAT
+    (its default, also when "auto" picks it), else one (None)."""
+    if threads is not None:
+        return threads
+    if solver == "auto":
+        from formulations.choose import choose
+
+        solver = choose(inst)[0]
+    return os.cpu_count() if solver == "cpsat" else None
 
 
 def _solved(
