@@ -59,6 +59,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -166,7 +167,7 @@ SMALL_MODEL_GAP = 0.01
 
 
 #: Share of the time left that the reservation-first plans may take (one look-ahead forward
-#: pass per pool and level tried: 16 passes, 22 s on the lab's quarter).
+#: pass per pool and level tried: at most 16, which took 22 s on the lab's quarter).
 COMMIT_SHARE = 0.1
 
 
@@ -201,13 +202,24 @@ class Chain:
     warm_start: bool
     verbose: bool
 
+    @cached_property
+    def small(self) -> bool:
+        """Whether the MILP over every configuration and hour of the windows (before any
+        fixing) is estimated at most SMALL_MODEL_NONZEROS."""
+        w = self.windows
+        columns = sum(
+            max(0, w.end[name] - w.start[name]) * len(configs)
+            for name, configs in self.space.by_phase.items()
+        )
+        return columns * NONZEROS_PER_COLUMN <= SMALL_MODEL_NONZEROS
+
 
 def best_heuristic(
     inst: Instance,
     space: ConfigSpace,
     windows: Windows,
     notes: list[str],
-    offer: Callable[[Schedule], object] | None = None,
+    offer: Callable[[Schedule, str], object] | None = None,
     deadline: float | None = None,
 ) -> tuple[Schedule, Plan] | None:
     """The cheapest plan that meets the carbon cap among: the greedy schedule with every
@@ -215,44 +227,46 @@ def best_heuristic(
     pools bought first (:mod:`formulations.heuristics.commitments`, within COMMIT_SHARE of
     the time left); the look-ahead with reserved capacity priced per GPU-hour used (only when
     it can end by ``deadline``); and the greedy one with every start when the look-ahead
-    finds none. Each is handed to ``offer`` as soon as it is found (the first plan of a large
-    instance comes before the look-ahead's)."""
+    finds none. Each better one is handed to ``offer`` with its heuristic's name as soon as
+    it is found (the first plan of a large instance comes before the look-ahead's)."""
     best: tuple[Schedule, Plan] | None = None
     broke_cap = False
 
-    def consider(sched: Schedule | None) -> None:
+    def consider(sched: Schedule | None, source: str, plan: Plan | None = None) -> None:
         nonlocal best, broke_cap
         if sched is None:
             return
-        plan = cost_plan(inst, sched)
+        plan = cost_plan(inst, sched) if plan is None else plan
         if not within_carbon_cap(inst, plan.emissions_t):
             broke_cap = True  # the heuristics do not know the cap
             return
         if best is None or plan.objective < best[1].objective:
             best = (sched, plan)
             if offer is not None:
-                offer(sched)
+                offer(sched, source)
 
     # every phase at its earliest start on its cheapest configuration there, first: it
     # takes a fraction of the look-ahead's time, and the look-ahead, which waits for cheap
     # hours one phase at a time, is not always cheaper (lab quarter x200: 3,009,349 in 0.9 s
     # against the look-ahead's 3,024,730 after 8 s)
-    consider(greedy(inst, space, first_start_only=True))
+    consider(greedy(inst, space, first_start_only=True), "earliest starts")
     t0 = time.perf_counter()
     la = LookAhead(inst, space, windows)
     first = la.schedule()
-    consider(first)
+    consider(first, "look-ahead")
     took = time.perf_counter() - t0
     if space.any_reserved and first is not None and best is not None:
         # pools bought first: one forward pass per try, within a share of the time left
         now = time.perf_counter()
         until = None if deadline is None else now + COMMIT_SHARE * max(0.0, deadline - now)
-        reservation_first(la, best[1].objective, lambda s, _: consider(s), until)
+        reservation_first(
+            la, best[1].objective, lambda s, p: consider(s, "reservation-first", p), until
+        )
     # the second look-ahead takes about as long as the first: only when that fits
     if space.any_reserved and (deadline is None or time.perf_counter() + took < deadline):
-        consider(lookahead_schedule(inst, space, windows, allow_reserved=True))
+        consider(lookahead_schedule(inst, space, windows, allow_reserved=True), "look-ahead")
     if first is None:
-        consider(greedy(inst, space))
+        consider(greedy(inst, space), "greedy")
     if best is None and broke_cap:
         notes.append("the look-ahead plan breaks the carbon cap; solving without it")
     return best
@@ -364,7 +378,7 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
         )
     if st.closed:
         return finish(st, t0, "milp-bound", "proved by the DP bound")
-    if _small(chain):
+    if chain.small:
         # the reduced MILP over so few columns proves more, and sooner, than the ascent
         # could fix (month-70b re-planned after a lost region: 2.3 s of ascent, 69 of 77
         # configurations kept either way)
@@ -407,7 +421,7 @@ def dp_bound(chain: Chain, rel: Relaxation, st: Incumbent) -> Evaluation | None:
     successors included; :class:`formulations.bounds.lagrange.Relaxation`) and, with the
     transfers between regions, :func:`transfer_bound`; finds: the relaxation's own plan. None
     when no chain of runs meets the deadlines (the instance is infeasible). A small model
-    (:func:`_small`) whose gap after the DP bound is still over SMALL_MODEL_GAP goes on
+    (:attr:`Chain.small`) whose gap after the DP bound is still over SMALL_MODEL_GAP goes on
     without the transfer bound and the relaxation's plan: the reduced MILP follows at once.
     (month-70b re-planned after a lost region: 0.23 s for a bound 0.002% higher and a plan
     42% dearer; week-7b, 0.04% from its plan, is proved by the transfer bound.)"""
@@ -421,7 +435,7 @@ def dp_bound(chain: Chain, rel: Relaxation, st: Incumbent) -> Evaluation | None:
         return None
     st.prove(ev.bound, "DP bound")
     gap = relative_gap(st.upper, st.bound) if st.plan is not None else None
-    if gap is not None and gap > SMALL_MODEL_GAP and _small(chain):
+    if gap is not None and gap > SMALL_MODEL_GAP and chain.small:
         return ev  # the reduced MILP comes next and proves more than these could
     if chain.warm_start and _has_time(st, PRIMAL_EVALUATIONS):
         st.offer(relaxed_plan(chain.inst, rel, lam, mu, ev), "relaxation plan")
@@ -478,7 +492,7 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     and the relaxations (the separable rule, the Lagrangian prices ``mu``) spread that over
     the hours it may be used, so their bound holds every phase on reserved GPUs at about the
     reserved price per hour, which no plan packs so tightly (the lab's quarter: bound
-    2,038,630, plan 3,024,000, bound without commitments 2,933,833)."""
+    2,038,630, plan 3,008,631, bound without commitments 2,933,833)."""
     if st.plan is None or st.closed or st.plan.reserved or st.plan.reserved_terms:
         return
     if not chain.space.any_reserved:
@@ -535,7 +549,7 @@ def first_plans(chain: Chain, st: Incumbent, start: Start | None) -> None:
     if chain.warm_start:
         tracker.stage("heuristic", "look-ahead plan")
         best_heuristic(
-            inst, space, windows, st.notes, lambda s: st.offer(s, "look-ahead"), st.deadline
+            inst, space, windows, st.notes, lambda s, source: st.offer(s, source), st.deadline
         )
     st.stats["heuristic"] = st.upper
     recontract_incumbent(chain, st)
@@ -654,17 +668,6 @@ def recontract_incumbent(chain: Chain, st: Incumbent) -> None:
     if found is not None:
         st.offer(found[0], "contracts at fixed times")
         st.recontracted = st.plan  # the better plan's contracts are the ones just chosen
-
-
-def _small(chain: Chain) -> bool:
-    """Whether the MILP over every configuration and hour of the windows (before any
-    fixing) is estimated at most SMALL_MODEL_NONZEROS."""
-    w = chain.windows
-    columns = sum(
-        max(0, w.end[name] - w.start[name]) * len(configs)
-        for name, configs in chain.space.by_phase.items()
-    )
-    return columns * NONZEROS_PER_COLUMN <= SMALL_MODEL_NONZEROS
 
 
 def _has_time(st: Incumbent, evaluations: float) -> bool:

@@ -23,8 +23,8 @@ price per GPU-hour, both at their mean hourly cost over the phase's window, summ
 phases where that is positive. Pools are tried in order of promise, each at its largest
 level and at half of it (not below the term's minimum), and kept when the plan with them is
 cheaper than without (a greedy search: each pool is tried on top of those kept), until
-MAX_MISSES pools in a row were not kept. Every
-forward pass reuses the backward pass's guide, so a try costs one forward pass.
+MAX_MISSES pools in a row were not kept. Every forward pass reuses the backward pass's guide,
+so a try costs one forward pass.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from planner.model.schedule import ReservedKey, Schedule
 MAX_POOLS = 8
 
 #: ... and the search ends after this many pools in a row that were not kept (the lab's
-#: quarter, where no commitment pays: 6 forward passes, 8 s, instead of 16 and 22 s).
+#: quarter, where no commitment pays: 6 forward passes instead of 16, which took 22 s).
 MAX_MISSES = 3
 
 

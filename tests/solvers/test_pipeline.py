@@ -251,9 +251,11 @@ def test_the_first_plans_include_every_phase_at_its_earliest_start() -> None:
     earliest = greedy(inst, space, first_start_only=True)
     assert ahead is not None and earliest is not None
     assert cost_plan(inst, earliest).objective < cost_plan(inst, ahead).objective
-    found = pipeline.best_heuristic(inst, space, windows, [])
+    offered: list[str] = []
+    found = pipeline.best_heuristic(inst, space, windows, [], lambda s, src: offered.append(src))
     assert found is not None
     assert found[1].objective == pytest.approx(cost_plan(inst, earliest).objective)
+    assert offered == ["earliest starts"]  # offered first, and the look-ahead is no better
     assert_valid(inst, found[1])
 
 
