@@ -281,6 +281,16 @@ class Relaxation:
             demand[:, ph.e : ph.stop] += peak
         self.binding = demand > self.cap + 1e-9
         self.rprice_arr = np.array(self.rprice, dtype=float)
+        #: per reserved pool, the hours of its term in which some configuration on it is open
+        #: (inside its phase's window, capacity and masks allowing): the only hours a plan
+        #: can use it
+        self.rusable = np.zeros((len(self.reserved_pools), T), dtype=bool)
+        for ph in self.phases.values():
+            for j in np.nonzero(ph.rpool >= 0)[0]:
+                self.rusable[ph.rpool[j], ph.e : ph.stop] |= np.isfinite(ph.base[j])
+        for i, (first, end) in enumerate(self.rhours):
+            self.rusable[i, :first] = False
+            self.rusable[i, end:] = False
         #: DP cells of one evaluation (configurations x hours, x run length when
         #: preemptible): what an evaluation costs, known before running one.
         self.cells = sum(
@@ -296,9 +306,10 @@ class Relaxation:
         bound's rule)."""
         lam = np.zeros((len(self.pools), self.T))
         mu = np.zeros((len(self.reserved_pools), self.T))
-        for i, (first, end) in enumerate(self.rhours):
-            if end > first:
-                mu[i, first:end] = self.rprice_arr[i] / (end - first)
+        for i, usable in enumerate(self.rusable):
+            n = int(usable.sum())
+            if n:
+                mu[i, usable] = self.rprice_arr[i] / n
         return lam, mu
 
     def _hourly(self, ph: _Phase, lam: np.ndarray, mu: np.ndarray) -> np.ndarray:

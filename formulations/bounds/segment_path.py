@@ -5,16 +5,16 @@ Relaxation: a plan of the phase is up to N segments in time order, each on one c
 consecutive ones different, joined by migrations at their exact cost
 (:func:`planner.model.costs.migration_cost`), all in one block of consecutive hours when the phase
 is non-preemptible. Each hour t run on c costs at least ``h_c(t)``
-(:func:`planner.model.costs.hourly_cost` in ``as_used`` mode, plus ``rho_c`` per hour for block
-billing) and does ``r_c = 1 / W_c`` of the work; the first segment pays its one-time costs
-but the successors' retrieval (and a re-planned phase's least entry), the last its region's
-archive after the window and retrieval (:func:`planner.model.costs.first_segment_usd`,
-:func:`planner.model.costs.last_segment_usd`). Dropped (all >= 0 or a relaxation): capacity shared
-with other phases, precedence beyond the window, minimum rentals, pauses, resumes, a
-segment's at least one and at most ``n_c`` hours. The value of time counts from the earliest
-end any plan can reach (the window's start plus the fewest hours a configuration needs for
-the whole work). The work constraint ``sum r >= 1`` is
-dualised: for every ``mu >= 0`` a plan costs at least
+(:func:`formulations.bounds.commitment.bound_hourly`: a reserved GPU-hour at its pool's rate, plus
+``rho_c`` per hour for block billing) and does ``r_c = 1 / W_c`` of the work; the first segment
+pays its one-time costs but the successors' retrieval (and a re-planned phase's least entry), the
+last its region's archive after the window and retrieval
+(:func:`planner.model.costs.first_segment_usd`, :func:`planner.model.costs.last_segment_usd`).
+Dropped (all >= 0 or a relaxation): capacity shared with other phases, precedence beyond the
+window, minimum rentals, pauses, resumes, a segment's at least one and at most ``n_c`` hours. The
+value of time counts from the earliest end any plan can reach (the window's start plus the fewest
+hours a configuration needs for the whole work). The work constraint ``sum r >= 1`` is dualised:
+for every ``mu >= 0`` a plan costs at least
 
     g(mu) = mu + min over segment paths of  sum_t (h_c(t) - mu r_c) + migrations + start + end
 
@@ -39,24 +39,25 @@ back to the phase's bound itself (valid for every hour, pruning nothing).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from formulations.bounds.commitment import bound_hourly
 from planner.instance.model import Instance
 from planner.model.configs import Config
 from planner.model.costs import (
     block_prices,
     enter_cost,
     first_segment_usd,
-    hourly_cost,
     last_segment_usd,
     leave_cost,
     move_cost,
     time_usd,
     weights,
 )
+from planner.model.schedule import ReservedKey
 
 #: Golden-section iterations over mu (precision 0.618^k of the range).
 ITERATIONS = 48
@@ -96,11 +97,14 @@ def segment_bound(
     l_: int,
     deadline: float | None = None,
     guess: float | None = None,
+    pool_rates: Mapping[ReservedKey, float] | None = None,
 ) -> SegmentBound:
     """The Lagrangian segment-path bound of the module docstring; ``deadline`` (a
     ``time.perf_counter()`` value) stops the search over mu with the best bound found.
     ``guess``: a mu to try first (the price of the whole work: the phase's least cost on one
-    configuration is close to it), so that a search cut short still has a good bound."""
+    configuration is close to it), so that a search cut short still has a good bound.
+    ``pool_rates``: what a reserved GPU-hour is charged, per pool
+    (:func:`formulations.bounds.commitment.reserved_rates`; None: its price per GPU-hour)."""
     w = weights(inst)
     H = l_ - e
     rows, rates, starts, ends, keep = [], [], [], [], []
@@ -112,8 +116,7 @@ def segment_bound(
     for c in configs:
         if H < 1:
             break
-        cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-        h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
+        h = bound_hourly(inst, c, w, e, l_, pool_rates)
         if c.contract != "reserved" and c.billing_hours > 1:
             g = c.billing_hours
             prices = block_prices(inst, c)

@@ -3,8 +3,9 @@
 Relaxation: drop capacity, precedence beyond the tightened time windows, transfers between
 phases, porting, pause parking and resumes — all costs that are >= 0, but for a resume with
 negative power prices, whose least total is kept (:func:`pause_floor`) — and replace a
-reservation's commitment R x price x T by the reserved GPU-hours actually used x price (never
-more). What remains separates
+reservation's commitment R x P by the reserved GPU-hours actually used x P / |U| (never more,
+:mod:`formulations.bounds.commitment`: U the hours in which a plan can use the pool). What
+remains separates
 by phase: each phase independently picks the configuration and hours of least cost inside its
 window, contiguous for a non-preemptible phase (a sliding-window minimum), the n cheapest
 hours otherwise. The sum over phases is a lower bound on every plan.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formulations.bounds.commitment import bound_hourly, reserved_rates
 from formulations.bounds.segment_path import SegmentBound, segment_bound
 from planner.instance.model import Instance
 from planner.model.configs import Config, ConfigSpace
@@ -33,11 +35,11 @@ from planner.model.costs import (
     Weights,
     end_usd,
     fixed_cost,
-    hourly_cost,
     least_block_rental,
     pause_usd_per_h,
     weights,
 )
+from planner.model.schedule import ReservedKey
 
 
 def open_runs(ok: np.ndarray, n: int) -> np.ndarray:
@@ -96,6 +98,9 @@ class PhaseBound:
     #: plans in two or more segments.
     per_hour: dict[int, np.ndarray] = field(default_factory=dict)
     multi: float = np.inf
+    #: what the bound charged a reserved GPU-hour, per pool (the same for every phase:
+    #: :func:`formulations.bounds.commitment.reserved_rates`); hour masks charge the same
+    rates: Mapping[ReservedKey, float] = field(default_factory=dict)
 
 
 def phase_bounds(
@@ -111,6 +116,7 @@ def phase_bounds(
     the rest takes time in proportion to the phases' configurations x hours, well under a
     second on the benchmarks."""
     w = weights(inst)
+    rates = reserved_rates(inst, space, windows_start, windows_end)
     out: dict[str, PhaseBound] = {}
     segmented = [
         n
@@ -125,8 +131,8 @@ def phase_bounds(
             if l_ - e < c.hours:
                 continue
             # hours whose capacity alone cannot host c are never used by any plan
-            cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
+            h = bound_hourly(inst, c, w, e, l_, rates)
+            cap_ok = np.isfinite(h)
             if (pre and cap_ok.sum() < c.hours) or not cap_ok.any():
                 continue
             # rental billed per block: at least ceil(n / g) blocks of g hours
@@ -145,13 +151,13 @@ def phase_bounds(
                 run = float(sums.min())
             # fixed_cost at l_ prices an end at l_; run_sums / the least end correct it
             per[c.index] = run + rent + fixed_cost(inst, c, l_, w)
-        out[name] = PhaseBound(min(per.values()) if per else float("inf"), per)
+        out[name] = PhaseBound(min(per.values()) if per else float("inf"), per, rates=rates)
         if name in segmented:
             share = None
             if deadline is not None:
                 now = time.perf_counter()
                 share = now + max(0.0, deadline - now) / (len(segmented) - segmented.index(name))
-            sb = segment_bound(inst, configs, e, l_, share, guess=out[name].best)
+            sb = segment_bound(inst, configs, e, l_, share, guess=out[name].best, pool_rates=rates)
             out[name] = _with_segments(out[name], sb)
     return out
 
@@ -164,7 +170,7 @@ def _with_segments(one: PhaseBound, sb: SegmentBound) -> PhaseBound:
     }
     for i, v in one.per_config.items():
         per.setdefault(i, v)
-    return PhaseBound(min(one.best, sb.multi), per, sb.per_hour, sb.multi)
+    return PhaseBound(min(one.best, sb.multi), per, sb.per_hour, sb.multi, one.rates)
 
 
 def single_segment(
@@ -245,8 +251,8 @@ def hour_masks(
                 )
                 continue
             base = b.per_config[c.index]
-            cap_ok = inst.capacity[(c.region, c.gpu)][e:l_] >= c.total_gpus - 1e-9
-            h = np.where(cap_ok, hourly_cost(inst, c, w, "as_used")[e:l_], np.inf)
+            h = bound_hourly(inst, c, w, e, l_, b.rates)
+            cap_ok = np.isfinite(h)
             n = c.hours
             if pre:
                 kth = float(np.sort(h)[n - 1])

@@ -14,11 +14,12 @@ import pytest
 from builders import assert_valid, generated, instance_from, one_phase, region, three_cheap_hours
 from hard_instances import hard_dict
 
+from formulations.bounds.commitment import bound_hourly, reserved_rates
 from formulations.bounds.lagrange import Relaxation
 from formulations.bounds.separable import lower_bound, phase_bounds
 from formulations.pipeline import solve_milp
 from planner.model.configs import config_space
-from planner.model.costs import cost_plan
+from planner.model.costs import cost_plan, weights
 from planner.model.options import SolveOptions
 from planner.model.result import Termination
 from planner.model.schedule import with_reservations
@@ -105,18 +106,32 @@ def test_resumes_and_parking_enter_the_bound() -> None:
 def test_reserved_prices_charge_the_whole_commitment() -> None:
     # Horizon 20 h, a 10-hour job on 10 GPUs that must end by hour 10, only a reserved offer
     # at $1.20/GPU-h, free energy. The pool is paid for the horizon: 10 x 1.20 x 20 = $240.
-    # The separable rule charges the GPU-hours used, 10 x 10 x 1.20 = $120; prices mu on the
-    # only hours the job can run (mu = 1.20 x 20 / 10 = 2.40 per GPU-hour) give the $240.
+    # Charged per GPU-hour used at the reserved price, 10 x 10 x 1.20 = $120. The bounds
+    # charge the pool's price over the only hours some configuration can use it (hours 0-9:
+    # 1.20 x 20 / 10 = 2.40 per GPU-hour, formulations.bounds.commitment) and give the $240
+    # at once, the separable bound and the DP's first prices alike; spread over the whole
+    # term (1.20) they gave $120, and the ascent had to find the rest.
     offers = {"reserved": {"usd_per_gpu_hour": 1.2}}
     d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, 100, deadline=10, hours=20)
     inst = instance_from(d)
     opt = optimum(inst).objective
     assert opt == pytest.approx(240.0)
+    space = config_space(inst)
+    win = time_windows(inst, space.fewest_hours())
+    assert reserved_rates(inst, space, win.start, win.end) == {("r", "G", ""): pytest.approx(2.4)}
+    (c,) = space.by_phase["job"]
+    w = weights(inst)
+    used = bound_hourly(inst, c, w, 0, 20, None)
+    charged = bound_hourly(inst, c, w, 0, 20, reserved_rates(inst, space, win.start, win.end))
+    assert used[:10] == pytest.approx([12.0] * 10) and charged[:10] == pytest.approx([24.0] * 10)
+    assert lower_bound(phase_bounds(inst, space, win.start, win.end)) == pytest.approx(240.0)
     rel = relaxation(inst)
-    first = rel.evaluate(*rel.zero_prices()).bound
-    assert first == pytest.approx(120.0)
+    assert rel.rusable.sum() == 10 and rel.rusable[0, :10].all()
+    lam, mu = rel.zero_prices()
+    assert mu.sum() == pytest.approx(24.0) and mu[0, :10] == pytest.approx([2.4] * 10)
+    assert rel.evaluate(lam, mu).bound == pytest.approx(240.0)
     lag = rel.solve(opt, iterations=40)
-    assert 235.0 <= lag.bound <= 240.0 + 1e-6
+    assert lag.bound == pytest.approx(240.0)
 
 
 def test_capacity_prices_raise_the_bound_where_two_jobs_compete() -> None:
