@@ -30,6 +30,7 @@ termination condition).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
@@ -448,13 +449,37 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _solve_isolated(job: HighsJob, on_event: EventFn | None, mem_cap: float) -> RawSolution:
-    t0 = time.perf_counter()
+@dataclass
+class _Child:
+    """A started HiGHS child: the process, the read end of its event pipe, its stderr file
+    and the process that started it (a forked copy of the caller must not use it)."""
+
+    proc: subprocess.Popen[bytes]
+    r: int
+    err: Any
+    owner: int
+
+    def discard(self) -> None:
+        """Stop the child and close what leads to it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5.0)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        os.close(self.r)
+        self.err.close()
+
+
+def _spawn(verbose: bool) -> _Child:
+    """Start ``python -m formulations.lp.highs_child``; it imports and then waits for its job
+    on stdin."""
     r, w = os.pipe()
     os.set_blocking(r, False)
-    err = tempfile.TemporaryFile()  # noqa: SIM115 (closed on every path below)
+    err = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _Child.discard or the solve)
     out: Any = subprocess.DEVNULL
-    if job.verbose:
+    if verbose:
         try:
             out = sys.stderr.fileno()  # HiGHS's log, kept off the caller's stdout
         except (AttributeError, OSError, ValueError):
@@ -469,8 +494,57 @@ def _solve_isolated(job: HighsJob, on_event: EventFn | None, mem_cap: float) -> 
             env=_child_env(),
             close_fds=True,
         )
+    except BaseException:
+        os.close(r)
+        err.close()
+        raise
     finally:
         os.close(w)
+    return _Child(proc, r, err, os.getpid())
+
+
+#: The child started ahead of the next isolated solve (:func:`prestart`), if any.
+_spare: _Child | None = None
+
+
+def prestart() -> None:
+    """Start the child the next isolated solve will take, so that its interpreter and imports
+    (about 0.35 s: numpy, highspy) run beside the caller's work (building the model) instead
+    of before the solve. At most one waits; :func:`discard_spare` stops it, and it ends by
+    itself when this process does (its stdin closes)."""
+    global _spare
+    if _spare is not None and _spare.owner == os.getpid() and _spare.proc.poll() is None:
+        return
+    _spare = _spawn(False)
+
+
+def discard_spare() -> None:
+    """Stop the child :func:`prestart` started, if no solve took it."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None and spare.owner == os.getpid():
+        spare.discard()
+
+
+atexit.register(discard_spare)
+
+
+def _child_for(job: HighsJob) -> _Child:
+    """The prestarted child when it is this process's, alive and quiet (a verbose job's
+    child writes HiGHS's log to stderr), else a new one."""
+    global _spare
+    spare, _spare = _spare, None
+    if spare is not None and spare.owner == os.getpid():
+        if not job.verbose and spare.proc.poll() is None:
+            return spare
+        spare.discard()
+    return _spawn(job.verbose)
+
+
+def _solve_isolated(job: HighsJob, on_event: EventFn | None, mem_cap: float) -> RawSolution:
+    t0 = time.perf_counter()
+    child = _child_for(job)
+    proc, r, err = child.proc, child.r, child.err
     best: tuple[float, float | None, np.ndarray] | None = None
     last_bound: float | None = None
     final: RawSolution | None = None
@@ -561,8 +635,14 @@ def _solve_isolated(job: HighsJob, on_event: EventFn | None, mem_cap: float) -> 
 
 def child_main(fd: int) -> int:
     """The child's work (``python -m formulations.lp.highs_child FD``): read a pickled
-    :class:`HighsJob` from stdin, solve it, stream events and the final result to ``fd``."""
-    job = pickle.load(sys.stdin.buffer)
+    :class:`HighsJob` from stdin, solve it, stream events and the final result to ``fd``. A
+    prestarted child whose stdin closes before a job came (:func:`discard_spare`, or its
+    parent ended) just ends."""
+    try:
+        job = pickle.load(sys.stdin.buffer)
+    except EOFError:
+        os.close(fd)
+        return 0
 
     def send(kind: str, obj: float | None, bound: float | None, x: np.ndarray | None) -> None:
         send_frame(fd, (kind, obj, bound, x))

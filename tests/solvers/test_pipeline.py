@@ -403,6 +403,78 @@ def test_the_child_streams_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     assert_valid(inst, res.plan)
 
 
+def test_a_prestarted_child_solves_the_next_isolated_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    # prestart() starts the child ahead (its imports beside the caller's work); the next
+    # isolated solve takes it instead of starting one, and gets the in-process answer
+    # (crowded_pair's relaxation, 45.15, test_milp)
+    from test_milp import crowded_pair
+
+    from formulations.exact.milp.model import loose_columns
+    from formulations.lp import highs_runner
+
+    inst = instance_from(crowded_pair())
+    mm = build(inst, config_space(inst))
+    loose = loose_columns(mm)
+    here = highs_runner.solve_highs(mm.lp, 10, 0.0, 1, isolate=False, continuous=loose)
+    highs_runner.prestart()
+    spare = highs_runner._spare
+    assert spare is not None and spare.proc.poll() is None
+    highs_runner.prestart()  # at most one waits
+    assert highs_runner._spare is spare
+    spawned: list[bool] = []
+    real = highs_runner._spawn
+
+    def counted(verbose: bool) -> Any:
+        spawned.append(verbose)
+        return real(verbose)
+
+    monkeypatch.setattr(highs_runner, "_spawn", counted)
+    there = highs_runner.solve_highs(mm.lp, 10, 0.0, 1, isolate=True, continuous=loose)
+    assert spawned == [] and highs_runner._spare is None
+    assert spare.proc.poll() is not None  # it ran the solve and is gone
+    assert there.objective == pytest.approx(here.objective) == pytest.approx(45.15)
+    # a copy of this process (a fork) never takes its parent's child: it starts its own
+    highs_runner.prestart()
+    theirs = highs_runner._spare
+    assert theirs is not None
+    monkeypatch.setattr(theirs, "owner", theirs.owner + 1)
+    again = highs_runner.solve_highs(mm.lp, 10, 0.0, 1, isolate=True, continuous=loose)
+    assert spawned == [False, False] and again.objective == pytest.approx(45.15)  # its own
+    assert theirs.proc.poll() is None  # not its to stop
+    theirs.discard()
+
+
+def test_an_unused_child_ends_and_the_solve_leaves_none() -> None:
+    # discard_spare() stops a child no solve took; a child whose stdin closes before a job
+    # came ends by itself with status 0 (its parent ended); solve_milp leaves no child behind
+    from formulations.lp import highs_runner
+
+    highs_runner.prestart()
+    spare = highs_runner._spare
+    assert spare is not None
+    highs_runner.discard_spare()
+    assert highs_runner._spare is None and spare.proc.poll() is not None
+    child = highs_runner._spawn(False)
+    assert child.proc.stdin is not None
+    child.proc.stdin.close()
+    assert child.proc.wait(timeout=60) == 0
+    child.discard()
+    highs_runner.prestart()
+    res = solve_milp(instance_from(tiny_dict()), SolveOptions(time_limit=10))
+    assert res.plan is not None and highs_runner._spare is None
+
+
+def test_a_model_likely_isolated_prestarts_its_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the estimate counts about half the built model's nonzeros: from half the isolation
+    # threshold on, the child is started ahead
+    calls: list[int] = []
+    monkeypatch.setattr(pipeline, "prestart", lambda: calls.append(1))
+    pipeline.prestart_if_isolated(pipeline.ISOLATE_MIN_NONZEROS / 2 - 1)
+    assert calls == []
+    pipeline.prestart_if_isolated(pipeline.ISOLATE_MIN_NONZEROS / 2)
+    assert calls == [1]
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
