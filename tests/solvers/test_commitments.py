@@ -198,3 +198,31 @@ def test_a_plan_with_a_commitment_gets_no_such_note() -> None:
     assert st.upper == pytest.approx(1200.0)
     pipeline.without_reserved(chain, st)
     assert "bound_without_reserved" not in st.stats
+
+
+def test_the_reserved_heuristics_share_their_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # reservation-first and the look-ahead pricing reserved GPU-hours as used take
+    # COMMIT_SHARE of the time left together: with time to spare both run; when the share
+    # is spent (here: none left) the second look-ahead is not started
+    import time
+
+    import formulations.pipeline as pipeline
+
+    inst = instance_from(trap())
+    space = config_space(inst)
+    win = time_windows(inst, space.fewest_hours())
+    calls: list[bool] = []
+    real = pipeline.lookahead_schedule
+
+    def spy(*a: Any, **k: Any) -> Any:
+        calls.append(bool(k.get("allow_reserved")))
+        return real(*a, **k)
+
+    monkeypatch.setattr(pipeline, "lookahead_schedule", spy)
+    pipeline.best_heuristic(inst, space, win, [], deadline=time.perf_counter() + 600)
+    assert calls == [True]
+    monkeypatch.setattr(pipeline, "COMMIT_SHARE", 0.0)
+    calls.clear()
+    found = pipeline.best_heuristic(inst, space, win, [], deadline=time.perf_counter() + 600)
+    assert calls == [] and found is not None
+    assert_valid(inst, cost_plan(inst, found[0]))
