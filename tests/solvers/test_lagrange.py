@@ -134,6 +134,27 @@ def test_reserved_prices_charge_the_whole_commitment() -> None:
     assert lag.bound == pytest.approx(240.0)
 
 
+def test_two_jobs_in_disjoint_windows_share_the_commitment() -> None:
+    # Horizon 20 h; job "a" (10 GPUs x 5 h) may run in hours 0-4 only, job "b" (the same) in
+    # hours 10-14 only; only a reserved offer at $1.20/GPU-h for the whole horizon, free
+    # energy. One pool of 10 GPUs serves both: 10 x 1.20 x 20 = $240, the optimum. The pool
+    # can be used in 10 hours (0-4, 10-14): $2.40 per reserved GPU-hour, and the separable
+    # and DP bounds both say 2 x 10 x 5 x 2.40 = $240 (charged $1.20 as used: $120).
+    offers = {"reserved": {"usd_per_gpu_hour": 1.2}}
+    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, 50, deadline=5, hours=20)
+    b = {**d["phases"][0], "name": "b", "release": 10, "deadline": 15}
+    d["phases"] = [{**d["phases"][0], "name": "a"}, b]
+    inst = instance_from(d)
+    opt = optimum(inst).objective
+    assert opt == pytest.approx(240.0)
+    space = config_space(inst)
+    win = time_windows(inst, space.fewest_hours())
+    assert reserved_rates(inst, space, win.start, win.end) == {("r", "G", ""): pytest.approx(2.4)}
+    assert lower_bound(phase_bounds(inst, space, win.start, win.end)) == pytest.approx(240.0)
+    rel = relaxation(inst)
+    assert rel.evaluate(*rel.zero_prices()).bound == pytest.approx(240.0)
+
+
 def test_capacity_prices_raise_the_bound_where_two_jobs_compete() -> None:
     # Two identical 4-hour jobs on 10 GPUs, one pool of 10 GPUs, 8 hours, hours 0-3 at $10
     # and 4-7 at $110/MWh, rental $1/GPU-h, 10 kW: each alone takes the cheap hours
