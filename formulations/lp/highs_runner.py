@@ -44,6 +44,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -507,8 +508,17 @@ def _spawn(verbose: bool) -> _Child:
     return _Child(proc, r, err, os.getpid())
 
 
-#: The child started ahead of the next isolated solve (:func:`prestart`), if any.
+#: The child started ahead of the next isolated solve (:func:`prestart`), if any, and the
+#: lock that lets one thread at a time take or replace it.
 _spare: _Child | None = None
+_spare_lock = threading.Lock()
+
+
+def _take_spare() -> _Child | None:
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    return spare
 
 
 def prestart() -> None:
@@ -517,15 +527,17 @@ def prestart() -> None:
     of before the solve. At most one waits; :func:`discard_spare` stops it, and it ends by
     itself when this process does (its stdin closes)."""
     global _spare
-    if _spare is not None and _spare.owner == os.getpid() and _spare.proc.poll() is None:
-        return
-    _spare = _spawn(False)
+    with _spare_lock:
+        if _spare is not None and _spare.owner == os.getpid():
+            if _spare.proc.poll() is None:
+                return
+            _spare.discard()  # it died waiting: its pipe and log go with it
+        _spare = _spawn(False)
 
 
 def discard_spare() -> None:
     """Stop the child :func:`prestart` started, if no solve took it."""
-    global _spare
-    spare, _spare = _spare, None
+    spare = _take_spare()
     if spare is not None and spare.owner == os.getpid():
         spare.discard()
 
@@ -536,8 +548,7 @@ atexit.register(discard_spare)
 def _child_for(job: HighsJob) -> _Child:
     """The prestarted child when it is this process's, alive and quiet (a verbose job's
     child writes HiGHS's log to stderr), else a new one."""
-    global _spare
-    spare, _spare = _spare, None
+    spare = _take_spare()
     if spare is not None and spare.owner == os.getpid():
         if not job.verbose and spare.proc.poll() is None:
             return spare
