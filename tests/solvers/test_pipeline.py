@@ -459,7 +459,14 @@ def test_an_unused_child_ends_and_the_solve_leaves_none() -> None:
     child.proc.stdin.close()
     assert child.proc.wait(timeout=60) == 0
     child.discard()
+    # one that died waiting is closed and replaced
     highs_runner.prestart()
+    dead = highs_runner._spare
+    assert dead is not None
+    dead.proc.kill()
+    dead.proc.wait(timeout=60)
+    highs_runner.prestart()
+    assert highs_runner._spare is not dead and dead.err.closed
     res = solve_milp(instance_from(tiny_dict()), SolveOptions(time_limit=10))
     assert res.plan is not None and highs_runner._spare is None
 
