@@ -27,7 +27,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -1050,7 +1050,7 @@ def _space(
         if configs:
             dropped[name] = len(configs) - len(kept) + skipped
         kept.sort(key=lambda c: (c.region, c.gpu, c.contract, c.gpus, c.hours, c.label))
-        by_phase[name] = tuple(replace(c, index=i) for i, c in enumerate(kept))
+        by_phase[name] = tuple(c.but(index=i) for i, c in enumerate(kept))
     return ConfigSpace(by_phase, infeasible, dropped)
 
 
@@ -1192,7 +1192,7 @@ def with_entry(inst: Instance, p: Phase, configs: list[Config]) -> list[Config]:
     for c in configs:
         same = plan_key(c.plan_fields()) == key
         m = (leave_cost(inst, run) + enter_cost(inst, c)) if same else migration_cost(inst, run, c)
-        out.append(replace(c, entry=m.parts(), entry_hours=m.hours, continues=same))
+        out.append(c.but(entry=m.parts(), entry_hours=m.hours, continues=same))
     return out
 
 
