@@ -197,6 +197,25 @@ def _finite(v: float) -> float | None:
     return float(v) if math.isfinite(v) else None
 
 
+#: HiGHS options set when a MIP start is given and the caller does not set them: the
+#: feasibility-jump heuristic searches for a first solution before the root LP, which the
+#: start already is (month-70b re-planned after a lost region: 0.79 s with it, 0.39 s
+#: without, the same bound in one node; HiGHS 1.16). Options this HiGHS does not know are
+#: left alone.
+WITH_START: dict[str, object] = {"mip_heuristic_run_feasibility_jump": False}
+
+
+def apply_options(h: highspy.Highs, options: Mapping[str, object], start: bool) -> None:
+    """Set the caller's ``options``, then, with a MIP start, those of :data:`WITH_START` the
+    caller did not set and this HiGHS knows."""
+    for key, value in options.items():
+        h.setOptionValue(key, value)  # type: ignore[arg-type]
+    if start:
+        for key, value in WITH_START.items():
+            if key not in options and h.getOptionType(key)[0] == highspy.HighsStatus.kOk:
+                h.setOptionValue(key, value)  # type: ignore[arg-type]
+
+
 def _solve_arrays(job: HighsJob, on_event: EventFn | None = None) -> RawSolution:
     """Solve in this process; report improving solutions and, every BOUND_EVERY_S, the bound
     to ``on_event``; stop at ``job.deadline`` (the interrupt callback, and a watchdog that
@@ -204,8 +223,7 @@ def _solve_arrays(job: HighsJob, on_event: EventFn | None = None) -> RawSolution
     a, offset, threads = job.arrays, job.offset, job.threads
     n_col = len(a["cost"])
     h = new_highs()
-    for key, value in job.options.items():
-        h.setOptionValue(key, value)  # type: ignore[arg-type]
+    apply_options(h, job.options, job.start is not None)
     h.setOptionValue("output_flag", bool(job.verbose))
     left = min(job.time_limit, job.deadline - time.monotonic())
     h.setOptionValue("time_limit", float(max(left, 0.01)))

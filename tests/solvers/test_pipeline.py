@@ -471,6 +471,28 @@ def test_an_unused_child_ends_and_the_solve_leaves_none() -> None:
     assert res.plan is not None and highs_runner._spare is None
 
 
+def test_a_mip_start_turns_the_feasibility_jump_off_unless_asked() -> None:
+    # with a start HiGHS need not look for a first solution before its root LP (month-70b's
+    # lost-region re-plan: 0.79 s with the heuristic, 0.39 s without); a caller's own
+    # setting wins, and without a start HiGHS keeps its default
+    from formulations.lp import highs_runner
+
+    key = "mip_heuristic_run_feasibility_jump"
+
+    def value(h: Any, name: str) -> Any:
+        return h.getOptionValue(name)[1]  # (status, value)
+
+    h = highs_runner.new_highs()
+    assert value(h, key) is True
+    highs_runner.apply_options(h, {"presolve": "off"}, start=False)
+    assert value(h, key) is True and value(h, "presolve") == "off"
+    highs_runner.apply_options(h, {}, start=True)
+    assert value(h, key) is False
+    h = highs_runner.new_highs()
+    highs_runner.apply_options(h, {key: True}, start=True)
+    assert value(h, key) is True
+
+
 def test_a_model_likely_isolated_prestarts_its_child(monkeypatch: pytest.MonkeyPatch) -> None:
     # the estimate counts about half the built model's nonzeros: from half the isolation
     # threshold on, the child is started ahead
