@@ -18,6 +18,7 @@ from formulations.bounds.commitment import bound_hourly, reserved_rates
 from formulations.bounds.lagrange import Relaxation
 from formulations.bounds.separable import lower_bound, phase_bounds
 from formulations.pipeline import solve_milp
+from planner.instance.model import Instance
 from planner.model.configs import config_space
 from planner.model.costs import cost_plan, weights
 from planner.model.options import SolveOptions
@@ -103,56 +104,56 @@ def test_resumes_and_parking_enter_the_bound() -> None:
     assert len(plan.phase("job").hours) == 3 and plan.phase("job").contiguous
 
 
-def test_reserved_prices_charge_the_whole_commitment() -> None:
-    # Horizon 20 h, a 10-hour job on 10 GPUs that must end by hour 10, only a reserved offer
-    # at $1.20/GPU-h, free energy. The pool is paid for the horizon: 10 x 1.20 x 20 = $240.
-    # Charged per GPU-hour used at the reserved price, 10 x 10 x 1.20 = $120. The bounds
-    # charge the pool's price over the only hours some configuration can use it (hours 0-9:
-    # 1.20 x 20 / 10 = 2.40 per GPU-hour, formulations.bounds.commitment) and give the $240
-    # at once, the separable bound and the DP's first prices alike; spread over the whole
-    # term (1.20) they gave $120, and the ascent had to find the rest.
+def reserved_only(gpu_hours: float, deadline: int) -> dict[str, Any]:
+    """Horizon 20 h, one job on 10 GPUs due at ``deadline``, only a reserved offer at
+    $1.20/GPU-h for the whole horizon, free energy."""
     offers = {"reserved": {"usd_per_gpu_hour": 1.2}}
-    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, 100, deadline=10, hours=20)
-    inst = instance_from(d)
-    opt = optimum(inst).objective
-    assert opt == pytest.approx(240.0)
-    space = config_space(inst)
-    win = time_windows(inst, space.fewest_hours())
-    assert reserved_rates(inst, space, win.start, win.end) == {("r", "G", ""): pytest.approx(2.4)}
-    (c,) = space.by_phase["job"]
-    w = weights(inst)
-    used = bound_hourly(inst, c, w, 0, 20, None)
-    charged = bound_hourly(inst, c, w, 0, 20, reserved_rates(inst, space, win.start, win.end))
-    assert used[:10] == pytest.approx([12.0] * 10) and charged[:10] == pytest.approx([24.0] * 10)
-    assert lower_bound(phase_bounds(inst, space, win.start, win.end)) == pytest.approx(240.0)
-    rel = relaxation(inst)
-    assert rel.rusable.sum() == 10 and rel.rusable[0, :10].all()
-    lam, mu = rel.zero_prices()
-    assert mu.sum() == pytest.approx(24.0) and mu[0, :10] == pytest.approx([2.4] * 10)
-    assert rel.evaluate(lam, mu).bound == pytest.approx(240.0)
-    lag = rel.solve(opt, iterations=40)
-    assert lag.bound == pytest.approx(240.0)
+    return one_phase({"r": region("UTC", {"constant": 0}, offers)}, gpu_hours, deadline, 20)
 
 
-def test_two_jobs_in_disjoint_windows_share_the_commitment() -> None:
-    # Horizon 20 h; job "a" (10 GPUs x 5 h) may run in hours 0-4 only, job "b" (the same) in
-    # hours 10-14 only; only a reserved offer at $1.20/GPU-h for the whole horizon, free
-    # energy. One pool of 10 GPUs serves both: 10 x 1.20 x 20 = $240, the optimum. The pool
-    # can be used in 10 hours (0-4, 10-14): $2.40 per reserved GPU-hour, and the separable
-    # and DP bounds both say 2 x 10 x 5 x 2.40 = $240 (charged $1.20 as used: $120).
-    offers = {"reserved": {"usd_per_gpu_hour": 1.2}}
-    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, 50, deadline=5, hours=20)
-    b = {**d["phases"][0], "name": "b", "release": 10, "deadline": 15}
-    d["phases"] = [{**d["phases"][0], "name": "a"}, b]
+def bounds_of_a_240_pool(d: dict[str, Any]) -> tuple[Instance, Relaxation]:
+    """The optimum of ``d`` is one pool of 10 GPUs for 20 h, 10 x 1.20 x 20 = $240, usable in
+    10 hours: $2.40 per reserved GPU-hour, and the separable bound and the DP's first prices
+    both prove the $240."""
     inst = instance_from(d)
-    opt = optimum(inst).objective
-    assert opt == pytest.approx(240.0)
+    assert optimum(inst).objective == pytest.approx(240.0)
     space = config_space(inst)
     win = time_windows(inst, space.fewest_hours())
     assert reserved_rates(inst, space, win.start, win.end) == {("r", "G", ""): pytest.approx(2.4)}
     assert lower_bound(phase_bounds(inst, space, win.start, win.end)) == pytest.approx(240.0)
     rel = relaxation(inst)
     assert rel.evaluate(*rel.zero_prices()).bound == pytest.approx(240.0)
+    return inst, rel
+
+
+def test_reserved_prices_charge_the_whole_commitment() -> None:
+    # A 10-hour job that must end by hour 10. Charged per GPU-hour used at the reserved
+    # price, 10 x 10 x 1.20 = $120. The bounds charge the pool's price over the only hours
+    # some configuration can use it (hours 0-9: 1.20 x 20 / 10 = 2.40 per GPU-hour,
+    # formulations.bounds.commitment) and give the $240 at once, the separable bound and the
+    # DP's first prices alike; spread over the whole term (1.20) they gave $120, and the
+    # ascent had to find the rest.
+    inst, rel = bounds_of_a_240_pool(reserved_only(100, deadline=10))
+    space = config_space(inst)
+    (c,) = space.by_phase["job"]
+    w = weights(inst)
+    used = bound_hourly(inst, c, w, 0, 20, None)
+    charged = bound_hourly(inst, c, w, 0, 20, {("r", "G", ""): 2.4})
+    assert used[:10] == pytest.approx([12.0] * 10) and charged[:10] == pytest.approx([24.0] * 10)
+    assert rel.rusable.sum() == 10 and rel.rusable[0, :10].all()
+    _, mu = rel.zero_prices()
+    assert mu.sum() == pytest.approx(24.0) and mu[0, :10] == pytest.approx([2.4] * 10)
+    assert rel.solve(240.0, iterations=40).bound == pytest.approx(240.0)
+
+
+def test_two_jobs_in_disjoint_windows_share_the_commitment() -> None:
+    # Job "a" (10 GPUs x 5 h) may run in hours 0-4 only, job "b" (the same) in hours 10-14
+    # only. One pool of 10 GPUs serves both, and it can be used in 10 hours (0-4, 10-14):
+    # the bounds say 2 x 10 x 5 x 2.40 = $240 (charged $1.20 as used: $120).
+    d = reserved_only(50, deadline=5)
+    b = {**d["phases"][0], "name": "b", "release": 10, "deadline": 15}
+    d["phases"] = [{**d["phases"][0], "name": "a"}, b]
+    bounds_of_a_240_pool(d)
 
 
 def test_capacity_prices_raise_the_bound_where_two_jobs_compete() -> None:
