@@ -82,14 +82,8 @@ from planner.model.workload import output_gb_of
 INF = math.inf
 
 
-#: The step size halves after this many steps in a row without a better bound (and the
-#: prices go back to the best); before any step has beaten the zero prices, after every
-#: step that does not (lab quarter, 12% from its incumbent: halving after 4 or 2, no step
-#: in 5 beat the DP bound; after every one, 10 steps gave +0.5%).
-HALVE_AFTER = 4
-
 #: The ascent stops after this many steps in a row without a better bound (the step halves
-#: every HALVE_AFTER, so the last is 1/32 of the first): a count, not the clock, so the bound stays
+#: every 4, so the last is 1/32 of the first): a count, not the clock, so the bound stays
 #: reproducible (month-70b re-planned from hour 360: 100 steps, 8 s, none better).
 STALLED_STEPS = 20
 
@@ -637,9 +631,7 @@ class Relaxation:
                 since_best += 1
                 if since_best >= STALLED_STEPS:
                     break  # the step has been halved five times without a better bound
-                # until a step first beats the zero prices the aim is far and the steps
-                # overshoot: halve after every step that fails
-                if stall >= (HALVE_AFTER if best[0] > first else 1):
+                if stall >= 4:
                     theta *= 0.5
                     stall = 0
                     lam, mu, ev = best[1].copy(), best[2].copy(), best[3]
