@@ -199,6 +199,21 @@ def test_relaxation_plans_are_valid(seed: int) -> None:
     assert_valid(inst, cost_plan(inst, sched))
 
 
+def test_steps_halve_after_every_miss_until_one_beats_the_zero_prices() -> None:
+    # hard_dict(30) sits 13.6% under its optimum at the zero prices: the Polyak steps aimed
+    # at the optimum overshoot. Halving after 4 misses, no step in 5 beats the DP bound and
+    # the ascent stops there (NO_GAIN_STEPS); with halve_first (after every miss until a
+    # step gains) it rises, and stays a bound
+    inst = instance_from(hard_dict(30))
+    opt = optimum(inst).objective
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    plain = rel.solve(opt, iterations=60, start=ev)
+    assert plain.bound == pytest.approx(ev.bound) and plain.iterations == 5
+    first = rel.solve(opt, iterations=60, start=ev, halve_first=True)
+    assert ev.bound + 0.01 * (opt - ev.bound) < first.bound <= opt + 1e-6
+
+
 def test_reserved_prices_project_onto_their_caps() -> None:
     # the projection onto {m >= 0, sum m <= cap}: within the cap a row is only clipped at 0;
     # over it, the Euclidean projection onto the simplex of that sum ([3, 1] onto sum 2: both

@@ -212,6 +212,32 @@ def test_a_small_model_goes_to_the_milp_without_the_ascent(
     assert_valid(inst, res.plan)
 
 
+@pytest.mark.parametrize("huge", [True, False])
+def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
+    monkeypatch: pytest.MonkeyPatch, huge: bool
+) -> None:
+    # halve_first when the model before fixing is over ASCENT_ONLY_NONZEROS (the reduced
+    # MILP cannot take it, the ascent's bound is the bound), not below
+    from formulations.bounds.lagrange import Relaxation
+
+    seen: list[bool] = []
+    real = Relaxation.solve
+
+    def spy(self: Relaxation, *a: Any, **k: Any) -> Any:
+        seen.append(k.get("halve_first", False))
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Relaxation, "solve", spy)
+    monkeypatch.setattr(pipeline, "SMALL_MODEL_NONZEROS", 0)
+    if huge:
+        monkeypatch.setattr(pipeline, "ASCENT_ONLY_NONZEROS", 0)
+    inst = instance_from(hard_dict(30))
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
+    assert seen == [huge]
+    assert res.plan is not None and res.termination == Termination.OPTIMAL
+    assert_valid(inst, res.plan)
+
+
 def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # with a guard below the reduced model's size no MILP is built: the neighbourhood search
     # works from the incumbent, and the plan is never worse than it
