@@ -157,11 +157,12 @@ RECONTRACT_MAX_S = 30.0
 
 
 #: Above this many nonzeros before fixing (NONZEROS_PER_COLUMN) the reduced MILP is out of
-#: reach, whatever fixing keeps (the lab quarter and its re-plans: 10-28M after fixing; the
-#: 60-day and year horizons 10-23M before it), the ascent's bound is the bound, and its steps
-#: halve after every miss until one gains (:meth:`formulations.bounds.lagrange.Relaxation.solve`
-#: ``halve_first``). Below it (medium-x4 at 355,000, large-x2-cap0.5 at 1.2M) they do not:
-#: there the ascent took 9 s from the MILP on medium-x4 (1.35% at 60 s against 1.24%).
+#: reach, whatever fixing keeps (the lab quarter and its re-plans: 10-28M after fixing;
+#: long-4380, long-8760 and year-seg: 10-23M before it). The ascent's bound is then the
+#: bound, and its steps halve after every miss until one gains
+#: (:meth:`formulations.bounds.lagrange.Relaxation.solve`, ``halve_first``). Below it
+#: (medium-x4 at 355,000, large-x2-cap0.5 at 1.2M) they do not: on medium-x4 the ascent
+#: took 9 s from the MILP (1.35% at 60 s against 1.24%).
 ASCENT_ONLY_NONZEROS = 5_000_000
 
 
