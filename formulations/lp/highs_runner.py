@@ -17,7 +17,8 @@ Two ways to run highspy, one result (:class:`RawSolution`):
   is coming starts its child ahead (:func:`prestart`): the child's interpreter and imports
   (about 0.35 s) then run beside the caller's work (fixing, building the model), and the
   solve takes the waiting child; on month-70b re-planned after a lost region the HiGHS stage
-  went from 1.35 s to 0.92 s, 0.86-0.90 s of it HiGHS itself.
+  went from 1.35 s to 0.92 s (a benchmark beside it), 0.86-0.90 s of it HiGHS itself before
+  it skipped the feasibility jump with a start (:data:`WITH_START`: 0.39 s since).
 
 ``on_event(kind, objective, bound, x)`` (both ways) hears ``"incumbent"`` (an improving
 solution, with its vector) and ``"bound"`` (HiGHS's primal and dual bounds, no vector).
