@@ -242,6 +242,28 @@ def test_quarter_hours_read_their_mean_with_a_note(tmp_path: Path) -> None:
     assert any("several rows in 2 hour(s)" in w and "mean" in w for w in inst.warnings)
 
 
+def test_rows_land_in_their_utc_hour_to_the_microsecond(tmp_path: Path) -> None:
+    # hour 0 (UTC) holds 1 and 3 (the second a microsecond before hour 1, written at +05:30);
+    # hour 1 holds 5 (written at -01:00, the previous day by the calendar): means 2 and 5
+    rows = [
+        ("2023-06-05T00:00:00Z", 1.0),
+        ("2023-06-05T06:29:59.999999+05:30", 3.0),
+        ("2023-06-05T00:00:00-01:00", 5.0),
+    ]
+    _write(tmp_path / "p.csv", rows)
+    series = {"csv": "p.csv", "column": "price", "time_column": "time"}
+    inst = from_dict(_doc(series, "UTC", datetime(2023, 6, 5, tzinfo=UTC), 2), "<t>", tmp_path)
+    assert list(inst.price["east"]) == [2.0, 5.0]
+
+
+def test_hours_before_1970_are_read_as_well(tmp_path: Path) -> None:
+    t0 = datetime(1969, 12, 31, 23, tzinfo=UTC)
+    _write(tmp_path / "p.csv", [("1969-12-31T23:59:59Z", 7.0), ("1970-01-01T00:00:00Z", 8.0)])
+    series = {"csv": "p.csv", "column": "price", "time_column": "time"}
+    inst = from_dict(_doc(series, "UTC", t0, 2), "<t>", tmp_path)
+    assert list(inst.price["east"]) == [7.0, 8.0]
+
+
 def test_a_file_read_twice_is_read_once(tmp_path: Path) -> None:
     """A variant rebuilds its instance and reads the same files: the values come from the
     cache (keyed on the file's identity, size and time), and a changed file is read again."""

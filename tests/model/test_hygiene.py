@@ -81,6 +81,22 @@ def test_price_above_ten_thousand_per_mwh() -> None:
     assert w.startswith("regions.east.electricity: -10,001 USD/MWh at hour 0 is beyond")
 
 
+def test_findings_are_computed_once_per_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `trainplan solve` prints the findings and the solve warns with them: one computation;
+    # a caller changing the list it got changes no other caller's
+    doc = tiny_doc()
+    east(doc)["electricity"].update(constant=15_000)
+    inst = from_dict(doc, "<test>", DATA)
+    calls = []
+    computed = hygiene._numerics
+    monkeypatch.setattr(hygiene, "_numerics", lambda i: calls.append(i) or computed(i))
+    first = check_numerics(inst)
+    first.clear()
+    assert len(check_numerics(inst)) == 1 and calls == [inst]
+    other = from_dict(doc, "<test>", DATA)  # an equal instance is another object: its own
+    assert len(check_numerics(other)) == 1 and len(calls) == 2
+
+
 def test_price_spike_names_its_hour() -> None:
     # 48 hourly values, all 50 but hour 30 at 20,000
     values = [50.0] * 48
