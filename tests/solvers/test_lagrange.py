@@ -265,3 +265,65 @@ def test_the_ascent_gives_up_after_five_steps_that_never_beat_the_zero_prices() 
     lag = rel.solve(84.8, iterations=60, start=zero)
     assert lag.bound == pytest.approx(80.8)
     assert lag.iterations == NO_GAIN_STEPS < STALLED_STEPS
+
+
+def _brute_runs(hours: int, n: int, pos: int) -> list[list[int]]:
+    """Every way to run n of the window's ``hours`` hours, the first at ``pos``."""
+    from itertools import combinations
+
+    return [[pos, *rest] for rest in combinations(range(pos + 1, hours), n - 1)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
+    # a phase of three configurations over a 9-hour window, some hours closed: the value of
+    # each start is the least over every choice of its n running hours of their hourly
+    # costs, the resume cost per pause, the parking per paused hour, the archive per hour
+    # after the end and the successors' share at the end (the module docstring's
+    # recursion, enumerated instead); the traced run costs that least
+    import math
+    import random
+
+    import numpy as np
+
+    from itertools import pairwise
+
+    from formulations.bounds.lagrange import _Phase, _preemptive, _trace_preemptive
+
+    rng = random.Random(seed)
+    C, W, e, T = 3, 9, 2, 14
+    h = np.array([[rng.choice([math.inf, *range(1, 9)]) for _ in range(W)] for _ in range(C)])
+    n = np.array([rng.randint(1, 4) for _ in range(C)])
+    S = np.array([rng.uniform(0, 5) for _ in range(W + 1)])
+    ph = _Phase("p", e, e + W, True, [], h, np.ones(C), np.zeros(C, int), -np.ones(C, int), n)
+    ph.const = np.array([rng.uniform(0, 3) for _ in range(C)])
+    ph.archive = np.array([rng.uniform(0, 1) for _ in range(C)])
+    ph.resume = np.array([rng.uniform(0, 4) for _ in range(C)])
+    ph.parking = rng.uniform(0, 2)
+
+    def cost(k: int, hours: list[int]) -> float:
+        end = hours[-1] + 1  # window position after the last running hour
+        pauses = sum(1 for a, b in pairwise(hours) if b > a + 1)
+        parked = end - hours[0] - len(hours)
+        return (
+            sum(h[k, j] for j in hours)
+            + ph.resume[k] * pauses
+            + ph.parking * parked
+            + ph.archive[k] * (T - (e + end))
+            + S[end]
+            + ph.const[k]
+        )
+
+    values = _preemptive(ph, h, S, T)
+    for k in range(C):
+        assert len(values[k]) == W - n[k] + 1
+        for pos in range(W - n[k] + 1):
+            runs = _brute_runs(W, int(n[k]), pos)
+            best = min((cost(k, r) for r in runs), default=math.inf)
+            if math.isinf(best):
+                assert math.isinf(values[k][pos])
+                continue
+            assert values[k][pos] == pytest.approx(best, rel=1e-12)
+            traced = _trace_preemptive(ph, k, h[k], S, T, pos) - e
+            assert len(traced) == n[k] and traced[0] == pos
+            assert cost(k, list(traced)) == pytest.approx(best, rel=1e-12)
