@@ -283,10 +283,9 @@ def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
     # recursion, enumerated instead); the traced run costs that least
     import math
     import random
+    from itertools import pairwise
 
     import numpy as np
-
-    from itertools import pairwise
 
     from formulations.bounds.lagrange import _Phase, _preemptive, _trace_preemptive
 
