@@ -8,8 +8,9 @@ Cross-references (a phase naming a GPU type) are checked in
 :class:`InstanceSpec` into the resolved :class:`~planner.instance.model.Instance`.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: with it every field's annotation is a string
+# that pydantic turns into a ForwardRef and evaluates (288 of them), 40-50 ms of every
+# command's start; a method returning its own class quotes it instead.
 import math
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -267,7 +268,7 @@ class Series(Strict):
     reference_year: Annotated[int, Field(ge=1900, le=2200)] | None = None
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> Series:
+    def _exactly_one(self) -> "Series":
         given = [k for k in ("values", "csv", "tou", "constant") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -346,7 +347,7 @@ class GpuType(Strict):
     source: str | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> GpuType:
+    def _check(self) -> "GpuType":
         if self.idle_power_w > self.board_power_w:
             raise ValueError("idle_power_w must not exceed board_power_w")
         if not any(v for v in self.peak_tflops.values()):
@@ -438,7 +439,7 @@ class Reserved(Strict):
     energy: EnergyBilling | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> Reserved:
+    def _check(self) -> "Reserved":
         if self.max_gpus is not None and self.max_gpus < self.min_gpus:
             raise ValueError("max_gpus must be at least min_gpus")
         names = [t.name or f"term-{i + 1}" for i, t in enumerate(self.terms)]
@@ -461,7 +462,7 @@ class Offers(Strict):
     reserved: Reserved | None = None
 
     @model_validator(mode="after")
-    def _any(self) -> Offers:
+    def _any(self) -> "Offers":
         if self.on_demand is None and self.spot is None and self.reserved is None:
             raise ValueError("expected at least one of on_demand, spot, reserved")
         return self
@@ -520,7 +521,7 @@ class Region(Strict):
     site: SiteKind | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> Region:
+    def _check(self) -> "Region":
         if self.pue is None and self.cooling is None:
             raise ValueError("expected 'pue' or 'cooling' (air, liquid, immersion)")
         if self.pue is not None and self.cooling is not None:
@@ -594,7 +595,7 @@ class ModelSpec(Strict):
         return {**fields, **data}
 
     @model_validator(mode="after")
-    def _check(self) -> ModelSpec:
+    def _check(self) -> "ModelSpec":
         if self.params is None and (self.layers is None or self.hidden is None):
             raise ValueError("expected 'params', a 'preset', or 'layers' and 'hidden'")
         explicit_heads = self.head_dim is not None or self.mla is not None
@@ -627,7 +628,7 @@ class ModelSpec(Strict):
             getattr(self, k) is not None for k in ARCHITECTURE_FIELDS
         )
 
-    def architecture(self) -> Architecture | None:
+    def architecture(self) -> "Architecture | None":
         """The :class:`planner.physics.architecture.Architecture`, or None for a
         params-only model."""
         if not self.has_architecture:
@@ -636,7 +637,7 @@ class ModelSpec(Strict):
 
         return architecture_from_fields(self.model_dump())
 
-    def param_counts(self) -> ParamCounts | None:
+    def param_counts(self) -> "ParamCounts | None":
         """Exact parameter counts from the dimensions, or None for a params-only model."""
         arch = self.architecture()
         if arch is None:
@@ -668,7 +669,7 @@ class Work(Strict):
     precision: Precision = "bf16"
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> Work:
+    def _exactly_one(self) -> "Work":
         given = [k for k in ("tokens", "flops", "gpu_hours") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -768,7 +769,7 @@ class Options(Strict):
     segment_changes: tuple[SegmentChange, ...] = SEGMENT_CHANGES
 
     @model_validator(mode="after")
-    def _check(self) -> Options:
+    def _check(self) -> "Options":
         if self.max_gpus < self.min_gpus:
             raise ValueError("max_gpus must be at least min_gpus")
         for name in _CHOICES:
@@ -815,7 +816,7 @@ class Scaling(Strict):
     layout: Literal["modeled", "in_mfu"] = "modeled"
 
     @model_validator(mode="after")
-    def _per_doubling_needs_a_reference(self) -> Scaling:
+    def _per_doubling_needs_a_reference(self) -> "Scaling":
         """``per_doubling`` given without ``reference_gpus`` would do nothing (every count
         runs at the MFU): refused, naming what it needs."""
         if "per_doubling" in self.model_fields_set:
@@ -855,7 +856,7 @@ class Progress(Strict):
     flops: NonNegFloat | None = None
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> Progress:
+    def _exactly_one(self) -> "Progress":
         given = [k for k in ("fraction", "tokens", "flops") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -1113,7 +1114,7 @@ class InstanceSpec(Strict):
         return v
 
     @model_validator(mode="after")
-    def _running_scheme(self) -> InstanceSpec:
+    def _running_scheme(self) -> "InstanceSpec":
         """A ``running`` configuration without ``checkpoint`` runs the phase's default scheme
         (:meth:`default_checkpoint`), set here once so that the planner and the checker read
         the same configuration."""
