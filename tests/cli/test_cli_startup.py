@@ -165,3 +165,28 @@ def test_solve_draws_nothing(tmp_path: Path) -> None:
     assert (tmp_path / "plan.json").is_file()
     assert "planner.interfaces.report.facts" in mods  # solve's notes read the report's facts
     assert not {m for m in mods if m.split(".")[0] == "matplotlib"}
+
+
+def test_the_schema_models_are_built_from_evaluated_annotations() -> None:
+    """The instance schema's annotations are objects, not strings: pydantic resolves a
+    string annotation through a ForwardRef, and the schema's 288 cost 40-50 ms of every
+    command's start (``from __future__ import annotations`` must not return to it)."""
+    import inspect
+
+    from pydantic import BaseModel
+
+    import planner.instance.schema as schema
+
+    models = [
+        m
+        for m in vars(schema).values()
+        if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == schema.__name__
+    ]
+    assert len(models) > 20
+    strings = [
+        f"{m.__name__}.{field}"
+        for m in models
+        for field, a in inspect.get_annotations(m).items()
+        if isinstance(a, str)
+    ]
+    assert strings == []
