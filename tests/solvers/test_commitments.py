@@ -16,6 +16,7 @@ GPUs) each:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -226,3 +227,59 @@ def test_the_reserved_heuristics_share_their_budget(monkeypatch: pytest.MonkeyPa
     found = pipeline.best_heuristic(inst, space, win, [], deadline=time.perf_counter() + 600)
     assert calls == [] and found is not None
     assert_valid(inst, cost_plan(inst, found[0]))
+
+
+@pytest.mark.parametrize("seed", [24, 32, 38])
+def test_where_only_the_ascent_proves_the_plans_without_commitments_get_their_own(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hard_dict(seed) offers a reserved pool that its look-ahead plan does not buy; as if it
+    # were a model only the ascent can bound, the no-commitment bound gets an ascent: above
+    # its zero-price DP bound, never above the optimum HiGHS proves with the reserved offer
+    # deleted (every plan that buys none is a plan of that instance); and on seed 38 the
+    # look-ahead at its prices is a better plan (59.10 -> 58.49)
+    import copy
+
+    from hard_instances import hard_dict
+
+    from formulations.bounds.lagrange import Relaxation
+    from formulations.pipeline import solve_milp
+    from planner.model.options import SolveOptions
+
+    d = hard_dict(seed)
+    pipeline, chain, st = chain_and_incumbent(d, None)
+    assert not st.plan.reserved and not st.plan.reserved_terms
+    upper = st.upper
+    st.bound = -math.inf
+    st.prove(0.5 * upper, "test")
+    own = {
+        n: tuple(c for c in cs if c.contract != "reserved")
+        for n, cs in chain.space.by_phase.items()
+    }
+    sub = Relaxation(chain.inst, chain.space.restricted(own), chain.windows)
+    zero = sub.evaluate(*sub.zero_prices()).bound
+    monkeypatch.setattr(pipeline, "ASCENT_ONLY_NONZEROS", 0)
+    pipeline.without_reserved(chain, st)
+    d2 = copy.deepcopy(d)
+    del d2["regions"]["east"]["offers"]["A100"]["reserved"]
+    opt = solve_milp(
+        instance_from(d2), SolveOptions(backend="highs", gap=0.0, time_limit=60), prune=False
+    )
+    assert opt.termination.value == "optimal"
+    assert st.stats["without_reserved_iterations"] > 1
+    assert zero + 0.01 < st.stats["bound_without_reserved"] <= opt.objective + 1e-6
+    assert st.bound == 0.5 * upper  # a bound of those plans only, never the instance's
+    if seed == 38:
+        assert st.upper < upper and st.upper == pytest.approx(58.49, abs=0.01)
+        assert st.source == "priced look-ahead without commitments"
+
+
+def test_below_the_ascent_only_size_the_no_commitment_bound_is_the_dp_bound() -> None:
+    from hard_instances import hard_dict
+
+    pipeline, chain, st = chain_and_incumbent(hard_dict(24), None)
+    st.bound = -math.inf
+    st.prove(0.5 * st.upper, "test")
+    pipeline.without_reserved(chain, st)
+    assert "without_reserved_iterations" not in st.stats
+    assert "bound_without_reserved" in st.stats
