@@ -233,7 +233,12 @@ def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
         monkeypatch.setattr(pipeline, "ASCENT_ONLY_NONZEROS", 0)
     inst = instance_from(hard_dict(30))
     res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
-    assert seen == [huge]
+    # the first ascent is the instance's; over ASCENT_ONLY_NONZEROS the plans that buy no
+    # commitment may get their own after it (without_reserved), also halving from the start
+    if huge:
+        assert 1 <= len(seen) <= 2 and all(seen)
+    else:
+        assert seen == [False]
     assert res.plan is not None and res.termination == Termination.OPTIMAL
     assert_valid(inst, res.plan)
 
