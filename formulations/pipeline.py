@@ -580,10 +580,9 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
         if res.bound > bound:
             bound = res.bound
             if chain.warm_start and not st.closed:
+                # over `mine` the plan it finds buys no commitment either: the note holds
                 priced = lookahead_schedule(chain.inst, mine, chain.windows, prices=res.prices())
                 st.offer(priced, "priced look-ahead without commitments")
-    if st.plan is None or st.plan.reserved or st.plan.reserved_terms:
-        return  # the look-ahead's plan buys one after all: the note is not about it
     st.stats["bound_without_reserved"] = bound
     gap = relative_gap(st.upper, bound)
     st.notes.append(

@@ -269,6 +269,7 @@ def test_where_only_the_ascent_proves_the_plans_without_commitments_get_their_ow
     assert st.stats["without_reserved_iterations"] > 1
     assert zero + 0.01 < st.stats["bound_without_reserved"] <= opt.objective + 1e-6
     assert st.bound == 0.5 * upper  # a bound of those plans only, never the instance's
+    assert not st.plan.reserved and not st.plan.reserved_terms  # the note's premise holds
     if seed == 38:
         assert st.upper < upper and st.upper == pytest.approx(58.49, abs=0.01)
         assert st.source == "priced look-ahead without commitments"
