@@ -628,3 +628,35 @@ def test_free_instance_takes_capacity_series() -> None:
     inst = from_dict(d, "<small>", G.ROOT)
     free = suite.free_instance(inst)
     assert np.all(free.capacity[(region, "L4")] == 7 * suite.FREE_FACTOR)
+
+
+def test_replan_reference_solves_the_derived_instance() -> None:
+    """The re-plan benchmark's plain hourly MILP (``--reference``) solves the instance the
+    re-plan solved: its plan and the re-plan's agree within their proved bounds, and a cap
+    on its address space too small to build the model is reported, not raised."""
+    import argparse
+
+    import replan
+
+    from planner.interfaces.replan import replan as do_replan
+
+    inst = planner.read(ROOT / "instances" / "week-7b.yaml")
+    old = planner.solve(inst, time_limit=20)
+    assert old.plan is not None
+    hour = inst.hours // 2
+    new = replan.changed(inst, "price", replan.busiest_region(inst, old.plan, hour))
+    rp = do_replan(new, old.plan, hour, time_limit=20, gap=1e-4)
+    assert rp.result.plan is not None and rp.result.bound is not None
+    args = argparse.Namespace(time_limit=30.0, threads=1, mem_limit_gb=8.0)
+    ref = replan.reference(rp.instance, args)
+    assert "error" not in ref, ref
+    assert ref["objective"] >= rp.result.bound - 1e-6 * abs(ref["objective"])
+    assert rp.result.objective >= ref["bound"] - 1e-6 * abs(ref["objective"])
+    assert ref["to_1pct_s"] is not None and ref["gap"] <= 0.01 + 1e-9
+    starved = replan.reference(
+        rp.instance, argparse.Namespace(**{**vars(args), "mem_limit_gb": 0.05})
+    )
+    assert "error" in starved and "memory" in starved["error"]
+    assert replan.ratio_text(None, 2.0, 60.0) == ">30.0x"
+    assert replan.ratio_text(5.0, 2.0, 60.0) == "2.5x"
+    assert replan.ratio_text(5.0, None, 60.0) == "n/a"
