@@ -13,7 +13,8 @@ middle of the horizon; the changed region is the one the old plan uses most from
 
 The re-plan is :func:`planner.interfaces.replan.replan` on the changed instance from the hour (the
 state at the hour derived, the old plan passed as the warm start), at the target gap of the
-instance (``TARGETS``: 0.1% for month-70b, 2% for the quarter; ``--gap`` overrides), within
+instance (``TARGETS``: 0.1% for month-70b, 2% for the quarter; ``--gap`` solves to a smaller
+gap, so that one run gives the time to the target and to 1% too), within
 ``--time-limit``. Reported from ``on_progress``: the time to the first plan and to the
 target gap and to 1%, counted from the call (deriving the state included), the gap at the
 end, the objective, whether the plan verifies against the derived instance, and peak memory
@@ -83,9 +84,8 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     from planner.interfaces.replan import replan, state_at
 
     inst = load(name)
-    gap, target_s = TARGETS.get(name, (args.gap or 0.01, args.time_limit))
-    if args.gap is not None:
-        gap = args.gap
+    target, target_s = TARGETS.get(name, (args.gap or 0.01, args.time_limit))
+    gap = target if args.gap is None else args.gap
     t0 = time.perf_counter()
     old = planner.solve(inst, time_limit=args.old_time_limit, gap=args.old_gap)
     old_s = time.perf_counter() - t0
@@ -120,7 +120,7 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 t1 = time.perf_counter()  # the derived instance is built before the clock
                 res = planner.solve(derived, **options)
             wall = time.perf_counter() - t1
-            first, to_target = trace_times(events, gap)
+            first, to_target = trace_times(events, target)
             to_1pct = trace_times(events, ONE_PCT)[1]
             rec = {
                 "instance": name,
@@ -131,7 +131,8 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
                 "old_objective": old.objective,
                 "old_gap": old.gap,
                 "old_s": old_s,
-                "target_gap": gap,
+                "target_gap": target,
+                "solve_gap": gap,
                 "target_s": target_s,
                 "first_plan_s": first,
                 "to_target_s": to_target,
@@ -155,7 +156,7 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             print(
                 f"# {name} {change} in {region} from hour {hour} "
                 f"({'warm' if warm else 'cold'}): first plan {_s(first)} s, "
-                f"{gap:.1%} at {_s(to_target)} s (target {target_s:g} s: "
+                f"{target:.1%} at {_s(to_target)} s (target {target_s:g} s: "
                 f"{'met' if rec['met'] else 'missed'}), gap at the end "
                 f"{'-' if res.gap is None else f'{res.gap:.3%}'}, {res.termination.value}, "
                 f"verified {rec['verified']}; 1% at {_s(to_1pct)} s",
@@ -242,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instance", nargs="*", default=list(TARGETS))
     ap.add_argument("--change", nargs="*", default=["price", "lost"])
     ap.add_argument("--time-limit", type=float, default=60.0, help="per re-plan, seconds")
-    ap.add_argument("--gap", type=float, default=None, help="target gap (default: TARGETS)")
+    ap.add_argument(
+        "--gap", type=float, default=None, help="the solves' gap (default: the target, TARGETS)"
+    )
     ap.add_argument("--old-time-limit", type=float, default=120.0)
     ap.add_argument("--old-gap", type=float, default=0.001)
     ap.add_argument("--threads", type=int, default=1)
