@@ -629,6 +629,10 @@ def summarise(name: str, runs: list[dict[str, Any]], free: dict[str, Any] | None
         if a is not None and b:
             s["reference_ratio"] = a / b
             s["reference_ratio_text"] = f"{a / b:.1f}x"
+        elif a is None and all(r.get("killed_memory") for r in refs):
+            # stopped for memory, not by the clock: no ratio to speak of
+            s["reference_ratio"] = None
+            s["reference_ratio_text"] = "over the memory cap"
         elif a is None and b:
             s["reference_ratio"] = None
             s["reference_ratio_text"] = f">{limit / b:.1f}x"

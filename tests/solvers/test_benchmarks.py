@@ -660,3 +660,16 @@ def test_replan_reference_solves_the_derived_instance() -> None:
     assert replan.ratio_text(None, 2.0, 60.0) == ">30.0x"
     assert replan.ratio_text(5.0, 2.0, 60.0) == "2.5x"
     assert replan.ratio_text(5.0, None, 60.0) == "n/a"
+
+
+def test_reference_stopped_for_memory_has_no_ratio() -> None:
+    """A reference killed at the memory cap did not run out of time: the summary says so
+    instead of a ratio against the time limit; one that ran out of time gets ``>Nx``."""
+    main = {"mode": "main", "to_1pct_s": 10.0, "gap": 0.005, "first_plan_s": 1.0}
+    ref = {"mode": "reference", "time_limit": 600.0, "to_1pct_s": None, "gap": None}
+    oom = suite.summarise("week-7b", [main, {**ref, "killed_memory": True}], None)
+    assert oom["reference_ratio_text"] == "over the memory cap"
+    slow = suite.summarise("week-7b", [main, {**ref, "killed_memory": False}], None)
+    assert slow["reference_ratio_text"] == ">60.0x"
+    fast = suite.summarise("week-7b", [main, {**ref, "to_1pct_s": 25.0, "gap": 0.01}], None)
+    assert fast["reference_ratio_text"] == "2.5x"
