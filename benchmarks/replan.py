@@ -151,7 +151,11 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
             }
             if warm and args.reference:
                 rec["reference"] = ref = reference(derived, args)
-                rec["reference_ratio"] = ratio_text(ref.get("to_1pct_s"), to_1pct, args.time_limit)
+                rec["reference_ratio"] = (
+                    "over the memory cap"
+                    if "memory" in ref.get("error", "")
+                    else ratio_text(ref.get("to_1pct_s"), to_1pct, args.time_limit)
+                )
             out.append(rec)
             print(
                 f"# {name} {change} in {region} from hour {hour} "
