@@ -35,6 +35,7 @@ LOWER = (
     "planner.jsonable",
     "planner.outfiles",
     "planner.terminal",
+    "planner.beside",
     "planner.instance",
     "planner.physics",
     "planner.model",

@@ -1058,14 +1058,44 @@ def _space(
 _Enumerated = tuple[dict[str, tuple[tuple[Config, ...], int]], tuple["Infeasibility", ...]]
 
 
+#: From this many active phases on, and when a second core is spare
+#: (:func:`planner.beside.may_fork`), every other phase is enumerated in a forked child
+#: while this process enumerates the rest: the phases' configurations never
+#: depend on one another (:func:`_phase_enumerated`), and a child that cannot answer is made
+#: good here, so the space is the same either way. The lab's quarter re-planned from its
+#: middle hour (104 phases, 26,712 configurations before pruning): 4.4 s on one core.
+BESIDE_PHASES = 40
+
+
 def _enumerate_all(inst: Instance, prefilter: bool) -> _Enumerated:
     """Every active phase's configurations (with the entry migration of a running phase),
     in enumeration order, the number a prefilter skipped, and why the phases without any
-    have none."""
+    have none (half of them on a second core: :data:`BESIDE_PHASES`)."""
+    phases = inst.active_phases
+    done: dict[str, tuple[tuple[Config, ...], int, Infeasibility | None]] = {}
+    later = None
+    if len(phases) >= BESIDE_PHASES:
+        from planner.beside import Beside, may_fork
+
+        if may_fork():
+            # every other phase, so that each side gets its share of every kind and of the
+            # running phases (no prefilter and entry migrations: the dearest)
+            half = phases[1::2]
+            later = Beside(lambda: {p.name: _phase_enumerated(inst, p, prefilter) for p in half})
+            phases = phases[0::2]
+    try:
+        for p in phases:
+            done[p.name] = _phase_enumerated(inst, p, prefilter)
+    except BaseException:
+        if later is not None:
+            later.cancel()
+        raise
+    if later is not None:
+        done.update(later.result())
     out: dict[str, tuple[tuple[Config, ...], int]] = {}
     infeasible: list[Infeasibility] = []
     for p in inst.active_phases:
-        configs, skipped, why = _phase_enumerated(inst, p, prefilter)
+        configs, skipped, why = done[p.name]
         if why is not None:
             infeasible.append(why)
         out[p.name] = (configs, skipped)

@@ -1,4 +1,4 @@
-"""Work beside the solve (planner/interfaces/cli/background.py): the attribution's plan-free
+"""Work beside the solve (planner/beside.py): the attribution's plan-free
 part computed in a forked child while the parent solves, and the same answer whatever goes
 wrong with the child."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from planner.analysis.attribution import BaselineError, attribute, lever_chain
+from planner.beside import Beside, spare_core
 from planner.instance import read
-from planner.interfaces.cli.background import Beside, spare_core
 from planner.solve import solve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_what_was_printed_before_is_printed_once(tmp_path: Path) -> None:
     script = tmp_path / "once.py"
     script.write_text(
         "import sys\n"
-        "from planner.interfaces.cli.background import Beside\n"
+        "from planner.beside import Beside\n"
         "sys.stdout.write('before the child ')\n"
         "print(Beside(lambda: 'answer').result())\n",
         encoding="utf-8",
@@ -126,3 +126,14 @@ def test_the_work_waits_when_the_solver_takes_every_core() -> None:
     assert _solver_threads(inst, "cpsat", 1) == 1
     assert _solver_threads(inst, "auto", None) is None
     assert _solver_threads(inst, "milp", None) is None
+
+
+@needs_fork
+def test_no_child_forks_beside_itself() -> None:
+    """A child (the attribution's, a grid worker) never starts one of its own: it already
+    shares the cores, and a daemonic child may have none."""
+    from planner.beside import may_fork
+
+    assert may_fork() == spare_core(1)
+    inner = Beside(may_fork)
+    assert inner.proc is not None and inner.result() is False

@@ -5,6 +5,7 @@ pruning them gives, configuration for configuration, and the dropped counts agre
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,44 @@ def test_a_copy_with_changes_is_dataclasses_replace() -> None:
             assert fast.label == slow.label and c.index == slow.index - 7
     with pytest.raises(TypeError, match="no field 'indx'"):
         c.but(indx=1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the second core's half needs fork")
+def test_the_later_half_enumerated_beside_gives_the_same_space(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the later half of the phases enumerated in a forked child (BESIDE_PHASES), every
+    phase's configurations, skipped counts and infeasibilities are those of one process, in
+    the same order; a re-planned instance (running phases, with their entry migrations) and
+    a phase that can never fit included."""
+    import planner.beside
+    import planner.model.configs as C
+    from planner.interfaces.replan import state_at
+
+    inst = planner.read(INSTANCES / "week-7b.yaml")
+    res = planner.solve(inst, time_limit=30)
+    assert res.plan is not None
+    start = min(p.start_hour for p in res.plan.phases if p.name == "pretrain")
+    derived = inst.replace(state_at(inst, res.plan, start + 3))
+    d = tiny_dict()
+    d["phases"].append({**copy.deepcopy(d["phases"][0]), "name": "never", "deadline": 1})
+    cases = [inst, derived, from_dict(d, "<tiny>", DATA)]
+    started: list[bool] = []
+    real = planner.beside.Beside.__init__
+
+    def spy(self: Any, *a: Any, **k: Any) -> None:
+        real(self, *a, **k)
+        started.append(self.proc is not None)
+
+    for case in cases:
+        monkeypatch.setattr(C, "BESIDE_PHASES", 10**9)
+        alone = C._enumerate_all(case, True)
+        monkeypatch.setattr(C, "BESIDE_PHASES", 2)
+        monkeypatch.setattr(planner.beside, "may_fork", lambda: True)
+        monkeypatch.setattr(planner.beside.Beside, "__init__", spy)
+        split = C._enumerate_all(case, True)
+        monkeypatch.undo()
+        assert list(split[0]) == list(alone[0])
+        assert split == alone
+    assert started == [True] * len(cases)
+    assert cases[2].active_phases[-1].name == "never" and alone[1]

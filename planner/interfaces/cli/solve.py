@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 import typer
 from rich.table import Table
 
+from planner.beside import Beside, spare_core
 from planner.instance.errors import InstanceError
 from planner.interfaces.cli.app import (
     command,
@@ -33,7 +34,6 @@ from planner.interfaces.cli.app import (
     settings,
     write_output,
 )
-from planner.interfaces.cli.background import Beside, spare_core
 from planner.interfaces.cli.exits import no_plan_exit
 from planner.interfaces.cli.hygiene_hook import print_numeric_warnings
 from planner.interfaces.cli.levers import attribution_table, money, saving_share

@@ -1,16 +1,22 @@
-"""Work the command line does beside the solve: a function of the loaded instance run in a
-forked child process while the parent solves, its result collected afterwards.
+"""Work beside the main line on a second core: a function run in a forked child process
+while the parent goes on, its result collected afterwards.
 
-``solve`` compares its plan with the lever-free baseline and the cheapest
-as-soon-as-possible plan lever by lever (:func:`planner.analysis.attribution.lever_chain`),
-none of which depends on the plan. On a machine with a core to spare it is computed while the
-solver runs: on the 100-phase lab quarter that comparison takes longer than a minute's
-solve. The child is forked after the instance is read and checked (it inherits the instance
-and its configuration space; :mod:`multiprocessing` flushes the standard streams before it
-forks, so nothing buffered is written twice), never touches the terminal, and sends back its
-result or its exception through a pipe. Whatever goes wrong on the way (no ``fork`` on the
-platform, no second core, a child that died) the caller computes the same thing in the
-parent: the answer never depends on where it was computed.
+Two users:
+
+- ``trainplan solve`` compares its plan with the lever-free baseline and the cheapest
+  as-soon-as-possible plan lever by lever (:func:`planner.analysis.attribution.lever_chain`),
+  none of which depends on the plan. On a machine with a core to spare it is computed while
+  the solver runs: on the 100-phase lab quarter that comparison takes longer than a minute's
+  solve. The child is forked after the instance is read and checked (it inherits the
+  instance and its configuration space).
+- the configuration space of a large instance enumerates the later half of its phases in a
+  child while the parent enumerates the first (:func:`planner.model.configs._enumerate_all`).
+
+:mod:`multiprocessing` flushes the standard streams before it forks, so nothing buffered is
+written twice; the child never touches the terminal and sends back its result or its
+exception through a pipe. Whatever goes wrong on the way (no ``fork`` on the platform, no
+second core, a child that died) the caller computes the same thing in the parent: the answer
+never depends on where it was computed.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ def spare_core(threads: int | None) -> bool:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return cores > (threads or 1)
+
+
+def may_fork() -> bool:
+    """Whether this process may start a child beside itself: the platform forks, it is not a
+    :mod:`multiprocessing` child (the attribution's child, a grid's worker: they already
+    share the cores, and a daemonic child may have none) and a second core is spare."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and multiprocessing.parent_process() is None
+        and spare_core(1)
+    )
 
 
 class Beside(Generic[T]):
