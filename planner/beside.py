@@ -9,8 +9,11 @@ Two users:
   the solver runs: on the 100-phase lab quarter that comparison takes longer than a minute's
   solve. The child is forked after the instance is read and checked (it inherits the
   instance and its configuration space).
-- the configuration space of a large instance enumerates the later half of its phases in a
-  child while the parent enumerates the first (:func:`planner.model.configs._enumerate_all`).
+- the configuration space of a large instance enumerates every other phase in a child
+  while the parent enumerates the rest (:func:`planner.model.configs._enumerate_all`);
+- the Lagrangian relaxation of a large instance evaluates half of its precedence components
+  in a child that serves every evaluation of the ascent (:class:`Served`,
+  :meth:`formulations.bounds.lagrange.Relaxation.evaluate`).
 
 :mod:`multiprocessing` flushes the standard streams before it forks, so nothing buffered is
 written twice; the child never touches the terminal and sends back its result or its
@@ -21,8 +24,11 @@ never depends on where it was computed.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
@@ -42,12 +48,23 @@ def spare_core(threads: int | None) -> bool:
 def may_fork() -> bool:
     """Whether this process may start a child beside itself: the platform forks, it is not a
     :mod:`multiprocessing` child (the attribution's child, a grid's worker: they already
-    share the cores, and a daemonic child may have none) and a second core is spare."""
+    share the cores, and a daemonic child may have none), it runs no other Python thread and
+    a second core is spare. A thread may hold a lock when the process forks (a console
+    being written, a log), and the child would wait for it for ever: in the test run, a
+    child forked after Ray had started its threads in the process never answered."""
     return (
         "fork" in multiprocessing.get_all_start_methods()
         and multiprocessing.parent_process() is None
+        and threading.active_count() == 1
         and spare_core(1)
     )
+
+
+def patience(own_s: float) -> float:
+    """How long to wait for a child's half of work after this process took ``own_s`` for its
+    own: twice that and 10 s more. A child that has not answered by then is stopped and its
+    half computed here (a child that waits on a lock never answers)."""
+    return 2.0 * own_s + 10.0
 
 
 class Beside(Generic[T]):
@@ -83,22 +100,28 @@ class Beside(Generic[T]):
         send.close()
         self.conn = recv
 
-    def result(self, here: Callable[[], T] | None = None) -> T:
+    def result(self, here: Callable[[], T] | None = None, wait: float | None = None) -> T:
         """The child's answer (its exception raised here), or the same computed here:
         ``here()`` when given (e.g. ``fn`` with a progress line the child could not draw),
-        else ``fn()``."""
+        else ``fn()``; also when the child has not answered within ``wait`` seconds (None:
+        as long as it takes)."""
         again = self.fn if here is None else here
         if self.proc is None:
             return again()
         try:
+            if wait is not None and not self.conn.poll(wait):
+                raise TimeoutError
             kind, value = self.conn.recv()
         except (EOFError, OSError):
             kind, value = "failed", "no answer"
         finally:
             self.conn.close()
+        if kind == "failed" and self.proc.is_alive():
+            self.proc.kill()  # it did not answer: no use waiting for it to end
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
             self.proc.join(timeout=5)
-            if self.proc.is_alive():
-                self.proc.kill()
         if kind == "ok":
             return cast(T, value)
         if kind == "raised":
@@ -110,3 +133,107 @@ class Beside(Generic[T]):
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(timeout=5)
+
+
+A = TypeVar("A")
+
+
+def _stop(proc: Any, conn: Any) -> None:
+    """End a :class:`Served` child: ask it to stop, then make sure."""
+    with contextlib.suppress(Exception):
+        conn.send(None)
+    with contextlib.suppress(Exception):
+        conn.close()
+    proc.join(timeout=2)
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=5)
+
+
+class Served(Generic[A, T]):
+    """``fn(arg)`` served by one forked child for one argument after another: :meth:`submit`
+    sends an argument (``None`` is reserved), :meth:`result` waits for its answer. A child
+    that fails to answer, or whose answer cannot be sent, is stopped, and that call and every
+    later one are computed here (``here``): the answer never depends on where it was
+    computed. :meth:`close` stops the child, as does collecting the object; the child is
+    daemonic, so it never outlives this process."""
+
+    def __init__(self, fn: Callable[[A], T]) -> None:
+        self.proc: Any = None
+        self.conn: Any = None
+        self.pending = False
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return
+        ctx = multiprocessing.get_context("fork")
+        mine, theirs = ctx.Pipe(duplex=True)
+
+        def serve() -> None:
+            mine.close()
+            while True:
+                try:
+                    arg = theirs.recv()
+                except (EOFError, OSError):
+                    return
+                if arg is None:
+                    return
+                try:
+                    out: tuple[str, Any] = ("ok", fn(arg))
+                except Exception as e:  # the parent computes it again (and raises it there)
+                    out = ("failed", repr(e))
+                try:
+                    theirs.send(out)
+                except Exception as e:  # unpicklable: the parent computes it again
+                    theirs.send(("failed", repr(e)))
+
+        try:
+            self.proc = ctx.Process(target=serve, name="trainplan-served", daemon=True)
+            self.proc.start()
+        except OSError:
+            self.proc = None
+            return
+        theirs.close()
+        self.conn = mine
+        self._finalizer = weakref.finalize(self, _stop, self.proc, self.conn)
+
+    @property
+    def alive(self) -> bool:
+        """Whether a child serves the calls (else they are computed here)."""
+        return self.proc is not None
+
+    def submit(self, arg: A) -> bool:
+        """Send ``arg`` to the child; False (and nothing sent) when there is none, or it is
+        gone."""
+        if self.proc is None or self.pending:
+            return False
+        try:
+            self.conn.send(arg)
+        except Exception:
+            self.close()
+            return False
+        self.pending = True
+        return True
+
+    def result(self, here: Callable[[], T], wait: float | None = None) -> T:
+        """The answer to the argument submitted, or ``here()`` when the child did not give
+        it, or not within ``wait`` seconds (None: as long as it takes); the child is then
+        stopped."""
+        if not self.pending:
+            return here()
+        self.pending = False
+        try:
+            if wait is not None and not self.conn.poll(wait):
+                raise TimeoutError
+            kind, value = self.conn.recv()
+        except Exception:
+            kind, value = "failed", "no answer"
+        if kind == "ok":
+            return cast(T, value)
+        self.close()
+        return here()
+
+    def close(self) -> None:
+        """Stop the child (idempotent); later calls are computed here."""
+        if self.proc is not None:
+            self._finalizer()
+            self.proc = None
+            self.pending = False

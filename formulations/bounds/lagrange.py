@@ -58,6 +58,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -78,6 +79,9 @@ from planner.model.costs import weights as weights_of
 from planner.model.schedule import Assignment, Pool
 from planner.model.windows import Windows
 from planner.model.workload import output_gb_of
+
+if TYPE_CHECKING:
+    from planner.beside import Served
 
 INF = math.inf
 
@@ -103,6 +107,17 @@ SLOW_SHARE = 0.02
 #: ... and when its first NO_GAIN_STEPS steps gave no better bound than the zero prices'
 #: (month-70b re-planned after a price change: 10 steps, 0.6 s, none better).
 NO_GAIN_STEPS = 5
+
+#: From this many DP cells of one evaluation on (:attr:`Relaxation.cells`), when the phases
+#: form two or more precedence components and a second core is spare
+#: (:func:`planner.beside.may_fork`), a forked child evaluates about half of the cells' worth
+#: of whole components while this process evaluates the rest, for every evaluation of the
+#: relaxation (:class:`planner.beside.Served`: the child's value functions come back
+#: through a pipe, about 20 MB on the lab's quarter; a child that cannot answer is made good
+#: here). The same values, bit for bit: each component's recursion is the same. Below this
+#: an evaluation takes a few tenths of a second, and shipping the values back would eat
+#: the gain.
+SERVED_CELLS = 30_000_000
 
 
 def _slowed(history: list[float], aim: float) -> bool:
@@ -297,10 +312,11 @@ class Relaxation:
             self.rusable[i, end:] = False
         #: DP cells of one evaluation (configurations x hours, x run length when
         #: preemptible): what an evaluation costs, known before running one.
-        self.cells = sum(
-            len(ph.configs) * ph.width * (int(ph.n.max()) if ph.pre and len(ph.n) else 1)
-            for ph in self.phases.values()
-        )
+        self.cells = sum(self._phase_cells(ph) for ph in self.phases.values())
+        #: the child evaluating half of the components (:meth:`_served`) and the two groups
+        self._server: Served[tuple[np.ndarray, np.ndarray], Any] | None = None
+        self._server_checked = False
+        self._groups: tuple[list[str], list[str]] = (self.order, [])
 
     # ------------------------------------------------------------------ prices
 
@@ -390,17 +406,110 @@ class Relaxation:
         """The relaxation at capacity prices ``lam`` (per pool and hour) and reserved-pool
         prices ``mu``: the phases' value functions by backward induction over the precedence
         order, and the bound they give (a lower bound for any prices the module docstring
-        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P``)."""
+        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P``). On a large instance
+        half of the precedence components are evaluated on a second core
+        (:data:`SERVED_CELLS`)."""
+        served = self._served()
+        if served is not None and served.submit((lam, mu)):
+            from planner.beside import patience
+
+            t0 = time.perf_counter()
+            try:
+                V, A = self._values(self._groups[0], lam, mu)
+            except BaseException:
+                served.close()  # its answer would answer the next call
+                raise
+            theirs = served.result(
+                lambda: self._values(self._groups[1], lam, mu),
+                wait=patience(time.perf_counter() - t0),
+            )
+            V.update(theirs[0])
+            A.update(theirs[1])
+            # in the order one process fills them
+            V = {n: V[n] for n in reversed(self.order)}
+            A = {n: A[n] for n in reversed(self.order)}
+        else:
+            V, A = self._values(self.order, lam, mu)
+        total = sum(float(V[r][0]) for r in self.roots)
+        total -= float(np.sum(lam * self.cap))
+        return Evaluation(total, V, A)
+
+    def _values(
+        self, names: list[str], lam: np.ndarray, mu: np.ndarray
+    ) -> tuple[dict[str, np.ndarray], dict[str, list[np.ndarray]]]:
+        """The value functions ``V`` and values by start ``A`` of the phases ``names`` (whole
+        precedence components, in the precedence order) by backward induction."""
         V: dict[str, np.ndarray] = {}
         A: dict[str, list[np.ndarray]] = {}
-        for name in reversed(self.order):
+        for name in reversed(names):
             ph = self.phases[name]
             h = self._hourly(ph, lam, mu)
             A[name] = self._starts(ph, h, self._succ_share(ph, V))
             V[name] = _value(ph.width, A[name])
-        total = sum(float(V[r][0]) for r in self.roots)
-        total -= float(np.sum(lam * self.cap))
-        return Evaluation(total, V, A)
+        return V, A
+
+    def components(self) -> list[list[str]]:
+        """The phases in precedence components (connected through predecessors and
+        successors), each in the precedence order, in the order of their first phase."""
+        root = {n: n for n in self.order}
+
+        def find(n: str) -> str:
+            while root[n] != n:
+                root[n] = root[root[n]]
+                n = root[n]
+            return n
+
+        for name, ph in self.phases.items():
+            for s, _ in ph.succ:
+                a, b = find(name), find(s)
+                if a != b:
+                    root[b] = a
+        groups: dict[str, list[str]] = {}
+        for n in self.order:
+            groups.setdefault(find(n), []).append(n)
+        return list(groups.values())
+
+    def _served(self) -> Served[tuple[np.ndarray, np.ndarray], Any] | None:
+        """The child that evaluates the second of two groups of whole components
+        (:data:`SERVED_CELLS`), started on the first call; None when evaluations stay
+        here."""
+        if self._server is not None:
+            return self._server if self._server.alive else None
+        if self._server_checked:
+            return None
+        self._server_checked = True
+        if self.cells < SERVED_CELLS:
+            return None
+        from planner.beside import Served, may_fork
+
+        comps = self.components()
+        if len(comps) < 2 or not may_fork():
+            return None
+
+        def cells(names: list[str]) -> int:
+            return sum(self._phase_cells(self.phases[n]) for n in names)
+
+        # the largest components first, each to the lighter group
+        mine: list[str] = []
+        theirs: list[str] = []
+        load = [0, 0]
+        for comp in sorted(comps, key=cells, reverse=True):
+            side = 0 if load[0] <= load[1] else 1
+            (mine if side == 0 else theirs).extend(comp)
+            load[side] += cells(comp)
+        ours = set(mine)
+        self._groups = (
+            [n for n in self.order if n in ours],
+            [n for n in self.order if n not in ours],
+        )
+        group = self._groups[1]
+        self._server = Served(lambda prices: self._values(group, *prices))
+        return self._server if self._server.alive else None
+
+    @staticmethod
+    def _phase_cells(ph: _Phase) -> int:
+        """DP cells of one phase in an evaluation (:attr:`cells`)."""
+        return len(ph.configs) * ph.width * (int(ph.n.max()) if ph.pre and len(ph.n) else 1)
 
     # ------------------------------------------------------------------ the relaxed plan
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -1083,6 +1084,7 @@ def _enumerate_all(inst: Instance, prefilter: bool) -> _Enumerated:
             half = phases[1::2]
             later = Beside(lambda: {p.name: _phase_enumerated(inst, p, prefilter) for p in half})
             phases = phases[0::2]
+    t0 = time.perf_counter()
     try:
         for p in phases:
             done[p.name] = _phase_enumerated(inst, p, prefilter)
@@ -1091,7 +1093,9 @@ def _enumerate_all(inst: Instance, prefilter: bool) -> _Enumerated:
             later.cancel()
         raise
     if later is not None:
-        done.update(later.result())
+        from planner.beside import patience
+
+        done.update(later.result(wait=patience(time.perf_counter() - t0)))
     out: dict[str, tuple[tuple[Config, ...], int]] = {}
     infeasible: list[Infeasibility] = []
     for p in inst.active_phases:

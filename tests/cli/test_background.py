@@ -137,3 +137,86 @@ def test_no_child_forks_beside_itself() -> None:
     assert may_fork() == spare_core(1)
     inner = Beside(may_fork)
     assert inner.proc is not None and inner.result() is False
+
+
+def _square_or_fail(x: int) -> int:
+    if x < 0:
+        raise ValueError("negative")
+    return x * x
+
+
+@needs_fork
+def test_a_served_child_answers_one_call_after_another() -> None:
+    """planner.beside.Served: the child answers each argument in turn (its pid shows where);
+    one it fails on is made good here and stops it, and every later call runs here."""
+    from planner.beside import Served
+
+    s: Served[int, tuple[int, int]] = Served(lambda x: (_square_or_fail(x), os.getpid()))
+    assert s.alive
+    answers = []
+    for x in (2, 3):
+        assert s.submit(x)
+        assert not s.submit(x)  # one call at a time
+        answers.append(s.result(lambda: (-1, PARENT)))
+    assert [a for a, _ in answers] == [4, 9]
+    assert all(pid not in (PARENT, None) for _, pid in answers)
+    assert s.submit(-1)
+    assert s.result(lambda: (-1, PARENT)) == (-1, PARENT)  # failed there: made good here
+    assert not s.alive and not s.submit(5)
+    assert s.result(lambda: (25, PARENT)) == (25, PARENT)
+    s.close()  # idempotent
+
+
+@needs_fork
+def test_a_served_child_ends_with_its_owner() -> None:
+    from planner.beside import Served
+
+    s: Served[int, int] = Served(_square_or_fail)
+    proc = s.proc
+    assert proc is not None and proc.is_alive()
+    del s
+    import gc
+
+    gc.collect()
+    proc.join(timeout=10)
+    assert not proc.is_alive()
+
+
+def _sleep_then(x: int) -> int:
+    import time
+
+    time.sleep(60)
+    return x
+
+
+@needs_fork
+def test_a_child_that_does_not_answer_in_time_is_stopped_and_made_good() -> None:
+    """A child waiting on a lock it inherited never answers: after ``wait`` seconds its
+    work is computed here and the child stopped."""
+    import time
+
+    from planner.beside import Served
+
+    t0 = time.perf_counter()
+    b = Beside(lambda: _sleep_then(1))
+    assert b.result(lambda: 2, wait=0.5) == 2
+    assert not b.proc.is_alive()
+    s: Served[int, int] = Served(_sleep_then)
+    assert s.submit(3)
+    assert s.result(lambda: 4, wait=0.5) == 4 and not s.alive
+    assert time.perf_counter() - t0 < 30
+
+
+def test_no_fork_beside_another_python_thread() -> None:
+    import threading
+
+    from planner.beside import may_fork
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not may_fork()
+    finally:
+        stop.set()
+        t.join()

@@ -8,8 +8,11 @@ instances where every coupling matters (tests/hard_instances.py)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from builders import assert_valid, generated, instance_from, one_phase, region, three_cheap_hours
 from hard_instances import hard_dict
@@ -326,3 +329,51 @@ def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
             traced = _trace_preemptive(ph, k, h[k], S, T, pos) - e
             assert len(traced) == n[k] and traced[0] == pos
             assert cost(k, list(traced)) == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the second core's half needs fork")
+def test_half_the_components_evaluated_beside_give_the_same_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two teams' pipelines of the lab's quarter (two precedence components, capacity
+    binding, reserved pools): with one team's DP in a served child, every evaluation gives
+    the same values bit for bit, the ascent takes the same steps, and a child that dies is
+    made good here."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import generate as G
+
+    import formulations.bounds.lagrange as L
+    import planner.beside
+    from planner.instance.read import from_dict
+
+    inst = from_dict(G.lab_quarter(teams=2), "<two teams>", G.ROOT)
+    monkeypatch.setattr(L, "SERVED_CELLS", 10**18)
+    alone = relaxation(inst)
+    monkeypatch.setattr(L, "SERVED_CELLS", 0)
+    monkeypatch.setattr(planner.beside, "may_fork", lambda: True)
+    split = relaxation(inst)
+    assert [len(c) for c in split.components()] == [10, 10]
+    lam, mu = alone.zero_prices()
+    rng = np.random.default_rng(7)
+    dear = np.where(alone.binding, rng.uniform(0.0, 2.0, lam.shape), 0.0)
+    evs = []
+    for prices in ((lam, mu), (dear, mu)):
+        a, b = alone.evaluate(*prices), split.evaluate(*prices)
+        assert split._server is not None and split._server.alive
+        assert set(split._groups[1]) and not set(split._groups[0]) & set(split._groups[1])
+        assert a.bound == b.bound and list(a.V) == list(b.V) and list(a.A) == list(b.A)
+        assert all(np.array_equal(a.V[n], b.V[n]) for n in a.V)
+        assert all(
+            len(a.A[n]) == len(b.A[n])
+            and all(np.array_equal(x, y) for x, y in zip(a.A[n], b.A[n], strict=True))
+            for n in a.A
+        )
+        evs.append(a)
+    upper = 1.2 * evs[0].bound
+    one, two = alone.solve(upper, iterations=3), split.solve(upper, iterations=3)
+    assert one.bound == two.bound and one.iterations == two.iterations
+    assert np.array_equal(one.lam, two.lam) and np.array_equal(one.mu, two.mu)
+    split._server.proc.kill()
+    split._server.proc.join()
+    again = split.evaluate(dear, mu)
+    assert again.bound == evs[1].bound and split._served() is None
