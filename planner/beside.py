@@ -25,6 +25,7 @@ never depends on where it was computed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import threading
@@ -67,6 +68,31 @@ def patience(own_s: float) -> float:
     return 2.0 * own_s + 10.0
 
 
+def _reply(conn: Any, compute: Callable[[], Any], raise_there: bool) -> None:
+    """In a child: send ``("ok", compute())`` through ``conn``; if it raises, ``("raised",
+    e)`` for the parent to raise, or ``("failed", repr(e))`` for it to compute again; an
+    answer that cannot be sent (unpicklable) is ``("failed", ...)``."""
+    try:
+        out: tuple[str, Any] = ("ok", compute())
+    except Exception as e:
+        out = ("raised", e) if raise_there else ("failed", repr(e))
+    try:
+        conn.send(out)
+    except Exception as e:
+        conn.send(("failed", repr(e)))
+
+
+def _started(ctx: Any, target: Callable[[], None], name: str) -> Any:
+    """A daemonic child of the fork context running ``target``, started; None when the
+    system refuses one."""
+    try:
+        proc = ctx.Process(target=target, name=name, daemon=True)
+        proc.start()
+    except OSError:
+        return None
+    return proc
+
+
 class Beside(Generic[T]):
     """``fn()`` run in a forked child from construction on (when ``enabled`` and the platform
     forks); :meth:`result` waits for it, or computes ``fn()`` here when there is no child or
@@ -80,22 +106,8 @@ class Beside(Generic[T]):
             return
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
-
-        def run() -> None:
-            try:
-                out: tuple[str, Any] = ("ok", fn())
-            except Exception as e:  # sent back and raised in the parent
-                out = ("raised", e)
-            try:
-                send.send(out)
-            except Exception as e:  # unpicklable: the parent computes it again
-                send.send(("failed", repr(e)))
-
-        try:
-            self.proc = ctx.Process(target=run, name="trainplan-beside", daemon=True)
-            self.proc.start()
-        except OSError:
-            self.proc = None
+        self.proc = _started(ctx, lambda: _reply(send, fn, raise_there=True), "trainplan-beside")
+        if self.proc is None:
             return
         send.close()
         self.conn = recv
@@ -176,20 +188,11 @@ class Served(Generic[A, T]):
                     return
                 if arg is None:
                     return
-                try:
-                    out: tuple[str, Any] = ("ok", fn(arg))
-                except Exception as e:  # the parent computes it again (and raises it there)
-                    out = ("failed", repr(e))
-                try:
-                    theirs.send(out)
-                except Exception as e:  # unpicklable: the parent computes it again
-                    theirs.send(("failed", repr(e)))
+                # failed: the parent computes it again (and raises it there)
+                _reply(theirs, functools.partial(fn, arg), raise_there=False)
 
-        try:
-            self.proc = ctx.Process(target=serve, name="trainplan-served", daemon=True)
-            self.proc.start()
-        except OSError:
-            self.proc = None
+        self.proc = _started(ctx, serve, "trainplan-served")
+        if self.proc is None:
             return
         theirs.close()
         self.conn = mine
