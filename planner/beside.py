@@ -57,8 +57,14 @@ def may_fork() -> bool:
         "fork" in multiprocessing.get_all_start_methods()
         and multiprocessing.parent_process() is None
         and threading.active_count() == 1
+        and not any(b.running() for b in _BESIDE)
         and spare_core(1)
     )
+
+
+#: The :class:`Beside` objects of this process: while one's child runs (the attribution
+#: beside ``trainplan solve``), it has the spare core, and :func:`may_fork` says no.
+_BESIDE: weakref.WeakSet[Beside[Any]] = weakref.WeakSet()
 
 
 def patience(own_s: float) -> float:
@@ -111,6 +117,16 @@ class Beside(Generic[T]):
             return
         send.close()
         self.conn = recv
+        _BESIDE.add(self)
+
+    def running(self) -> bool:
+        """Whether its child is still at work: alive, with no answer sent yet."""
+        if self.proc is None or self.conn is None or self.conn.closed:
+            return False
+        try:
+            return bool(self.proc.is_alive() and not self.conn.poll())
+        except OSError:
+            return False
 
     def result(self, here: Callable[[], T] | None = None, wait: float | None = None) -> T:
         """The child's answer (its exception raised here), or the same computed here:
@@ -145,6 +161,8 @@ class Beside(Generic[T]):
         if self.proc is not None and self.proc.is_alive():
             self.proc.kill()
             self.proc.join(timeout=5)
+        if self.conn is not None:
+            self.conn.close()
 
 
 A = TypeVar("A")

@@ -220,3 +220,23 @@ def test_no_fork_beside_another_python_thread() -> None:
     finally:
         stop.set()
         t.join()
+
+
+@needs_fork
+def test_no_fork_while_the_attribution_has_the_spare_core() -> None:
+    """While a Beside child works (the attribution beside ``trainplan solve``), it has the
+    spare core: the enumeration and the DP do not fork beside it; once it has answered,
+    they may again."""
+    from planner.beside import may_fork
+
+    b = Beside(lambda: _sleep_briefly(1.0))
+    assert b.running() and not may_fork()
+    assert b.result() == 1.0
+    assert not b.running() and may_fork() == spare_core(1)
+
+
+def _sleep_briefly(s: float) -> float:
+    import time
+
+    time.sleep(s)
+    return s
