@@ -21,7 +21,7 @@ end, the objective, whether the plan verifies against the derived instance, and 
 (``ru_maxrss``). With ``--cold`` the derived instance is also solved without the warm start.
 With ``--reference`` the derived instance is also solved by the plain hourly MILP, as the
 suite's reference (``solve_milp(prune=False, warm_start=False, backend="highs")`` at gap 1%,
-within ``--time-limit``), in a forked child whose address space is capped at
+within ``--time-limit``), in a spawned child whose address space is capped at
 ``--mem-limit-gb``: its time to 1% (None when it did not get there), its gap, and the ratio
 of its time to 1% to the warm re-plan's (``>Nx`` when it did not get there).
 """
@@ -179,50 +179,63 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     return out
 
 
+def _reference_child(
+    derived: Any, time_limit: float, threads: int, mem_gb: float, send: Any
+) -> None:
+    """In the reference's child: cap the address space, solve, send what it reached."""
+    from formulations.pipeline import solve_milp
+    from planner.model.options import SolveOptions
+
+    cap = int(mem_gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    t0 = time.perf_counter()
+    try:
+        opts = SolveOptions(time_limit=time_limit, gap=ONE_PCT, threads=threads, backend="highs")
+        res = solve_milp(derived, opts, prune=False, warm_start=False)
+    except MemoryError:
+        send.send({"error": f"out of memory (address space capped at {mem_gb} GB)"})
+        return
+    wall = time.perf_counter() - t0
+    reached = res.plan is not None and res.gap is not None and res.gap <= ONE_PCT + 1e-9
+    send.send(
+        {
+            "wall_s": wall,
+            "to_1pct_s": wall if reached else None,
+            "termination": res.termination.value,
+            "objective": res.objective,
+            "bound": res.bound,
+            "gap": res.gap,
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+    )
+
+
 def reference(derived: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The plain hourly MILP on the derived instance (module docstring), in a forked child
-    capped at ``args.mem_limit_gb`` of address space: what it reached, or why it stopped."""
+    """The plain hourly MILP on the derived instance (module docstring), in a child capped at
+    ``args.mem_limit_gb`` of address space: what it reached, or why it stopped. The child is
+    spawned, not forked: a fork of a process with other threads (Ray's, in the test run)
+    may wait for ever on a lock one of them held. Its clock starts after its imports."""
     import multiprocessing
 
-    ctx = multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("spawn")
     recv, send = ctx.Pipe(duplex=False)
-    cap = int(args.mem_limit_gb * 2**30)
-
-    def child() -> None:
-        from formulations.pipeline import solve_milp
-        from planner.model.options import SolveOptions
-
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        t0 = time.perf_counter()
-        try:
-            opts = SolveOptions(
-                time_limit=args.time_limit, gap=ONE_PCT, threads=args.threads, backend="highs"
-            )
-            res = solve_milp(derived, opts, prune=False, warm_start=False)
-        except MemoryError:
-            send.send({"error": f"out of memory (address space capped at {args.mem_limit_gb} GB)"})
-            return
-        wall = time.perf_counter() - t0
-        reached = res.plan is not None and res.gap is not None and res.gap <= ONE_PCT + 1e-9
-        send.send(
-            {
-                "wall_s": wall,
-                "to_1pct_s": wall if reached else None,
-                "termination": res.termination.value,
-                "objective": res.objective,
-                "bound": res.bound,
-                "gap": res.gap,
-                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            }
-        )
-
-    proc = ctx.Process(target=child, daemon=True)
+    proc = ctx.Process(
+        target=_reference_child,
+        args=(derived, args.time_limit, args.threads, args.mem_limit_gb, send),
+        daemon=True,
+    )
     proc.start()
     send.close()
+    wait = 3 * args.time_limit + 300  # imports, building, a solver that overruns
     try:
-        out: dict[str, Any] = recv.recv()
+        if recv.poll(wait):
+            out: dict[str, Any] = recv.recv()
+        else:
+            out = {"error": f"no answer within {wait:g} s"}
     except EOFError:
-        out = {"error": f"the child died (exit {proc.exitcode}; out of memory or killed)"}
+        out = {"error": "the child died (out of memory or killed)"}
+    if proc.is_alive():
+        proc.kill()
     proc.join()
     if "error" in out and proc.exitcode not in (0, None):
         out["error"] += f"; exit {proc.exitcode}"
