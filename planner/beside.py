@@ -49,17 +49,22 @@ def spare_core(threads: int | None) -> bool:
 def may_fork() -> bool:
     """Whether this process may start a child beside itself: the platform forks, it is not a
     :mod:`multiprocessing` child (the attribution's child, a grid's worker: they already
-    share the cores, and a daemonic child may have none), it runs no other Python thread and
-    a second core is spare. A thread may hold a lock when the process forks (a console
-    being written, a log), and the child would wait for it for ever: in the test run, a
-    child forked after Ray had started its threads in the process never answered."""
+    share the cores, and a daemonic child may have none), it runs no other Python thread
+    (:func:`_forks_safely`), no :class:`Beside` child is at work (it has the spare core) and
+    a second core is spare."""
     return (
-        "fork" in multiprocessing.get_all_start_methods()
+        _forks_safely()
         and multiprocessing.parent_process() is None
-        and threading.active_count() == 1
         and not any(b.running() for b in _BESIDE)
         and spare_core(1)
     )
+
+
+def _forks_safely() -> bool:
+    """The platform forks and no other Python thread runs: a thread may hold a lock when the
+    process forks (a console or a log being written), and the child would wait for it for
+    ever. Every child here is forked only then."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
 
 
 #: The :class:`Beside` objects of this process: while one's child runs (the attribution
@@ -108,7 +113,7 @@ class Beside(Generic[T]):
         self.fn = fn
         self.proc: Any = None
         self.conn: Any = None
-        if not enabled or "fork" not in multiprocessing.get_all_start_methods():
+        if not enabled or not _forks_safely():
             return
         ctx = multiprocessing.get_context("fork")
         recv, send = ctx.Pipe(duplex=False)
@@ -192,7 +197,7 @@ class Served(Generic[A, T]):
         self.proc: Any = None
         self.conn: Any = None
         self.pending = False
-        if "fork" not in multiprocessing.get_all_start_methods():
+        if not _forks_safely():
             return
         ctx = multiprocessing.get_context("fork")
         mine, theirs = ctx.Pipe(duplex=True)

@@ -240,3 +240,23 @@ def _sleep_briefly(s: float) -> float:
 
     time.sleep(s)
     return s
+
+
+def test_beside_another_thread_the_work_runs_here() -> None:
+    """No child at all is forked while another Python thread runs (it may hold a lock the
+    child would wait on for ever): Beside and Served compute here."""
+    import threading
+
+    from planner.beside import Served
+
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        b = Beside(os.getpid)
+        assert b.proc is None and b.result() == PARENT
+        s: Served[int, int] = Served(_square_or_fail)
+        assert not s.alive and not s.submit(3) and s.result(lambda: 9) == 9
+    finally:
+        stop.set()
+        t.join()
