@@ -1,7 +1,7 @@
 """Work beside the main line on a second core: a function run in a forked child process
 while the parent goes on, its result collected afterwards.
 
-Two users:
+Three users:
 
 - ``trainplan solve`` compares its plan with the lever-free baseline and the cheapest
   as-soon-as-possible plan lever by lever (:func:`planner.analysis.attribution.lever_chain`),
