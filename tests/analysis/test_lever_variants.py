@@ -113,3 +113,21 @@ def test_a_path_outside_the_phases_is_refused() -> None:
     inst = instance_from(tiny_dict())
     with pytest.raises(ValueError, match="not a phase field"):
         restricted_phases(inst, {"regions.east.pue": 1.1})
+
+
+@pytest.mark.parametrize("name", ["week-7b", "month-70b", "small-finetune"])
+def test_the_price_sheet_gpu_is_the_first_ranked_with_a_configuration(name: str) -> None:
+    """The baseline's GPU type per phase, read off the unpruned space, is the first of the
+    price-sheet ranking with which the phase alone, on that type alone, has a configuration
+    (the definition, enumerated here per type)."""
+    from formulations.heuristics.baseline import _price_sheet_gpu, price_sheet_ranking
+    from planner.model.configs import enumerate_phase
+
+    inst = read(INSTANCES / f"{name}.yaml")
+    for p in inst.active_phases:
+        ranking = [g for _, g in price_sheet_ranking(inst, p)]
+        alone = [
+            g for g in ranking if enumerate_phase(inst, p.model_copy(update={"gpu_types": (g,)}))[0]
+        ]
+        want = alone[0] if alone else (ranking[0] if ranking else None)
+        assert _price_sheet_gpu(inst, p) == want, p.name
