@@ -486,17 +486,15 @@ class Relaxation:
         if len(comps) < 2 or not may_fork():
             return None
 
-        def cells(names: list[str]) -> int:
-            return sum(self._phase_cells(self.phases[n]) for n in names)
-
+        sized = [(sum(self._phase_cells(self.phases[n]) for n in c), c) for c in comps]
         # the largest components first, each to the lighter group
         mine: list[str] = []
         theirs: list[str] = []
         load = [0, 0]
-        for comp in sorted(comps, key=cells, reverse=True):
+        for size, comp in sorted(sized, key=lambda x: x[0], reverse=True):
             side = 0 if load[0] <= load[1] else 1
             (mine if side == 0 else theirs).extend(comp)
-            load[side] += cells(comp)
+            load[side] += size
         ours = set(mine)
         self._groups = (
             [n for n in self.order if n in ours],
