@@ -463,14 +463,23 @@ def _key(fields: Mapping[str, object]) -> tuple[object, ...]:
 _KEY_FIELDS = (*CONFIG_FIELDS, "term")
 
 
-def rematch(inst: Instance, space: ConfigSpace, schedule: Schedule) -> Schedule | None:
-    """``schedule`` (found on a variant of ``inst`` that only restricts choices) as a
-    schedule of ``inst``: the same configurations, matched in ``space`` (``inst``'s unpruned
-    space) by their plan fields, on the same hours, with the same reservations. None if some
-    configuration has no match or needs other hours."""
+def rematch(
+    inst: Instance, space: ConfigSpace, schedule: Schedule, found_in: ConfigSpace | None = None
+) -> Schedule | None:
+    """``schedule`` (found on a variant of ``inst`` that only restricts choices,
+    ``found_in`` when known) as a schedule of ``inst``: the same configurations, matched in
+    ``space`` (``inst``'s unpruned space) by their plan fields (or taken from it when
+    ``found_in`` was narrowed from it), on the same hours, with the same reservations. None
+    if some configuration has no match or needs other hours."""
     out: dict[str, Assignment] = {}
     for name, (c, hours) in schedule.items():
-        match = _index(space, name).get(_key(c.plan_fields()))
+        match = None
+        if found_in is space:
+            match = c
+        elif found_in is not None and found_in.narrowed_from is space:
+            match = found_in.source(c)
+        if match is None:
+            match = _index(space, name).get(_key(c.plan_fields()))
         if match is None or match.hours != len(hours):
             return None
         out[name] = Assignment(match, tuple(hours))
@@ -520,7 +529,7 @@ def asap_plans(
     out: list[tuple[Plan, Schedule]] = []
     for allow in allows:
         found = greedy(inst, space, allow=allow, first_start_only=True)
-        sched = None if found is None else rematch(inst, full, found)
+        sched = None if found is None else rematch(inst, full, found, space)
         if sched is not None:
             out.append((cost_plan(inst, sched), sched))
     return out
@@ -596,7 +605,7 @@ def lever_free(inst: Instance) -> LeverFree:
         if space.infeasible:
             continue
         found = greedy(inst, space, first_start_only=True)
-        sched = None if found is None else rematch(inst, full, found)
+        sched = None if found is None else rematch(inst, full, found, space)
         if sched is None:
             continue
         if whole:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from typing import cast
 
 import numpy as np
 
 from planner.instance.model import Instance
 from planner.model.configs import Config, ConfigSpace
-from planner.model.costs import earliest_least, run_costs, weights
+from planner.model.costs import RunTable, Weights, earliest_least, run_costs, run_table, weights
 from planner.model.schedule import Assignment, Pool, Schedule, reservations_for
 from planner.model.windows import time_windows
 
@@ -62,6 +63,8 @@ def greedy(
     placed or a reserved offer's maximum is exceeded."""
     wts = weights(inst)
     win = time_windows(inst, space.fewest_hours())
+    if first_start_only:
+        return _earliest(inst, space, allow, wts, win.start, win.end)
 
     def place(name: str, ready: int, used: Usage) -> Assignment | None:
         best: tuple[float, int, Config] | None = None
@@ -87,20 +90,11 @@ def greedy(
                 starts = fitting[runs] = starts[blocked[starts + c.hours] == blocked[starts]]
             if not len(starts):
                 continue
-            if first_start_only:
-                # the earliest start that fits, unless its run is blocked (a reserved term)
-                at = run_costs(inst, c, starts[:1], wts)
-                if np.isfinite(at[0]):
-                    if best is None or (float(at[0]), int(starts[0])) < (best[0], best[1]):
-                        best = (float(at[0]), int(starts[0]), c)
-                    continue
             costs = run_costs(inst, c, starts, wts)
             ok = np.isfinite(costs)  # a run through a blocked hour (outside a reserved term)
             starts, costs = starts[ok], costs[ok]
             if not len(starts):
                 continue
-            if first_start_only:
-                starts, costs = starts[:1], costs[:1]
             k = earliest_least(costs)
             cost, start = float(costs[k]), int(starts[k])
             if best is None or (cost, start) < (best[0], best[1]):
@@ -115,6 +109,100 @@ def greedy(
         return None
     reserved = reservations_for(inst, out)
     return None if reserved is None else Schedule(out, reserved)
+
+
+def _earliest(
+    inst: Instance,
+    space: ConfigSpace,
+    allow: Callable[[Config], bool],
+    wts: Weights,
+    start: Mapping[str, int],
+    end: Mapping[str, int],
+) -> Schedule | None:
+    """:func:`greedy` with ``first_start_only``, the configurations of a phase costed at
+    once: each configuration at the first start after ``ready`` where its pool holds its GPUs
+    for its whole run (the same start for every configuration of a pool, size and run
+    length), by the phase's :class:`RunTable` (the same costs to the bit as
+    :func:`run_costs`). A configuration that cannot run there (a reserved term, a deadline's
+    reserve) takes its first start where it can, as :func:`greedy` does. The first
+    configuration of least ``(cost, start)`` in the space's order wins, as in :func:`greedy`."""
+
+    def place(name: str, ready: int, used: Usage) -> Assignment | None:
+        table, group, keys = _phase_table(inst, space, name, wts)
+        ok = np.fromiter((allow(c) for c in table.configs), bool, len(table.configs))
+        counted: dict[tuple[str, str, float], np.ndarray] = {}
+        first = np.full(len(keys), -1, dtype=np.int64)
+        for k in np.unique(group[ok]):
+            region, gpu, total, hours = keys[k]
+            blocked = counted.get((region, gpu, total))
+            if blocked is None:
+                pool = (region, gpu)
+                free = inst.capacity[pool] - used[pool] >= total - 1e-9
+                blocked = counted[(region, gpu, total)] = np.concatenate([[0], np.cumsum(~free)])
+            starts = np.arange(ready, max(ready, end[name] - hours + 1))
+            fit = starts[blocked[starts + hours] == blocked[starts]]
+            if len(fit):
+                first[k] = fit[0]
+        at = first[group]
+        which = np.flatnonzero(ok & (at >= 0))
+        if not len(which):
+            return None
+        s = at[which]
+        cost = table.costs(which, s)
+        for j in np.flatnonzero(~np.isfinite(cost)):
+            # its first start is outside its hours: the first start inside them, if any
+            c = table.configs[int(which[j])]
+            region, gpu, total, hours = keys[group[which[j]]]
+            blocked = counted[(region, gpu, total)]
+            starts = np.arange(ready, max(ready, end[name] - hours + 1))
+            starts = starts[blocked[starts + hours] == blocked[starts]]
+            costs = run_costs(inst, c, starts, wts)
+            finite = np.flatnonzero(np.isfinite(costs))
+            if len(finite):
+                cost[j], s[j] = costs[finite[0]], starts[finite[0]]
+        live = np.flatnonzero(np.isfinite(cost))
+        if not len(live):
+            return None
+        best = live[np.lexsort((which[live], s[live], cost[live]))[0]]
+        c, at0 = table.configs[int(which[best])], int(s[best])
+        return Assignment(c, tuple(range(at0, at0 + c.hours)))
+
+    out = list_schedule(inst, space, start, place)
+    if out is None:
+        return None
+    reserved = reservations_for(inst, out)
+    return None if reserved is None else Schedule(out, reserved)
+
+
+#: A phase's run table, each configuration's group (its pool, size and run length) and the
+#: groups' (region, GPU type, GPUs, hours).
+_Table = tuple[RunTable, np.ndarray, list[tuple[str, str, float, int]]]
+
+
+def _phase_table(inst: Instance, space: ConfigSpace, name: str, wts: Weights) -> _Table:
+    """The :class:`RunTable` of a phase's configurations in ``space`` and their groups, built
+    once per space, instance and weights (the baselines run two greedy plans on each
+    space); of a phase narrowed from another space, that space's, narrowed."""
+    key = ("run_table", name, id(inst), wts)
+    hit = cast("_Table | None", space.memo.get(key))
+    if hit is not None and hit[0].inst() is inst:
+        return hit
+    configs = space.by_phase[name]
+    if space.narrowed_from is not None and name in space.positions:
+        table, group, keys = _phase_table(inst, space.narrowed_from, name, wts)
+        at = np.asarray(space.positions[name], dtype=np.int64)
+        out = (table.subset(at, configs), group[at], keys)
+        space.memo[key] = out
+        return out
+    ids: dict[tuple[str, str, float, int], int] = {}
+    group = np.fromiter(
+        (ids.setdefault((c.region, c.gpu, c.total_gpus, c.hours), len(ids)) for c in configs),
+        np.int64,
+        len(configs),
+    )
+    out = (run_table(inst, configs, wts), group, list(ids))
+    space.memo[key] = out
+    return out
 
 
 def hottest_tier(inst: Instance, region: str, allowed: tuple[str, ...] | None = None) -> str:

@@ -372,6 +372,12 @@ class _Slot:
     min_h: int
     preempt: float
 
+    @property
+    def offer(self) -> tuple[str, str, float, int, int]:
+        """What :func:`_rates` reads of the offer: contract, term, price, billing and
+        minimum rental hours."""
+        return (self.contract, self.term, self.price, self.bill_h, self.min_h)
+
 
 def _enumerate(
     inst: Instance, p: Phase, every: bool, prefilter: bool
@@ -393,7 +399,7 @@ def _enumerate(
     seen = _Seen()
     out: list[Config] = []
     skipped = [0]
-    memo: dict[tuple[object, ...], tuple[float, ...] | None] = {}
+    memo: dict[tuple[object, ...], Any] = {}
     most_cache: dict[tuple[str, str], float] = {}
     for gname in gnames:
         g = inst.gpu(gname)
@@ -463,7 +469,7 @@ def _slot_configs(
     s: _Slot,
     every: bool,
     most: float,
-    memo: dict[tuple[object, ...], tuple[float, ...] | None],
+    memo: dict[tuple[object, ...], Any],
     skipped: list[int],
     seen: _Seen,
 ) -> list[Config]:
@@ -603,7 +609,7 @@ def _admitted(
 def _configs_for(
     inst: Instance,
     s: _Slot,
-    memo: dict[tuple[object, ...], tuple[float, ...] | None],
+    memo: dict[tuple[object, ...], Any],
     admit: Callable[[int, float, int], bool],
     skipped: list[int],
 ) -> Iterator[Config]:
@@ -631,7 +637,6 @@ def _configs_for(
     nodes = layout.nodes_for(count, g.gpus_per_node)
     compute_hs = [compute.hours_for(s.flops, speed.flops_per_s) for _, _, speed in s.cands]
     share = remaining_share(inst, p)
-    archive_h = archive_usd_per_h(inst, p, r)
     for tier_name in p.options.storage_tiers or tuple(r.storage):
         if tier_name not in r.storage:
             continue
@@ -640,12 +645,15 @@ def _configs_for(
             nodes, tier.read_gb_per_s, tier.aggregate_gb_per_s
         )
         io_h = p.data.size_gb * p.data.read_passes / io_bw / 3600.0 * share
-        per_tier = {
-            "tier": tier_name,
-            "storage_per_h": running_storage_usd_per_h(inst, p, ck_gb, tier),
-            "one_time_usd": one_time_usd(inst, p, s.rname, tier),
-            "archive_per_h": archive_h,
-        }
+        tier_key = (_TIER_FIELDS, s.rname, tier_name, ck_gb)
+        per_tier = memo.get(tier_key)
+        if per_tier is None:
+            per_tier = memo[tier_key] = {
+                "tier": tier_name,
+                "storage_per_h": running_storage_usd_per_h(inst, p, ck_gb, tier),
+                "one_time_usd": one_time_usd(inst, p, s.rname, tier),
+                "archive_per_h": archive_usd_per_h(inst, p, r),
+            }
         for scheme in schemes:
             for spare_nodes in spare_choices:
                 if spare_nodes > 0 and count < g.gpus_per_node:
@@ -668,11 +676,21 @@ def _configs_for(
                 runs = _runs(compute_hs, fig[3], io_h, s.window)
                 if not runs:
                     continue
-                common = {
-                    **_rates(inst, s, spare_nodes * g.gpus_per_node, scheme, fig),
-                    **per_tier,
-                }
+                spare_gpus = spare_nodes * g.gpus_per_node
+                rates_key = (_RATES, s.rname, s.gname, s.count, *s.offer, spare_gpus, scheme, fig)
+                rates = memo.get(rates_key)
+                if rates is None:
+                    rates = memo[rates_key] = _rates(inst, s, spare_gpus, scheme, fig)
+                common = {**rates, **per_tier}
                 yield from _built(inst, s, common, compute_hs, runs, admit, skipped)
+
+
+#: Keys of the figures :func:`_configs_for` shares between the slots of one phase (every
+#: layout is a slot of its own in the unpruned space), apart from :func:`_failure_figures`':
+#: a tier's (per region, tier and checkpoint size) and :func:`_rates` (per region, GPU
+#: type, count, offer, spares, scheme and failure figures: nothing of the layout).
+_TIER_FIELDS = object()
+_RATES = object()
 
 
 def _rates(
@@ -804,7 +822,7 @@ def _failure_figures(
     nodes: int,
     spare_nodes: int,
     preempt: float,
-    memo: dict[tuple[object, ...], tuple[float, ...] | None],
+    memo: dict[tuple[object, ...], Any],
 ) -> tuple[float, ...] | None:
     """(job failure rate, downtime, checkpoint interval, overhead, loss per failure, failures
     per running hour, stall, persist, stored, reload) of a configuration (:func:`_configs_for`'s
@@ -1290,15 +1308,28 @@ def variant_space(inst: Instance, phases: Mapping[str, Phase]) -> ConfigSpace:
     ``inst.replace(...)`` of the same phase fields (the lever-free baseline's restrictions),
     without rebuilding the instance. A phase's configurations depend only on the phase and
     the instance's sites, offers, prices and capacity (:func:`_phase_enumerated`), so the
-    phases not in ``phases`` keep :func:`full_config_space`'s and each one in it is
-    enumerated alone, once per instance and phase value."""
+    phases not in ``phases`` keep :func:`full_config_space`'s. A phase in it that only
+    narrows choices the enumeration makes one by one (:func:`_narrowing`) keeps those of its
+    unpruned configurations that have the values left (its count of skipped ones stays the
+    unpruned phase's); any other is enumerated alone, once per instance and phase value."""
     full = full_config_space(inst)
     if not phases:
         return full
     cache = _VARIANT_PHASES.setdefault(inst, {})
     changed: dict[str, tuple[tuple[Config, ...], int]] = {}
+    narrowed: dict[str, tuple[Config, ...]] = {}
+    positions: dict[str, tuple[int, ...]] = {}
     why: dict[str, Infeasibility] = {}
     for name, q in phases.items():
+        keep = _narrowing(inst, inst.phase(name), q)
+        if keep is not None:
+            at = tuple(k for k, c in enumerate(full.by_phase.get(name, ())) if keep(c))
+            if at:
+                # a subsequence of a sorted phase is sorted: only the numbers change
+                mine = full.by_phase[name]
+                narrowed[name] = tuple(mine[k].but(index=i) for i, k in enumerate(at))
+                positions[name] = at
+                continue
         key = q.model_dump_json()  # some phase fields are mappings: no hash
         if key not in cache:
             cache[key] = _phase_enumerated(inst, q, prefilter=False)
@@ -1306,12 +1337,97 @@ def variant_space(inst: Instance, phases: Mapping[str, Phase]) -> ConfigSpace:
         changed[name] = (configs, skipped)
         if no is not None:
             why[name] = no
-    mine = _space(inst, changed, (), prune=False)
-    by_phase = {n: mine.by_phase.get(n, cs) for n, cs in full.by_phase.items()}
+    enumerated = _space(inst, changed, (), prune=False)
+    by_phase = {
+        n: narrowed.get(n) or enumerated.by_phase.get(n, cs) for n, cs in full.by_phase.items()
+    }
     infeasible = [i for i in full.infeasible if i.phase not in phases]
     infeasible += [why[p.name] for p in inst.active_phases if p.name in why]
-    dropped = {**full.dropped, **mine.dropped}
-    return ConfigSpace(by_phase, tuple(infeasible), dropped)
+    dropped = {**full.dropped, **enumerated.dropped}
+    return ConfigSpace(by_phase, tuple(infeasible), dropped, full, positions)
+
+
+#: The phase fields and options whose narrowing narrows the unpruned space to the
+#: configurations that have the values left (:func:`_narrowing`).
+_NARROWING_FIELDS = frozenset({"gpu_types", "regions", "options"})
+_NARROWING_OPTIONS = frozenset(
+    {
+        "contracts",
+        "storage_tiers",
+        "extra_spare_nodes",
+        "gpu_counts",
+        "fractions",
+        "precision",
+        "zero",
+        "recompute",
+    }
+)
+
+
+def _narrowing(inst: Instance, p: Phase, q: Phase) -> Callable[[Config], bool] | None:
+    """When phase ``q`` only narrows choices of ``p`` that the unpruned enumeration makes
+    independently of one another (GPU types, regions, contracts, storage tiers, spare nodes,
+    GPU counts, precision, ZeRO stage, recomputation: loops of :func:`_enumerate`,
+    :func:`layouts` and :func:`_configs_for` that build each value's configurations alone,
+    every layout its own class without the prefilter), the test that keeps, of ``p``'s
+    unpruned configurations, exactly those ``q`` enumerates, in the same order; else None.
+    One exception is kept out: :func:`layouts` leaves ZeRO stages above 0 out of a single
+    data-parallel rank when 0 is allowed, so a ``q`` that takes stage 0 away from ``p`` is
+    enumerated."""
+    a, b = p.model_dump(), q.model_dump()
+    if {k for k in a if a[k] != b[k]} - _NARROWING_FIELDS:
+        return None
+    po, qo = a["options"], b["options"]
+    if {k for k in po if po[k] != qo[k]} - _NARROWING_OPTIONS:
+        return None
+
+    def within(mine: Any, theirs: Any) -> bool:  # None: every value
+        return theirs is None or (mine is not None and set(mine) <= set(theirs))
+
+    o, n = p.options, q.options
+    if not (
+        within(q.gpu_types or tuple(inst.spec.gpu_types), p.gpu_types)
+        and within(q.regions or tuple(inst.spec.regions), p.regions)
+        and within(n.contracts, o.contracts)
+        and within(n.storage_tiers or None, o.storage_tiers or None)
+        and within(n.extra_spare_nodes, o.extra_spare_nodes)
+        and within(n.precision, o.precision)
+        and within(n.zero, o.zero)
+        and within(n.recompute, o.recompute)
+        and (0 in n.zero or 0 not in o.zero)
+    ):
+        return None
+    counts: dict[str, frozenset[float]] = {}
+    for gname in q.gpu_types or inst.spec.gpu_types:
+        g = inst.gpu(gname)
+        mine = frozenset(gpu_counts(q, g))
+        if not mine <= frozenset(gpu_counts(p, g)):
+            return None
+        counts[gname] = mine
+    gpus, regions = set(counts), set(q.regions or inst.spec.regions)
+    contracts, tiers = set(n.contracts), set(n.storage_tiers or ()) or None
+    required = q.redundancy.spare_nodes
+    spares = {
+        gname: {(required + e) * inst.gpu(gname).gpus_per_node for e in n.extra_spare_nodes}
+        for gname in gpus
+    }
+    precision, zero, recompute = set(n.precision), set(n.zero), set(n.recompute)
+
+    def keep(c: Config) -> bool:
+        lay = c.layout
+        return (
+            c.gpu in gpus
+            and c.region in regions
+            and c.contract in contracts
+            and (tiers is None or c.tier in tiers)
+            and c.spare_gpus in spares[c.gpu]
+            and c.gpus in counts[c.gpu]
+            and lay.precision in precision
+            and lay.zero in zero
+            and lay.recompute in recompute
+        )
+
+    return keep
 
 
 def config_space(inst: Instance) -> ConfigSpace:

@@ -199,6 +199,12 @@ class ConfigSpace:
     by_phase: dict[str, tuple[Config, ...]]
     infeasible: tuple[Infeasibility, ...]
     dropped: dict[str, int] = field(default_factory=dict)
+    #: A space some of whose phases were narrowed from another one's (the baselines'
+    #: variants, :func:`planner.model.configs.variant_space`): that space, and per narrowed
+    #: phase the position there of each of its configurations (the same configuration but
+    #: for its ``index``).
+    narrowed_from: ConfigSpace | None = None
+    positions: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def __getitem__(self, phase: str) -> tuple[Config, ...]:
         return self.by_phase[phase]
@@ -212,21 +218,39 @@ class ConfigSpace:
         """The same space with fewer configurations per phase (e.g. after bound pruning)."""
         return ConfigSpace(by_phase, self.infeasible, self.dropped)
 
-    @cached_property
-    def _by_plan_fields(self) -> dict[str, dict[tuple[object, ...], Config]]:
-        return {
-            phase: {plan_key(c.plan_fields()): c for c in cs} for phase, cs in self.by_phase.items()
-        }
-
     def by_plan_fields(self, phase: str) -> dict[tuple[object, ...], Config]:
         """The phase's configurations by :func:`plan_key` of their plan fields (how a plan
-        entry names its configuration), built once per space."""
-        return self._by_plan_fields.get(phase, {})
+        entry names its configuration), built once per space and phase."""
+        key = ("by_plan_fields", phase)
+        out = self.memo.get(key)
+        if out is None:
+            out = self.memo[key] = {
+                plan_key(c.plan_fields()): c for c in self.by_phase.get(phase, ())
+            }
+        return out  # type: ignore[return-value]
+
+    def source(self, c: Config) -> Config | None:
+        """The configuration of :attr:`narrowed_from` that ``c`` (of this space) is: the one it
+        was narrowed from, or ``c`` itself when its phase kept that space's configurations;
+        None otherwise (an enumerated phase)."""
+        base = self.narrowed_from
+        if base is None:
+            return None
+        at = self.positions.get(c.phase)
+        if at is not None:
+            return base.by_phase[c.phase][at[c.index]]
+        return c if self.by_phase.get(c.phase) is base.by_phase.get(c.phase) else None
 
     @property
     def size(self) -> int:
         """Configurations over every phase."""
         return sum(len(v) for v in self.by_phase.values())
+
+    @cached_property
+    def memo(self) -> dict[object, object]:
+        """Values derived from this space, kept as long as it lives (the greedy baselines'
+        run tables, :func:`formulations.heuristics.greedy._phase_table`)."""
+        return {}
 
     @cached_property
     def any_reserved(self) -> bool:

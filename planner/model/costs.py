@@ -38,6 +38,7 @@ change of configuration is a migration (:func:`migration_cost`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Iterable, Mapping
@@ -633,6 +634,161 @@ def run_costs(
         waived = c.continues & (starts == inst.release[c.phase])
         cost = cost + np.where(waived, 0.0, full)
     return np.asarray(cost, dtype=float)
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """:func:`run_costs` of many configurations, each at one start of its own, with numpy
+    over the configurations: what the greedy baselines ask of thousands of configurations
+    per phase. The terms of each configuration (:func:`hourly_terms`, :func:`term_hours`,
+    :func:`after_end_per_h`, :func:`entry_usd`) are taken once, by the functions
+    :func:`run_costs` calls, and :meth:`costs` does :func:`run_costs`'s arithmetic on arrays
+    in the same order, so every figure is the same to the bit. A configuration whose offer's
+    price or preemption rate varies by the hour (``special``) is costed by :func:`run_costs`
+    itself."""
+
+    inst: weakref.ReferenceType[Instance]
+    weights: Weights
+    configs: tuple[Config, ...]
+    hours: np.ndarray
+    #: the row of the configuration's region in :attr:`price` and :attr:`carbon`
+    row: np.ndarray
+    fixed: np.ndarray
+    per_mwh: np.ndarray
+    #: ``per_gco2`` where the region has an intensity series and the term is not 0, else 0
+    per_gco2: np.ndarray
+    with_carbon: np.ndarray
+    #: ``[first, end)`` of :func:`term_hours` (``[0, T)`` when c may run in every hour)
+    first: np.ndarray
+    end: np.ndarray
+    reserved: np.ndarray
+    billing: np.ndarray
+    min_rental: np.ndarray
+    rho: np.ndarray
+    after_end: np.ndarray
+    #: ``v_p (T - release_p)``: :func:`end_usd`'s part that does not depend on the end
+    time_usd: np.ndarray
+    one_time: np.ndarray
+    with_entry: np.ndarray
+    entry: np.ndarray
+    continues: np.ndarray
+    release: np.ndarray
+    special: np.ndarray
+    #: the regions' price prefix sums (:func:`_prefix`), one row per region, and their
+    #: intensity's (zeros for a region without a series)
+    price: np.ndarray
+    carbon: np.ndarray
+
+    def subset(self, at: np.ndarray, configs: tuple[Config, ...]) -> RunTable:
+        """The table of the configurations at positions ``at``, which are ``configs`` (the
+        same ones but for their ``index``: a space narrowed from this table's)."""
+        cols = {k: getattr(self, k)[at] for k in _TABLE_COLUMNS}
+        return dataclasses.replace(self, configs=configs, **cols)
+
+    def costs(self, which: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """``run_costs(inst, configs[i], [s], w)[0]`` for every ``i, s`` of ``which`` (indices
+        into :attr:`configs`) and ``starts``."""
+        i = np.asarray(which, dtype=np.int64)
+        s = np.asarray(starts, dtype=np.int64)
+        n, row = self.hours[i], self.row[i]
+        cost = self.fixed[i] * n + self.per_mwh[i] * (self.price[row, s + n] - self.price[row, s])
+        carbon = self.per_gco2[i] * (self.carbon[row, s + n] - self.carbon[row, s])
+        cost = np.where(self.with_carbon[i], cost + carbon, cost)
+        cost = np.where((s >= self.first[i]) & (s + n <= self.end[i]), cost, np.inf)
+        g, m, rho = self.billing[i], self.min_rental[i], self.rho[i]
+        blocks = (s + n - 1) // g - s // g + 1
+        w = self.weights
+        coarse = cost + w.rental * np.maximum(blocks * g, m) * rho
+        hourly = cost + w.rental * np.maximum(0, m - n) * rho
+        cost = np.where(self.reserved[i], cost, np.where(g > 1, coarse, hourly))
+        cost = cost + ((self.price.shape[1] - 1 - (s + n)) * self.after_end[i] + self.time_usd[i])
+        cost = cost + w.transfer * self.one_time[i]
+        waived = self.continues[i] & (s == self.release[i])
+        cost = np.where(self.with_entry[i], cost + np.where(waived, 0.0, self.entry[i]), cost)
+        for k in np.flatnonzero(self.special[i]):
+            inst = self.inst()
+            assert inst is not None, "the instance of a run table is gone"
+            cost[k] = run_costs(inst, self.configs[int(i[k])], s[k : k + 1], w)[0]
+        return np.asarray(cost, dtype=float)
+
+
+def run_table(inst: Instance, configs: tuple[Config, ...], w: Weights) -> RunTable:
+    """The :class:`RunTable` of ``configs`` (of ``inst``) under the weights ``w``."""
+    regions = list(inst.spec.regions)
+    region_row = {r: k for k, r in enumerate(regions)}
+    zeros = np.zeros(inst.hours + 1)
+    price = np.stack([_prefix(inst, "price", r) for r in regions])
+    carbon = np.stack(
+        [_prefix(inst, "carbon", r) if inst.carbon[r] is not None else zeros for r in regions]
+    )
+    rows: list[tuple[object, ...]] = []
+    early: dict[str, float] = {}
+    for c in configs:
+        rho, lam = hour_rates(inst, c)
+        special = isinstance(rho, np.ndarray) or isinstance(lam, np.ndarray)
+        t = hourly_terms(inst, c, w)
+        window = term_hours(inst, c)
+        v = early.get(c.phase)
+        if v is None:
+            v = early[c.phase] = usd_per_hour_early(inst, c.phase)
+        rel = inst.release[c.phase]
+        carbon_on = bool(t.per_gco2) and inst.carbon[c.region] is not None
+        rows.append(
+            (
+                c.hours,
+                region_row[c.region],
+                0.0 if special else float(t.fixed),
+                0.0 if special else float(t.per_mwh),
+                t.per_gco2 if carbon_on else 0.0,
+                carbon_on,
+                0 if window is None else window[0],
+                inst.hours if window is None else window[1],
+                c.contract == "reserved",
+                c.billing_hours,
+                c.min_rental_hours,
+                c.rental_per_h,
+                after_end_per_h(inst, c, w),
+                v * (inst.hours - rel),
+                c.one_time_usd,
+                c.entry is not None,
+                entry_usd(inst, c, w, -1) if c.entry is not None else 0.0,
+                c.continues,
+                rel,
+                special,
+            )
+        )
+    columns = zip(*rows, strict=True) if rows else ((),) * len(_TABLE_COLUMNS)
+    arrays: dict[str, np.ndarray] = {
+        k: np.asarray(col, dtype=_TABLE_COLUMNS[k])
+        for k, col in zip(_TABLE_COLUMNS, columns, strict=True)
+    }
+    return RunTable(weakref.ref(inst), w, tuple(configs), price=price, carbon=carbon, **arrays)
+
+
+#: The per-configuration columns of a :class:`RunTable` and their types, in the order
+#: :func:`run_table` takes them.
+_TABLE_COLUMNS: dict[str, type] = {
+    "hours": np.int64,
+    "row": np.int64,
+    "fixed": float,
+    "per_mwh": float,
+    "per_gco2": float,
+    "with_carbon": bool,
+    "first": np.int64,
+    "end": np.int64,
+    "reserved": bool,
+    "billing": np.int64,
+    "min_rental": np.int64,
+    "rho": float,
+    "after_end": float,
+    "time_usd": float,
+    "one_time": float,
+    "with_entry": bool,
+    "entry": float,
+    "continues": bool,
+    "release": np.int64,
+    "special": bool,
+}
 
 
 def run_emissions(inst: Instance, c: Config, starts: np.ndarray) -> np.ndarray:

@@ -89,6 +89,7 @@ def test_restricted_phases_enumerate_as_the_rebuilt_instance(name: str, make: An
                 on,
                 p,
             )
+            assert new.by_phase[p] == configs, (name, on, p)  # every field, to the bit
             compared += len(configs)
         assert bool(new.infeasible) == bool(old.infeasible), (name, on)
         # the greedy plans the attribution compares: the same cost either way
@@ -131,3 +132,56 @@ def test_the_price_sheet_gpu_is_the_first_ranked_with_a_configuration(name: str)
         ]
         want = alone[0] if alone else (ranking[0] if ranking else None)
         assert _price_sheet_gpu(inst, p) == want, p.name
+
+
+def _enumerations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The phases :func:`variant_space` enumerates from here on (the others it narrows)."""
+    from planner.model import configs
+
+    seen: list[str] = []
+    real = configs._phase_enumerated
+
+    def counted(inst: Instance, p: Any, prefilter: bool) -> Any:
+        seen.append(p.name)
+        return real(inst, p, prefilter)
+
+    monkeypatch.setattr(configs, "_phase_enumerated", counted)
+    return seen
+
+
+def test_a_narrowed_phase_is_read_off_the_unpruned_space(monkeypatch: pytest.MonkeyPatch) -> None:
+    # month-70b: tiers, spares, contracts, counts, precision and types narrowed one by one and
+    # all at once: the unpruned configurations that have the values left, no enumeration, and
+    # the same space, field by field, as the rebuilt instance's
+    inst = read(INSTANCES / "month-70b.yaml")
+    lf = lever_free(inst)
+    full = full_config_space(inst)
+    seen = _enumerations(monkeypatch)
+    for on in ([k for k in LEVER_KEYS if k != key] for key in LEVER_KEYS if lf.restricts(key)):
+        phases = lf.variant_phases(inst, on)
+        new = variant_space(inst, phases)
+        assert seen == [], on
+        old = build_config_space(lf.variant(inst, on), prune=False)
+        assert new.by_phase == old.by_phase, on
+        seen.clear()
+    # all levers off: still read off, and fewer configurations than the unpruned space
+    new = variant_space(inst, lf.variant_phases(inst, []))
+    assert seen == [] and new.size < full.size
+
+
+def test_stage_zero_taken_away_is_enumerated(monkeypatch: pytest.MonkeyPatch) -> None:
+    # layouts() leaves ZeRO stages above 0 out of one data-parallel rank when stage 0 is
+    # allowed; without stage 0 they are in: not a narrowing of the unpruned space
+    inst = instance_from(tiny_dict())
+    p = inst.phase("finetune")
+    assert 0 in p.options.zero and len(p.options.zero) > 1
+    one_rank = [c for c in full_config_space(inst)[p.name] if c.layout.dp * c.layout.cp == 1]
+    assert one_rank and {c.layout.zero for c in one_rank} == {0}
+    seen = _enumerations(monkeypatch)
+    stages = tuple(z for z in p.options.zero if z != 0)
+    q = p.model_copy(update={"options": p.options.model_copy(update={"zero": stages})})
+    new = variant_space(inst, {p.name: q})
+    assert seen == [p.name]
+    seen.clear()
+    old = build_config_space(inst.replace({f"phases.{p.name}.options.zero": list(stages)}), False)
+    assert new.by_phase[p.name] == old.by_phase[p.name]
