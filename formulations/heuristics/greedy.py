@@ -132,7 +132,8 @@ def _earliest(
         ok = np.fromiter((allow(c) for c in table.configs), bool, len(table.configs))
         counted: dict[tuple[str, str, float], np.ndarray] = {}
         first = np.full(len(keys), -1, dtype=np.int64)
-        for k in np.unique(group[ok]):
+        # the groups present, ascending (np.unique would import numpy.ma: 20 ms a start)
+        for k in np.flatnonzero(np.bincount(group[ok], minlength=len(keys))):
             region, gpu, total, hours = keys[k]
             blocked = counted.get((region, gpu, total))
             if blocked is None:

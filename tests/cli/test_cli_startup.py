@@ -190,3 +190,59 @@ def test_the_schema_models_are_built_from_evaluated_annotations() -> None:
         if isinstance(a, str)
     ]
     assert strings == []
+
+
+def test_the_collector_is_paused_only_while_loading() -> None:
+    import gc
+
+    from planner.interfaces.cli.startup import collector_paused
+
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    with collector_paused():
+        assert not gc.isenabled()
+        made = [[] for _ in range(1000)]  # kept: frozen out of later passes
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= frozen + len(made)
+    gc.disable()  # a caller that turned it off keeps it off
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    with pytest.raises(ValueError), collector_paused():  # an error turns it back on too
+        raise ValueError("bad instance")
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
+def test_a_command_runs_with_the_collector_on(tmp_path: Path) -> None:
+    # the probe reports whether the collector ran during the command itself
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import gc, sys\n"
+        "from planner.interfaces.cli import check\n"
+        "seen = []\n"
+        "app = sys.modules['planner.interfaces.cli.app']\n"
+        "load = app.load_instance\n"
+        "def spy(path):\n"
+        "    inst = load(path)\n"
+        "    seen.append(gc.isenabled())\n"
+        "    return inst\n"
+        "app.load_instance = spy\n"
+        "check.load_instance = spy\n"
+        "sys.argv = ['trainplan', 'check', sys.argv[1]]\n"
+        "from planner.interfaces.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('collector on after loading:', seen)\n",
+        encoding="utf-8",
+    )
+    out = subprocess.run(
+        [sys.executable, str(probe), str(WEEK)], capture_output=True, text=True, check=False
+    )
+    assert "collector on after loading: [True]" in out.stdout, out.stdout + out.stderr

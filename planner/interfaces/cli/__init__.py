@@ -67,9 +67,11 @@ def main() -> None:
     if command_word(argv) == "--version":
         print(version_line())
         return
-    _register(argv)
-    from planner.interfaces.cli.app import app
+    from planner.interfaces.cli.startup import collector_paused
 
+    with collector_paused():
+        _register(argv)
+        from planner.interfaces.cli.app import app
     app(args=argv, prog_name="trainplan")
 
 

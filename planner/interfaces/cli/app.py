@@ -41,6 +41,7 @@ from planner.interfaces.cli.exits import (
     EXIT_OK,
     EXIT_SOLVER,
 )
+from planner.interfaces.cli.startup import collector_paused
 from planner.terminal import TextConsole, styled
 
 if TYPE_CHECKING:
@@ -254,11 +255,13 @@ def write_output(path: Path, text: str, flag: str) -> None:
 
 
 def load_instance(path: Path) -> Instance:
-    """Read an instance, turning every input problem into a message and exit status 2."""
-    from planner.instance.read import read
-
+    """Read an instance, turning every input problem into a message and exit status 2 (the
+    collector paused: :mod:`planner.interfaces.cli.startup`)."""
     try:
-        return read(path)
+        with collector_paused():
+            from planner.instance.read import read
+
+            return read(path)
     except InstanceError as e:
         print_instance_error(e)
         raise typer.Exit(EXIT_INPUT) from None
