@@ -19,9 +19,12 @@ from typing import Any
 
 import pytest
 from builders import DATA, assert_valid, elastic, instance_from, tiny_dict, two_nights
+from hypothesis import HealthCheck, given, settings
+from properties import instances
 
 from formulations.heuristics.baseline import (
     LEVER_KEYS,
+    BaselineError,
     LeverFree,
     asap_plans,
     greedy,
@@ -185,3 +188,28 @@ def test_stage_zero_taken_away_is_enumerated(monkeypatch: pytest.MonkeyPatch) ->
     seen.clear()
     old = build_config_space(inst.replace({f"phases.{p.name}.options.zero": list(stages)}), False)
     assert new.by_phase[p.name] == old.by_phase[p.name]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(instances())
+def test_random_instances_narrow_as_the_rebuilt_instance(d: dict[str, Any]) -> None:
+    # counts, fractions, spares, contracts, tiers, regions and GPU types drawn at random,
+    # re-planned phases and phases in segments among them: every lever set's space, narrowed
+    # or enumerated, is the rebuilt instance's, field by field
+    from planner.instance.read import from_dict
+
+    inst = from_dict(d, "<property>", None)
+    try:
+        lf = lever_free(inst)
+    except BaselineError:
+        return
+    for on in _switch_sets(lf):
+        new = variant_space(inst, lf.variant_phases(inst, on))
+        old = build_config_space(lf.variant(inst, on), prune=False)
+        assert new.by_phase == old.by_phase, on
+        assert bool(new.infeasible) == bool(old.infeasible), on
