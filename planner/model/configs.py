@@ -758,15 +758,17 @@ def _built(
 
     def build(k: int, work_h: float, hours: int) -> Config:
         lay, mem, speed = s.cands[k]
-        return Config(
-            layout=lay,
-            memory=mem,
-            throughput=speed,
-            compute_hours=compute_hs[k],
-            work_hours=work_h,
-            hours=hours,
-            reserve_h=reserve(hours),
-            **common,
+        return Config.built(
+            {
+                **common,
+                "layout": lay,
+                "memory": mem,
+                "throughput": speed,
+                "compute_hours": compute_hs[k],
+                "work_hours": work_h,
+                "hours": hours,
+                "reserve_h": reserve(hours),
+            }
         )
 
     segmented = s.p.options.max_segments > 1

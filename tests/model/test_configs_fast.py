@@ -166,3 +166,25 @@ def test_the_later_half_enumerated_beside_gives_the_same_space(
         assert split == alone
     assert started == [True] * len(cases)
     assert cases[2].active_phases[-1].name == "never" and alone[1]
+
+
+def test_a_configuration_built_fast_is_the_one_its_init_builds() -> None:
+    # Config.built skips the dataclass __init__: the same fields, the same defaults, equal
+    # and hashing alike, for every configuration of a shipped instance's unpruned space
+    from dataclasses import MISSING, fields
+
+    from planner.instance import read
+    from planner.model.configs import Config, full_config_space
+
+    inst = read(INSTANCES / "month-70b.yaml")
+    required = [f.name for f in fields(Config) if f.default is MISSING]
+    checked = 0
+    for cs in full_config_space(inst).by_phase.values():
+        for c in cs:
+            values = {k: getattr(c, k) for k in required}
+            assert Config.built(values) == Config(**values)  # defaults taken
+            every = {f.name: getattr(c, f.name) for f in fields(Config)}
+            fast = Config.built(every)
+            assert fast == c and fast.__dict__ == c.__dict__
+            checked += 1
+    assert checked > 100
