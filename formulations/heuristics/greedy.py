@@ -104,11 +104,7 @@ def greedy(
         _, start, c = best
         return Assignment(c, tuple(range(start, start + c.hours)))
 
-    out = list_schedule(inst, space, win.start, place)
-    if out is None:
-        return None
-    reserved = reservations_for(inst, out)
-    return None if reserved is None else Schedule(out, reserved)
+    return _reserved(inst, list_schedule(inst, space, win.start, place))
 
 
 def _earliest(
@@ -168,7 +164,12 @@ def _earliest(
         c, at0 = table.configs[int(which[best])], int(s[best])
         return Assignment(c, tuple(range(at0, at0 + c.hours)))
 
-    out = list_schedule(inst, space, start, place)
+    return _reserved(inst, list_schedule(inst, space, start, place))
+
+
+def _reserved(inst: Instance, out: dict[str, Assignment] | None) -> Schedule | None:
+    """The list schedule ``out`` with the least reservations that cover its reserved runs;
+    None without one, or when a reserved offer's maximum is exceeded."""
     if out is None:
         return None
     reserved = reservations_for(inst, out)
