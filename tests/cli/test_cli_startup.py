@@ -192,13 +192,18 @@ def test_the_schema_models_are_built_from_evaluated_annotations() -> None:
     assert strings == []
 
 
-def test_the_collector_is_paused_only_while_loading() -> None:
+def test_the_collector_is_paused_only_while_loading(monkeypatch: pytest.MonkeyPatch) -> None:
     import gc
 
+    from planner.interfaces.cli import startup
     from planner.interfaces.cli.startup import collector_paused
 
     assert gc.isenabled()
     frozen = gc.get_freeze_count()
+    with collector_paused():  # a process that embeds the command line: nothing frozen
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    monkeypatch.setattr(startup, "_ONE_SHOT", True)  # the trainplan process itself
     with collector_paused():
         assert not gc.isenabled()
         made = [[] for _ in range(1000)]  # kept: frozen out of later passes

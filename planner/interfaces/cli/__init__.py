@@ -67,8 +67,9 @@ def main() -> None:
     if command_word(argv) == "--version":
         print(version_line())
         return
-    from planner.interfaces.cli.startup import collector_paused
+    from planner.interfaces.cli.startup import collector_paused, one_shot
 
+    one_shot()
     with collector_paused():
         _register(argv)
         from planner.interfaces.cli.app import app
