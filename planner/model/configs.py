@@ -1375,7 +1375,10 @@ def _narrowing(inst: Instance, p: Phase, q: Phase) -> Callable[[Config], bool] |
     unpruned configurations, exactly those ``q`` enumerates, in the same order; else None.
     One exception is kept out: :func:`layouts` leaves ZeRO stages above 0 out of a single
     data-parallel rank when 0 is allowed, so a ``q`` that takes stage 0 away from ``p`` is
-    enumerated."""
+    enumerated; so is a phase running on a configuration (``running``: its entry migrations
+    start from that configuration as ``q`` can run it, which a narrower ``q`` may not)."""
+    if p.running is not None:
+        return None
     a, b = p.model_dump(), q.model_dump()
     if {k for k in a if a[k] != b[k]} - _NARROWING_FIELDS:
         return None

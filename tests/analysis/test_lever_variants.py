@@ -213,3 +213,17 @@ def test_random_instances_narrow_as_the_rebuilt_instance(d: dict[str, Any]) -> N
         old = build_config_space(lf.variant(inst, on), prune=False)
         assert new.by_phase == old.by_phase, on
         assert bool(new.infeasible) == bool(old.infeasible), on
+
+
+def test_a_running_phase_is_enumerated() -> None:
+    # a re-planned phase's entry migrations start from its running configuration as the
+    # narrowed phase can run it: such a phase is enumerated, and the space is the rebuilt one
+    inst = _replanned()
+    lf = lever_free(inst)
+    phases = lf.variant_phases(inst, [])
+    running = [n for n, p in phases.items() if p.running is not None]
+    assert running
+    new = variant_space(inst, phases)
+    assert not set(running) & set(new.positions)
+    old = build_config_space(lf.variant(inst, []), prune=False)
+    assert new.by_phase == old.by_phase
