@@ -636,7 +636,7 @@ def run_costs(
     return np.asarray(cost, dtype=float)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunTable:
     """:func:`run_costs` of many configurations, each at one start of its own, with numpy
     over the configurations: what the greedy baselines ask of thousands of configurations
