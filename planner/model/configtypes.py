@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from planner.physics import compute, reliability
 from planner.physics.layout import Layout, LayoutChoice
@@ -237,12 +237,11 @@ class ConfigSpace:
         """The phase's configurations by :func:`plan_key` of their plan fields (how a plan
         entry names its configuration), built once per space and phase."""
         key = ("by_plan_fields", phase)
-        out = self.memo.get(key)
+        out = cast("dict[tuple[object, ...], Config] | None", self.memo.get(key))
         if out is None:
-            out = self.memo[key] = {
-                plan_key(c.plan_fields()): c for c in self.by_phase.get(phase, ())
-            }
-        return out  # type: ignore[return-value]
+            out = {plan_key(c.plan_fields()): c for c in self.by_phase.get(phase, ())}
+            self.memo[key] = out
+        return out
 
     def source(self, c: Config) -> Config | None:
         """The configuration of :attr:`narrowed_from` that ``c`` (of this space) is: the one it
