@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import multiprocessing
 import os
 import threading
@@ -95,9 +96,16 @@ def _reply(conn: Any, compute: Callable[[], Any], raise_there: bool) -> None:
 
 def _started(ctx: Any, target: Callable[[], None], name: str) -> Any:
     """A daemonic child of the fork context running ``target``, started; None when the
-    system refuses one."""
+    system refuses one. The child freezes what it inherited out of its collector's passes
+    (:mod:`planner.collector`): the parent's instance, spaces and modules, which it keeps to
+    its end."""
+
+    def child() -> None:
+        gc.freeze()
+        target()
+
     try:
-        proc = ctx.Process(target=target, name=name, daemon=True)
+        proc = ctx.Process(target=child, name=name, daemon=True)
         proc.start()
     except OSError:
         return None

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from formulations.heuristics.greedy import greedy, hottest_tier
+from planner.collector import fewer_collections
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import Phase
@@ -513,6 +514,7 @@ def plan_schedule(space: ConfigSpace, plan: Plan) -> Schedule | None:
     return Schedule(out, reserved, segments)
 
 
+@fewer_collections()
 def asap_plans(
     inst: Instance, phases: Mapping[str, Phase], full: ConfigSpace
 ) -> list[tuple[Plan, Schedule]]:
@@ -539,6 +541,7 @@ def _index(space: ConfigSpace, phase: str) -> dict[tuple[object, ...], Config]:
     return space.by_plan_fields(phase)  # built once per space, shared by every match
 
 
+@fewer_collections()
 def lever_free(inst: Instance) -> LeverFree:
     """The lever-free baseline of ``inst`` (module docstring): its restrictions per lever, its
     schedule and its plan, both on ``inst`` itself. Raises :class:`BaselineError` when none

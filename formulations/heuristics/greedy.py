@@ -184,14 +184,18 @@ _Table = tuple[RunTable, np.ndarray, list[tuple[str, str, float, int]]]
 def _phase_table(inst: Instance, space: ConfigSpace, name: str, wts: Weights) -> _Table:
     """The :class:`RunTable` of a phase's configurations in ``space`` and their groups, built
     once per space, instance and weights (the baselines run two greedy plans on each
-    space); of a phase narrowed from another space, that space's, narrowed."""
+    space); of a phase narrowed from another space, that space's, narrowed (or that space's
+    itself when the phase kept all of its configurations)."""
     key = ("run_table", name, id(inst), wts)
     hit = cast("_Table | None", space.memo.get(key))
     if hit is not None and hit[0].inst() is inst:
         return hit
     configs = space.by_phase[name]
-    if space.narrowed_from is not None and name in space.positions:
-        table, group, keys = _phase_table(inst, space.narrowed_from, name, wts)
+    source = space.narrowed_from
+    if source is not None and source.by_phase.get(name) is configs:
+        return _phase_table(inst, source, name, wts)
+    if source is not None and name in space.positions:
+        table, group, keys = _phase_table(inst, source, name, wts)
         at = np.asarray(space.positions[name], dtype=np.int64)
         out = (table.subset(at, configs), group[at], keys)
         space.memo[key] = out

@@ -40,6 +40,7 @@ from formulations.heuristics.baseline import (
     asap_plans,
     lever_free,
 )
+from planner.collector import fewer_collections
 from planner.instance.model import Instance
 from planner.model.configs import full_config_space
 from planner.model.plan import COST_KEYS, Plan
@@ -328,6 +329,7 @@ class LeverChain:
     last: Plan
 
 
+@fewer_collections()
 def lever_chain(
     inst: Instance,
     baseline: LeverFree | None = None,

@@ -25,14 +25,16 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from planner.collector import fewer_collections
 from planner.instance.model import Instance
 from planner.instance.offers import energy_billing
 from planner.instance.schema import SEGMENT_CHANGES, GpuType, Phase, Region, StorageTier
@@ -354,7 +356,9 @@ class _Slot:
     ``cands`` are the layouts of one :func:`layout_class` (in enumeration order) with their
     memory and throughput; ``window``: runs longer than it plus ten years are not built
     (None: all are); the offer's fields as :func:`_offers` lists them (contract, reserved
-    term, price per GPU-hour, billing hours, minimum rental hours, preemptions per hour)."""
+    term, price per GPU-hour, billing hours, minimum rental hours, preemptions per hour);
+    ``every_layout``: each of ``cands`` is built (the unpruned space), not only the one
+    :func:`_prune` would keep."""
 
     p: Phase
     g: GpuType
@@ -371,6 +375,7 @@ class _Slot:
     bill_h: int
     min_h: int
     preempt: float
+    every_layout: bool = False
 
     @property
     def offer(self) -> tuple[str, str, float, int, int]:
@@ -414,7 +419,19 @@ def _enumerate(
                     most = _most_capacity(inst, p, rname, gname, most_cache)
                     for offer in _offers(inst, rname, gname, p):
                         seen.offer = True
-                        slot = _Slot(p, g, gname, r, rname, count, tuple(cands), flops, cut, *offer)
+                        slot = _Slot(
+                            p,
+                            g,
+                            gname,
+                            r,
+                            rname,
+                            count,
+                            tuple(cands),
+                            flops,
+                            cut,
+                            *offer,
+                            every_layout=not prefilter,
+                        )
                         out += _slot_configs(inst, slot, every, most, memo, skipped, seen)
     if out:
         return out, None, skipped[0]
@@ -432,9 +449,12 @@ def _layout_classes(
     seen: _Seen,
 ) -> dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]]:
     """The layouts of ``count`` GPUs of ``gname`` that fit in memory (all of them with
-    ``every``) with their memory and throughput, grouped by :func:`layout_class` (each its
-    own group without ``prefilter``); ``seen`` records the least memory need and the layout
-    closest to fitting for the phase's :class:`Infeasibility`."""
+    ``every``) with their memory and throughput, grouped by :func:`layout_class` (with
+    ``every`` each its own group; without ``prefilter`` every one of a group is built:
+    :attr:`_Slot.every_layout`, which makes a phase's unpruned configurations in one pass
+    over its regions, offers and tiers per group, not per layout); ``seen``
+    records the least memory need and the layout closest to fitting for the phase's
+    :class:`Infeasibility`."""
     g = inst.gpu(gname)
     classes: dict[tuple[object, ...], list[tuple[Layout, MemoryBreakdown, Throughput]]] = {}
     for lay in layouts(p, m, g, count, every):
@@ -459,7 +479,8 @@ def _layout_classes(
             continue
         seen.fit = True
         speed = throughput(inst, p, m, g, gname, count, lay, peak)
-        key = layout_class(p, lay) if prefilter else (len(classes),)
+        # every (the estimate's, in its order) keeps each layout a group of its own
+        key = (len(classes),) if every else layout_class(p, lay)
         classes.setdefault(key, []).append((lay, mem, speed))
     return classes
 
@@ -771,6 +792,10 @@ def _built(
             }
         )
 
+    if s.every_layout:
+        for x in runs:
+            yield build(*x)
+        return
     segmented = s.p.options.max_segments > 1
     best = runs[0]
     for x in runs:
@@ -1042,6 +1067,7 @@ def _migrates_no_worse(inst: Instance, a: Config, b: Config, segmented: bool | N
     )
 
 
+@fewer_collections()
 def build_config_space(inst: Instance, prune: bool = True) -> ConfigSpace:
     """Enumerate every active phase's configurations and drop dominated ones. For a phase
     running on a configuration (``running``), each configuration carries the migration from it
@@ -1325,10 +1351,12 @@ def variant_space(inst: Instance, phases: Mapping[str, Phase]) -> ConfigSpace:
     for name, q in phases.items():
         keep = _narrowing(inst, inst.phase(name), q)
         if keep is not None:
-            at = tuple(k for k, c in enumerate(full.by_phase.get(name, ())) if keep(c))
+            mine = full.by_phase.get(name, ())
+            at = tuple(np.flatnonzero(_kept(full, name, keep)).tolist())
+            if len(at) == len(mine) and at:
+                continue  # it keeps every one: the unpruned phase's, numbered as they are
             if at:
                 # a subsequence of a sorted phase is sorted: only the numbers change
-                mine = full.by_phase[name]
                 narrowed[name] = tuple(mine[k].but(index=i) for i, k in enumerate(at))
                 positions[name] = at
                 continue
@@ -1366,13 +1394,78 @@ _NARROWING_OPTIONS = frozenset(
 )
 
 
-def _narrowing(inst: Instance, p: Phase, q: Phase) -> Callable[[Config], bool] | None:
+#: What :func:`_narrowing` tests of a configuration, by name, and its values of them.
+_NARROWED = (
+    "gpu",
+    "region",
+    "contract",
+    "tier",
+    "spares",
+    "count",
+    "precision",
+    "zero",
+    "recompute",
+)
+_NARROWED_OF = operator.attrgetter(
+    "gpu",
+    "region",
+    "contract",
+    "tier",
+    "spare_gpus",
+    "gpus",
+    "layout.precision",
+    "layout.zero",
+    "layout.recompute",
+)
+
+
+def _kept(full: ConfigSpace, name: str, keep: Mapping[str, Callable[[Any], bool]]) -> np.ndarray:
+    """Which of phase ``name``'s configurations in the unpruned space ``full`` pass every
+    test of ``keep`` (:func:`_narrowing`) with their value of it (:data:`_NARROWED`): a
+    boolean mask. Each test is asked once per distinct value: a phase's configurations are
+    coded once per space (in its memo) by their distinct tuples of values, and each tuple's
+    values by field."""
+    key = ("narrowing codes", name)
+    hit = cast("tuple[np.ndarray, list[tuple[np.ndarray, list[Any]]]] | None", full.memo.get(key))
+    if hit is None:
+        configs = full.by_phase.get(name, ())
+        rows: dict[tuple[Any, ...], int] = {}
+        of_config = np.fromiter(
+            (rows.setdefault(r, len(rows)) for r in map(_NARROWED_OF, configs)),
+            np.int64,
+            len(configs),
+        )
+        columns: list[tuple[np.ndarray, list[Any]]] = []
+        for k in range(len(_NARROWED)):
+            seen: dict[Any, int] = {}
+            codes = [seen.setdefault(_narrowed_value(r, k), len(seen)) for r in rows]
+            columns.append((np.asarray(codes, dtype=np.int64), list(seen)))
+        hit = (of_config, columns)
+        full.memo[key] = hit
+    of_config, columns = hit
+    ok = np.ones(len(columns[0][0]), dtype=bool)
+    for (of_row, values), field_ in zip(columns, _NARROWED, strict=True):
+        test = keep[field_]
+        ok &= np.fromiter((test(v) for v in values), bool, len(values))[of_row]
+    return ok[of_config]
+
+
+def _narrowed_value(row: tuple[Any, ...], k: int) -> Any:
+    """Field ``k`` of :data:`_NARROWED` from a configuration's values (:data:`_NARROWED_OF`):
+    spares and counts go with the GPU type (their allowed values depend on it)."""
+    if k == 4 or k == 5:
+        return (row[0], row[k])
+    return row[k]
+
+
+def _narrowing(inst: Instance, p: Phase, q: Phase) -> dict[str, Callable[[Any], bool]] | None:
     """When phase ``q`` only narrows choices of ``p`` that the unpruned enumeration makes
     independently of one another (GPU types, regions, contracts, storage tiers, spare nodes,
     GPU counts, precision, ZeRO stage, recomputation: loops of :func:`_enumerate`,
     :func:`layouts` and :func:`_configs_for` that build each value's configurations alone,
     every layout its own class without the prefilter), the test that keeps, of ``p``'s
-    unpruned configurations, exactly those ``q`` enumerates, in the same order; else None.
+    unpruned configurations, exactly those ``q`` enumerates, in the same order: per value
+    of :data:`_NARROWED`, a test of the values left (for :func:`_kept`); else None.
     One exception is kept out: :func:`layouts` leaves ZeRO stages above 0 out of a single
     data-parallel rank when 0 is allowed, so a ``q`` that takes stage 0 away from ``p`` is
     enumerated; so is a phase running on a configuration (``running``: its entry migrations
@@ -1416,23 +1509,25 @@ def _narrowing(inst: Instance, p: Phase, q: Phase) -> Callable[[Config], bool] |
         gname: {(required + e) * inst.gpu(gname).gpus_per_node for e in n.extra_spare_nodes}
         for gname in gpus
     }
-    precision, zero, recompute = set(n.precision), set(n.zero), set(n.recompute)
+    allowed: dict[str, set[Any] | None] = {
+        "gpu": gpus,
+        "region": regions,
+        "contract": contracts,
+        "tier": tiers,
+        "spares": {(gname, x) for gname, xs in spares.items() for x in xs},
+        "count": {(gname, x) for gname, xs in counts.items() for x in xs},
+        "precision": set(n.precision),
+        "zero": set(n.zero),
+        "recompute": set(n.recompute),
+    }
+    return {k: _member_of(ok) for k, ok in allowed.items()}
 
-    def keep(c: Config) -> bool:
-        lay = c.layout
-        return (
-            c.gpu in gpus
-            and c.region in regions
-            and c.contract in contracts
-            and (tiers is None or c.tier in tiers)
-            and c.spare_gpus in spares[c.gpu]
-            and c.gpus in counts[c.gpu]
-            and lay.precision in precision
-            and lay.zero in zero
-            and lay.recompute in recompute
-        )
 
-    return keep
+def _member_of(allowed: set[Any] | None) -> Callable[[Any], bool]:
+    """The test that a value is in ``allowed`` (None: every value passes)."""
+    if allowed is None:
+        return lambda _v: True
+    return allowed.__contains__
 
 
 def config_space(inst: Instance) -> ConfigSpace:

@@ -188,3 +188,51 @@ def test_a_configuration_built_fast_is_the_one_its_init_builds() -> None:
             assert fast == c and fast.__dict__ == c.__dict__
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", ["week-7b", "month-70b", "many-layouts", "segments"])
+def test_the_unpruned_space_built_per_layout_class_is_the_one_built_per_layout(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unpruned space builds a layout class's configurations in one pass over regions,
+    offers and tiers (_Slot.every_layout); with every layout a class of its own (as before)
+    the space is the same, configuration for configuration and field for field, in the same
+    order, with the same dropped counts and infeasibilities."""
+    import planner.model.configs as C
+
+    def read_it() -> Instance:
+        base = INSTANCES if name in ("week-7b", "month-70b", "segments") else DATA
+        return from_dict(copy.deepcopy(VARIANTS[name]), f"<{name}>", base)
+
+    grouped = build_config_space(read_it(), prune=False)
+    # a class of more than one layout is built at once: the grouping is exercised
+    assert max(len(g) for g in _layout_groups(read_it())) > 1
+    layouts: list[object] = []
+
+    def one_each(p: Any, lay: Any) -> tuple[object, ...]:
+        layouts.append(lay)
+        return (len(layouts),)
+
+    monkeypatch.setattr(C, "layout_class", one_each)
+    alone = build_config_space(read_it(), prune=False)
+    assert layouts, "the per-layout build never asked for a class"
+    assert grouped.by_phase.keys() == alone.by_phase.keys()
+    for p, cs in grouped.by_phase.items():
+        assert [c.__dict__ for c in cs] == [c.__dict__ for c in alone.by_phase[p]], p
+    assert grouped.dropped == alone.dropped and grouped.infeasible == alone.infeasible
+
+
+def _layout_groups(inst: Instance) -> list[list[object]]:
+    """The layout classes of every phase's GPU types and counts (fitting layouts)."""
+    import planner.model.configs as C
+    from planner.model.workload import phase_model
+
+    out: list[list[object]] = []
+    for p in inst.active_phases:
+        m = phase_model(inst, p)
+        for gname in p.gpu_types or tuple(inst.spec.gpu_types):
+            g = inst.gpu(gname)
+            for count in C.gpu_counts(p, g):
+                classes = C._layout_classes(inst, p, m, gname, count, False, True, C._Seen())
+                out += [list(v) for v in classes.values()]
+    return out

@@ -313,10 +313,10 @@ def solve_cmd(
             status,
         )
         return
-    _print_warnings(inst)
     wanted = not baseline and not no_attribution
     chain = _lever_chain(inst, wanted and spare_core(_solver_threads(inst, solver, threads)))
     try:
+        _print_warnings(inst)
         res, a, why_none = _solved(
             inst,
             instance,
