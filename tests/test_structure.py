@@ -36,6 +36,7 @@ LOWER = (
     "planner.outfiles",
     "planner.terminal",
     "planner.beside",
+    "planner.collector",
     "planner.instance",
     "planner.physics",
     "planner.model",
