@@ -120,15 +120,15 @@ NO_GAIN_STEPS = 5
 SERVED_CELLS = 30_000_000
 
 
-def _slowed(history: list[float], aim: float) -> bool:
+def _slowed(history: list[float], aim: float, share: float = SLOW_SHARE) -> bool:
     """The best bound after each step (``history[0]`` the start) has risen by less than
-    SLOW_SHARE of ``aim - history[-SLOW_STEPS - 1]`` over the last SLOW_STEPS steps. Counted
+    ``share`` of ``aim - history[-SLOW_STEPS - 1]`` over the last SLOW_STEPS steps. Counted
     in steps, not seconds: the bound a command proves does not depend on the machine."""
     if len(history) <= SLOW_STEPS:
         return False
     before = history[-SLOW_STEPS - 1]
     left = aim - before
-    return left > 0 and history[-1] - before < SLOW_SHARE * left
+    return left > 0 and history[-1] - before < share * left
 
 
 @dataclass
@@ -679,6 +679,9 @@ class Relaxation:
         start: Evaluation | None = None,
         step_s: float = 0.0,
         halve_first: bool = False,
+        patience: int = HALVE_AFTER,
+        give_up: int = NO_GAIN_STEPS,
+        slow_share: float = SLOW_SHARE,
     ) -> LagrangeResult:
         """Subgradient ascent from zero capacity prices for at most ``iterations`` steps (or
         until ``deadline``, a ``time.perf_counter()`` instant, or the bound reaching
@@ -688,7 +691,11 @@ class Relaxation:
         until a step beats the zero prices, halve the step after every miss instead of every
         HALVE_AFTER (the steps aim at ``upper``, and from far they overshoot: the lab
         quarter, 12% under its incumbent, gained nothing in 5 steps halving after 4, and
-        +0.5% in 10 halving after each)."""
+        +0.5% in 10 halving after each). ``patience``: misses in a row before the step
+        halves; ``give_up``: steps after which an ascent that never beat the zero prices
+        stops (NO_GAIN_STEPS; smaller steps take longer to gain); ``slow_share``: the share
+        of what is left to the aim that SLOW_STEPS steps must close for the ascent to go on
+        (:func:`_slowed`)."""
         t0 = time.perf_counter()
         lam, mu = self.zero_prices()
         ev = start if start is not None else self.evaluate(lam, mu)
@@ -747,12 +754,12 @@ class Relaxation:
                 since_best += 1
                 if since_best >= STALLED_STEPS:
                     break  # the step has been halved five times without a better bound
-                if stall >= (1 if halve_first and best[0] <= first else HALVE_AFTER):
+                if stall >= (1 if halve_first and best[0] <= first else patience):
                     theta *= 0.5
                     stall = 0
                     lam, mu, ev = best[1].copy(), best[2].copy(), best[3]
             history.append(best[0])
-            if _slowed(history, aim) or (done >= NO_GAIN_STEPS and best[0] <= first):
+            if _slowed(history, aim, slow_share) or (done >= give_up and best[0] <= first):
                 break
         return self._result(best, first, done, t0, use)
 

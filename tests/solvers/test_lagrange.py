@@ -217,6 +217,33 @@ def test_steps_halve_after_every_miss_until_one_beats_the_zero_prices() -> None:
     assert ev.bound + 0.01 * (opt - ev.bound) < first.bound <= opt + 1e-6
 
 
+def test_smaller_steps_that_wait_longer_before_halving_go_further() -> None:
+    # the longer ascent's steps (formulations.pipeline.longer_ascent): a tenth of the way to
+    # the optimum, halving after 10 misses, giving up only after STALLED_STEPS without a
+    # gain. On hard_dict(30), 13.6% under its optimum at the zero prices, the default steps
+    # stop after NO_GAIN_STEPS; these gain, and stay a bound whose prices give it afresh
+    from formulations.bounds.lagrange import NO_GAIN_STEPS, STALLED_STEPS
+
+    inst = instance_from(hard_dict(30))
+    opt = optimum(inst).objective
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    plain = rel.solve(opt, iterations=60, start=ev)
+    assert plain.iterations == NO_GAIN_STEPS and plain.bound == pytest.approx(ev.bound)
+    small = rel.solve(opt, iterations=60, start=ev, theta=0.1, patience=10, give_up=STALLED_STEPS)
+    assert ev.bound + 0.01 * (opt - ev.bound) < small.bound <= opt + 1e-6 * opt
+    assert rel.evaluate(small.lam, small.mu).bound == pytest.approx(small.bound, rel=1e-12)
+    # aimed 20% over the zero prices' bound, the full steps miss until halved twice: the
+    # default gives up after NO_GAIN_STEPS; waiting 12 it gains (halving after 4 misses);
+    # halving only after 10 misses, 12 steps are not enough
+    aim = 1.2 * ev.bound
+    assert rel.solve(aim, iterations=60, start=ev).iterations == NO_GAIN_STEPS
+    waited = rel.solve(aim, iterations=60, start=ev, give_up=12)
+    assert waited.iterations > 12 and waited.bound > ev.bound
+    slow = rel.solve(aim, iterations=60, start=ev, give_up=12, patience=10)
+    assert slow.iterations == 12 and slow.bound == ev.bound
+
+
 def test_reserved_prices_project_onto_their_caps() -> None:
     # the projection onto {m >= 0, sum m <= cap}: within the cap a row is only clipped at 0;
     # over it, the Euclidean projection onto the simplex of that sum ([3, 1] onto sum 2: both
@@ -243,6 +270,9 @@ def test_the_ascent_stops_when_twenty_steps_close_under_two_percent_of_the_gap()
     # only the last twenty steps count: a large early gain does not keep it going
     assert _slowed([0.0, *([100.0] * SLOW_STEPS), 101.0], aim)
     assert not _slowed([100.0] * (SLOW_STEPS + 1), 100.0)  # no gap left: nothing to judge
+    # the longer ascent's share (formulations.pipeline.LONG_ASCENT_SLOW_SHARE): 0.5% of 100
+    assert not _slowed([100.0] * SLOW_STEPS + [100.6], aim, 0.005)
+    assert _slowed([100.0] * SLOW_STEPS + [100.4], aim, 0.005)
 
 
 def test_the_ascent_gives_up_after_five_steps_that_never_beat_the_zero_prices() -> None:
