@@ -22,9 +22,9 @@ happens later):
    included) and, when pools can bind or reserved pools are offered, its Lagrangian ascent
    over capacity and reserved prices; the iteration count is fixed by the model's size (not
    by the clock), so a command's bound is reproducible. Where no MILP can follow (models
-   over :data:`ASCENT_ONLY_NONZEROS`) and the gap is still open, the ascent goes on from its
-   best prices with smaller steps for most of the time left (:func:`longer_ascent`): there
-   the ascent's bound is the bound.
+   over :data:`ASCENT_ONLY_NONZEROS`) and the gap is still open, a second ascent with
+   smaller steps takes most of the time left (:func:`longer_ascent`): there the ascent's
+   bound is the bound.
 2. **Plans that need no model.** The look-ahead list schedule
    (:mod:`formulations.heuristics.lookahead`) and the relaxation's own plan
    (:meth:`~formulations.bounds.lagrange.Relaxation.primal`, at zero prices and at the Lagrangian
