@@ -233,6 +233,36 @@ def test_how_the_steps_halve_and_when_the_ascent_gives_up() -> None:
     assert slow.iterations == 12 and slow.bound == ev.bound
 
 
+def test_longer_reserved_steps_move_the_commitments_price_sooner() -> None:
+    # Job "job" (10 GPUs x 5 h) must run in hours 0-4; job "b" (the same) anywhere in 0-19.
+    # Each may run reserved ($1.20/GPU-h over the 20 h: P = $24 per GPU) or on demand ($2).
+    # The optimum is both on demand, $200. The zero prices spread P over the 20 usable hours
+    # ($1.20 each): both jobs reserved, $120. The best prices put $2 on hours 0-4 (where
+    # "job" must run, reserved or not) and the other $14 on hours 5-19: 100 + 50 x 14/15
+    # = $146.67, the most any prices prove. The reserved use is never negative, so a step
+    # first raises every hour's price and the projection onto sum <= P takes most of it
+    # back; a step three times the rule's moves the price to hours 0-4 sooner
+    # (Relaxation.solve, reserved_boost).
+    offers = {"reserved": {"usd_per_gpu_hour": 1.2}, "on_demand": {"usd_per_gpu_hour": 2.0}}
+    d = one_phase({"r": region("UTC", {"constant": 0}, offers)}, 50, deadline=5, hours=20)
+    d["phases"].append({**d["phases"][0], "name": "b", "deadline": 20})
+    inst = instance_from(d)
+    assert optimum(inst).objective == pytest.approx(200.0)
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    assert ev.bound == pytest.approx(120.0)
+    best = 100.0 + 50.0 * 14.0 / 15.0
+
+    def after(steps: int, boost: float) -> float:
+        kw: dict[str, Any] = dict(theta=0.1, patience=10, give_up=20, start=ev)
+        return rel.solve(200.0, iterations=steps, reserved_boost=boost, **kw).bound
+
+    plain, boosted = after(10, 1.0), after(10, 3.0)
+    assert 120.0 < plain < 135.0 < boosted <= best + 1e-9
+    # given the steps, the rule's own steps get there too
+    assert 145.0 < after(100, 1.0) <= best + 1e-9
+
+
 def test_reserved_prices_project_onto_their_caps() -> None:
     # the projection onto {m >= 0, sum m <= cap}: within the cap a row is only clipped at 0;
     # over it, the Euclidean projection onto the simplex of that sum ([3, 1] onto sum 2: both

@@ -221,14 +221,15 @@ def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
     from formulations.bounds.lagrange import Relaxation
 
     seen: list[bool] = []
-    longer: list[bool] = []
+    longer: list[tuple[bool, float]] = []
     real = Relaxation.solve
 
     def spy(self: Relaxation, *a: Any, **k: Any) -> Any:
         if "patience" in k:
-            longer.append(k.get("halve_first", False))
+            longer.append((k.get("halve_first", False), k.get("reserved_boost", 1.0)))
         else:
             seen.append(k.get("halve_first", False))
+            assert "reserved_boost" not in k
         return real(self, *a, **k)
 
     monkeypatch.setattr(Relaxation, "solve", spy)
@@ -240,10 +241,12 @@ def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
     # the first ascent is the instance's; over ASCENT_ONLY_NONZEROS the plans that buy no
     # commitment may get their own after it (without_reserved), also halving from the start
     # and the longer ascent after them (longer_ascent, the gap still open here) halves only
-    # after LONG_ASCENT_PATIENCE misses; below ASCENT_ONLY_NONZEROS it does not run
+    # after LONG_ASCENT_PATIENCE misses, with the longer reserved steps; below
+    # ASCENT_ONLY_NONZEROS it does not run
     if huge:
         assert 1 <= len(seen) <= 2 and all(seen)
-        assert longer == [False]
+        assert longer == [(False, pipeline.LONG_ASCENT_RESERVED_BOOST)]
+        assert pipeline.LONG_ASCENT_RESERVED_BOOST > 1
     else:
         assert seen == [False] and longer == []
     assert res.plan is not None and res.termination == Termination.OPTIMAL
@@ -255,8 +258,8 @@ def test_where_only_the_ascent_proves_the_longer_ascent_raises_the_bound(
 ) -> None:
     # over ASCENT_ONLY_NONZEROS (here every model) with the gap open after the first ascent,
     # the longer one (smaller steps from the zero prices) proves more: on hard_dict(30) the
-    # first stops at 48.39, the longer one reaches 49.19, under the optimum 54.34 that the
-    # reduced MILP then proves
+    # first stops at 48.39, the longer one reaches 49.30 (49.31 with the rule's own reserved
+    # steps), under the optimum 54.34 that the reduced MILP then proves
     from formulations.bounds.lagrange import Relaxation
 
     bounds: list[tuple[bool, float]] = []
