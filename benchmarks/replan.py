@@ -2,11 +2,14 @@
 
     .venv/bin/python benchmarks/replan.py [--instance month-70b quarter-200]
         [--change price lost] [--time-limit 60] [--cold] [--reference] [--jsonl replan.jsonl]
+        [--seed 0] [--at 0.5]
 
 Per instance (a shipped one or a generated one, ``benchmarks/generate.py``): the old plan is
-``planner.solve`` of the instance (``--old-gap``, ``--old-time-limit``); the hour is the
-middle of the horizon; the changed region is the one the old plan uses most from that hour on
-(GPU-hours; the first by name among equals). The changes:
+``planner.solve`` of the instance (``--old-gap``, ``--old-time-limit``; a generated one of
+``--seed``, so that quarters the project does not ship are measured too); the hour is the
+middle of the horizon (``--at`` moves it: a share of the horizon); the changed region is the
+one the old plan uses most from that hour on (GPU-hours; the first by name among equals).
+The changes:
 
 - ``price``: that region's electricity x1.3 (the series' ``scale``);
 - ``lost``: that region loses every GPU (capacity 0 for each GPU type).
@@ -83,7 +86,7 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     from planner.checker import verify
     from planner.interfaces.replan import replan, state_at
 
-    inst = load(name)
+    inst = load(name, args.seed)
     target, target_s = TARGETS.get(name, (args.gap or 0.01, args.time_limit))
     gap = target if args.gap is None else args.gap
     t0 = time.perf_counter()
@@ -91,7 +94,7 @@ def run(name: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     old_s = time.perf_counter() - t0
     if old.plan is None:
         raise SystemExit(f"{name}: the old solve found no plan ({old.message})")
-    hour = inst.hours // 2
+    hour = int(inst.hours * args.at)
     region = busiest_region(inst, old.plan, hour)
     out = []
     for change in args.change:
@@ -266,11 +269,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--old-time-limit", type=float, default=120.0)
     ap.add_argument("--old-gap", type=float, default=0.001)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument(
+        "--seed", type=int, default=0, help="a generated instance's seed (shipped files have none)"
+    )
+    ap.add_argument("--at", type=float, default=0.5, help="the change's hour, share of the horizon")
     ap.add_argument("--cold", action="store_true", help="also solve without the warm start")
     ap.add_argument("--reference", action="store_true", help="also solve by the plain hourly MILP")
     ap.add_argument("--mem-limit-gb", type=float, default=8.0, help="the reference's cap")
     ap.add_argument("--jsonl", type=Path, default=Path("replan.jsonl"))
     args = ap.parse_args(argv)
+    if not 0 < args.at < 1:
+        ap.error(f"--at: expected a share of the horizon in (0, 1), got {args.at}")
     print(f"# load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs", flush=True)
     with args.jsonl.open("w") as fh:
         for name in args.instance:

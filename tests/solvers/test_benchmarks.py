@@ -606,6 +606,40 @@ def test_replan_benchmark_changes() -> None:
     assert all(not np.any(lost.capacity[(r, g)]) for g in inst.spec.regions[r].capacity)
 
 
+def test_replan_benchmark_takes_the_seed_and_the_hour(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --seed reaches the generator (a quarter the project does not ship) and --at moves the
+    # change's hour; an --at outside (0, 1) is refused
+    import replan
+
+    asked: list[tuple[str, int]] = []
+    week = planner.read(ROOT / "instances" / "week-7b.yaml")
+
+    def load(name: str, seed: int = 0) -> Any:
+        asked.append((name, seed))
+        return week
+
+    monkeypatch.setattr(G, "load", load)
+    args = SimpleNamespace(
+        seed=3,
+        at=0.25,
+        gap=None,
+        time_limit=10.0,
+        old_time_limit=20.0,
+        old_gap=1e-3,
+        change=["price"],
+        cold=False,
+        reference=False,
+        threads=1,
+    )
+    (rec,) = replan.run("week-7b", args)
+    assert asked == [("week-7b", 3)]
+    assert rec["hour"] == int(week.hours * 0.25) != week.hours // 2
+    assert rec["verified"]
+    with pytest.raises(SystemExit) as exc:
+        replan.main(["--at", "1.5"])
+    assert exc.value.code == 2
+
+
 def test_read_year_document_counts() -> None:
     import read_year
 
