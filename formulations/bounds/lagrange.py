@@ -77,7 +77,7 @@ from planner.model.costs import (
 )
 from planner.model.costs import weights as weights_of
 from planner.model.schedule import Assignment, Pool
-from planner.model.windows import Windows
+from planner.model.windows import Windows, precedence_components
 from planner.model.workload import output_gb_of
 
 if TYPE_CHECKING:
@@ -451,23 +451,7 @@ class Relaxation:
     def components(self) -> list[list[str]]:
         """The phases in precedence components (connected through predecessors and
         successors), each in the precedence order, in the order of their first phase."""
-        root = {n: n for n in self.order}
-
-        def find(n: str) -> str:
-            while root[n] != n:
-                root[n] = root[root[n]]
-                n = root[n]
-            return n
-
-        for name, ph in self.phases.items():
-            for s, _ in ph.succ:
-                a, b = find(name), find(s)
-                if a != b:
-                    root[b] = a
-        groups: dict[str, list[str]] = {}
-        for n in self.order:
-            groups.setdefault(find(n), []).append(n)
-        return list(groups.values())
+        return precedence_components(self.inst, self.order)
 
     def _served(self) -> Served[tuple[np.ndarray, np.ndarray], Any] | None:
         """The child that evaluates the second of two groups of whole components

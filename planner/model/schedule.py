@@ -181,6 +181,18 @@ def schedule_of(
     )
 
 
+def residual(
+    inst: Instance, schedule: Mapping[str, Assignment] | Schedule, fixed: Iterable[str]
+) -> dict[Pool, np.ndarray]:
+    """GPUs per pool and hour that the ``fixed`` phases of ``schedule`` leave free (the
+    instance's capacity less their working and spare GPUs)."""
+    cap = {k: np.array(v, dtype=float) for k, v in inst.capacity.items()}
+    for name in fixed:
+        c, hours = schedule[name]
+        cap[(c.region, c.gpu)][list(hours)] -= c.total_gpus
+    return cap
+
+
 def reserved_usage(
     inst: Instance, schedule: Mapping[str, Assignment] | Schedule
 ) -> dict[ReservedKey, np.ndarray]:

@@ -14,7 +14,7 @@ could have finished, nor end so late that its successors miss their deadlines.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from planner.instance.model import Instance
@@ -65,6 +65,31 @@ def critical_path(finish: Mapping[str, Finish], name: str) -> list[str]:
     while (via := finish[chain[-1]].via) is not None:
         chain.append(via)
     return list(reversed(chain))
+
+
+def precedence_components(inst: Instance, names: Iterable[str]) -> list[list[str]]:
+    """The phases ``names`` in the connected components of the precedence graph among them
+    (an edge joins a phase and each of its predecessors in ``names``), each component in the
+    topological order ``inst.order``, the components in the order of their first phase."""
+    keep = set(names)
+    root = {n: n for n in inst.order if n in keep}
+
+    def find(n: str) -> str:
+        while root[n] != n:
+            root[n] = root[root[n]]
+            n = root[n]
+        return n
+
+    for name in root:
+        for q in inst.phase(name).predecessors:
+            if q in root:
+                a, b = find(q), find(name)
+                if a != b:
+                    root[b] = a
+    groups: dict[str, list[str]] = {}
+    for n in root:
+        groups.setdefault(find(n), []).append(n)
+    return list(groups.values())
 
 
 def time_windows(inst: Instance, fewest_hours: Mapping[str, int]) -> Windows:

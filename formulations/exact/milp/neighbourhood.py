@@ -40,7 +40,7 @@ from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.costs import cost_plan, transfer_usd_per_gb, weights
 from planner.model.plan import Plan
-from planner.model.schedule import Assignment, Pool, Schedule, with_reservations
+from planner.model.schedule import Assignment, Schedule, residual, with_reservations
 from planner.model.windows import Windows
 from planner.model.workload import output_gb_of
 
@@ -69,15 +69,6 @@ class Outcome:
     nonzeros: int
     status: str
     seconds: float
-
-
-def residual(inst: Instance, schedule: Schedule, fixed: Sequence[str]) -> dict[Pool, np.ndarray]:
-    """GPUs per pool and hour that the ``fixed`` phases of ``schedule`` leave free."""
-    cap = {k: np.array(v, dtype=float) for k, v in inst.capacity.items()}
-    for name in fixed:
-        c, hours = schedule[name]
-        cap[(c.region, c.gpu)][list(hours)] -= c.total_gpus
-    return cap
 
 
 def sub_windows(

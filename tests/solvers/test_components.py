@@ -1,0 +1,152 @@
+"""One pipeline placed anew at a time (formulations/heuristics/components.py and the
+pipeline's component descent): hand-computed placements on two pipelines that share one
+pool, every plan through the independent checker."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from builders import ROUND_GPU, assert_valid, instance_from, region
+
+import formulations.pipeline as pipeline
+from formulations.heuristics.components import replace_component
+from formulations.incumbent import Incumbent
+from planner.instance.model import Instance
+from planner.model.configs import config_space
+from planner.model.costs import cost_plan
+from planner.model.progress import Tracker
+from planner.model.schedule import Assignment, Schedule, with_reservations
+from planner.model.windows import precedence_components, time_windows
+from planner.solve import solve
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: $/MWh by hour: hours 0-3 cheap, the rest dear.
+CHEAP, DEAR = 10.0, 200.0
+
+
+def two_pipelines() -> dict[str, Any]:
+    """One UTC region with 10 GPUs (1 kW each, no idle draw) at $1/GPU-h, electricity
+    $10/MWh in hours 0-3 and $200/MWh after, a 16-hour horizon. Pipeline a: a1 then a2;
+    pipeline b: b1. Every phase 40 GPU-hours on all 10 GPUs (4 hours), not preemptible: the
+    pool holds one phase at a time."""
+
+    def phase(name: str, preds: list[str]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "kind": "data_preparation",
+            "work": {"gpu_hours": 40, "gpu": "G"},
+            "predecessors": preds,
+            "power_load": 1.0,
+            "options": {"gpu_counts": [10], "extra_spare_nodes": [0]},
+        }
+
+    return {
+        "name": "two-pipelines",
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 16},
+        "gpu_types": {"G": ROUND_GPU},
+        "regions": {
+            "r": region(
+                "UTC",
+                {"values": [CHEAP] * 4 + [DEAR] * 12},
+                {"on_demand": {"usd_per_gpu_hour": 1.0}},
+            )
+        },
+        "phases": [phase("a1", []), phase("a2", ["a1"]), phase("b1", [])],
+        "failure": {"restart_hours": 0.0, "detect_hours": 0.0, "checkpoint": "sync"},
+    }
+
+
+def placed(inst: Instance, starts: dict[str, int]) -> Schedule:
+    space = config_space(inst)
+    out = {}
+    for name, s in starts.items():
+        (c,) = space.by_phase[name]
+        out[name] = Assignment(c, tuple(range(s, s + c.hours)))
+    sched = with_reservations(inst, out)
+    assert sched is not None
+    return sched
+
+
+def test_precedence_components_are_the_pipelines_in_order() -> None:
+    inst = instance_from(two_pipelines())
+    assert precedence_components(inst, ["b1", "a2", "a1"]) == [["a1", "a2"], ["b1"]]
+    # without a1, a2 is a component of its own
+    assert precedence_components(inst, ["a2", "b1"]) == [["a2"], ["b1"]]
+
+
+def test_a_pipeline_moves_into_the_cheap_hours_the_other_leaves() -> None:
+    d = two_pipelines()
+    d["phases"] = [p for p in d["phases"] if p["name"] != "a2"]
+    inst = instance_from(d)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    # a1 in dear hours 4-7, b1 in 8-11: hours 0-3 are free, and a1 moves there
+    start = placed(inst, {"a1": 4, "b1": 8})
+    found = replace_component(inst, space, windows, start, ["a1"])
+    assert found is not None
+    assert found["a1"].hours == (0, 1, 2, 3) and found["b1"] == start["b1"]
+    before, after = cost_plan(inst, start), cost_plan(inst, found)
+    # 10 kW x 4 h x (200 - 10) $/MWh, the rest alike
+    assert before.objective - after.objective == pytest.approx(10 * 4 * (DEAR - CHEAP) / 1000)
+    assert_valid(inst, after)
+    # with b1 in the cheap hours, a1 cannot take them: it keeps to what b1 leaves
+    held = placed(inst, {"a1": 8, "b1": 0})
+    again = replace_component(inst, space, windows, held, ["a1"])
+    assert again is not None and not set(again["a1"].hours) & {0, 1, 2, 3}
+    assert_valid(inst, cost_plan(inst, again))
+
+
+def test_the_descent_reaches_the_optimum_from_a_poor_plan() -> None:
+    # every phase in the dear hours (a1 4-7, a2 8-11, b1 12-15), the cheap ones empty: the
+    # first round moves pipeline a so that a1 takes hours 0-3, and b1 cannot gain after it;
+    # one phase in the cheap hours is the optimum (the pool holds one phase at a time)
+    inst = instance_from(two_pipelines())
+    poor = placed(inst, {"a1": 4, "a2": 8, "b1": 12})
+    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
+    assert optimum.plan is not None and optimum.termination.value == "optimal"
+    space = config_space(inst)
+    st = Incumbent(inst, 0.0, 1, Tracker(None), time.perf_counter() + 30)
+    st.offer(poor, "poor")
+    chain = SimpleNamespace(space=space, windows=time_windows(inst, space.fewest_hours()))
+    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    assert st.plan is not None
+    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
+    assert st.stats["components_improved"] == 1
+    assert cost_plan(inst, poor).objective - st.plan.objective == pytest.approx(
+        10 * 4 * (DEAR - CHEAP) / 1000
+    )
+    assert_valid(inst, st.plan)
+
+
+def test_where_no_milp_fits_the_solve_places_each_pipeline_anew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # with the reduced MILP out of reach (its size guard 0) the descent runs before the
+    # neighbourhood search, over every pipeline of the instance, and the solve's plan passes
+    # the checker; on one pipeline it does not run
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from generate import load
+
+    monkeypatch.setattr(pipeline, "FULL_MILP_MAX_NONZEROS", 0)
+    inst = load("medium-compete")
+    res = solve(inst, solver="milp", time_limit=8, gap=0.0)
+    assert res.plan is not None
+    comps = precedence_components(inst, [p.name for p in inst.active_phases])
+    assert len(comps) >= 2
+    assert res.stats["components_tried"] >= len(comps)
+    assert_valid(inst, res.plan)
+    d = two_pipelines()
+    d["phases"] = [p for p in d["phases"] if p["name"] != "b1"]
+    one = instance_from(d)
+    space = config_space(one)
+    st = Incumbent(one, 0.0, 1, Tracker(None), time.perf_counter() + 30)
+    st.offer(placed(one, {"a1": 4, "a2": 8}), "poor")
+    chain = SimpleNamespace(space=space, windows=time_windows(one, space.fewest_hours()))
+    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    assert "components_tried" not in st.stats
