@@ -227,8 +227,9 @@ SMALL_MODEL_GAP = 0.01
 
 #: Share of the time left that the descent over the precedence components may take
 #: (:func:`component_descent`), and at most how many rounds (it stops after a round without
-#: a gain). On the lab's quarter a round over its 20 teams takes 5-8 s; in a 600 s solve the
-#: fifth gained nothing (from the plan of a 20 s solve: 2,938, 358, 74, then nothing).
+#: a gain). On the lab's quarter a round over its 20 teams takes 5-9 s (five rounds took
+#: 26-42 s in three 600 s solves), and in a 600 s solve the fifth gained nothing (from the
+#: plan of a 20 s solve: 2,938, 358, 74, then nothing).
 COMPONENT_SHARE = 0.25
 COMPONENT_ROUNDS = 20
 

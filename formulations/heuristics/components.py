@@ -7,7 +7,9 @@ others leave (:func:`planner.model.schedule.residual`): the DP gives each phase'
 from every hour with its successors' share, exact for the component alone whenever its own
 phases do not compete for a pool, and the placement takes the phases in precedence order
 within the capacity still left. Configurations under a reserved term are left out (a
-component alone would commit to a term for its own hours). The caller offers the result
+component alone would commit to a term for its own hours), and so are a re-plan's free terms
+(commitments the old plan already paid): a component running on one is not moved off it
+unless the move without it costs less. The caller offers the result
 to the incumbent, which keeps it only when it costs less under the cost model and meets the
 carbon cap, so the plan never gets worse: a block coordinate descent (Bertsekas, *Nonlinear
 Programming*, 2nd ed., 1999, section 2.7) whose blocks are the components.
