@@ -349,6 +349,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "long": ("long-4380", "long-8760"),
     "dag": ("dag30-static", "dag30-tou", "dag30-static-preempt", "dag30-tou-preempt"),
     "quarter": ("quarter-100", "quarter-200"),
+    "terms": ("quarter-200-terms",),
     "year": ("year-seg",),
 }
 
@@ -403,6 +404,8 @@ def document(name: str, seed: int = 0) -> dict[str, Any]:
         return dag(parts[1], preempt="preempt" in parts, seed=seed)
     if name in ("quarter-100", "quarter-200"):
         return lab_quarter(int(name.removeprefix("quarter-")) // 10, seed)
+    if name == "quarter-200-terms":
+        return lab_quarter(20, seed, reserved_share=TERMS_RESERVED_SHARE)
     if name == "year-seg":
         return with_segments(long_horizon(8760, seed), "pretraining", 3)
     raise KeyError(f"no generated instance named {name!r}")
@@ -718,15 +721,21 @@ TEAM_PIPELINE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 #: priced at 65% of on-demand, bought as a decision (0 or 64-256 GPUs per pool), paid
 #: whether used or not.
 QUARTER_RESERVED_SHARE = 0.65
+#: ... and at 40% in the quarter where commitments pay ("quarter-200-terms"): a pool then pays
+#: once 40% of its hours are used, and the plans buy three or more.
+TERMS_RESERVED_SHARE = 0.40
 
 
-def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
+def lab_quarter(
+    teams: int = 20, seed: int = 0, reserved_share: float | None = None
+) -> dict[str, Any]:
     """A lab's quarter: ``teams`` pipelines of ten phases each (data preparation, a data
     check, pre-training, three fine-tunes each with its evaluation, a report evaluation after
     them), 2,190 hours from 2023-04-03 in the ten long-horizon markets with their real
     full-year 2023 prices (CSV series), four GPU types per region in pools that the teams
     share, on demand, spot and a reserved commitment for the quarter on H100 and A100
-    bought as a decision (0 or 64-256 GPUs per pool).
+    bought as a decision (0 or 64-256 GPUs per pool), at ``reserved_share`` of the on-demand
+    price (QUARTER_RESERVED_SHARE by default; the "-terms" instance: TERMS_RESERVED_SHARE).
 
     Team i is released at i / teams x 45% of the quarter; its work is scaled so that its
     fastest schedule takes 30% of the quarter from its release, and deadlines are 1.4-2x the
@@ -734,6 +743,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
     20 teams about a third of them want the cheap pools at once: capacity binds (the suite
     prints how close the plan comes to every pool)."""
     rng = random.Random(f"quarter-{teams}-{seed}")
+    share = QUARTER_RESERVED_SHARE if reserved_share is None else reserved_share
     hours = QUARTER_HOURS
     start = QUARTER_START
     regions: dict[str, Any] = {}
@@ -748,7 +758,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
             }
             if g in ("H100", "A100"):
                 offers[g]["reserved"] = {
-                    "usd_per_gpu_hour": round(od * QUARTER_RESERVED_SHARE, 3),
+                    "usd_per_gpu_hour": round(od * share, 3),
                     "min_gpus": 64,
                     "max_gpus": QUARTER_POOL[g],
                     "terms": [{"name": "q2", "start": 0, "hours": hours}],
@@ -784,7 +794,7 @@ def lab_quarter(teams: int = 20, seed: int = 0) -> dict[str, Any]:
             ph["predecessors"] = [f"t{team:02d}-{q}" for q in preds]
             phases.append(ph)
     d: dict[str, Any] = {
-        "name": f"bench-quarter-{teams}x10-{seed}",
+        "name": f"bench-quarter-{teams}x10-{seed}" + ("" if reserved_share is None else "-terms"),
         "description": (
             f"generated lab quarter: {teams} teams' pipelines ({len(phases)} phases), "
             f"{hours} h, {len(LONG_MARKETS)} markets x {len(QUARTER_GPUS)} GPU types, "

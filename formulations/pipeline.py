@@ -94,7 +94,7 @@ from formulations.exact.starttime.data import (
     violations_of,
 )
 from formulations.heuristics.commitments import reservation_first
-from formulations.heuristics.components import replace_component
+from formulations.heuristics.components import held_pools, replace_component
 from formulations.heuristics.earliest import budget_within_gap, earliest
 from formulations.heuristics.greedy import greedy
 from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
@@ -985,10 +985,12 @@ def bound_fixing(
 def component_descent(chain: Chain, st: Incumbent) -> None:
     """Stage 7b, finds: where the model is too large for one MILP and the incumbent's phases
     form two or more precedence components (independent pipelines), each component placed
-    anew in turn in the capacity the others leave
-    (:func:`formulations.heuristics.components.replace_component`), the incumbent keeping
-    every placement that costs less; rounds over the components while one gains, at most
-    COMPONENT_ROUNDS, within COMPONENT_SHARE of the time left. Not for plans in segments."""
+    anew in turn in the capacity the others leave, on the reserved pools the plan holds
+    (:func:`formulations.heuristics.components.replace_component`) and, when it holds a
+    priced commitment, once more with the free terms alone (a component leaving the
+    commitment lets its level fall), the incumbent keeping every placement that costs less;
+    rounds over the components while one gains, at most COMPONENT_ROUNDS, within
+    COMPONENT_SHARE of the time left. Not for plans in segments."""
     if st.schedule is None or st.closed or st.schedule.segments or st.left() < 1.0:
         return
     comps = precedence_components(st.inst, list(st.schedule))
@@ -1004,11 +1006,21 @@ def component_descent(chain: Chain, st: Incumbent) -> None:
         for comp in comps:
             if st.closed or time.perf_counter() >= deadline or st.schedule is None:
                 break
-            found = replace_component(st.inst, chain.space, chain.windows, st.schedule, comp)
-            tried += 1
-            if st.offer(found, "one pipeline placed anew"):
-                improved += 1
-                gained = True
+            held = held_pools(st.inst, chain.space, st.schedule)
+            variants = [held]
+            free = held_pools(st.inst, chain.space, st.schedule, priced=False)
+            if free != held:
+                variants.append(free)
+            for pools in variants:
+                found = replace_component(
+                    st.inst, chain.space, chain.windows, st.schedule, comp, held=pools
+                )
+                tried += 1
+                if st.offer(found, "one pipeline placed anew"):
+                    improved += 1
+                    gained = True
+                if st.schedule is None:
+                    break
             st.tracker.tick()
         if not gained or st.closed:
             break

@@ -14,6 +14,13 @@ porting) and move the per-hour pool constraints into the objective with prices:
   hour t), with prices ``mu(t) >= 0``, ``sum_t mu(t) <= P``: ``R P >= sum_t mu(t) u(t)``, so
   each reserved GPU-hour pays ``mu(t)`` instead of ``pi`` (``mu = pi`` is the separable
   bound's "as used" rule; concentrating ``mu`` on the hours every plan must use is stronger).
+  A term with a largest size ``R_max`` (``max_gpus``) bounds R too, and then any ``mu >= 0``
+  is admissible: ``min over 0 <= R <= R_max of R (P - sum_t mu(t))`` is 0 within the budget
+  and ``-R_max (sum_t mu(t) - P)`` past it (:meth:`Relaxation.held_charge`). For a re-plan's
+  free terms (the old plan's commitments, already paid: P = 0, a fixed size) that is a
+  capacity, ``u(t) <= R_max`` priced ``mu(t)``, and the ascent steps it as one; without it
+  their GPU-hours would cost nothing without limit (the lab's quarter with commitments that
+  pay, re-planned from hour 1,095 after a price change: bound 169,630 for a plan of 893,427).
 
 For fixed prices the rest is a sum over phases, except precedence. A phase's **value
 function** ``V_p(r)`` is the least cost of p started at or after hour r plus a share of its
@@ -76,7 +83,7 @@ from planner.model.costs import (
     transfer_usd_per_gb,
 )
 from planner.model.costs import weights as weights_of
-from planner.model.schedule import Assignment, Pool
+from planner.model.schedule import Assignment, Pool, ReservedKey
 from planner.model.windows import Windows, precedence_components
 from planner.model.workload import output_gb_of
 
@@ -201,7 +208,9 @@ class LagrangeResult:
 class Relaxation:
     """The Lagrangian relaxation of one instance over a configuration space (module
     docstring). ``masks`` (per (phase, configuration index), over the window) closes hours as
-    in the MILP; ``capacity`` replaces the instance's pools (a neighbourhood's residual)."""
+    in the MILP; ``capacity`` replaces the instance's pools (a neighbourhood's residual);
+    ``reserved_capacity`` (per reserved pool and hour) caps the GPUs its configurations may
+    use: hours where it cannot host one are closed, and :meth:`primal` places within it."""
 
     def __init__(
         self,
@@ -210,6 +219,7 @@ class Relaxation:
         windows: Windows,
         masks: Mapping[tuple[str, int], np.ndarray] | None = None,
         capacity: Mapping[Pool, np.ndarray] | None = None,
+        reserved_capacity: Mapping[ReservedKey, np.ndarray] | None = None,
     ) -> None:
         self.inst = inst
         self.space = space
@@ -257,6 +267,10 @@ class Relaxation:
                 if c.hours > W:
                     continue
                 ok = cap[key][e:l_] >= c.total_gpus - 1e-9
+                if c.contract == "reserved" and reserved_capacity is not None:
+                    rcap = reserved_capacity.get((c.region, c.gpu, c.term))
+                    if rcap is not None:
+                        ok = ok & (np.asarray(rcap)[e:l_] >= c.total_gpus - 1e-9)
                 m = masks.get((name, c.index))
                 if m is not None:
                     ok = ok & np.asarray(m, dtype=bool)
@@ -300,6 +314,7 @@ class Relaxation:
             demand[:, ph.e : ph.stop] += peak
         self.binding = demand > self.cap + 1e-9
         self.rprice_arr = np.array(self.rprice, dtype=float)
+        self._reserved_limits(reserved_capacity)
         #: per reserved pool, the hours of its term in which some configuration on it is open
         #: (inside its phase's window, capacity and masks allowing): the only hours a plan
         #: can use it
@@ -317,6 +332,26 @@ class Relaxation:
         self._server: Served[tuple[np.ndarray, np.ndarray], Any] | None = None
         self._server_checked = False
         self._groups: tuple[list[str], list[str]] = (self.order, [])
+
+    def _reserved_limits(self, reserved_capacity: Mapping[ReservedKey, np.ndarray] | None) -> None:
+        """Per reserved pool: its term's largest size (``rmax``), whether it is a free term
+        (``rfree``), and the reserved GPUs a plan may still use by hour (``rcap``)."""
+        T = self.T
+        #: per reserved pool, the most GPUs its term allows (``max_gpus``; inf: no limit)
+        rmax = []
+        for rkey in self.reserved_pools:
+            tm = self.inst.term(*rkey)
+            rmax.append(INF if tm is None or tm.max_gpus is None else float(tm.max_gpus))
+        self.rmax = np.array(rmax, dtype=float)
+        #: the free terms (a re-plan's commitments already paid: no price, a size): their
+        #: prices ``mu`` are those of a capacity, ``u(t) <= R_max`` (module docstring)
+        self.rfree = (self.rprice_arr <= 0.0) & np.isfinite(self.rmax)
+        #: per reserved pool and hour, the reserved GPUs a plan may still use (inf: no limit
+        #: but the pool's); :meth:`primal` places within it
+        self.rcap = np.full((len(self.reserved_pools), T), INF)
+        for i, rkey in enumerate(self.reserved_pools):
+            if reserved_capacity is not None and rkey in reserved_capacity:
+                self.rcap[i] = np.asarray(reserved_capacity[rkey], dtype=float)
 
     # ------------------------------------------------------------------ prices
 
@@ -396,7 +431,7 @@ class Relaxation:
                 mine = [a for c, a in zip(ph.configs, vals, strict=True) if c.region == r]
                 VR[name][r] = _value(ph.width, mine)
         total = sum(min(float(v[0]) for v in VR[r].values()) for r in self.roots)
-        return total - float(np.sum(lam * self.cap))
+        return total - float(np.sum(lam * self.cap)) - self.held_charge(mu)
 
     def _starts(self, ph: _Phase, h: np.ndarray, S: np.ndarray) -> list[np.ndarray]:
         """Per configuration the value of each start, with successors' share S."""
@@ -406,7 +441,8 @@ class Relaxation:
         """The relaxation at capacity prices ``lam`` (per pool and hour) and reserved-pool
         prices ``mu``: the phases' value functions by backward induction over the precedence
         order, and the bound they give (a lower bound for any prices the module docstring
-        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P``). On a large instance
+        admits: ``lam >= 0``, ``mu >= 0`` with ``sum_t mu <= P`` where the term has no
+        largest size, less :meth:`held_charge`). On a large instance
         half of the precedence components are evaluated on a second core
         (:data:`SERVED_CELLS`)."""
         served = self._served()
@@ -431,8 +467,18 @@ class Relaxation:
         else:
             V, A = self._values(self.order, lam, mu)
         total = sum(float(V[r][0]) for r in self.roots)
-        total -= float(np.sum(lam * self.cap))
+        total -= float(np.sum(lam * self.cap)) + self.held_charge(mu)
         return Evaluation(total, V, A)
+
+    def held_charge(self, mu: np.ndarray) -> float:
+        """``sum_k R_max,k max(0, sum_t mu_k(t) - P_k)`` over the reserved pools with a
+        largest size: what ``min over 0 <= R <= R_max of R (P - sum_t mu(t))`` takes off the
+        bound when the prices pass the budget (module docstring); 0 within it."""
+        if not len(mu):
+            return 0.0
+        over = np.maximum(0.0, mu.sum(axis=1) - self.rprice_arr)
+        fin = np.isfinite(self.rmax) & (over > 0)
+        return float(np.sum(self.rmax[fin] * over[fin]))
 
     def _values(
         self, names: list[str], lam: np.ndarray, mu: np.ndarray
@@ -544,6 +590,7 @@ class Relaxation:
         closed). None when some phase cannot be placed."""
         T = self.T
         used = np.zeros((len(self.pools), T))
+        rused = np.zeros((len(self.reserved_pools), T))
         ends: dict[str, int] = {}
         out: dict[str, Assignment] = {}
         for name in self.order:
@@ -567,6 +614,11 @@ class Relaxation:
                     break
                 free = self.cap[ph.pool[k], ph.e : ph.stop] - used[ph.pool[k], ph.e : ph.stop]
                 ok = free >= ph.gpus[k] - 1e-9
+                r = int(ph.rpool[k])
+                if r >= 0:
+                    ok &= (
+                        self.rcap[r, ph.e : ph.stop] - rused[r, ph.e : ph.stop] >= ph.gpus[k] - 1e-9
+                    )
                 if ph.pre:
                     if h_all is None:
                         h_all = self._hourly(ph, lam, mu)
@@ -599,6 +651,8 @@ class Relaxation:
                 return None
             _, k, hours = best
             used[ph.pool[k], hours] += ph.gpus[k]
+            if ph.rpool[k] >= 0:
+                rused[ph.rpool[k], hours] += ph.gpus[k]
             ends[name] = int(hours[-1]) + 1
             out[name] = Assignment(ph.configs[k], tuple(int(t) for t in hours))
         return out
@@ -724,6 +778,13 @@ class Relaxation:
                 break
             done += 1
             use, gr = self.usage(ev, lam, mu)
+            if self.rfree.any():
+                # a free term is a capacity of R_max GPUs priced by mu (R = R_max)
+                gr = gr.copy()
+                gr[self.rfree] -= self.rmax[self.rfree, None]
+                gr[self.rfree] = np.where(
+                    mu[self.rfree] <= 0, np.maximum(gr[self.rfree], 0.0), gr[self.rfree]
+                )
             g = np.where(self.binding, use - self.cap, 0.0)
             # at zero price a pool-hour that is not over-used cannot move
             g = np.where((lam <= 0) & (g < 0), 0.0, g)
@@ -737,7 +798,9 @@ class Relaxation:
             if ng > 1e-12:
                 lam = np.maximum(0.0, lam + gap_ / ng * g)
             if len(mu) and nr > 1e-12:
-                mu = _project_capped(mu + reserved_boost * gap_ / nr * gr, self.rprice_arr)
+                moved = mu + reserved_boost * gap_ / nr * gr
+                mu = _project_capped(moved, self.rprice_arr)
+                mu[self.rfree] = np.maximum(0.0, moved[self.rfree])
             ev = self.evaluate(lam, mu)
             if ev.bound > best[0] + 1e-9 * max(1.0, abs(best[0])):
                 best = (ev.bound, lam.copy(), mu.copy(), ev)

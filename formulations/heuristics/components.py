@@ -7,12 +7,18 @@ others leave (:func:`planner.model.schedule.residual`): the DP gives each phase'
 from every hour with its successors' share, exact for the component alone whenever its own
 phases do not compete for a pool, and the placement takes the phases in precedence order
 within the capacity still left. Configurations under a reserved term are left out (a
-component alone would commit to a term for its own hours), and so are a re-plan's free terms
-(commitments the old plan already paid): a component running on one is not moved off it
-unless the move without it costs less. The caller offers the result
-to the incumbent, which keeps it only when it costs less under the cost model and meets the
-carbon cap, so the plan never gets worse: a block coordinate descent (Bertsekas, *Nonlinear
-Programming*, 2nd ed., 1999, section 2.7) whose blocks are the components.
+component alone would commit to a term for its own hours), except on the pools the plan
+already holds (:func:`held_pools`): the commitments of the incumbent, at their level, and a
+re-plan's free terms (commitments the old plan already paid), at their size. Their rental is
+sunk, so the relaxation charges their GPU-hours nothing beyond the licence, and the placement
+keeps the component within the GPUs committed that the other components leave
+(``reserved_capacity`` of :class:`formulations.bounds.lagrange.Relaxation`): a component
+moves onto a commitment's idle hours, and a re-plan's runs keep to their free terms. (To let
+a component leave a priced commitment, so that its level may fall, the descent also places
+it with the free terms alone.) The caller offers the result to the incumbent, which keeps it
+only when it costs less under the cost model and meets the carbon cap, so the plan never
+gets worse: a block coordinate descent (Bertsekas, *Nonlinear Programming*, 2nd ed., 1999,
+section 2.7) whose blocks are the components.
 
 On the lab's quarter, rounds over its 20 components took the plan of a 20 s solve from
 3,009,288 to 3,005,917 (0.11%) in 15 s, where the large-neighbourhood search had moved its
@@ -22,16 +28,49 @@ more in 87 s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from formulations.bounds.lagrange import Relaxation
 from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
-from planner.model.schedule import Schedule, residual, with_reservations
+from planner.model.costs import pool_usd_per_gpu
+from planner.model.schedule import (
+    ReservedKey,
+    Schedule,
+    reserved_usage,
+    residual,
+    with_reservations,
+)
 from planner.model.windows import Windows
 
 #: Configurations the placement weighs per phase (the best by the DP's value first).
 TOP = 8
+
+
+def held_pools(
+    inst: Instance, space: ConfigSpace, schedule: Schedule, priced: bool = True
+) -> dict[ReservedKey, int]:
+    """The reserved pools whose GPUs ``schedule`` may use without paying more, with the GPUs
+    committed: its own commitments at their level (``priced`` False: only those that cost
+    nothing), and every free term of the space (a term whose GPUs cost nothing: a re-plan's
+    commitment already paid) at its size."""
+    held: dict[ReservedKey, int] = {}
+    for key, n in schedule.reserved.items():
+        if n > 0 and (priced or pool_usd_per_gpu(inst, *key) <= 0.0):
+            held[key] = n
+    offered = {
+        (c.region, c.gpu, c.term)
+        for configs in space.by_phase.values()
+        for c in configs
+        if c.contract == "reserved"
+    }
+    for key in sorted(offered - set(schedule.reserved)):
+        t = inst.term(*key)
+        if t is not None and t.max_gpus and pool_usd_per_gpu(inst, *key) <= 0.0:
+            held[key] = t.max_gpus
+    return held
 
 
 def replace_component(
@@ -41,18 +80,40 @@ def replace_component(
     schedule: Schedule,
     free: Sequence[str],
     top: int = TOP,
+    held: Mapping[ReservedKey, int] | None = None,
 ) -> Schedule | None:
     """``schedule`` with the phases ``free`` (a precedence component: none of them has a
     predecessor or successor outside it) placed anew by the relaxation's plan in the capacity
-    the other phases leave; None when a phase has no configuration without a reserved term
-    or cannot be placed. Not costed: the caller's cost model decides."""
+    the other phases leave, on reserved pools only those ``held`` (pool -> GPUs committed;
+    None: :func:`held_pools`) within the GPUs the other phases leave on them; None when a
+    phase has no configuration or cannot be placed. Not costed: the caller's cost model
+    decides."""
     mine = set(free)
-    own = {n: tuple(c for c in space.by_phase[n] if c.contract != "reserved") for n in free}
+    held = held_pools(inst, space, schedule) if held is None else held
+    own = {
+        n: tuple(
+            c
+            for c in space.by_phase[n]
+            if c.contract != "reserved" or (c.region, c.gpu, c.term) in held
+        )
+        for n in free
+    }
     if not free or not all(own.values()):
         return None
-    capacity = residual(inst, schedule, [n for n in schedule if n not in mine])
-    rel = Relaxation(inst, space.restricted(own), windows, None, capacity)
+    others = [n for n in schedule if n not in mine]
+    capacity = residual(inst, schedule, others)
+    use = reserved_usage(inst, {n: schedule[n] for n in others})
+    left: dict[ReservedKey, np.ndarray] = {}
+    for key, n in held.items():
+        t = inst.term(*key)
+        cap = np.full(inst.hours, float(n))
+        if t is not None:  # usable inside its term only
+            cap[: t.first] = 0.0
+            cap[t.end :] = 0.0
+        left[key] = cap - use.get(key, 0.0)
+    rel = Relaxation(inst, space.restricted(own), windows, None, capacity, left)
     lam, mu = rel.zero_prices()
+    mu = np.zeros_like(mu)  # a held pool's rental is sunk
     found = rel.primal(rel.evaluate(lam, mu), lam, mu, top=top)
     if found is None:
         return None

@@ -578,6 +578,26 @@ def test_lab_quarter_shape_and_a_small_one_solves() -> None:
     assert res.plan is not None and verify(inst, res.plan).ok
 
 
+def test_the_quarter_where_commitments_pay_differs_only_in_their_price() -> None:
+    # quarter-200-terms is quarter-200 with the reserved price at 40% of on demand instead of
+    # 65% (and its own name): the same teams, pools, prices and deadlines
+    plain, terms = G.lab_quarter(teams=2), G.lab_quarter(teams=2, reserved_share=0.40)
+    assert terms["name"] == plain["name"] + "-terms"
+    for rname, r in terms["regions"].items():
+        for gpu in ("H100", "A100"):
+            od = r["offers"][gpu]["on_demand"]["usd_per_gpu_hour"]
+            assert r["offers"][gpu]["reserved"]["usd_per_gpu_hour"] == round(od * 0.40, 3)
+            assert plain["regions"][rname]["offers"][gpu]["reserved"]["usd_per_gpu_hour"] == round(
+                od * 0.65, 3
+            )
+            r["offers"][gpu]["reserved"]["usd_per_gpu_hour"] = plain["regions"][rname]["offers"][
+                gpu
+            ]["reserved"]["usd_per_gpu_hour"]
+    assert {**terms, "name": plain["name"]} == plain
+    assert G.document("quarter-200-terms", 0)["name"] == "bench-quarter-20x10-0-terms"
+    assert G.names(["terms"]) == ["quarter-200-terms"]
+
+
 @pytest.mark.slow  # the default run stays under 10 minutes on CI's 2 cores
 def test_with_segments_marks_one_kind() -> None:
     d = G.with_segments(G.generate("small"), "pretraining", 3)

@@ -73,6 +73,16 @@ def placed(inst: Instance, starts: dict[str, int]) -> Schedule:
     return sched
 
 
+def descend(inst: Instance, start: Schedule) -> Incumbent:
+    """The incumbent after the component descent (stage 7b) from ``start``."""
+    space = config_space(inst)
+    st = Incumbent(inst, 0.0, 1, Tracker(None), time.perf_counter() + 30)
+    st.offer(start, "start")
+    chain = SimpleNamespace(space=space, windows=time_windows(inst, space.fewest_hours()))
+    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    return st
+
+
 def test_precedence_components_are_the_pipelines_in_order() -> None:
     inst = instance_from(two_pipelines())
     assert precedence_components(inst, ["b1", "a2", "a1"]) == [["a1", "a2"], ["b1"]]
@@ -110,11 +120,7 @@ def test_the_descent_reaches_the_optimum_from_a_poor_plan() -> None:
     poor = placed(inst, {"a1": 4, "a2": 8, "b1": 12})
     optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
     assert optimum.plan is not None and optimum.termination.value == "optimal"
-    space = config_space(inst)
-    st = Incumbent(inst, 0.0, 1, Tracker(None), time.perf_counter() + 30)
-    st.offer(poor, "poor")
-    chain = SimpleNamespace(space=space, windows=time_windows(inst, space.fewest_hours()))
-    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    st = descend(inst, poor)
     assert st.plan is not None
     assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
     assert st.stats["components_improved"] == 1
@@ -144,9 +150,92 @@ def test_where_no_milp_fits_the_solve_places_each_pipeline_anew(
     d = two_pipelines()
     d["phases"] = [p for p in d["phases"] if p["name"] != "b1"]
     one = instance_from(d)
-    space = config_space(one)
-    st = Incumbent(one, 0.0, 1, Tracker(None), time.perf_counter() + 30)
-    st.offer(placed(one, {"a1": 4, "a2": 8}), "poor")
-    chain = SimpleNamespace(space=space, windows=time_windows(one, space.fewest_hours()))
-    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    st = descend(one, placed(one, {"a1": 4, "a2": 8}))
     assert "components_tried" not in st.stats
+
+
+def held_pipelines(reserved_usd: float) -> Instance:
+    """:func:`two_pipelines` without a2, 20 GPUs in the pool, and a commitment of exactly 10
+    GPUs for the whole horizon at ``reserved_usd`` per GPU-hour (0: a re-plan's free term)
+    beside on demand at $1."""
+    d = two_pipelines()
+    d["phases"] = [p for p in d["phases"] if p["name"] != "a2"]
+    r = d["regions"]["r"]
+    r["capacity"] = {"G": 20}
+    r["offers"]["G"]["reserved"] = {
+        "usd_per_gpu_hour": reserved_usd,
+        "min_gpus": 10,
+        "max_gpus": 10,
+    }
+    return instance_from(d)
+
+
+def on(inst: Instance, runs: dict[str, tuple[str, int]]) -> Schedule:
+    """Every phase on its one configuration of ``contract`` from ``start``, 4 hours."""
+    space = config_space(inst)
+    out = {}
+    for name, (contract, s) in runs.items():
+        (c,) = [c for c in space.by_phase[name] if c.contract == contract]
+        out[name] = Assignment(c, tuple(range(s, s + c.hours)))
+    sched = with_reservations(inst, out)
+    assert sched is not None
+    return sched
+
+
+def test_a_pipeline_moves_onto_the_idle_hours_of_a_commitment_the_plan_holds() -> None:
+    # a1 on the 10 committed GPUs in hours 0-3, b1 on demand beside it: the commitment is
+    # paid for every hour, so b1 moves onto it in the first hours a1 leaves (4-7, dear):
+    # $1 x 10 GPUs x 4 h of rental saved, 10 kW x 4 h x (200 - 10) $/MWh of energy paid
+    inst = held_pipelines(0.25)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    start = on(inst, {"a1": ("reserved", 0), "b1": ("on_demand", 0)})
+    found = replace_component(inst, space, windows, start, ["b1"])
+    assert found is not None
+    assert found["b1"].config.contract == "reserved" and found["b1"].hours == (4, 5, 6, 7)
+    assert found["a1"] == start["a1"] and dict(found.reserved) == dict(start.reserved)
+    before, after = cost_plan(inst, start), cost_plan(inst, found)
+    assert before.objective - after.objective == pytest.approx(
+        40.0 - 10 * 4 * (DEAR - CHEAP) / 1000
+    )
+    assert_valid(inst, after)
+    # the descent ends at the exact MILP's optimum: both on the commitment
+    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
+    assert optimum.plan is not None and optimum.termination.value == "optimal"
+    st = descend(inst, start)
+    assert st.plan is not None
+    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
+    assert_valid(inst, st.plan)
+
+
+def test_a_component_leaves_a_priced_commitment_so_that_it_is_not_bought() -> None:
+    # at $0.5 the 10 GPUs cost $80 for the horizon, more than both phases on demand in the
+    # cheap hours ($80.80): from a1 on the commitment, the descent moves it off (the free
+    # terms alone) and the plan buys none
+    inst = held_pipelines(0.5)
+    start = on(inst, {"a1": ("reserved", 0), "b1": ("on_demand", 0)})
+    st = descend(inst, start)
+    assert st.schedule is not None and not st.schedule.reserved
+    assert st.plan is not None
+    assert cost_plan(inst, start).objective - st.plan.objective == pytest.approx(80.0 - 40.0)
+    assert_valid(inst, st.plan)
+
+
+def test_a_free_term_takes_a_pipeline_within_its_size() -> None:
+    # a re-plan's free term (price 0, exactly 10 GPUs) that the plan does not use: a1 moves
+    # onto it and saves its rental; b1, with a1 on the term in hours 0-3, can take it only
+    # after them
+    inst = held_pipelines(0.0)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    start = on(inst, {"a1": ("on_demand", 0), "b1": ("on_demand", 0)})
+    found = replace_component(inst, space, windows, start, ["a1"])
+    assert found is not None and found["a1"].config.contract == "reserved"
+    assert found["a1"].hours == (0, 1, 2, 3)
+    assert cost_plan(inst, start).objective - cost_plan(inst, found).objective == pytest.approx(
+        40.0
+    )
+    again = replace_component(inst, space, windows, found, ["b1"])
+    assert again is not None and again["b1"].config.contract == "reserved"
+    assert not set(again["b1"].hours) & {0, 1, 2, 3}
+    assert_valid(inst, cost_plan(inst, again))

@@ -263,6 +263,34 @@ def test_longer_reserved_steps_move_the_commitments_price_sooner() -> None:
     assert 145.0 < after(100, 1.0) <= best + 1e-9
 
 
+def test_a_free_term_is_a_capacity_of_its_size() -> None:
+    # A re-plan's free term: 10 GPUs already paid (price 0, exactly 10), beside on demand at
+    # $1/GPU-h in a pool of 20. Two 4-hour jobs on 10 GPUs, both due at hour 4: one runs on
+    # the term, the other on demand, 40 + 2 x 10 kW x 4 h x $10/MWh = 40.8. At zero prices
+    # the term's GPU-hours cost nothing without limit and the bound says 0.8; priced as a
+    # capacity of 10 (mu ~ $1 in hours 0-3, less 10 x 4 x mu), it reaches the 40.8.
+    offers = {
+        "on_demand": {"usd_per_gpu_hour": 1.0},
+        "reserved": {"usd_per_gpu_hour": 0.0, "min_gpus": 10, "max_gpus": 10},
+    }
+    d = one_phase({"r": region("UTC", {"constant": 10.0}, offers, 20)}, 40, deadline=4, hours=8)
+    d["phases"].append(dict(d["phases"][0], name="job2"))
+    inst = instance_from(d)
+    opt = optimum(inst).objective
+    assert opt == pytest.approx(40.8)
+    rel = relaxation(inst)
+    assert rel.rfree.tolist() == [True] and rel.rmax.tolist() == [10.0]
+    zero = rel.evaluate(*rel.zero_prices())
+    assert zero.bound == pytest.approx(0.8)
+    lag = rel.solve(opt, iterations=60)
+    assert 40.8 - 0.05 <= lag.bound <= opt + 1e-6
+    # past the budget the charge is R_max x the excess (P = 0 here: 10 x sum mu)
+    lam, mu = rel.zero_prices()
+    mu[0, :4] = 1.0
+    assert rel.held_charge(mu) == pytest.approx(40.0)
+    assert rel.evaluate(lam, mu).bound == pytest.approx(40.8)
+
+
 def test_reserved_prices_project_onto_their_caps() -> None:
     # the projection onto {m >= 0, sum m <= cap}: within the cap a row is only clipped at 0;
     # over it, the Euclidean projection onto the simplex of that sum ([3, 1] onto sum 2: both
