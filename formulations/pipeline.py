@@ -637,10 +637,10 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     2,038,630, plan 3,008,631, bound without commitments 2,933,833). Where only the ascent
     proves a bound (models over ASCENT_ONLY_NONZEROS), that bound gets its own ascent within
     WITHOUT_RESERVED_SHARE of the time left, and a look-ahead at its prices is offered as a
-    plan."""
-    if st.plan is None or st.closed or st.plan.reserved or st.plan.reserved_terms:
-        return
-    if not chain.space.any_reserved:
+    plan. When the incumbent buys commitments (none of them free: a re-plan's, already
+    paid), the same bound at zero prices, if above the plan, says what they are worth at
+    least (:func:`commitments_worth`)."""
+    if st.plan is None or st.closed or not chain.space.any_reserved:
         return
     own = {
         n: tuple(c for c in cs if c.contract != "reserved")
@@ -652,6 +652,9 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     sub = Relaxation(chain.inst, mine, chain.windows)
     ev = sub.evaluate(*sub.zero_prices())
     bound = ev.bound
+    if st.plan.reserved or st.plan.reserved_terms:
+        commitments_worth(chain, st, bound)
+        return
     if not math.isfinite(bound) or bound <= st.bound:
         return
     if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS and sub.binding.any():
@@ -676,13 +679,42 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
                 priced = lookahead_schedule(chain.inst, mine, chain.windows, prices=res.prices())
                 st.offer(priced, "priced look-ahead without commitments")
     st.stats["bound_without_reserved"] = bound
-    gap = relative_gap(st.upper, bound)
-    st.notes.append(
-        f"the plan buys no reserved commitment, and no plan that buys none costs less than "
-        f"{bound:,.2f} ({gap:.2%} below this plan): the rest of the gap is what commitments "
-        "might save, which the bound cannot settle (it spreads a commitment's cost over "
-        "every hour it may be used)"
-    )
+
+
+def commitments_worth(chain: Chain, st: Incumbent, bound: float) -> None:
+    """The bound of :func:`without_reserved` for a plan that buys commitments: ``bound``
+    bounds every plan without a reserved configuration, so when it is above the plan the
+    commitments save at least the difference (``stats["bound_without_reserved"]``, told by
+    :func:`commitment_note`). Not for a space with free terms (a re-plan's commitments,
+    already paid), whose plans without reserved GPUs leave paid GPUs idle."""
+    free = held_pools(chain.inst, chain.space, Schedule({}), priced=False)
+    if free or not math.isfinite(bound) or st.plan is None or bound <= st.upper:
+        return
+    st.stats["bound_without_reserved"] = bound
+
+
+def commitment_note(st: Incumbent) -> None:
+    """At the end, against the plan returned, what ``stats["bound_without_reserved"]`` (the
+    bound over every plan that buys no commitment) says: for a plan that buys none, how far
+    the best such plan may be below it; for a plan that buys some, what they save at least,
+    when the bound is above it."""
+    bound = st.stats.get("bound_without_reserved")
+    if bound is None or st.plan is None:
+        return
+    cost = st.plan.objective
+    if not (st.plan.reserved or st.plan.reserved_terms):
+        st.notes.append(
+            f"the plan buys no reserved commitment, and no plan that buys none costs less "
+            f"than {bound:,.2f} ({relative_gap(cost, bound):.2%} below this plan): the rest of "
+            "the gap is what commitments might save, which the bound cannot settle (it "
+            "spreads a commitment's cost over every hour it may be used)"
+        )
+    elif bound > cost:
+        st.notes.append(
+            f"the plan's reserved commitments save at least {bound - cost:,.2f}: every plan "
+            f"that buys none costs at least {bound:,.2f} "
+            f"({(bound - cost) / max(abs(cost), 1e-9):.2%} more than this plan)"
+        )
 
 
 def bound_infeasible(bounds: dict[str, PhaseBound], lower: float, t0: float) -> Result:
@@ -1092,6 +1124,7 @@ def finish(st: Incumbent, t0: float, solver: str, why: str) -> Result:
                 st.keep(st.source, st.plan)
                 st.schedule, st.plan = early, plan
                 st.tracker.offer_plan(plan.objective, "earliest within the gap")
+    commitment_note(st)
     runtime = time.perf_counter() - t0
     st.tracker.stage("done")
     raw = st.raw

@@ -191,13 +191,40 @@ def test_a_plan_without_commitments_is_told_how_far_it_is_from_any_such_plan() -
     pipeline.without_reserved(chain, st)
     assert st.stats["bound_without_reserved"] == pytest.approx(2000.0)
     assert st.bound == 1000.0  # a bound of those plans only, never the instance's
+    pipeline.commitment_note(st)  # told at the end, against the plan returned
     assert any("no plan that buys none costs less than 2,000.00 (0.00%" in n for n in st.notes)
 
 
-def test_a_plan_with_a_commitment_gets_no_such_note() -> None:
+def test_a_plan_with_a_commitment_is_told_what_it_saves_at_least() -> None:
+    # the plan that buys pool a (1,200) against every plan that buys none: at least 2,000
+    # (the DP bound over the configurations without a reserved contract), so the
+    # commitment saves at least 800, 66.67% of this plan
     pipeline, chain, st = chain_and_incumbent(trap(), {("a", "G", ""): 10})
     assert st.upper == pytest.approx(1200.0)
     pipeline.without_reserved(chain, st)
+    assert st.stats["bound_without_reserved"] == pytest.approx(2000.0)
+    assert st.bound == 1000.0  # never the instance's bound
+    assert not st.notes
+    pipeline.commitment_note(st)
+    assert any(
+        "commitments save at least 800.00: every plan that buys none costs at least "
+        "2,000.00 (66.67% more" in n
+        for n in st.notes
+    )
+
+
+def test_a_commitment_worth_nothing_proved_gets_no_note() -> None:
+    # with the bound over plans without commitments under the plan, nothing is said
+    pipeline, chain, st = chain_and_incumbent(trap(), {("a", "G", ""): 10})
+    pipeline.commitments_worth(chain, st, 1100.0)
+    pipeline.commitment_note(st)
+    assert "bound_without_reserved" not in st.stats and not st.notes
+    # nor where the space has a free term (a re-plan's commitment, already paid): pool a's
+    # 10 GPUs at no price
+    free = trap()
+    free["regions"]["a"]["offers"]["G"]["reserved"]["usd_per_gpu_hour"] = 0.0
+    pipeline, chain, st = chain_and_incumbent(free, {("a", "G", ""): 10})
+    pipeline.commitments_worth(chain, st, 2000.0)
     assert "bound_without_reserved" not in st.stats
 
 
