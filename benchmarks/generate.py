@@ -722,7 +722,7 @@ TEAM_PIPELINE: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 #: whether used or not.
 QUARTER_RESERVED_SHARE = 0.65
 #: ... and at 40% in the quarter where commitments pay ("quarter-200-terms"): a pool then pays
-#: once 40% of its hours are used, and the plans buy three or more.
+#: once it is busy 40% of its hours, and 120 s plans buy three.
 TERMS_RESERVED_SHARE = 0.40
 
 

@@ -94,7 +94,7 @@ from formulations.exact.starttime.data import (
     violations_of,
 )
 from formulations.heuristics.commitments import reservation_first
-from formulations.heuristics.components import held_pools, replace_component
+from formulations.heuristics.components import free_terms, held_pools, replace_component
 from formulations.heuristics.earliest import budget_within_gap, earliest
 from formulations.heuristics.greedy import greedy
 from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
@@ -637,11 +637,15 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     2,038,630, plan 3,008,631, bound without commitments 2,933,833). Where only the ascent
     proves a bound (models over ASCENT_ONLY_NONZEROS), that bound gets its own ascent within
     WITHOUT_RESERVED_SHARE of the time left, and a look-ahead at its prices is offered as a
-    plan. When the incumbent buys commitments (none of them free: a re-plan's, already
-    paid), the same bound at zero prices, if above the plan, says what they are worth at
-    least (:func:`commitments_worth`)."""
+    plan. When the incumbent buys commitments (and the space has no free term: a re-plan's
+    plans without reserved GPUs leave paid GPUs idle), the same bound at zero prices, if
+    above the plan, says what they save at least. :func:`commitment_note` tells either at
+    the end, against the plan returned."""
     if st.plan is None or st.closed or not chain.space.any_reserved:
         return
+    buys = bool(st.plan.reserved or st.plan.reserved_terms)
+    if buys and free_terms(chain.inst, chain.space):
+        return  # a re-plan's plans without reserved GPUs leave its paid GPUs idle
     own = {
         n: tuple(c for c in cs if c.contract != "reserved")
         for n, cs in chain.space.by_phase.items()
@@ -652,8 +656,9 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
     sub = Relaxation(chain.inst, mine, chain.windows)
     ev = sub.evaluate(*sub.zero_prices())
     bound = ev.bound
-    if st.plan.reserved or st.plan.reserved_terms:
-        commitments_worth(chain, st, bound)
+    if buys:  # the commitments save at least what the bound is above the plan
+        if math.isfinite(bound) and bound > st.upper:
+            st.stats["bound_without_reserved"] = bound
         return
     if not math.isfinite(bound) or bound <= st.bound:
         return
@@ -678,18 +683,6 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
                 # over `mine` the plan it finds buys no commitment either: the note holds
                 priced = lookahead_schedule(chain.inst, mine, chain.windows, prices=res.prices())
                 st.offer(priced, "priced look-ahead without commitments")
-    st.stats["bound_without_reserved"] = bound
-
-
-def commitments_worth(chain: Chain, st: Incumbent, bound: float) -> None:
-    """The bound of :func:`without_reserved` for a plan that buys commitments: ``bound``
-    bounds every plan without a reserved configuration, so when it is above the plan the
-    commitments save at least the difference (``stats["bound_without_reserved"]``, told by
-    :func:`commitment_note`). Not for a space with free terms (a re-plan's commitments,
-    already paid), whose plans without reserved GPUs leave paid GPUs idle."""
-    free = held_pools(chain.inst, chain.space, Schedule({}), priced=False)
-    if free or not math.isfinite(bound) or st.plan is None or bound <= st.upper:
-        return
     st.stats["bound_without_reserved"] = bound
 
 
@@ -1030,6 +1023,7 @@ def component_descent(chain: Chain, st: Incumbent) -> None:
         return
     st.tracker.stage("heuristic", "one pipeline at a time")
     ts = time.perf_counter()
+    free = free_terms(st.inst, chain.space)
     deadline = ts + COMPONENT_SHARE * st.left()
     tried = improved = rounds = 0
     while rounds < COMPONENT_ROUNDS and time.perf_counter() < deadline:
@@ -1038,11 +1032,8 @@ def component_descent(chain: Chain, st: Incumbent) -> None:
         for comp in comps:
             if st.closed or time.perf_counter() >= deadline or st.schedule is None:
                 break
-            held = held_pools(st.inst, chain.space, st.schedule)
-            variants = [held]
-            free = held_pools(st.inst, chain.space, st.schedule, priced=False)
-            if free != held:
-                variants.append(free)
+            held = held_pools(st.inst, chain.space, st.schedule, free)
+            variants = [held] if held == free else [held, free]
             for pools in variants:
                 found = replace_component(
                     st.inst, chain.space, chain.windows, st.schedule, comp, held=pools

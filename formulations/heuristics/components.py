@@ -49,27 +49,34 @@ from planner.model.windows import Windows
 TOP = 8
 
 
-def held_pools(
-    inst: Instance, space: ConfigSpace, schedule: Schedule, priced: bool = True
-) -> dict[ReservedKey, int]:
-    """The reserved pools whose GPUs ``schedule`` may use without paying more, with the GPUs
-    committed: its own commitments at their level (``priced`` False: only those that cost
-    nothing), and every free term of the space (a term whose GPUs cost nothing: a re-plan's
-    commitment already paid) at its size."""
-    held: dict[ReservedKey, int] = {}
-    for key, n in schedule.reserved.items():
-        if n > 0 and (priced or pool_usd_per_gpu(inst, *key) <= 0.0):
-            held[key] = n
+def free_terms(inst: Instance, space: ConfigSpace) -> dict[ReservedKey, int]:
+    """Every free term of the space (a term whose GPUs cost nothing: a re-plan's commitment
+    already paid) at its size."""
     offered = {
         (c.region, c.gpu, c.term)
         for configs in space.by_phase.values()
         for c in configs
         if c.contract == "reserved"
     }
-    for key in sorted(offered - set(schedule.reserved)):
+    out: dict[ReservedKey, int] = {}
+    for key in sorted(offered):
         t = inst.term(*key)
         if t is not None and t.max_gpus and pool_usd_per_gpu(inst, *key) <= 0.0:
-            held[key] = t.max_gpus
+            out[key] = t.max_gpus
+    return out
+
+
+def held_pools(
+    inst: Instance,
+    space: ConfigSpace,
+    schedule: Schedule,
+    free: Mapping[ReservedKey, int] | None = None,
+) -> dict[ReservedKey, int]:
+    """The reserved pools whose GPUs ``schedule`` may use without paying more, with the GPUs
+    committed: the free terms (``free``; None: :func:`free_terms`) and its own commitments at
+    their level."""
+    held = dict(free_terms(inst, space) if free is None else free)
+    held.update({k: n for k, n in schedule.reserved.items() if n > 0})
     return held
 
 
