@@ -544,7 +544,8 @@ def lagrangian(
     iteration count fixed by the model's size, not the clock, so a command's bound is
     reproducible); finds: the relaxation's plan and the look-ahead at those prices. None when
     it does not run."""
-    st.stats["binding_pool_hours"] = int(rel.binding.sum())
+    st.stats["binding_pool_hours"] = int(rel.binding[: len(rel.pools)].sum())
+    st.stats["count_rows"] = len(rel.counts)
     if not (rel.binding.any() or rel.reserved_pools) or st.left() <= 0.5:
         return None
     share = min(LAGRANGE_SHARE * chain.time_limit, st.left() * 0.5)

@@ -189,6 +189,28 @@ def test_capacity_prices_raise_the_bound_where_two_jobs_compete() -> None:
     assert_valid(inst, res.plan)
 
 
+def test_count_prices_hold_two_jobs_to_one_at_a_time_in_a_pool_of_one_and_a_half() -> None:
+    # The two jobs above in a pool of 15 GPUs: one 10-GPU job at a time still, so the optimum
+    # is still 84.8. The capacity row alone lets the relaxation run one and a half jobs in
+    # the cheap hours: 1.5 x 40.4 + 0.5 x 44.4 = 82.8 at best, whatever the prices. The
+    # count row (at most floor(15 / 10) = 1 configuration of 10 GPUs or more an hour)
+    # takes the half job away, and the ascent reaches the optimum.
+    prices = [10.0] * 4 + [110.0] * 4
+    offers = {"on_demand": {"usd_per_gpu_hour": 1.0}}
+    d = one_phase({"r": region("UTC", {"values": prices}, offers, 15)}, 40, deadline=8, hours=8)
+    d["phases"].append(dict(d["phases"][0], name="job2"))
+    inst = instance_from(d)
+    opt = optimum(inst).objective
+    assert opt == pytest.approx(84.8)
+    rel = relaxation(inst)
+    assert rel.counts == [(0, 10.0)]
+    assert np.array_equal(rel.count_cap[0], np.ones(8))
+    assert rel.evaluate(*rel.zero_prices()).bound == pytest.approx(80.8)
+    lag = rel.solve(opt, iterations=60)
+    # above the 82.8 no capacity price reaches, and never above the optimum
+    assert 84.5 <= lag.bound <= opt + 1e-6
+
+
 @pytest.mark.parametrize("seed", HARD_SEEDS[:4])
 def test_relaxation_plans_are_valid(seed: int) -> None:
     inst = instance_from(hard_dict(seed))
