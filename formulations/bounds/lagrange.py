@@ -198,7 +198,7 @@ class Evaluation:
 
 @dataclass
 class LagrangeResult:
-    """The best bound found, its prices and the relaxed plan's use of the pools, per
+    """The best bound found, its prices and the relaxed plan's use of their rows, per
     configuration the least bound of a plan using it (``config_bound[p][k]``, space order),
     the iterations run and the bound at zero capacity prices (the first iterate)."""
 
@@ -386,11 +386,10 @@ class Relaxation:
                     rows.append((i, size))
                     rhs.append(most)
                     binds.append(can)
-        T = self.T
         #: the count rows: (pool index, size), their right-hand sides and binding hours
         self.counts = rows
-        self.count_cap = np.array(rhs).reshape(len(rows), T)
-        self.count_binding = np.array(binds, dtype=bool).reshape(len(rows), T)
+        self.count_cap = np.array(rhs).reshape(len(rows), self.T)
+        self.count_binding = np.array(binds, dtype=bool).reshape(len(rows), self.T)
         first = len(self.pools)
         for ph in self.phases.values():
             used = set(ph.pool.tolist())
@@ -621,8 +620,9 @@ class Relaxation:
     def usage(
         self, ev: Evaluation, lam: np.ndarray, mu: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """GPUs per pool and hour of the relaxed plan (the minimisers, each phase copy with
-        its weight), and reserved GPUs per reserved pool and hour."""
+        """Per row of the prices and hour, the relaxed plan's use (the minimisers, each phase
+        copy with its weight): GPUs per pool, then configurations per count row; and reserved
+        GPUs per reserved pool and hour."""
         use = np.zeros((len(self.pools) + len(self.counts), self.T))
         ruse = np.zeros((len(self.reserved_pools), self.T))
         ready: dict[str, dict[int, float]] = {r: {self.phases[r].e: 1.0} for r in self.roots}
