@@ -47,6 +47,8 @@ class Incumbent:
     found: list[tuple[str, Plan]] = field(default_factory=list)
     #: the plan whose contracts were last chosen anew at its hours (the recontract stage)
     recontracted: Plan | None = None
+    #: the plan the component descent last ended on (it does not run twice from one plan)
+    descended: Plan | None = None
 
     def left(self) -> float:
         """Seconds left until the deadline."""

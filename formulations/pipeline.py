@@ -49,8 +49,10 @@ happens later):
    HiGHS does not stop on time). (medium-x4: the
    relaxation's cut loop proves 0.85% in 35 s, the exact model 1.22% in 60 s.)
    Otherwise (the size guard), each pipeline **placed anew in turn** in what the others
-   leave (:mod:`formulations.heuristics.components`, where the phases form several
-   precedence components), then, and after the MILP, **large-neighbourhood search**
+   leave, and one placed as if another did not run, the other after it (ejections;
+   :mod:`formulations.heuristics.components`, where the phases form several precedence
+   components; on models where only the ascent proves a bound this descent runs before the
+   longer ascent already), then, and after the MILP, **large-neighbourhood search**
    (:mod:`formulations.exact.milp.neighbourhood`) until the time limit.
 
 ``solve_milp(prune=False, warm_start=False)`` is the plain reference: the full hourly model,
@@ -94,7 +96,13 @@ from formulations.exact.starttime.data import (
     violations_of,
 )
 from formulations.heuristics.commitments import reservation_first
-from formulations.heuristics.components import free_terms, held_pools, replace_component
+from formulations.heuristics.components import (
+    eject_component,
+    ejections,
+    free_terms,
+    held_pools,
+    replace_component,
+)
 from formulations.heuristics.earliest import budget_within_gap, earliest
 from formulations.heuristics.greedy import greedy
 from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
@@ -232,6 +240,9 @@ SMALL_MODEL_GAP = 0.01
 #: plan of a 20 s solve: 2,938, 358, 74, then nothing).
 COMPONENT_SHARE = 0.25
 COMPONENT_ROUNDS = 20
+#: ... and its share where it runs before the longer ascent (models over
+#: ASCENT_ONLY_NONZEROS).
+DESCENT_BEFORE_ASCENT_SHARE = 0.5
 
 
 #: Share of the time left that the reserved pools' heuristics may take: the reservation-first
@@ -486,6 +497,10 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
         return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
     recontract_incumbent(chain, st)
     without_reserved(chain, st)
+    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS:
+        # the plan first: the longer ascent's steps aim at it, and a re-plan's 60 s end
+        # before the ascent does (seed 2's lab quarter after a lost region)
+        component_descent(chain, st, DESCENT_BEFORE_ASCENT_SHARE)
     res = longer_ascent(chain, rel, ev, res, st)
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
@@ -1008,16 +1023,29 @@ def bound_fixing(
     return model_space, masks
 
 
-def component_descent(chain: Chain, st: Incumbent) -> None:
+def component_descent(chain: Chain, st: Incumbent, share: float = COMPONENT_SHARE) -> None:
     """Stage 7b, finds: where the model is too large for one MILP and the incumbent's phases
-    form two or more precedence components (independent pipelines), each component placed
-    anew in turn in the capacity the others leave, on the reserved pools the plan holds
-    (:func:`formulations.heuristics.components.replace_component`) and, when it holds a
-    priced commitment, once more with the free terms alone (a component leaving the
-    commitment lets its level fall), the incumbent keeping every placement that costs less;
-    rounds over the components while one gains, at most COMPONENT_ROUNDS, within
-    COMPONENT_SHARE of the time left. Not for plans in segments."""
-    if st.schedule is None or st.closed or st.schedule.segments or st.left() < 1.0:
+    form two or more precedence components (independent pipelines), a variable-neighbourhood
+    descent within ``share`` of the time left, the incumbent keeping every plan that costs
+    less. Each round:
+
+    - each component placed anew in turn in the capacity the others leave, on the reserved
+      pools the plan holds (:func:`formulations.heuristics.components.replace_component`)
+      and, when it holds a priced commitment, once more with the free terms alone (a
+      component leaving the commitment lets its level fall);
+    - then ejections: a component placed anew as if another did not run, the other placed
+      after it (:func:`formulations.heuristics.components.eject_component`), over the pairs
+      :func:`formulations.heuristics.components.ejections` ranks.
+
+    Rounds while one gains, at most COMPONENT_ROUNDS. Once per plan: it does not run again
+    on the plan it ended on. Not for plans in segments."""
+    if (
+        st.schedule is None
+        or st.closed
+        or st.schedule.segments
+        or st.left() < 1.0
+        or (st.plan is not None and st.plan is st.descended)
+    ):
         return
     comps = precedence_components(st.inst, list(st.schedule))
     if len(comps) < 2:
@@ -1025,17 +1053,22 @@ def component_descent(chain: Chain, st: Incumbent) -> None:
     st.tracker.stage("heuristic", "one pipeline at a time")
     ts = time.perf_counter()
     free = free_terms(st.inst, chain.space)
-    deadline = ts + COMPONENT_SHARE * st.left()
+    deadline = ts + share * st.left()
+
+    def busy() -> bool:
+        return st.closed or time.perf_counter() >= deadline or st.schedule is None
+
     tried = improved = rounds = 0
-    while rounds < COMPONENT_ROUNDS and time.perf_counter() < deadline:
+    e_tried = e_improved = 0
+    while rounds < COMPONENT_ROUNDS and not busy():
         rounds += 1
         gained = False
         for comp in comps:
-            if st.closed or time.perf_counter() >= deadline or st.schedule is None:
+            if busy():
                 break
+            assert st.schedule is not None
             held = held_pools(st.inst, chain.space, st.schedule, free)
-            variants = [held] if held == free else [held, free]
-            for pools in variants:
+            for pools in [held] if held == free else [held, free]:
                 found = replace_component(
                     st.inst, chain.space, chain.windows, st.schedule, comp, held=pools
                 )
@@ -1046,11 +1079,34 @@ def component_descent(chain: Chain, st: Incumbent) -> None:
                 if st.schedule is None:
                     break
             st.tracker.tick()
-        if not gained or st.closed:
+        if busy():
             break
-    st.stats["components_tried"] = tried
-    st.stats["components_improved"] = improved
-    st.stats["components_s"] = time.perf_counter() - ts
+        assert st.schedule is not None
+        held = held_pools(st.inst, chain.space, st.schedule, free)
+        for i, j in ejections(st.inst, chain.space, chain.windows, st.schedule, comps, held):
+            if busy():
+                break
+            assert st.schedule is not None
+            held = held_pools(st.inst, chain.space, st.schedule, free)
+            found = eject_component(
+                st.inst, chain.space, chain.windows, st.schedule, comps[i], comps[j], held
+            )
+            e_tried += 1
+            if st.offer(found, "two pipelines placed anew (an ejection)"):
+                e_improved += 1
+                gained = True
+            st.tracker.tick()
+        if not gained:
+            break
+    st.descended = st.plan
+    for key, n in (
+        ("components_tried", tried),
+        ("components_improved", improved),
+        ("ejections_tried", e_tried),
+        ("ejections_improved", e_improved),
+    ):
+        st.stats[key] = st.stats.get(key, 0) + n
+    st.stats["components_s"] = st.stats.get("components_s", 0.0) + time.perf_counter() - ts
 
 
 def neighbourhood_search(

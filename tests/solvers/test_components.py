@@ -14,7 +14,7 @@ import pytest
 from builders import ROUND_GPU, assert_valid, instance_from, region
 
 import formulations.pipeline as pipeline
-from formulations.heuristics.components import replace_component
+from formulations.heuristics.components import eject_component, ejections, replace_component
 from formulations.incumbent import Incumbent
 from planner.instance.model import Instance
 from planner.model.configs import config_space
@@ -239,3 +239,85 @@ def test_a_free_term_takes_a_pipeline_within_its_size() -> None:
     assert again is not None and again["b1"].config.contract == "reserved"
     assert not set(again["b1"].hours) & {0, 1, 2, 3}
     assert_valid(inst, cost_plan(inst, again))
+
+
+def blocked_pipelines() -> Instance:
+    """:func:`two_pipelines` without a2, b1 drawing a tenth of a1's power (load 0.1): the
+    cheap hours are worth 10 x 4 x 190 / 1000 = $7.60 to a1 and $0.76 to b1."""
+    d = two_pipelines()
+    d["phases"] = [p for p in d["phases"] if p["name"] != "a2"]
+    for p in d["phases"]:
+        if p["name"] == "b1":
+            p["power_load"] = 0.1
+    return instance_from(d)
+
+
+def test_an_ejection_gives_the_cheap_hours_to_the_pipeline_that_gains_most() -> None:
+    # b1 holds the cheap hours 0-3 and a1 runs in 4-7: a1 cannot move (the pool holds one
+    # phase at a time) and b1 is at its own best, so no single pipeline gains; a1 placed as
+    # if b1 did not run, then b1 after it, saves (1 - 0.1) x 10 kW x 4 h x $190/MWh = $6.84,
+    # the optimum HiGHS proves
+    inst = blocked_pipelines()
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    start = placed(inst, {"a1": 4, "b1": 0})
+    comps = precedence_components(inst, list(start))
+    assert comps == [["a1"], ["b1"]]
+    for comp in comps:  # no single placement gains
+        alone = replace_component(inst, space, windows, start, comp)
+        assert alone is not None
+        assert cost_plan(inst, alone).objective >= cost_plan(inst, start).objective - 1e-9
+    # a1 gains $7.60 from its wish and only b1 blocks it; b1 has no excess
+    assert ejections(inst, space, windows, start, comps) == [(0, 1)]
+    found = eject_component(inst, space, windows, start, ["a1"], ["b1"])
+    assert found is not None
+    assert found["a1"].hours == (0, 1, 2, 3) and found["b1"].hours[0] >= 4
+    saving = (1 - 0.1) * 10 * 4 * (DEAR - CHEAP) / 1000
+    before, after = cost_plan(inst, start), cost_plan(inst, found)
+    assert before.objective - after.objective == pytest.approx(saving)
+    assert_valid(inst, after)
+    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
+    assert optimum.plan is not None and optimum.termination.value == "optimal"
+    st = descend(inst, start)
+    assert st.plan is not None
+    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
+    assert st.stats["ejections_improved"] == 1 and st.stats["components_improved"] == 0
+    assert_valid(inst, st.plan)
+    # once per plan: from the plan it ended on, the descent does not run again
+    tried = st.stats["components_tried"]
+    chain = SimpleNamespace(space=space, windows=windows)
+    pipeline.component_descent(chain, st)  # type: ignore[arg-type]
+    assert st.stats["components_tried"] == tried
+
+
+def test_on_models_only_the_ascent_bounds_the_descent_runs_before_the_longer_ascent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as if medium-compete were over ASCENT_ONLY_NONZEROS, like the lab's quarter (and not
+    # a small model, nor one the reduced MILP takes): the pipelines are placed anew (and
+    # ejected) before the longer ascent starts, whose steps aim at the plan, and once only
+    # while the plan stays; the plan passes the checker
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from generate import load
+
+    monkeypatch.setattr(pipeline, "ASCENT_ONLY_NONZEROS", 0)
+    monkeypatch.setattr(pipeline, "SMALL_MODEL_NONZEROS", 0)
+    monkeypatch.setattr(pipeline, "FULL_MILP_MAX_NONZEROS", 0)
+    stages: list[str] = []
+    inst = load("medium-compete")
+    res = solve(
+        inst,
+        solver="milp",
+        time_limit=6,
+        gap=0.0,
+        on_progress=lambda ev: stages.append(ev.message),
+    )
+    assert res.plan is not None
+    assert "longer ascent" in stages
+    assert stages.index("one pipeline at a time") < stages.index("longer ascent")
+    # the look-ahead at the longer ascent's prices finds no cheaper plan here, so the
+    # descent does not run again on the plan it ended on when the reduced MILP is refused
+    assert stages.count("one pipeline at a time") == 1
+    assert res.stats["components_tried"] >= len(precedence_components(inst, list(inst.order)))
+    assert "ejections_tried" in res.stats
+    assert_valid(inst, res.plan)
