@@ -83,6 +83,18 @@ def descend(inst: Instance, start: Schedule) -> Incumbent:
     return st
 
 
+def descends_to_the_optimum(inst: Instance, start: Schedule) -> Incumbent:
+    """The incumbent after the descent from ``start``, asserted to be the optimum HiGHS
+    proves for ``inst`` and to pass the checker."""
+    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
+    assert optimum.plan is not None and optimum.termination.value == "optimal"
+    st = descend(inst, start)
+    assert st.plan is not None
+    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
+    assert_valid(inst, st.plan)
+    return st
+
+
 def test_precedence_components_are_the_pipelines_in_order() -> None:
     inst = instance_from(two_pipelines())
     assert precedence_components(inst, ["b1", "a2", "a1"]) == [["a1", "a2"], ["b1"]]
@@ -118,16 +130,12 @@ def test_the_descent_reaches_the_optimum_from_a_poor_plan() -> None:
     # one phase in the cheap hours is the optimum (the pool holds one phase at a time)
     inst = instance_from(two_pipelines())
     poor = placed(inst, {"a1": 4, "a2": 8, "b1": 12})
-    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
-    assert optimum.plan is not None and optimum.termination.value == "optimal"
-    st = descend(inst, poor)
+    st = descends_to_the_optimum(inst, poor)
     assert st.plan is not None
-    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
     assert st.stats["components_improved"] == 1
     assert cost_plan(inst, poor).objective - st.plan.objective == pytest.approx(
         10 * 4 * (DEAR - CHEAP) / 1000
     )
-    assert_valid(inst, st.plan)
 
 
 def test_where_no_milp_fits_the_solve_places_each_pipeline_anew(
@@ -200,12 +208,7 @@ def test_a_pipeline_moves_onto_the_idle_hours_of_a_commitment_the_plan_holds() -
     )
     assert_valid(inst, after)
     # the descent ends at the exact MILP's optimum: both on the commitment
-    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
-    assert optimum.plan is not None and optimum.termination.value == "optimal"
-    st = descend(inst, start)
-    assert st.plan is not None
-    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
-    assert_valid(inst, st.plan)
+    descends_to_the_optimum(inst, start)
 
 
 def test_a_component_leaves_a_priced_commitment_so_that_it_is_not_bought() -> None:
@@ -276,13 +279,8 @@ def test_an_ejection_gives_the_cheap_hours_to_the_pipeline_that_gains_most() -> 
     before, after = cost_plan(inst, start), cost_plan(inst, found)
     assert before.objective - after.objective == pytest.approx(saving)
     assert_valid(inst, after)
-    optimum = solve(inst, solver="milp", gap=0.0, time_limit=30)
-    assert optimum.plan is not None and optimum.termination.value == "optimal"
-    st = descend(inst, start)
-    assert st.plan is not None
-    assert st.plan.objective == pytest.approx(optimum.objective, rel=1e-9)
+    st = descends_to_the_optimum(inst, start)
     assert st.stats["ejections_improved"] == 1 and st.stats["components_improved"] == 0
-    assert_valid(inst, st.plan)
     # once per plan: from the plan it ended on, the descent does not run again
     tried = st.stats["components_tried"]
     chain = SimpleNamespace(space=space, windows=windows)
