@@ -1024,10 +1024,11 @@ def bound_fixing(
 
 
 def component_descent(chain: Chain, st: Incumbent, share: float = COMPONENT_SHARE) -> None:
-    """Stage 7b, finds: where the model is too large for one MILP and the incumbent's phases
-    form two or more precedence components (independent pipelines), a variable-neighbourhood
-    descent within ``share`` of the time left, the incumbent keeping every plan that costs
-    less. Each round:
+    """Stage 7b, finds: where the model is too large for one MILP (before the longer ascent
+    on models over ASCENT_ONLY_NONZEROS, and when the reduced MILP is refused) and the
+    incumbent's phases form two or more precedence components (independent pipelines), a
+    variable-neighbourhood descent within ``share`` of the time left, the incumbent keeping
+    every plan that costs less. Each round:
 
     - each component placed anew in turn in the capacity the others leave, on the reserved
       pools the plan holds (:func:`formulations.heuristics.components.replace_component`)
@@ -1038,7 +1039,7 @@ def component_descent(chain: Chain, st: Incumbent, share: float = COMPONENT_SHAR
       :func:`formulations.heuristics.components.ejections` ranks.
 
     Rounds while one gains, at most COMPONENT_ROUNDS. Once per plan: it does not run again
-    on the plan it ended on. Not for plans in segments."""
+    on the plan it ended on. Not for plans in segments. Its ``stats`` add up over the calls."""
     if (
         st.schedule is None
         or st.closed
