@@ -208,7 +208,7 @@ def ejections(
             continue
         for key, arr in _pool_use(inst, wish, comp).items():
             cap = np.asarray(inst.capacity[key], dtype=float)
-            over = np.maximum(0.0, arr + total[key] - use[i].get(key, 0.0) - cap)
+            over = np.maximum(0.0, arr + total.get(key, 0.0) - use[i].get(key, 0.0) - cap)
             if not over.any():
                 continue
             for j, u in enumerate(use):

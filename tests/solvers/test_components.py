@@ -178,12 +178,13 @@ def held_pipelines(reserved_usd: float) -> Instance:
     return instance_from(d)
 
 
-def on(inst: Instance, runs: dict[str, tuple[str, int]]) -> Schedule:
-    """Every phase on its one configuration of ``contract`` from ``start``, 4 hours."""
+def on(inst: Instance, runs: dict[str, tuple[str, int]], by: str = "contract") -> Schedule:
+    """Every phase on its one configuration whose ``by`` (a configuration field: its
+    contract, its region) is the one given, from the hour given, 4 hours."""
     space = config_space(inst)
     out = {}
-    for name, (contract, s) in runs.items():
-        (c,) = [c for c in space.by_phase[name] if c.contract == contract]
+    for name, (value, s) in runs.items():
+        (c,) = [c for c in space.by_phase[name] if getattr(c, by) == value]
         out[name] = Assignment(c, tuple(range(s, s + c.hours)))
     sched = with_reservations(inst, out)
     assert sched is not None
@@ -244,7 +245,7 @@ def test_a_free_term_takes_a_pipeline_within_its_size() -> None:
     assert_valid(inst, cost_plan(inst, again))
 
 
-def blocked_pipelines() -> Instance:
+def blocked_pipelines_dict() -> dict[str, Any]:
     """:func:`two_pipelines` without a2, b1 drawing a tenth of a1's power (load 0.1): the
     cheap hours are worth 10 x 4 x 190 / 1000 = $7.60 to a1 and $0.76 to b1."""
     d = two_pipelines()
@@ -252,7 +253,12 @@ def blocked_pipelines() -> Instance:
     for p in d["phases"]:
         if p["name"] == "b1":
             p["power_load"] = 0.1
-    return instance_from(d)
+    return d
+
+
+def blocked_pipelines() -> Instance:
+    """:func:`blocked_pipelines_dict` as an instance."""
+    return instance_from(blocked_pipelines_dict())
 
 
 def test_an_ejection_gives_the_cheap_hours_to_the_pipeline_that_gains_most() -> None:
@@ -319,3 +325,23 @@ def test_on_models_only_the_ascent_bounds_the_descent_runs_before_the_longer_asc
     assert res.stats["components_tried"] >= len(precedence_components(inst, list(inst.order)))
     assert "ejections_tried" in res.stats
     assert_valid(inst, res.plan)
+
+
+def test_a_wish_in_a_pool_no_pipeline_uses_blocks_nobody() -> None:
+    # a second region s, $0.5 a GPU-hour cheaper and empty in the plan: both pipelines'
+    # wishes go there, where nothing runs, so no pair is worth an ejection, and the single
+    # placements move them (saving $0.5 x 10 GPUs x 4 h each)
+    d = blocked_pipelines_dict()
+    d["regions"]["s"] = region(
+        "UTC", {"values": [DEAR] * 16}, {"on_demand": {"usd_per_gpu_hour": 0.5}}, capacity=20
+    )
+    inst = instance_from(d)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    start = on(inst, {"a1": ("r", 4), "b1": ("r", 0)}, by="region")
+    comps = precedence_components(inst, list(start))
+    assert ejections(inst, space, windows, start, comps) == []
+    st = descend(inst, start)
+    assert st.plan is not None and st.schedule is not None
+    assert {a.config.region for a in st.schedule.assignments.values()} == {"s"}
+    assert_valid(inst, st.plan)
