@@ -964,8 +964,26 @@ def write(size: str, seed: int, path: Path) -> Path:
     return path
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``generate.py NAME [OUT] [--seed N]``: write one generated instance as YAML (the
+    families' other seeds are the instances the project does not ship)."""
+    import argparse
+
+    generated = [n for n in names() if n not in FAMILIES["shipped"]]
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("name", nargs="?", default="small", help="one of: " + ", ".join(generated))
+    ap.add_argument("out", nargs="?", type=Path, help="file to write (bench-NAME[-sSEED].yaml)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    try:
+        document(a.name, a.seed)
+    except KeyError:
+        ap.error(f"no generated instance named {a.name!r}; choose from {', '.join(generated)}")
+    suffix = f"-s{a.seed}" if a.seed else ""
+    out = a.out if a.out is not None else Path(f"bench-{a.name}{suffix}.yaml")
+    print(write(a.name, a.seed, out))
+    return 0
+
+
 if __name__ == "__main__":
-    size = sys.argv[1] if len(sys.argv) > 1 else "small"
-    out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(f"bench-{size}.yaml")
-    write(size, 0, out)
-    print(out)
+    sys.exit(main())

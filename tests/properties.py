@@ -349,3 +349,20 @@ def tighter(d: dict[str, Any], what: str, draw: Callable[..., Any]) -> dict[str,
     else:
         d["regions"][r]["capacity"][g] = max(0, cap - 4)
     return d
+
+
+@st.composite
+def several_pipelines(draw: Callable[..., Any]) -> dict[str, Any]:
+    """An instance whose phases form at least two precedence components (independent
+    pipelines, which the component descent and its ejections place): where
+    :func:`instances` draws one, a copy of its last phase with no predecessors (and no
+    progress or running configuration of its own) is added beside it."""
+    d = draw(instances())
+    phases = d["phases"]
+    if len(phases) == 1 or all(p.get("predecessors") for p in phases[1:]):
+        extra = copy.deepcopy(phases[-1])
+        extra["name"] = "q0"
+        for key in ("predecessors", "progress", "running"):
+            extra.pop(key, None)
+        phases.append(extra)
+    return d

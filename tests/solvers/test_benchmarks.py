@@ -88,6 +88,26 @@ def test_family_selection() -> None:
         G.names(["nope"])
 
 
+def test_generator_command_writes_a_seed_and_refuses_unknown_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `generate.py NAME [OUT] --seed N`: the seed the project does not ship is written and
+    # reads back as that seed's document; an unknown or shipped name exits 2 with the names
+    out = tmp_path / "q.yaml"
+    assert G.main(["small", str(out), "--seed", "3"]) == 0
+    written = planner.read(out)
+    assert dict(written.deadline) == dict(from_dict(G.document("small", 3), "<g>", ROOT).deadline)
+    assert dict(written.deadline) != dict(
+        planner.read(G.write("small", 0, tmp_path / "0.yaml")).deadline
+    )
+    for bad in ("nope", "week-7b"):
+        with pytest.raises(SystemExit) as e:
+            G.main([bad, str(tmp_path / "x.yaml")])
+        assert e.value.code == 2
+        assert f"no generated instance named {bad!r}" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()
+
+
 def test_scale_capacity_rounds_down_hour_by_hour() -> None:
     d = G.generate("small", 0)
     half = G.scale_capacity(d, 0.5)

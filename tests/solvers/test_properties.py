@@ -11,6 +11,11 @@ hourly prices, carbon caps, spares, progress and running configurations, ...):
   for the contiguous models and the baseline; an exact contiguous model's bound holds for the
   hourly MILP where every phase runs without pauses);
 - an instance one solver proves infeasible has no plan in any other;
+- **the path of the largest models is sound**: with the size thresholds set to 0, a tiny
+  instance takes the lab quarter's path (the longer ascent, the component descent with its
+  ejections, the large-neighbourhood search, no reduced MILP): its plan verifies, its bound
+  stays at or below the exact MILP's optimum, and it finds no plan where the MILP proves
+  none;
 - **metamorphic relations**: a tighter carbon cap, deadline or capacity never lowers the
   optimum; scaling every price by k scales the optimum by k; a solver restricted to
   contiguous runs never beats the hourly MILP.
@@ -31,8 +36,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
-from properties import instances, scale_money, tighter
+from properties import instances, scale_money, several_pipelines, tighter
 
+import formulations.pipeline as pipeline
 from planner.checker import verify
 from planner.instance.model import Instance
 from planner.instance.read import from_dict
@@ -41,6 +47,8 @@ from planner.solve import solve
 
 #: Instances per property in the default run, and in the long run (``-m properties_long``).
 EXAMPLES = 25
+#: ... and for the largest models' path (it runs to its limit where it cannot prove the gap)
+LARGE_PATH_EXAMPLES = 30
 LONG_EXAMPLES = int(os.environ.get("TRAINPLAN_PROPERTY_EXAMPLES", "10000"))
 #: Every solve: a limit no tiny instance comes near, a gap small enough to compare optima.
 GAP = 1e-6
@@ -147,6 +155,43 @@ def optimum(d: dict[str, Any]) -> Result:
     return res
 
 
+#: The thresholds that send a model down the largest models' path (formulations.pipeline), and
+#: that path's time limit per solve: it proves nothing exactly, so it runs to its limit
+#: wherever its bound does not meet its plan.
+LARGE_PATH = ("SMALL_MODEL_NONZEROS", "ASCENT_ONLY_NONZEROS", "FULL_MILP_MAX_NONZEROS")
+LARGE_PATH_LIMIT_S = 3.0
+
+
+def check_large_path(d: dict[str, Any]) -> None:
+    """The instance solved as if it were over every size threshold (the lab quarter's path)
+    against the exact hourly MILP: the path's result is sound on its own, its bound is at most
+    the proved optimum, its plan at least the MILP's bound, and neither has a plan where the
+    other proves the instance infeasible."""
+    exact = optimum(d)
+    inst = build(d)
+    with pytest.MonkeyPatch.context() as mp:
+        for name in LARGE_PATH:
+            mp.setattr(pipeline, name, 0)
+        res = solve(inst, solver="milp", **{**SOLVE, "time_limit": LARGE_PATH_LIMIT_S})
+    sound(inst, res)
+    stages = [
+        k for k in ("long_ascent_iterations", "components_tried", "lns_tried") if k in res.stats
+    ]
+    OUTCOMES.update(f"large-path:{k}" for k in stages if k in res.stats)
+    if exact.status == SolutionStatus.OPTIMAL and res.bound is not None:
+        assert res.bound <= exact.objective + tol(exact.objective), (  # type: ignore[operator]
+            f"large path bound {res.bound} > optimum {exact.objective}"
+        )
+    if res.plan is not None and exact.bound is not None:
+        assert res.objective >= exact.bound - tol(exact.bound), (  # type: ignore[operator]
+            f"large path plan {res.objective} < MILP bound {exact.bound}"
+        )
+    if exact.termination == Termination.INFEASIBLE:
+        assert res.plan is None, "the large path has a plan, the MILP proved infeasibility"
+    if res.termination == Termination.INFEASIBLE:
+        assert exact.plan is None, "the large path proved infeasibility, the MILP has a plan"
+
+
 def check_metamorphic(d: dict[str, Any], draw: Callable[..., Any]) -> None:
     base = optimum(d)
     # scaling every price by k scales the optimum by k (same plans, every cost x k)
@@ -191,6 +236,12 @@ def test_metamorphic_relations(d: dict[str, Any], data: st.DataObject) -> None:
     check_metamorphic(d, data.draw)
 
 
+@settings(max_examples=LARGE_PATH_EXAMPLES, derandomize=True, **_SETTINGS)
+@given(several_pipelines())
+def test_the_largest_models_path_is_sound(d: dict[str, Any]) -> None:
+    check_large_path(d)
+
+
 @pytest.mark.properties_long
 @pytest.mark.timeout(0)  # hours: each case is checked on its own
 @settings(max_examples=LONG_EXAMPLES, **_SETTINGS)
@@ -198,6 +249,7 @@ def test_metamorphic_relations(d: dict[str, Any], data: st.DataObject) -> None:
 def test_properties_long(d: dict[str, Any], data: st.DataObject) -> None:
     check_every_solver(d)
     check_metamorphic(d, data.draw)
+    check_large_path(d)
     OUTCOMES["cases"] += 1
     if OUTCOMES["cases"] % 250 == 0:
         print(f"{OUTCOMES['cases']} cases: {dict(sorted(OUTCOMES.items()))}", flush=True)
