@@ -220,6 +220,16 @@ LONG_ASCENT_SLOW_SHARE = 0.005
 #: lab's quarter 150 of these steps reached 2,868,210 at 10 against 2,777,530 at 1 (and
 #: 2,895,117 after 450 at 10); on its seed 1, 2,915,172 against 2,800,457.
 LONG_ASCENT_RESERVED_BOOST = 10.0
+#: ... and it starts from the first ascent's best prices instead of the zero prices when
+#: fewer than this many times the first ascent's steps fit in its time (DP evaluations):
+#: from the zero prices its smaller steps pass the first ascent's bound only after about
+#: 2.3 times as many (the lab's quarter at 600 s: 238 steps against 98 for +655, its seed 1
+#: 231 against 100 for +670), so a shorter one proves nothing, where going on from the best
+#: prices does: seed 7's quarter re-planned after a price change had time for 41 steps
+#: against the first ascent's 42, which from the zero prices proved nothing (2.08% at 60 s)
+#: and from its best prices closed 2% in 3. With more time the zero prices win: the quarter
+#: of seed 1 resumed with 226 steps reached 2,935,013 against 2,944,066 from them.
+LONG_ASCENT_RESTART_FACTOR = 1.5
 
 
 #: A model estimated at most this many nonzeros before fixing goes to the reduced MILP
@@ -598,7 +608,8 @@ def longer_ascent(
 ) -> LagrangeResult | None:
     """Stage 5d, proves: where only the ascent proves a bound (models over
     ASCENT_ONLY_NONZEROS) and the gap is still open after :func:`lagrangian`, a second
-    ascent from the zero prices (``ev``, their evaluation) with smaller steps
+    ascent from the zero prices (``ev``, their evaluation; from the first ascent's best
+    prices when fewer than LONG_ASCENT_RESTART_FACTOR times its steps fit) with smaller steps
     (LONG_ASCENT_THETA, halving after LONG_ASCENT_PATIENCE misses; it gives up only after
     STALLED_STEPS without a gain; the reserved prices' steps LONG_ASCENT_RESERVED_BOOST
     times longer) for at most LONG_ASCENT_ITERATIONS steps (a count, so the
@@ -615,14 +626,23 @@ def longer_ascent(
         return res
     st.tracker.stage("bound", "longer ascent")
     after = transfer_seconds(rel, st)  # kept for the transfer bound at its prices
+    budget = LONG_ASCENT_SHARE * max(0.0, st.left() - after)
+    step_s = st.stats.get("dp_eval_s", 0.0)
+    resume = (
+        res.evaluation is not None
+        and res.iterations > 0
+        and budget < LONG_ASCENT_RESTART_FACTOR * res.iterations * step_s
+    )
+    st.stats["long_ascent_resumed"] = int(resume)
     more = rel.solve(
         st.upper,
         iterations=LONG_ASCENT_ITERATIONS,
-        deadline=time.perf_counter() + LONG_ASCENT_SHARE * max(0.0, st.left() - after),
+        deadline=time.perf_counter() + budget,
         target=st.upper * (1 - st.gap) if st.plan is not None else None,
         theta=LONG_ASCENT_THETA,
-        step_s=st.stats.get("dp_eval_s", 0.0),
-        start=ev,
+        step_s=step_s,
+        start=res.evaluation if resume else ev,
+        prices=(res.lam, res.mu) if resume else None,
         patience=LONG_ASCENT_PATIENCE,
         give_up=STALLED_STEPS,
         slow_share=LONG_ASCENT_SLOW_SHARE,

@@ -200,7 +200,8 @@ class Evaluation:
 class LagrangeResult:
     """The best bound found, its prices and the relaxed plan's use of their rows, per
     configuration the least bound of a plan using it (``config_bound[p][k]``, space order),
-    the iterations run and the bound at zero capacity prices (the first iterate)."""
+    the iterations run and the bound at the prices the ascent started from (the first
+    iterate: zero capacity prices, or those it resumed from)."""
 
     bound: float
     first_bound: float
@@ -801,18 +802,19 @@ class Relaxation:
         give_up: int = NO_GAIN_STEPS,
         slow_share: float = SLOW_SHARE,
         reserved_boost: float = 1.0,
+        prices: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> LagrangeResult:
-        """Subgradient ascent from zero capacity prices for at most ``iterations`` steps (or
-        until ``deadline``, a ``time.perf_counter()`` instant, or the bound reaching
-        ``target``); ``upper`` is the incumbent's cost (the Polyak step's aim). ``start``:
-        the evaluation at zero prices when the caller has it; ``step_s``: about how long an
-        evaluation takes (no step starts that would end after the deadline). ``halve_first``:
-        until a step beats the zero prices, halve the step after every miss instead of every
-        HALVE_AFTER (the steps aim at ``upper``, and from far they overshoot: the lab
-        quarter, 12% under its incumbent, gained nothing in 5 steps halving after 4, and
-        +0.5% in 10 halving after each). ``patience``: misses in a row before the step
-        halves; ``give_up``: steps after which an ascent that never beat the zero prices
-        stops (NO_GAIN_STEPS; smaller steps take longer to gain); ``slow_share``: the share
+        """Subgradient ascent from zero capacity prices (or ``prices``, ``(lam, mu)``) for at
+        most ``iterations`` steps (or until ``deadline``, a ``time.perf_counter()`` instant, or
+        the bound reaching ``target``); ``upper`` is the incumbent's cost (the Polyak step's
+        aim). ``start``: the evaluation at those prices when the caller has it; ``step_s``:
+        about how long an evaluation takes (no step starts that would end after the
+        deadline). ``halve_first``: until a step beats the start, halve the step after every
+        miss instead of every HALVE_AFTER (the steps aim at ``upper``, and from far they
+        overshoot: the lab quarter, 12% under its incumbent, gained nothing in 5 steps
+        halving after 4, and +0.5% in 10 halving after each). ``patience``: misses in a row
+        before the step halves; ``give_up``: steps after which an ascent that never beat its
+        start stops (NO_GAIN_STEPS; smaller steps take longer to gain); ``slow_share``: the share
         of what is left to the aim that SLOW_STEPS steps must close for the ascent to go on
         (:func:`_slowed`). ``reserved_boost``: the reserved prices' Polyak step times this.
         The reserved use is never negative, so most of a step raises every hour's price
@@ -820,11 +822,10 @@ class Relaxation:
         left, the shift towards the hours of peak use, is a small share of the step the
         rule measured. On the lab's quarter, 150 steps of a tenth of the way from the zero
         prices reached 2,777,530 at 1, 2,868,210 at 10 and 2,881,561 at 20, and at 30 no
-        step in 20 beat the zero prices; its seed 1 2,800,457 at 1, 2,915,172 at 10 and
-        2,910,791 at 20. Where few hours carry the commitment the rule's own steps do better
-        (tests/solvers/test_lagrange.py)."""
+        step in 20 beat the zero prices; its seed 1 2,800,457, 2,915,172 and 2,910,791. Where
+        few hours carry the commitment the rule's own steps do better (test_lagrange.py)."""
         t0 = time.perf_counter()
-        lam, mu = self.zero_prices()
+        lam, mu = self.zero_prices() if prices is None else (prices[0].copy(), prices[1].copy())
         ev = start if start is not None else self.evaluate(lam, mu)
 
         def out_of_time() -> bool:
@@ -840,7 +841,7 @@ class Relaxation:
         use = np.zeros_like(lam)
         if not math.isfinite(first) or not (self.binding.any() or len(mu)):
             return self._result(best, first, 0, t0, use)
-        if len(mu) and not out_of_time():
+        if len(mu) and prices is None and not out_of_time():
             # reserved prices in proportion to the relaxed plan's reserved use: the whole
             # commitment charged to the hours it is used (often where every plan must use it)
             _, ruse = self.usage(ev, lam, mu)

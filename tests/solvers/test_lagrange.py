@@ -255,6 +255,31 @@ def test_how_the_steps_halve_and_when_the_ascent_gives_up() -> None:
     assert slow.iterations == 12 and slow.bound == ev.bound
 
 
+def test_an_ascent_resumed_from_prices_starts_at_their_bound() -> None:
+    # hard_dict(30): 10 steps of the first ascent's kind, then 10 more of the longer ascent's
+    # from their prices: the resumed ascent's first iterate is the bound it was handed (not the
+    # zero prices' bound, 13.6% under the optimum), it never falls under it, and it stays a
+    # bound; the same steps without ``prices`` start from the zero prices
+    from formulations.bounds.lagrange import STALLED_STEPS
+
+    inst = instance_from(hard_dict(30))
+    opt = optimum(inst).objective
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    first = rel.solve(opt, iterations=10, start=ev, halve_first=True)
+    assert first.bound > ev.bound + 0.01 * (opt - ev.bound)
+    small = {"theta": 0.1, "patience": 10, "give_up": STALLED_STEPS}
+    resumed = rel.solve(
+        opt, iterations=10, start=first.evaluation, prices=(first.lam, first.mu), **small
+    )
+    assert resumed.first_bound == pytest.approx(first.bound, rel=1e-12)
+    assert first.bound <= resumed.bound <= opt + 1e-6 * opt
+    assert rel.evaluate(resumed.lam, resumed.mu).bound == pytest.approx(resumed.bound, rel=1e-12)
+    afresh = rel.solve(opt, iterations=10, start=ev, **small)
+    assert afresh.first_bound == pytest.approx(ev.bound)
+    assert afresh.first_bound < first.bound
+
+
 def test_longer_reserved_steps_move_the_commitments_price_sooner() -> None:
     # Job "job" (10 GPUs x 5 h) must run in hours 0-4; job "b" (the same) anywhere in 0-19.
     # Each may run reserved ($1.20/GPU-h over the 20 h: P = $24 per GPU) or on demand ($2).

@@ -284,6 +284,42 @@ def test_where_only_the_ascent_proves_the_longer_ascent_raises_the_bound(
     assert_valid(inst, res.plan)
 
 
+@pytest.mark.parametrize("factor", [0.0, 1e9])
+def test_a_short_longer_ascent_resumes_from_the_first_ascents_prices(
+    monkeypatch: pytest.MonkeyPatch, factor: float
+) -> None:
+    # where fewer than LONG_ASCENT_RESTART_FACTOR times the first ascent's steps fit, the
+    # longer ascent starts from the first ascent's best prices (its first iterate is that
+    # bound), else from the zero prices (the DP bound); either way the bound holds
+    from formulations.bounds.lagrange import Relaxation
+
+    starts: list[tuple[bool, float, float]] = []
+    real = Relaxation.solve
+
+    def spy(self: Relaxation, *a: Any, **k: Any) -> Any:
+        out = real(self, *a, **k)
+        starts.append(("patience" in k, out.first_bound, out.bound))
+        return out
+
+    monkeypatch.setattr(Relaxation, "solve", spy)
+    monkeypatch.setattr(pipeline, "SMALL_MODEL_NONZEROS", 0)
+    monkeypatch.setattr(pipeline, "ASCENT_ONLY_NONZEROS", 0)
+    monkeypatch.setattr(pipeline, "LONG_ASCENT_RESTART_FACTOR", factor)
+    inst = instance_from(hard_dict(30))
+    res = solve_milp(inst, SolveOptions(gap=0.0, time_limit=20))
+    first = starts[0]
+    longer = [s for s in starts if s[0]]
+    assert not first[0] and len(longer) == 1
+    assert res.stats["long_ascent_resumed"] == (factor > 1)
+    if factor > 1:
+        assert longer[0][1] == pytest.approx(first[2], rel=1e-12)
+    else:
+        assert longer[0][1] == pytest.approx(res.stats["dp_bound"], rel=1e-12)
+        assert longer[0][1] < first[2]
+    assert res.termination == Termination.OPTIMAL and res.bound <= res.objective
+    assert_valid(inst, res.plan)
+
+
 def test_the_size_guard_picks_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
     # with a guard below the reduced model's size no MILP is built: the neighbourhood search
     # works from the incumbent, and the plan is never worse than it
