@@ -184,26 +184,28 @@ def ejections(
     """The pairs (first, then) of component indices worth an ejection
     (:func:`eject_component`), most promising first. Each component's *wish* is its
     placement as if it were alone (:func:`replace_component` with every other component
-    removed) and its *excess* what it costs in ``schedule`` (its phases' costs,
-    :func:`planner.model.costs.cost_plan`) less what its wish costs. Where the wish together
-    with every other component's runs exceeds a pool's capacity, the GPU-hours over are
-    charged to the components running there, up to their own use; ``then`` is such a
-    component. Ordered by the first's excess, then the GPU-hours over (both descending);
+    removed) and its *excess* what its phases cost in ``schedule`` less what they cost in
+    the wish (:func:`planner.model.costs.cost_plan`'s phase costs on both sides: a held
+    commitment's rental, paid by the pool and not by a phase, counts in neither). Where the
+    wish together with every other component's runs exceeds a pool's capacity, the GPU-hours
+    over are charged to the components running there, up to their own use; ``then`` is such
+    a component. Ordered by the first's excess, then the GPU-hours over (both descending);
     components without excess are left out."""
     held = held_pools(inst, space, schedule) if held is None else held
-    costs = {p.name: sum(p.costs.values()) for p in cost_plan(inst, schedule).phases}
+    costs = _phase_costs(inst, schedule)
     use: list[dict[Pool, np.ndarray]] = [_pool_use(inst, schedule, comp) for comp in comps]
     total: dict[Pool, np.ndarray] = {}
     for u in use:
         for key, arr in u.items():
             total[key] = total.get(key, 0.0) + arr
-    ranked: list[tuple[float, float, int, int]] = []
+    pairs: dict[tuple[int, int], tuple[float, float]] = {}  # (excess, GPU-hours over)
     for i, comp in enumerate(comps):
         own = Schedule({n: schedule[n] for n in comp}, schedule.reserved)
         wish = replace_component(inst, space, windows, own, comp, held=held)
         if wish is None:
             continue
-        excess = sum(costs.get(n, 0.0) for n in comp) - cost_plan(inst, wish).objective
+        wished = _phase_costs(inst, wish)
+        excess = sum(costs.get(n, 0.0) - wished.get(n, 0.0) for n in comp)
         if excess <= 1e-6:
             continue
         for key, arr in _pool_use(inst, wish, comp).items():
@@ -214,13 +216,14 @@ def ejections(
             for j, u in enumerate(use):
                 if j != i and key in u:
                     blocked = float(np.minimum(over, u[key]).sum())
-                    if blocked > 0:
-                        ranked.append((excess, blocked, i, j))
-    pairs: dict[tuple[int, int], tuple[float, float]] = {}
-    for excess, blocked, i, j in ranked:  # a pair blocked on several pools: summed
-        e0, b0 = pairs.get((i, j), (excess, 0.0))
-        pairs[(i, j)] = (e0, b0 + blocked)
+                    if blocked > 0:  # a pair blocked on several pools: summed
+                        pairs[(i, j)] = (excess, pairs.get((i, j), (0.0, 0.0))[1] + blocked)
     return sorted(pairs, key=lambda ij: (-pairs[ij][0], -pairs[ij][1], ij))
+
+
+def _phase_costs(inst: Instance, schedule: Schedule) -> dict[str, float]:
+    """Each phase's costs in ``schedule`` (unweighted, summed over the cost components)."""
+    return {p.name: sum(p.costs.values()) for p in cost_plan(inst, schedule).phases}
 
 
 def _pool_use(inst: Instance, schedule: Schedule, names: Sequence[str]) -> dict[Pool, np.ndarray]:

@@ -294,6 +294,33 @@ def test_an_ejection_gives_the_cheap_hours_to_the_pipeline_that_gains_most() -> 
     assert st.stats["components_tried"] == tried
 
 
+def test_a_pipeline_on_a_held_commitment_is_ranked_for_an_ejection() -> None:
+    # the same two pipelines with a commitment of 10 GPUs at $0.25 that the plan holds, a1 on
+    # it in the dear hours 4-7 and b1 on demand in the cheap ones: a1's wish (the cheap hours,
+    # on the commitment) is weighed by its phase's costs as a1 is in the plan, the pool's $40
+    # of rental in neither, so the pair (a1, b1) is ranked; the ejection puts both on the
+    # commitment, a1 in the cheap hours ($46.84 less: b1's $40 of rental and $6.84 of energy)
+    d = blocked_pipelines_dict()
+    d["regions"]["r"]["offers"]["G"]["reserved"] = {
+        "usd_per_gpu_hour": 0.25,
+        "min_gpus": 10,
+        "max_gpus": 10,
+    }
+    inst = instance_from(d)
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    start = on(inst, {"a1": ("reserved", 4), "b1": ("on_demand", 0)})
+    assert dict(start.reserved) == {("r", "G", ""): 10}
+    assert ejections(inst, space, windows, start, [["a1"], ["b1"]]) == [(0, 1)]
+    found = eject_component(inst, space, windows, start, ["a1"], ["b1"])
+    assert found is not None and found["a1"].hours == (0, 1, 2, 3)
+    assert {found[n].config.contract for n in ("a1", "b1")} == {"reserved"}
+    before, after = cost_plan(inst, start), cost_plan(inst, found)
+    saving = 40.0 + (1 - 0.1) * 10 * 4 * (DEAR - CHEAP) / 1000
+    assert before.objective - after.objective == pytest.approx(saving)
+    assert_valid(inst, after)
+
+
 def test_on_models_only_the_ascent_bounds_the_descent_runs_before_the_longer_ascent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
