@@ -52,7 +52,8 @@ happens later):
    leave, and one placed as if another did not run, the other after it (ejections;
    :mod:`formulations.heuristics.components`, where the phases form several precedence
    components; on models where only the ascent proves a bound this descent runs before the
-   longer ascent already), then, and after the MILP, **large-neighbourhood search**
+   longer ascent already, after **reserved terms packed** across the pipelines,
+   :mod:`formulations.heuristics.packing`), then, and after the MILP, **large-neighbourhood search**
    (:mod:`formulations.exact.milp.neighbourhood`) until the time limit.
 
 ``solve_milp(prune=False, warm_start=False)`` is the plain reference: the full hourly model,
@@ -106,6 +107,7 @@ from formulations.heuristics.components import (
 from formulations.heuristics.earliest import budget_within_gap, earliest
 from formulations.heuristics.greedy import greedy
 from formulations.heuristics.lookahead import LookAhead, lookahead_schedule
+from formulations.heuristics.packing import packed_terms
 from formulations.heuristics.warm import Start, start_placements
 from formulations.incumbent import Incumbent
 from formulations.lp.highs_runner import (
@@ -157,6 +159,13 @@ SEGMENT_BOUND_SHARE = 0.25
 #: 1.85% of every plan that buys none, where the DP bound said 2.5%.
 WITHOUT_RESERVED_SHARE = 0.15
 
+#: Share of the time left that the packed commitments may take (:func:`packed_commitments`),
+#: and the least time left for them to run at all: each pool's packing takes up to
+#: formulations.heuristics.packing.PACK_SECONDS and its placement 2-5 s, so a 60 s re-plan
+#: keeps its time for the descent. The lab's quarter from a 150 s plan: 7 packings in 53 s,
+#: two terms kept, 3,005,390 -> 2,947,718.
+PACKING_SHARE = 0.25
+PACKING_MIN_LEFT = 120.0
 
 #: The DP bound is not evaluated when this many times its estimated time (cells x
 #: SECONDS_PER_CELL, measured idle) exceeds what is left: a 200-phase quarter's 400M cells
@@ -192,6 +201,14 @@ LAGRANGE_SHARE = 0.4
 
 
 LAGRANGE_MAX_ITERATIONS = 100
+#: ... and at most this many where only the ascent proves a bound (models over
+#: ASCENT_ONLY_NONZEROS) and the solve has at least LONG_SOLVE_S: there the longer ascent
+#: follows (:func:`longer_ascent`), whose smaller steps from the zero prices pass what the
+#: first ascent's steps reach, and the first ascent's time is better spent on them. The lab's
+#: quarter at 600 s on a machine at 1.4 s a step: the first ascent's 100 steps (138 s) reached
+#: 2,727,997, the longer ascent's 145 from the zero prices (201 s) 2,865,503.
+LAGRANGE_LARGE_ITERATIONS = 20
+LONG_SOLVE_S = 300.0
 
 
 #: Where only the ascent proves a bound (ASCENT_ONLY_NONZEROS) and the gap is still open
@@ -253,6 +270,12 @@ COMPONENT_ROUNDS = 20
 #: ... and its share where it runs before the longer ascent (models over
 #: ASCENT_ONLY_NONZEROS).
 DESCENT_BEFORE_ASCENT_SHARE = 0.5
+#: ... and after a packing was kept (:func:`packed_commitments`): the plan is then close, and
+#: the longer ascent needs its time from the zero prices. The lab's quarter at 600 s with the
+#: share at 0.5: the descent took 175 s (ejections kept 30 of 139), the longer ascent was left
+#: 39 s, resumed from the first ascent's prices and stalled after 20 steps: bound 2,722,748
+#: for a plan of 2,950,920 (7.73%).
+DESCENT_AFTER_PACKING_SHARE = 0.2
 
 
 #: Share of the time left that the reserved pools' heuristics may take: the reservation-first
@@ -502,6 +525,9 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
         recontract_incumbent(chain, st)
         model_space, masks = fixing(chain, rel, ev, rel.config_bounds(ev), bounds, st)
         return reduced_milp(chain, model_space, masks, st)
+    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS:
+        # the plan that fills commitments first: the ascents' steps aim at the incumbent
+        packed_commitments(chain, st)
     res = lagrangian(chain, rel, ev, st)
     if st.closed:
         return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
@@ -510,7 +536,9 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
     if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS:
         # the plan first: the longer ascent's steps aim at it, and a re-plan's 60 s end
         # before the ascent does (seed 2's lab quarter after a lost region)
-        component_descent(chain, st, DESCENT_BEFORE_ASCENT_SHARE)
+        packed = st.stats.get("packings_kept", 0) > 0
+        share = DESCENT_AFTER_PACKING_SHARE if packed else DESCENT_BEFORE_ASCENT_SHARE
+        component_descent(chain, st, share)
     res = longer_ascent(chain, rel, ev, res, st)
     best_ev = res.evaluation if res is not None and res.evaluation is not None else ev
     config_bound = res.config_bound if res is not None else rel.config_bounds(ev)
@@ -567,14 +595,17 @@ def lagrangian(
     """Stage 5b, proves: the Lagrangian bound, subgradient ascent over pool-hour and reserved
     prices from the DP's evaluation, when pools can bind or reserved pools are offered (the
     iteration count fixed by the model's size, not the clock, so a command's bound is
-    reproducible); finds: the relaxation's plan and the look-ahead at those prices. None when
-    it does not run."""
+    reproducible; LAGRANGE_LARGE_ITERATIONS where the longer ascent follows); finds: the
+    relaxation's plan and the look-ahead at those prices. None when it does not run."""
     st.stats["binding_pool_hours"] = int(rel.binding[: len(rel.pools)].sum())
     st.stats["count_rows"] = len(rel.counts)
     if not (rel.binding.any() or rel.reserved_pools) or st.left() <= 0.5:
         return None
     share = min(LAGRANGE_SHARE * chain.time_limit, st.left() * 0.5)
-    iterations = int(min(LAGRANGE_MAX_ITERATIONS, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
+    cap = LAGRANGE_MAX_ITERATIONS
+    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS and chain.time_limit >= LONG_SOLVE_S:
+        cap = LAGRANGE_LARGE_ITERATIONS
+    iterations = int(min(cap, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
     target = st.upper * (1 - st.gap) if st.plan is not None else None
     res = rel.solve(
         st.upper,
@@ -720,6 +751,36 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
                 priced = lookahead_schedule(chain.inst, mine, chain.windows, prices=res.prices())
                 st.offer(priced, "priced look-ahead without commitments")
     st.stats["bound_without_reserved"] = bound
+
+
+def packed_commitments(chain: Chain, st: Incumbent) -> None:
+    """Stage 5a, finds: reserved terms bought and filled by a packing across pipelines
+    (:mod:`formulations.heuristics.packing`), within PACKING_SHARE of the time left, where
+    the model is too large for one MILP (which chooses commitments exactly) and at least
+    PACKING_MIN_LEFT seconds are left. Not for plans in segments, nor where the space has
+    free terms (a re-plan's commitments, already paid, which the descent fills). Its
+    ``stats``: ``packings``, ``packing_s``, ``packings_kept``."""
+    if (
+        st.schedule is None
+        or st.closed
+        or st.schedule.segments
+        or not chain.space.any_reserved
+        or st.left() < PACKING_MIN_LEFT
+        or free_terms(chain.inst, chain.space)
+    ):
+        return
+    st.tracker.stage("heuristic", "reserved terms packed")
+    deadline = time.perf_counter() + PACKING_SHARE * st.left()
+    packed_terms(
+        chain.inst,
+        chain.space,
+        chain.windows,
+        st.schedule,
+        lambda s: st.offer(s, "reserved terms packed"),
+        lambda: st.schedule,
+        deadline,
+        st.stats,
+    )
 
 
 def commitment_note(st: Incumbent) -> None:

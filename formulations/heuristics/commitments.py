@@ -79,9 +79,9 @@ def promise(la: LookAhead) -> dict[ReservedKey, float]:
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def levels(inst: Instance, key: ReservedKey) -> list[int]:
-    """The commitments tried for one pool: its largest (the term's maximum, else the pool's
-    peak capacity) and half of it, not below the term's minimum."""
+def size_range(inst: Instance, key: ReservedKey) -> tuple[int, int]:
+    """(least, largest) commitment to one pool: the term's minimum (at least 1), and the
+    least of its maximum and the pool's peak capacity."""
     r, g, term = key
     t = inst.term(r, g, term)
     top = int(np.max(inst.capacity[(r, g)]))
@@ -89,6 +89,13 @@ def levels(inst: Instance, key: ReservedKey) -> list[int]:
     if t is not None:
         top = min(top, t.max_gpus) if t.max_gpus is not None else top
         low = max(low, t.min_gpus)
+    return low, top
+
+
+def levels(inst: Instance, key: ReservedKey) -> list[int]:
+    """The commitments tried for one pool: its largest (the term's maximum, else the pool's
+    peak capacity) and half of it, not below the term's minimum."""
+    low, top = size_range(inst, key)
     if top < low:
         return []
     return sorted({top, max(low, top // 2)}, reverse=True)

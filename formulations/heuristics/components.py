@@ -47,6 +47,7 @@ from planner.instance.model import Instance
 from planner.model.configs import ConfigSpace
 from planner.model.costs import cost_plan, pool_usd_per_gpu
 from planner.model.schedule import (
+    Assignment,
     Pool,
     ReservedKey,
     Schedule,
@@ -99,20 +100,33 @@ def replace_component(
     free: Sequence[str],
     top: int = TOP,
     held: Mapping[ReservedKey, int] | None = None,
+    pins: Mapping[str, Assignment] | None = None,
 ) -> Schedule | None:
     """``schedule`` with the phases ``free`` (a precedence component: none of them has a
     predecessor or successor outside it) placed anew by the relaxation's plan in the capacity
     the other phases leave, on reserved pools only those ``held`` (pool -> GPUs committed;
     None: :func:`held_pools`) within the GPUs the other phases leave on them; None when a
     phase has no configuration or cannot be placed. Not costed: the caller's cost model
-    decides."""
+    decides.
+
+    ``pins`` (phase -> assignment) fixes runs: a pinned phase of ``free`` runs its pinned
+    configuration in exactly its pinned hours (the relaxation's only choice for it), and the
+    component's other phases keep off the pools of its pins, so that they never take the
+    GPUs a pin needs before it is placed; a pinned phase outside ``free`` and outside
+    ``schedule`` (another component, still to be placed) holds its GPUs, in its pool and
+    on its reserved term, as if it ran already."""
     mine = set(free)
     held = held_pools(inst, space, schedule) if held is None else held
+    pins = pins or {}
+    avoid = {(a.config.region, a.config.gpu) for n, a in pins.items() if n in mine}
     own = {
-        n: tuple(
+        n: (pins[n].config,)
+        if n in pins
+        else tuple(
             c
             for c in space.by_phase[n]
-            if c.contract != "reserved" or (c.region, c.gpu, c.term) in held
+            if (c.contract != "reserved" or (c.region, c.gpu, c.term) in held)
+            and (c.region, c.gpu) not in avoid
         )
         for n in free
     }
@@ -120,7 +134,19 @@ def replace_component(
         return None
     others = [n for n in schedule if n not in mine]
     capacity = residual(inst, schedule, others)
-    use = reserved_usage(inst, {n: schedule[n] for n in others})
+    ahead = {n: a for n, a in pins.items() if n not in mine and n not in schedule}
+    for a in ahead.values():
+        capacity[(a.config.region, a.config.gpu)][list(a.hours)] -= a.config.total_gpus
+    use = reserved_usage(inst, {**{n: schedule[n] for n in others}, **ahead})
+    masks: dict[tuple[str, int], np.ndarray] = {}
+    for name in mine & pins.keys():
+        a = pins[name]
+        e, l_ = windows.start[name], windows.end[name]
+        if a.start < e or a.end > l_:
+            return None
+        mask = np.zeros(l_ - e, dtype=bool)
+        mask[a.start - e : a.end - e] = True
+        masks[(name, a.config.index)] = mask
     left: dict[ReservedKey, np.ndarray] = {}
     for key, n in held.items():
         t = inst.term(*key)
@@ -129,7 +155,7 @@ def replace_component(
             cap[: t.first] = 0.0
             cap[t.end :] = 0.0
         left[key] = cap - use.get(key, 0.0)
-    rel = Relaxation(inst, space.restricted(own), windows, None, capacity, left)
+    rel = Relaxation(inst, space.restricted(own), windows, masks, capacity, left)
     lam, mu = rel.zero_prices()
     mu = np.zeros_like(mu)  # a held pool's rental is sunk
     found = rel.primal(rel.evaluate(lam, mu), lam, mu, top=top)

@@ -158,7 +158,13 @@ def optimum(d: dict[str, Any]) -> Result:
 #: The thresholds that send a model down the largest models' path (formulations.pipeline), and
 #: that path's time limit per solve: it proves nothing exactly, so it runs to its limit
 #: wherever its bound does not meet its plan.
-LARGE_PATH = ("SMALL_MODEL_NONZEROS", "ASCENT_ONLY_NONZEROS", "FULL_MILP_MAX_NONZEROS")
+#: The size thresholds, and the least time the packed commitments need (stage 5a), at 0.
+LARGE_PATH = (
+    "SMALL_MODEL_NONZEROS",
+    "ASCENT_ONLY_NONZEROS",
+    "FULL_MILP_MAX_NONZEROS",
+    "PACKING_MIN_LEFT",
+)
 LARGE_PATH_LIMIT_S = 3.0
 
 
@@ -174,7 +180,14 @@ def check_large_path(d: dict[str, Any], exact: Result | None = None) -> None:
             mp.setattr(pipeline, name, 0)
         res = solve(inst, solver="milp", **{**SOLVE, "time_limit": LARGE_PATH_LIMIT_S})
     sound(inst, res)
-    stages = ("long_ascent_iterations", "components_tried", "ejections_tried", "lns_tried")
+    stages = (
+        "long_ascent_iterations",
+        "components_tried",
+        "ejections_tried",
+        "lns_tried",
+        "packings",
+        "packings_kept",
+    )
     OUTCOMES.update(f"large-path:{k}" for k in stages if res.stats.get(k))
     if exact.status == SolutionStatus.OPTIMAL and res.bound is not None:
         assert res.bound <= exact.objective + tol(exact.objective), (  # type: ignore[operator]

@@ -1,0 +1,374 @@
+"""Reserved terms filled by a packing: the phases that run on a commitment, and when, chosen
+together across pipelines.
+
+A commitment of R GPUs under a term costs ``R P`` whether used or not
+(:func:`planner.model.costs.pool_usd_per_gpu`); a phase on it saves what it would cost
+elsewhere, less its own hours there without the rental (energy, failures, storage: the
+rental is sunk). So a commitment pays only when it is busy, and filling it is a packing
+problem across pipelines: contiguous runs of whole configurations, each in its phase's
+window, under the term's size and the pool's capacity hour by hour (other tenants,
+maintenance). One phase at a time never finds it: the look-ahead that buys first
+(:mod:`formulations.heuristics.commitments`) and the descent over pipelines
+(:mod:`formulations.heuristics.components`) let each phase take the term's hours it likes
+best, and the term is left idle between them. On the lab's quarter (terms at 65% of the
+on-demand price, so a term pays once busy 1,423.5 of its 2,190 hours) the descent filled a
+128-GPU H100 term 42% of its hours, a plan 227,000 dearer than the plan without it; CP-SAT
+packs 198,016 of that term's 280,320 GPU-hours (71%), and proves that no packing fills SG's
+128-GPU A100 term beyond 116,608 (42%, where 65% pays). From the plan of a 150 s solve
+(3,005,389.86, no commitment) :func:`packed_terms` kept two 128-GPU H100 terms (US-MIDA-PJM
+and JP-TK) in 53 s: 2,947,718.27, 1.92% less.
+
+**The packing** (CP-SAT, :func:`pack`), per reserved pool k = (region, GPU type, term):
+
+- an optional interval per reserved configuration c of a phase p on k (contiguous phases in
+  one segment only), of c's hours, starting in p's window ``[e_p, l_p - n_c]`` where the
+  pool's capacity can hold c in every hour of the run; at most one per phase;
+- the committed size R a decision among the term's levels (:func:`levels`): the runs on k
+  use at most R GPUs in each hour (a cumulative of capacity ``R_max`` with a blocker of
+  ``R_max - R`` over the term), and at most ``cap_k(t)`` (a second cumulative whose blockers
+  take the hours the pool cannot hold);
+- precedence: a phase after its predecessor's run when both are on k; and a phase is on k
+  only with each predecessor that has a configuration on k (the fine-tunes follow their
+  pre-training onto the term), so that the placement can meet its start;
+- maximise ``sum gain(p, c, s) - R P``, the gain of p on c from hour s being what p costs in
+  the incumbent less what c costs there (:func:`planner.model.costs.run_costs`, weighted, the
+  rental sunk), in whole cents, each run at the gain of its median start.
+
+**The plan** (:func:`place`): every pipeline with a packed phase is placed anew with its
+packed phases pinned to their runs (:func:`formulations.heuristics.components.replace_component`
+with ``pins``), the others' pins holding their GPUs; then every pipeline that ran on the pool,
+in the capacity left; if that fails, every pipeline anew. The result is costed by the cost
+model and offered to the incumbent, which keeps it only when it costs less. Pools are tried in
+order of their gain bound (:func:`gain_bound`), each on top of the terms kept before, until
+MAX_MISSES pools in a row were not kept.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.heuristics.commitments import size_range
+from formulations.heuristics.components import replace_component
+from planner.instance.model import Instance
+from planner.model.configs import Config, ConfigSpace
+from planner.model.costs import pool_usd_per_gpu, run_costs
+from planner.model.costs import weights as weights_of
+from planner.model.schedule import Assignment, ReservedKey, Schedule, with_reservations
+from planner.model.windows import Windows, precedence_components
+
+#: Seconds CP-SAT may take per pool (the lab's quarter: the 128-GPU H100 packings reach their
+#: best in under 10 s; the A100 pools, which never pay, are proved so in about a second).
+PACK_SECONDS = 10.0
+
+#: The packing's objective in whole cents (CP-SAT takes integers).
+CENTS = 100
+
+#: The search over pools ends after this many pools in a row that were not kept.
+MAX_MISSES = 3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One reserved configuration of one phase on the pool, with the gain of each start."""
+
+    phase: str
+    config: Config
+    starts: np.ndarray
+    gains: np.ndarray
+
+
+def levels(inst: Instance, key: ReservedKey, sizes: Sequence[float]) -> list[int]:
+    """The sizes R a commitment to ``key`` is tried at: 0, and the multiples of the smallest
+    configuration on it (``sizes``) from the term's minimum to the least of its maximum and the
+    pool's peak capacity. A size between two multiples serves no more runs than the lower
+    one (when every size is a multiple of the smallest) and costs more."""
+    low, top = size_range(inst, key)
+    step = int(min(sizes)) if sizes else 0
+    if step <= 0 or top < low:
+        return [0]
+    first = max(step, math.ceil(low / step) * step)
+    return [0, *range(first, top + 1, step)]
+
+
+def candidates(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    schedule: Schedule,
+    key: ReservedKey,
+    skip: set[str],
+) -> list[Candidate]:
+    """The reserved configurations on ``key`` of the phases in one contiguous run (not
+    preemptible, one segment) and not in ``skip``, each with the starts where the pool can hold
+    it throughout and the gain of each (module docstring); phases whose incumbent run is not
+    one assignment are left out."""
+    w = weights_of(inst)
+    cap = np.asarray(inst.capacity.get((key[0], key[1]), np.zeros(inst.hours)), dtype=float)
+    t = inst.term(*key)
+    first, end = (t.first, t.end) if t is not None else (0, inst.hours)
+    out: list[Candidate] = []
+    for name, configs in space.by_phase.items():
+        ph = inst.phase(name)
+        if name in skip or name not in schedule.assignments or name in schedule.segments:
+            continue
+        if ph.preemptible or ph.options.max_segments > 1:
+            continue
+        now = schedule[name]
+        paid = float(run_costs(inst, now.config, np.array([now.start]), w)[0])
+        e, l_ = max(windows.start[name], first), min(windows.end[name], end)
+        for c in configs:
+            if c.contract != "reserved" or (c.region, c.gpu, c.term) != key or c.hours > l_ - e:
+                continue
+            n = c.hours
+            holds = cap[e:l_] >= c.total_gpus - 1e-9
+            run = np.convolve(holds.astype(np.int64), np.ones(n, dtype=np.int64), "valid") == n
+            starts = np.flatnonzero(run) + e
+            if starts.size == 0:
+                continue
+            gains = paid - run_costs(inst, c, starts, w)
+            ok = np.isfinite(gains)
+            if ok.any():
+                out.append(Candidate(name, c, starts[ok], gains[ok]))
+    # a phase goes on the term only with its predecessors that could (the placement then
+    # meets its start): one whose predecessor has a configuration on the pool but no
+    # candidate left is left out, in precedence order
+    on_pool = {
+        name
+        for name, configs in space.by_phase.items()
+        if any(c.contract == "reserved" and (c.region, c.gpu, c.term) == key for c in configs)
+    }
+    kept: set[str] = set()
+    for name in inst.order:
+        if any(cd.phase == name for cd in out) and not any(
+            q in on_pool and q not in kept for q in inst.phase(name).predecessors
+        ):
+            kept.add(name)
+    return [cd for cd in out if cd.phase in kept]
+
+
+def gain_bound(cands: Sequence[Candidate]) -> float:
+    """What any packing of ``cands`` gains at most, before the commitment's price: each phase
+    at its best configuration and start, alone on the term."""
+    best: dict[str, float] = {}
+    for cd in cands:
+        best[cd.phase] = max(best.get(cd.phase, 0.0), float(cd.gains.max()))
+    return sum(v for v in best.values() if v > 0)
+
+
+def pack(
+    inst: Instance,
+    cands: Sequence[Candidate],
+    key: ReservedKey,
+    sizes: Sequence[int],
+    seconds: float = PACK_SECONDS,
+) -> tuple[int, dict[str, Assignment], float] | None:
+    """The packing of module docstring: (R, phase -> run on the term, the packing's value
+    ``sum gain - R P`` in weighted dollars) for the best packing CP-SAT finds within
+    ``seconds``, None when it finds none that pays (value <= 0)."""
+    from ortools.sat.python import cp_model
+
+    if not cands or len(sizes) < 2:
+        return None
+    T = inst.hours
+    price = weights_of(inst).rental * pool_usd_per_gpu(inst, *key)
+    cap = np.asarray(inst.capacity[(key[0], key[1])], dtype=float)
+    top = max(sizes)
+    m = cp_model.CpModel()
+    size = m.new_int_var_from_domain(cp_model.Domain.from_values(list(sizes)), "R")
+    runs: dict[str, list[tuple[Candidate, cp_model.IntVar, cp_model.IntVar]]] = {}
+    intervals = []
+    demands = []
+    gain_terms = []
+    for i, cd in enumerate(cands):
+        on = m.new_bool_var(f"on{i}")
+        start = m.new_int_var_from_domain(
+            cp_model.Domain.from_values([int(s) for s in cd.starts]), f"s{i}"
+        )
+        n = cd.config.hours
+        intervals.append(m.new_optional_fixed_size_interval_var(start, n, on, f"i{i}"))
+        demands.append(round(cd.config.total_gpus))
+        # the run's gain at its median start (the starts differ in energy prices and the
+        # value of time, little beside the rental a run on the term saves)
+        gain_terms.append(math.floor(CENTS * float(np.median(cd.gains))) * on)
+        m.add(size >= round(cd.config.total_gpus)).only_enforce_if(on)
+        runs.setdefault(cd.phase, []).append((cd, on, start))
+    for options in runs.values():
+        m.add_at_most_one([on for _, on, _ in options])
+    # at most R in each hour: a blocker of R_max - R over the horizon
+    slack = m.new_int_var(0, top, "slack")
+    m.add(slack == top - size)
+    blockers = [m.new_interval_var(0, T, T, "rest")]
+    m.add_cumulative([*intervals, *blockers], [*demands, slack], top)
+    # at most the pool's capacity in each hour
+    peak = int(np.max(cap))
+    pool_iv, pool_dem = list(intervals), list(demands)
+    t = 0
+    while t < T:
+        u = t
+        while u < T and cap[u] == cap[t]:
+            u += 1
+        if cap[t] < peak:
+            pool_iv.append(m.new_interval_var(t, u - t, u, f"cap{t}"))
+            pool_dem.append(int(peak - math.floor(cap[t] + 1e-9)))
+        t = u
+    m.add_cumulative(pool_iv, pool_dem, peak)
+    for name, options in runs.items():
+        for q in inst.phase(name).predecessors:
+            if q not in runs:
+                continue
+            before = [on for _, on, _ in runs[q]]
+            for _, on, start in options:
+                m.add_bool_or(before).only_enforce_if(on)
+                for cq, onq, startq in runs[q]:
+                    m.add(start >= startq + cq.config.hours).only_enforce_if([on, onq])
+    m.maximize(sum(gain_terms) - math.ceil(CENTS * price) * size)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, seconds)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    status = solver.solve(m)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    R = int(solver.value(size))
+    pins: dict[str, Assignment] = {}
+    value = -R * price
+    for name, options in runs.items():
+        for cd, on, start in options:
+            if solver.value(on):
+                s = int(solver.value(start))
+                pins[name] = Assignment(cd.config, tuple(range(s, s + cd.config.hours)))
+                value += float(np.median(cd.gains))
+    if value <= 0 or R <= 0:
+        return None
+    return R, pins, value
+
+
+def place(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    schedule: Schedule,
+    pins: Mapping[str, Assignment],
+    held: Mapping[ReservedKey, int],
+) -> Schedule | None:
+    """``schedule`` with ``pins`` (phase -> run) kept and the pipelines around them placed
+    anew (module docstring): first the pipelines with a pin and those that ran on a pinned
+    pool, the rest as they were; failing that, every pipeline anew. None when neither
+    places every phase."""
+    comps = precedence_components(inst, list(space.by_phase))
+    pools = {(a.config.region, a.config.gpu) for a in pins.values()}
+    pinned = [i for i, comp in enumerate(comps) if any(n in pins for n in comp)]
+    users = [
+        i
+        for i, comp in enumerate(comps)
+        if i not in pinned
+        and any(
+            (c.region, c.gpu) in pools for n in comp if n in schedule for c, _ in schedule.parts(n)
+        )
+    ]
+    rest = [i for i in range(len(comps)) if i not in pinned and i not in users]
+    for redo in ([*pinned, *users], [*pinned, *users, *rest]):
+        out = _place_in_turn(inst, space, windows, schedule, pins, held, comps, redo)
+        if out is not None:
+            return out
+    return None
+
+
+def _place_in_turn(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    schedule: Schedule,
+    pins: Mapping[str, Assignment],
+    held: Mapping[ReservedKey, int],
+    comps: Sequence[Sequence[str]],
+    redo: Sequence[int],
+) -> Schedule | None:
+    """The components ``redo`` taken out of ``schedule`` and placed anew one by one, in
+    that order, with ``pins``; None when one cannot be placed."""
+    out = {n for i in redo for n in comps[i]}
+    current = Schedule(
+        {n: a for n, a in schedule.assignments.items() if n not in out},
+        dict(held),
+        {n: s for n, s in schedule.segments.items() if n not in out},
+    )
+    for i in redo:
+        placed = replace_component(inst, space, windows, current, comps[i], held=held, pins=pins)
+        if placed is None:
+            return None
+        current = Schedule(placed.assignments, dict(held), placed.segments)
+    return with_reservations(inst, current.assignments) if not current.segments else None
+
+
+def packed_terms(
+    inst: Instance,
+    space: ConfigSpace,
+    windows: Windows,
+    schedule: Schedule,
+    offer: Callable[[Schedule | None], bool],
+    current: Callable[[], Schedule | None],
+    deadline: float,
+    stats: dict[str, float] | None = None,
+) -> None:
+    """Terms bought and filled by packings (module docstring), each offered through
+    ``offer`` (True when the incumbent kept it); ``current`` gives the incumbent's schedule
+    after each offer. Stops at ``deadline`` (a ``time.perf_counter()`` instant)."""
+    stats = {} if stats is None else stats
+    keys = sorted(
+        {
+            (c.region, c.gpu, c.term)
+            for configs in space.by_phase.values()
+            for c in configs
+            if c.contract == "reserved" and pool_usd_per_gpu(inst, c.region, c.gpu, c.term) > 0
+        }
+    )
+    price = weights_of(inst).rental
+    ranked: list[tuple[float, ReservedKey]] = []
+    for key in keys:
+        sizes: list[float] = [
+            c.total_gpus
+            for configs in space.by_phase.values()
+            for c in configs
+            if c.contract == "reserved" and (c.region, c.gpu, c.term) == key
+        ]
+        lv = levels(inst, key, sizes)
+        if len(lv) < 2:
+            continue
+        cands = candidates(inst, space, windows, schedule, key, set())
+        best = gain_bound(cands) - price * pool_usd_per_gpu(inst, *key) * lv[1]
+        if best > 0:
+            ranked.append((best, key))
+    ranked.sort(key=lambda x: (-x[0], x[1]))
+    misses = 0
+    for _, key in ranked:
+        if misses >= MAX_MISSES or time.perf_counter() >= deadline:
+            break
+        sched = current()
+        if sched is None:
+            return
+        held = {k: n for k, n in sched.reserved.items() if n > 0}
+        if key in held:
+            continue
+        on_held = {n for n in sched.assignments if sched[n].config.contract == "reserved"}
+        cands = candidates(inst, space, windows, sched, key, on_held)
+        tried = levels(inst, key, [cd.config.total_gpus for cd in cands])
+        t0 = time.perf_counter()
+        found = pack(inst, cands, key, tried, min(PACK_SECONDS, deadline - t0))
+        stats["packings"] = stats.get("packings", 0) + 1
+        stats["packing_s"] = stats.get("packing_s", 0.0) + time.perf_counter() - t0
+        if found is None:
+            misses += 1
+            continue
+        R, pins, _ = found
+        keep = {n: sched[n] for n in on_held}
+        placed = place(inst, space, windows, sched, {**keep, **pins}, {**held, key: R})
+        if offer(placed):
+            stats["packings_kept"] = stats.get("packings_kept", 0) + 1
+            misses = 0
+        else:
+            misses += 1
