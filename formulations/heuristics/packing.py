@@ -257,9 +257,11 @@ def place(
     held: Mapping[ReservedKey, int],
 ) -> Schedule | None:
     """``schedule`` with ``pins`` (phase -> run) kept and the pipelines around them placed
-    anew (module docstring): first the pipelines with a pin and those that ran on a pinned
-    pool, the rest as they were; failing that, every pipeline anew. None when neither
-    places every phase."""
+    anew one by one (module docstring): first the pipelines with a pin and those that ran on
+    a pinned pool, the rest as they were; failing that, every pipeline anew. None when
+    neither places every phase, and for a schedule in segments (the stage never packs one)."""
+    if schedule.segments:
+        return None
     comps = precedence_components(inst, list(space.by_phase))
     pools = {(a.config.region, a.config.gpu) for a in pins.values()}
     pinned = [i for i, comp in enumerate(comps) if any(n in pins for n in comp)]
@@ -267,42 +269,25 @@ def place(
         i
         for i, comp in enumerate(comps)
         if i not in pinned
-        and any(
-            (c.region, c.gpu) in pools for n in comp if n in schedule for c, _ in schedule.parts(n)
-        )
+        and any((schedule[n].config.region, schedule[n].config.gpu) in pools for n in comp)
     ]
     rest = [i for i in range(len(comps)) if i not in pinned and i not in users]
     for redo in ([*pinned, *users], [*pinned, *users, *rest]):
-        out = _place_in_turn(inst, space, windows, schedule, pins, held, comps, redo)
-        if out is not None:
-            return out
+        out = {n for i in redo for n in comps[i]}
+        current: Schedule | None = Schedule(
+            {n: a for n, a in schedule.assignments.items() if n not in out}, dict(held)
+        )
+        for i in redo:
+            assert current is not None
+            current = replace_component(
+                inst, space, windows, current, comps[i], held=held, pins=pins
+            )
+            if current is None:
+                break
+            current = Schedule(current.assignments, dict(held))
+        if current is not None:
+            return with_reservations(inst, current.assignments)
     return None
-
-
-def _place_in_turn(
-    inst: Instance,
-    space: ConfigSpace,
-    windows: Windows,
-    schedule: Schedule,
-    pins: Mapping[str, Assignment],
-    held: Mapping[ReservedKey, int],
-    comps: Sequence[Sequence[str]],
-    redo: Sequence[int],
-) -> Schedule | None:
-    """The components ``redo`` taken out of ``schedule`` and placed anew one by one, in
-    that order, with ``pins``; None when one cannot be placed."""
-    out = {n for i in redo for n in comps[i]}
-    current = Schedule(
-        {n: a for n, a in schedule.assignments.items() if n not in out},
-        dict(held),
-        {n: s for n, s in schedule.segments.items() if n not in out},
-    )
-    for i in redo:
-        placed = replace_component(inst, space, windows, current, comps[i], held=held, pins=pins)
-        if placed is None:
-            return None
-        current = Schedule(placed.assignments, dict(held), placed.segments)
-    return with_reservations(inst, current.assignments) if not current.segments else None
 
 
 def packed_terms(
@@ -330,16 +315,10 @@ def packed_terms(
     price = weights_of(inst).rental
     ranked: list[tuple[float, ReservedKey]] = []
     for key in keys:
-        sizes: list[float] = [
-            c.total_gpus
-            for configs in space.by_phase.values()
-            for c in configs
-            if c.contract == "reserved" and (c.region, c.gpu, c.term) == key
-        ]
-        lv = levels(inst, key, sizes)
+        cands = candidates(inst, space, windows, schedule, key, set())
+        lv = levels(inst, key, [cd.config.total_gpus for cd in cands])
         if len(lv) < 2:
             continue
-        cands = candidates(inst, space, windows, schedule, key, set())
         best = gain_bound(cands) - price * pool_usd_per_gpu(inst, *key) * lv[1]
         if best > 0:
             ranked.append((best, key))
