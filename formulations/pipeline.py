@@ -285,8 +285,17 @@ COMMIT_SHARE = 0.1
 
 
 #: Seconds per DP cell of one relaxation evaluation (measured on this machine, idle),
-#: turning the model's size into a fixed iteration count.
+#: turning the model's size into a fixed iteration count; SECONDS_PER_COMPILED_CELL where the
+#: preemptive DP runs compiled (:mod:`formulations.bounds.compiled`: the lab's quarter, 392M
+#: cells, 0.49-0.55 s an evaluation in one process, 1.3-1.6 s with numpy).
 SECONDS_PER_CELL = 5e-9
+SECONDS_PER_COMPILED_CELL = 1.5e-9
+
+#: The transfer bound's time in evaluations: each phase's configurations region by region,
+#: one evaluation's DP in all, and the successors' regional shares (the lab's quarter: 1.0-1.6
+#: s for evaluations of 0.5 s; each region's DP over all of the phase's configurations took
+#: 19-21 s).
+TRANSFER_EVALUATIONS = 3.0
 
 
 #: Seconds a neighbourhood may take at most, and its largest model (nonzeros).
@@ -491,11 +500,11 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
     if done is not None:
         return done
     rel = Relaxation(chain.inst, chain.space, chain.windows)
-    if rel.cells * SECONDS_PER_CELL * DP_SAFETY > st.left():
+    if evaluation_seconds(rel) * DP_SAFETY > st.left():
         # one evaluation would not end in time: fixing by the separable bound, then the
         # reduced MILP or the neighbourhood search
         st.notes.append(
-            f"no time for the DP bound (~{rel.cells * SECONDS_PER_CELL:.1f} s an evaluation "
+            f"no time for the DP bound (~{evaluation_seconds(rel):.1f} s an evaluation "
             f"at {rel.cells:,} cells; {st.left():.1f} s left): fixing by the separable bound"
         )
         model_space, masks = bound_fixing(chain, bounds, st)
@@ -605,7 +614,7 @@ def lagrangian(
     cap = LAGRANGE_MAX_ITERATIONS
     if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS and chain.time_limit >= LONG_SOLVE_S:
         cap = LAGRANGE_LARGE_ITERATIONS
-    iterations = int(min(cap, share / max(1e-9, rel.cells * SECONDS_PER_CELL)))
+    iterations = int(min(cap, share / max(1e-9, evaluation_seconds(rel))))
     target = st.upper * (1 - st.gap) if st.plan is not None else None
     res = rel.solve(
         st.upper,
@@ -996,13 +1005,16 @@ def _segments_nonzeros(
 
 
 def transfer_seconds(rel: Relaxation, st: Incumbent) -> float:
-    """About how long :func:`transfer_bound` takes: an evaluation per region of the phase
-    with the most, each as long as the first one took or by the size's estimate (0 without
-    transfers)."""
+    """About how long :func:`transfer_bound` takes: TRANSFER_EVALUATIONS evaluations, each
+    as long as the first one took or by the size's estimate (0 without transfers)."""
     if not rel.has_transfers:
         return 0.0
-    regions = max(len({c.region for c in ph.configs}) for ph in rel.phases.values())
-    return regions * max(st.stats.get("dp_eval_s", 0.0), rel.cells * SECONDS_PER_CELL)
+    return TRANSFER_EVALUATIONS * max(st.stats.get("dp_eval_s", 0.0), evaluation_seconds(rel))
+
+
+def evaluation_seconds(rel: Relaxation) -> float:
+    """About how long one evaluation of the relaxation takes, by its size."""
+    return rel.cells * (SECONDS_PER_COMPILED_CELL if rel.compiled else SECONDS_PER_CELL)
 
 
 def transfer_bound(

@@ -26,7 +26,7 @@ from planner.interfaces.cli import COMMANDS, MODULE_OF
 ROOT = Path(__file__).resolve().parents[2]
 WEEK = ROOT / "instances" / "week-7b.yaml"
 #: Top-level packages a light command must not import.
-SOLVERS = ("pyomo", "highspy", "ortools", "ray", "matplotlib", "pandas")
+SOLVERS = ("pyomo", "highspy", "ortools", "ray", "matplotlib", "pandas", "numba", "llvmlite")
 
 _PROBE = """
 import json, sys
@@ -79,6 +79,14 @@ def test_light_commands_import_no_solver(tmp_path: Path, args: tuple[str, ...]) 
     mods = imported(tmp_path, *args)
     assert "planner" in mods  # the probe ran
     assert _solvers_in(mods) == []
+
+
+def test_a_small_solve_compiles_nothing(tmp_path: Path) -> None:
+    """``solve week-7b`` evaluates its relaxation with numpy: numba's import (about 0.4 s)
+    is for relaxations of at least :data:`formulations.bounds.compiled.COMPILED_CELLS`."""
+    mods = imported(tmp_path, "-q", "solve", str(WEEK), "-o", str(tmp_path / "plan.json"))
+    assert (tmp_path / "plan.json").exists()  # the solve ran
+    assert not {"numba", "llvmlite"} & {m.split(".")[0] for m in mods}
 
 
 def test_version_loads_no_command(tmp_path: Path) -> None:

@@ -401,8 +401,9 @@ def _brute_runs(hours: int, n: int, pos: int) -> list[list[int]]:
     return [[pos, *rest] for rest in combinations(range(pos + 1, hours), n - 1)]
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
+def test_the_preemptive_kernels_match_every_run_enumerated(seed: int, compiled: bool) -> None:
     # a phase of three configurations over a 9-hour window, some hours closed: the value of
     # each start is the least over every choice of its n running hours of their hourly
     # costs, the resume cost per pause, the parking per paused hour, the archive per hour
@@ -426,6 +427,7 @@ def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
     ph.archive = np.array([rng.uniform(0, 1) for _ in range(C)])
     ph.resume = np.array([rng.uniform(0, 4) for _ in range(C)])
     ph.parking = rng.uniform(0, 2)
+    ph.compiled = compiled
 
     def cost(k: int, hours: list[int]) -> float:
         end = hours[-1] + 1  # window position after the last running hour
@@ -453,6 +455,56 @@ def test_the_preemptive_kernels_match_every_run_enumerated(seed: int) -> None:
             traced = _trace_preemptive(ph, k, h[k], S, T, pos) - e
             assert len(traced) == n[k] and traced[0] == pos
             assert cost(k, list(traced)) == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_preemptive_kernels_give_the_numpy_values_to_the_bit(seed: int) -> None:
+    """Longer windows than enumeration reaches (80 hours, runs of up to 75, closed hours,
+    several configurations of one run length): the compiled DP, which computes only the band
+    of states a start reaches and that can still finish, gives every start's value and every
+    traced run of the numpy recursion over the full grid, bit for bit."""
+    import math
+    import random
+
+    import numpy as np
+
+    from formulations.bounds.lagrange import _Phase, _preemptive, _trace_preemptive
+
+    rng = random.Random(100 + seed)
+    C, W, e, T = 7, 80, 5, 120
+    # a tenth of the hours closed in the first configuration, a few in the others
+    h = np.array(
+        [
+            [math.inf if rng.random() < (0.1 if k == 0 else 0.01) else rng.uniform(1, 9)]
+            for k in range(C)
+            for _ in range(W)
+        ]
+    ).reshape(C, W)
+    n = np.array([rng.choice([3, 40, 40, 75, 79, 80, 81]) for _ in range(C)])
+    S = np.array([rng.uniform(0, 50) for _ in range(W + 1)])
+
+    def phase(compiled: bool) -> _Phase:
+        ph = _Phase("p", e, e + W, True, [], h, np.ones(C), np.zeros(C, int), -np.ones(C, int), n)
+        r = random.Random(seed)
+        ph.const = np.array([r.uniform(0, 3) for _ in range(C)])
+        ph.archive = np.array([r.uniform(0, 1) for _ in range(C)])
+        ph.resume = np.array([r.uniform(0, 4) for _ in range(C)])
+        ph.parking = r.uniform(0, 2)
+        ph.compiled = compiled
+        return ph
+
+    fast, slow = phase(True), phase(False)
+    got, want = _preemptive(fast, h, S, T), _preemptive(slow, h, S, T)
+    starts = 0
+    for k in range(C):
+        assert np.array_equal(got[k], want[k])
+        finite = np.flatnonzero(np.isfinite(want[k]))
+        starts += len(finite)
+        for pos in finite[:: max(1, len(finite) // 5)]:
+            traced = _trace_preemptive(fast, k, h[k], S, T, int(pos))
+            assert np.array_equal(traced, _trace_preemptive(slow, k, h[k], S, T, int(pos)))
+            assert len(traced) == n[k]
+    assert starts > W  # most configurations can start somewhere
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the second core's half needs fork")
