@@ -53,8 +53,14 @@ def _kernels() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency; a broken install falls back
         return None
+    try:
+        return _compile(numba.njit(cache=True, nogil=True))
+    except RuntimeError:  # pragma: no cover - no folder to cache in (a read-only install)
+        return _compile(numba.njit(cache=False, nogil=True))
 
-    jit = numba.njit(cache=True, nogil=True)
+
+def _compile(jit: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The (values, trace) kernels compiled by ``jit`` (numba's ``njit`` with its options)."""
     walk = jit(follow)
 
     @jit
