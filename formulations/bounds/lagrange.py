@@ -467,6 +467,25 @@ class Relaxation:
             h[ks] += lam[row, ph.e : ph.stop]
         return h
 
+    def carried(self, other: Relaxation, lam: np.ndarray) -> np.ndarray:
+        """``other``'s capacity prices ``lam`` on this relaxation's rows: a row of both (a
+        pool, or one of its count rows of one size) keeps its price, a row only here gets 0.
+        Any prices >= 0 give a bound, so the prices an ascent found over a larger space
+        bound a subspace's plans too (:func:`formulations.pipeline.without_reserved_at`)."""
+        index: dict[tuple[Pool, float | None], int] = {
+            (p, None): i for i, p in enumerate(other.pools)
+        }
+        first = len(other.pools)
+        for j, (i, size) in enumerate(other.counts):
+            index[(other.pools[i], size)] = first + j
+        keys = [(p, None) for p in self.pools] + [(self.pools[i], s) for i, s in self.counts]
+        out = np.zeros((len(keys), self.T))
+        for row, key in enumerate(keys):
+            at = index.get(key)
+            if at is not None:
+                out[row] = lam[at]
+        return out
+
     # ------------------------------------------------------------------ evaluation
 
     def _succ_share(self, ph: _Phase, V: Mapping[str, np.ndarray]) -> np.ndarray:

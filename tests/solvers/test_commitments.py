@@ -303,6 +303,88 @@ def test_where_only_the_ascent_proves_the_plans_without_commitments_get_their_ow
         assert st.source == "priced look-ahead without commitments"
 
 
+@pytest.mark.parametrize("seed", [35, 49])
+def test_the_ascents_capacity_prices_bound_the_plans_without_commitments(seed: int) -> None:
+    # hard_dict(seed): the ascent over the whole space (reserved offer included) prices the
+    # binding pools; at those prices the relaxation over the configurations without a
+    # reserved contract proves more than at zero prices, and never more than the optimum
+    # HiGHS proves with the reserved offer deleted (every plan that buys none is a plan of
+    # that instance); a lower figure never replaces a higher one
+    import copy
+
+    import numpy as np
+    from hard_instances import hard_dict
+
+    from formulations.bounds.lagrange import Relaxation
+    from formulations.pipeline import solve_milp
+    from planner.model.options import SolveOptions
+
+    d = hard_dict(seed)
+    pipeline, chain, st = chain_and_incumbent(d, None)
+    st.bound = -math.inf
+    st.prove(0.5 * st.upper, "test")  # the gap open
+    rel = Relaxation(chain.inst, chain.space, chain.windows)
+    res = rel.solve(st.upper, iterations=60)
+    own = {
+        n: tuple(c for c in cs if c.contract != "reserved")
+        for n, cs in chain.space.by_phase.items()
+    }
+    sub = Relaxation(chain.inst, chain.space.restricted(own), chain.windows)
+    zero = sub.evaluate(*sub.zero_prices()).bound
+    pipeline.without_reserved_at(chain, rel, res, st)
+    found = st.stats["bound_without_reserved"]
+    d2 = copy.deepcopy(d)
+    del d2["regions"]["east"]["offers"]["A100"]["reserved"]
+    opt = solve_milp(
+        instance_from(d2), SolveOptions(backend="highs", gap=0.0, time_limit=60), prune=False
+    )
+    assert opt.termination.value == "optimal"
+    assert zero + 0.01 < found <= opt.objective + 1e-6
+    assert st.bound == 0.5 * st.upper  # a bound of those plans only, never the instance's
+    st.stats["bound_without_reserved"] = found + 1.0
+    pipeline.without_reserved_at(chain, rel, res, st)
+    assert st.stats["bound_without_reserved"] == found + 1.0
+    # at zero capacity prices it is the zero prices' bound
+    zero_res = copy.copy(res)
+    zero_res.lam = np.zeros_like(res.lam)
+    del st.stats["bound_without_reserved"]
+    pipeline.without_reserved_at(chain, rel, zero_res, st)
+    assert st.stats["bound_without_reserved"] == pytest.approx(zero)
+    # once the gap is closed it is not computed
+    del st.stats["bound_without_reserved"]
+    st.prove(st.upper, "test")
+    pipeline.without_reserved_at(chain, rel, res, st)
+    assert "bound_without_reserved" not in st.stats
+
+
+def test_prices_carry_to_a_subspace_row_by_row() -> None:
+    # the relaxation over one region's configurations has fewer pools than the whole
+    # space's: each of its rows takes the price of the same pool (or the same pool's count
+    # row of the same size) in the whole, by key, not by position
+    import numpy as np
+    from hard_instances import hard_dict
+
+    from formulations.bounds.lagrange import Relaxation
+
+    inst = instance_from(hard_dict(24))
+    space = config_space(inst)
+    windows = time_windows(inst, space.fewest_hours())
+    rel = Relaxation(inst, space, windows)
+    lam = np.arange(rel.rhs.size, dtype=float).reshape(rel.rhs.shape) + 1.0
+    assert np.array_equal(rel.carried(rel, lam), lam)
+    last = rel.pools[-1]
+    own = {n: tuple(c for c in cs if (c.region, c.gpu) == last) for n, cs in space.by_phase.items()}
+    own = {n: cs for n, cs in own.items() if cs}
+    sub = Relaxation(inst, space.restricted(own), windows)
+    assert sub.pools == [last] and len(rel.pools) > 1
+    carried = sub.carried(rel, lam)
+    assert carried.shape == sub.rhs.shape
+    assert np.array_equal(carried[0], lam[len(rel.pools) - 1])
+    for j, (_, size) in enumerate(sub.counts):
+        k = rel.counts.index((len(rel.pools) - 1, size))
+        assert np.array_equal(carried[1 + j], lam[len(rel.pools) + k])
+
+
 def test_below_the_ascent_only_size_the_no_commitment_bound_is_the_dp_bound() -> None:
     from hard_instances import hard_dict
 
