@@ -487,8 +487,9 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
     """The hourly chain, stage by stage until the gap closes or time runs out: the separable
     bound (infeasibility at once), the warm start and look-ahead plans, the MILP in segments
     when a phase may gain from segments, else the DP bound with its plan, the Lagrangian
-    ascent, fixing by the bounds, the reduced MILP or the neighbourhood search, and the
-    earliest-finish pass (:func:`finish`)."""
+    ascent (and at its prices the bound over plans without commitments, a note), fixing by
+    the bounds, the reduced MILP or the neighbourhood search, and the earliest-finish pass
+    (:func:`finish`)."""
     t0 = chain.t0
     bounds, lower = separable_bound(chain, st)
     if not math.isfinite(lower):

@@ -358,9 +358,10 @@ def test_the_ascents_capacity_prices_bound_the_plans_without_commitments(seed: i
 
 
 def test_prices_carry_to_a_subspace_row_by_row() -> None:
-    # the relaxation over one region's configurations has fewer pools than the whole
-    # space's: each of its rows takes the price of the same pool (or the same pool's count
-    # row of the same size) in the whole, by key, not by position
+    # hard_dict(24) has three pools (east A100, east L4, west A100) and a count row on east
+    # A100; without the L4 configurations the relaxation has two pools and that count row,
+    # each of its rows at a position other than the whole space's: every row takes the
+    # price of the same pool (or the same pool's count row of the same size), by key
     import numpy as np
     from hard_instances import hard_dict
 
@@ -372,17 +373,16 @@ def test_prices_carry_to_a_subspace_row_by_row() -> None:
     rel = Relaxation(inst, space, windows)
     lam = np.arange(rel.rhs.size, dtype=float).reshape(rel.rhs.shape) + 1.0
     assert np.array_equal(rel.carried(rel, lam), lam)
-    last = rel.pools[-1]
-    own = {n: tuple(c for c in cs if (c.region, c.gpu) == last) for n, cs in space.by_phase.items()}
-    own = {n: cs for n, cs in own.items() if cs}
-    sub = Relaxation(inst, space.restricted(own), windows)
-    assert sub.pools == [last] and len(rel.pools) > 1
+    own = {n: tuple(c for c in cs if c.gpu != "L4") for n, cs in space.by_phase.items()}
+    sub = Relaxation(inst, space.restricted({n: cs for n, cs in own.items() if cs}), windows)
+    assert rel.pools == [("east", "A100"), ("east", "L4"), ("west", "A100")]
+    assert sub.pools == [("east", "A100"), ("west", "A100")]
+    assert rel.counts == sub.counts == [(0, 8.0)]
     carried = sub.carried(rel, lam)
     assert carried.shape == sub.rhs.shape
-    assert np.array_equal(carried[0], lam[len(rel.pools) - 1])
-    for j, (_, size) in enumerate(sub.counts):
-        k = rel.counts.index((len(rel.pools) - 1, size))
-        assert np.array_equal(carried[1 + j], lam[len(rel.pools) + k])
+    assert np.array_equal(carried[0], lam[0])
+    assert np.array_equal(carried[1], lam[2])  # west A100: third in the whole space
+    assert np.array_equal(carried[2], lam[3])  # east A100's count row, after three pools
 
 
 def test_below_the_ascent_only_size_the_no_commitment_bound_is_the_dp_bound() -> None:
