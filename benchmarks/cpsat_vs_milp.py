@@ -39,7 +39,6 @@ from formulations.exact.starttime.data import (
     build_data,
     choice_of,
     estimate_nonzeros,
-    heuristic_schedule,
     least_reserved,
     objective_of,
 )
@@ -47,6 +46,7 @@ from formulations.exact.starttime.model import build as build_starttime
 from formulations.exact.starttime.model import choice_of_point, point_of
 from formulations.lp.highs_runner import use_threads
 from formulations.lp.linear import LinearProgram
+from formulations.pipeline import heuristic_schedule
 from formulations.portfolio import PORTFOLIO_FIRST_MAX_S, PORTFOLIO_SHARE
 from planner.instance.model import Instance
 from planner.instance.read import from_dict

@@ -219,7 +219,9 @@ def _generated(
         step = k // pipelines
         kind = kinds[step % len(kinds)]
         name = f"p{pipe}-{step}-{kind}"
-        model = rng.choice(["m1b", "m7b"]) if kind != "pretraining" else rng.choice(["m7b", "m13b"])
+        model: str | None = (
+            rng.choice(["m1b", "m7b"]) if kind != "pretraining" else rng.choice(["m7b", "m13b"])
+        )
         prev = [ph["name"] for ph in phases if ph["name"].startswith(f"p{pipe}-")]
         preds = prev[-1:] if prev else []
         counts_all = [8, 16, 32, 64, 128, 256]

@@ -120,8 +120,8 @@ def main() -> None:
             runs.append(json.loads(out))
         row = dict(runs[0])
         for key in ("build_s", "total_s", "peak_mb"):
-            row[key] = statistics.median(float(r[key]) for r in runs)  # type: ignore[arg-type]
-        row["gap"] = max(float(r["gap"] or 0.0) for r in runs)  # type: ignore[arg-type]
+            row[key] = statistics.median(float(r[key]) for r in runs)
+        row["gap"] = max(float(r["gap"] or 0.0) for r in runs)
         row["verified"] = all(bool(r["verified"]) for r in runs)
         rows.append(row)
     head = (
@@ -143,7 +143,7 @@ def main() -> None:
     print(" | ".join(head))
     print(" | ".join("---" for _ in head))
     for r in rows:
-        saving = "n/a" if r["saving"] is None else f"{float(r['saving']):.1%}"  # type: ignore
+        saving = "n/a" if r["saving"] is None else f"{float(r['saving']):.1%}"
         print(
             " | ".join(
                 str(x)
@@ -155,11 +155,11 @@ def main() -> None:
                     r["constraints"],
                     r["nonzeros"],
                     f"{float(r['build_s']):.2f}",
-                    f"{float(r['total_s']):.2f}",  # type: ignore[arg-type]
+                    f"{float(r['total_s']):.2f}",
                     f"{float(r['gap']):.2%}",
-                    r["peak_mb"],  # type: ignore[arg-type]
-                    f"{float(r['cost']):,.0f}" if r["cost"] is not None else "none",  # type: ignore
-                    f"{float(r['baseline']):,.0f}" if r["baseline"] is not None else "none",  # type: ignore
+                    r["peak_mb"],
+                    f"{float(r['cost']):,.0f}" if r["cost"] is not None else "none",
+                    f"{float(r['baseline']):,.0f}" if r["baseline"] is not None else "none",
                     saving,
                     r["verified"],
                 )

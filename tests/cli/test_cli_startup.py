@@ -8,8 +8,8 @@ the CLI's own modules. A test that fails here names the module that pulled a sol
 ``python -X importtime -m planner.interfaces.cli ...`` shows the chain.
 
 The wall-clock targets (``--version`` 0.3 s, ``check`` 0.8 s, ``solve week-7b`` 1.0 s on an
-idle machine) are measured in the slow test at the end, as the least of several runs (the
-machine is shared; the least is the run the others slowed least).
+idle machine) are a benchmark's, not a test's: ``benchmarks/startup.py`` reports the median
+and the least of several runs, each in a fresh process.
 """
 
 from __future__ import annotations
