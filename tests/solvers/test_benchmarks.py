@@ -747,3 +747,22 @@ def test_reference_stopped_for_memory_has_no_ratio() -> None:
     assert slow["reference_ratio_text"] == ">60.0x"
     fast = suite.summarise("week-7b", [main, {**ref, "to_1pct_s": 25.0, "gap": 0.01}], None)
     assert fast["reference_ratio_text"] == "2.5x"
+
+
+# ----------------------------------------------------------------------------- cross-check
+
+
+def test_the_cross_check_benchmark_runs_and_its_solvers_agree() -> None:
+    """``benchmarks/cpsat_vs_milp.py`` (which once stopped importing when a function it used
+    moved) runs its smallest instance, and CP-SAT and the start-time MILP prove the same
+    optimum there; CP-SAT's plan passes the independent checker."""
+    import cpsat_vs_milp as cv
+
+    inst = cv.instance("XS", 1)
+    cp = cv.run_cpsat(inst, 30.0, 1, "literal")
+    hs = cv.run_highs(inst, 30.0, 1, False)
+    assert cp.note == "optimal" and hs.note.startswith("Optimal"), (cp.note, hs.note)
+    assert cp.objective == pytest.approx(hs.objective, rel=1e-7)
+    assert cp.gap == pytest.approx(0.0, abs=1e-6) and hs.gap <= 1e-4
+    assert cp.plan is not None
+    assert verify(inst, cp.plan).ok
