@@ -255,6 +255,67 @@ def test_how_the_steps_halve_and_when_the_ascent_gives_up() -> None:
     assert slow.iterations == 12 and slow.bound == ev.bound
 
 
+def test_the_deflected_direction_keeps_part_of_the_last_one_where_it_turns_back() -> None:
+    # Camerini, Fratta & Maffioli: d = g + beta prev, beta = -1.5 g.prev / |prev|^2 where
+    # g.prev < 0, at most KEEP |g|^2 / -g.prev. g = (2, 1), prev = (-1, 1): g.prev = -1,
+    # beta = 1.5 x 1 / 2 = 0.75 (the cap 0.5 x 5 / 1 = 2.5 does not bind): d = (1.25, 1.75).
+    # A pure reversal g = (-2, 0) after (1, 0): 1.5 x 2 / 1 = 3 would give (1, 0), onwards;
+    # the cap 0.5 x 4 / 2 = 1 gives (-1, 0), half of g. No turn back, no last direction: g.
+    from formulations.bounds.lagrange import KEEP, deflected
+
+    assert KEEP == 0.5
+    prev = np.array([-1.0, 1.0])
+    assert deflected(np.array([2.0, 1.0]), prev, 1.5) == pytest.approx([1.25, 1.75])
+    assert deflected(np.array([-2.0, 0.0]), np.array([1.0, 0.0]), 1.5) == pytest.approx([-1, 0])
+    assert deflected(np.array([1.0, 1.0]), prev, 1.5) == pytest.approx([1.0, 1.0])
+    assert deflected(np.array([1.0, 1.0]), None, 1.5) == pytest.approx([1.0, 1.0])
+    assert deflected(np.array([1.0, 1.0]), np.zeros(2), 1.5) == pytest.approx([1.0, 1.0])
+
+
+@pytest.mark.parametrize("seed", [13, 30, 34, 44])
+def test_a_deflected_ascent_takes_another_path_and_stays_a_bound(seed: int) -> None:
+    # hard_dict(13, 34, 44): 60 of the longer ascent's steps, deflected and not, end at
+    # other bounds (the direction is used; on these small instances neither is better in
+    # general); both bounds are under the optimum and are what their prices give afresh
+    inst = instance_from(hard_dict(seed))
+    opt = optimum(inst).objective
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    kw: dict[str, Any] = dict(theta=0.1, patience=10, give_up=20, slow_share=0.0, start=ev)
+    plain = rel.solve(opt, iterations=60, **kw)
+    bent = rel.solve(opt, iterations=60, deflect=1.5, **kw)
+    for res in (plain, bent):
+        assert ev.bound <= res.bound <= opt + 1e-6 * opt
+        assert rel.evaluate(res.lam, res.mu).bound == pytest.approx(res.bound, rel=1e-12)
+    if seed != 30:  # 77.667 against 77.690, 54.407 against 54.349, 71.775 against 71.667
+        assert bent.bound != pytest.approx(plain.bound, rel=1e-6)
+
+
+def test_the_ascent_calls_its_heuristic_every_few_steps_and_stops_at_its_target() -> None:
+    # hard_dict(30): on_step sees every third iterate, with the prices it was evaluated at;
+    # a heuristic that reports a cheaper incumbent whose target the bound already passes
+    # stops the ascent at the next step
+    inst = instance_from(hard_dict(30))
+    opt = optimum(inst).objective
+    rel = relaxation(inst)
+    ev = rel.evaluate(*rel.zero_prices())
+    seen: list[float] = []
+
+    def watch(e: Any, lam: np.ndarray, mu: np.ndarray) -> None:
+        assert rel.evaluate(lam, mu).bound == pytest.approx(e.bound, rel=1e-12)
+        seen.append(e.bound)
+
+    res = rel.solve(opt, iterations=12, start=ev, halve_first=True, on_step=watch, every=3)
+    assert res.iterations == 12 and len(seen) == 4
+    assert res.bound >= max(seen) - 1e-9  # the best iterate is kept
+
+    def found(e: Any, lam: np.ndarray, mu: np.ndarray) -> tuple[float, float]:
+        return 0.999 * opt, ev.bound  # a cheaper incumbent (the aim moves) and its target
+
+    stopped = rel.solve(opt, iterations=12, start=ev, halve_first=True, on_step=found, every=3)
+    assert stopped.iterations == 3
+
+
 def test_an_ascent_resumed_from_prices_starts_at_their_bound() -> None:
     # hard_dict(30): 10 steps of the first ascent's kind, then 10 more of the longer ascent's
     # from their prices: the resumed ascent's first iterate is the bound it was handed (not the

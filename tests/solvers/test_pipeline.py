@@ -213,11 +213,12 @@ def test_a_small_model_goes_to_the_milp_without_the_ascent(
 
 
 @pytest.mark.parametrize("huge", [True, False])
-def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
+def test_the_ascent_halves_from_the_start_and_deflects_only_where_no_milp_can_follow(
     monkeypatch: pytest.MonkeyPatch, huge: bool
 ) -> None:
-    # halve_first when the model before fixing is over ASCENT_ONLY_NONZEROS (the reduced
-    # MILP cannot take it, the ascent's bound is the bound), not below
+    # halve_first, deflected steps and plans at the iterates when the model before fixing
+    # is over ASCENT_ONLY_NONZEROS (the reduced MILP cannot take it, the ascent's bound is
+    # the bound), not below
     from formulations.bounds.lagrange import Relaxation
 
     seen: list[bool] = []
@@ -225,6 +226,9 @@ def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
     real = Relaxation.solve
 
     def spy(self: Relaxation, *a: Any, **k: Any) -> Any:
+        first = huge and "patience" not in k  # not the longer ascent's smaller steps
+        assert k.get("deflect", 0.0) == (pipeline.DEFLECT if first else 0.0)
+        assert (k.get("on_step") is not None) is huge  # the Lagrangian heuristic
         if "patience" in k:
             longer.append((k.get("halve_first", False), k.get("reserved_boost", 1.0)))
         else:
@@ -245,6 +249,7 @@ def test_the_ascent_halves_from_the_start_only_where_no_milp_can_follow(
     # ASCENT_ONLY_NONZEROS it does not run
     if huge:
         assert 1 <= len(seen) <= 2 and all(seen)
+        assert res.stats["ascent_plans"] >= 1
         assert longer == [(False, pipeline.LONG_ASCENT_RESERVED_BOOST)]
         assert pipeline.LONG_ASCENT_RESERVED_BOOST > 1
     else:
