@@ -942,17 +942,7 @@ class Relaxation:
             if target is not None and best[0] >= target:
                 break
             done += 1
-            use, gr = self.usage(ev, lam, mu)
-            if self.rfree.any():
-                # a free term is a capacity of R_max GPUs priced by mu (R = R_max)
-                gr = gr.copy()
-                gr[self.rfree] -= self.rmax[self.rfree, None]
-                gr[self.rfree] = np.where(
-                    mu[self.rfree] <= 0, np.maximum(gr[self.rfree], 0.0), gr[self.rfree]
-                )
-            g = np.where(self.binding, use - self.rhs, 0.0)
-            # at zero price a row-hour that is not over-used cannot move
-            g = np.where((lam <= 0) & (g < 0), 0.0, g)
+            use, g, gr = self._subgradients(ev, lam, mu)
             norm = float(np.sum(g * g) + np.sum(gr * gr))
             if norm <= 1e-12:
                 break  # the relaxed plan fits: its bound is the best these prices give
@@ -961,25 +951,8 @@ class Relaxation:
                 g = deflected(g, d_prev, deflect)
                 g = np.where((lam <= 0) & (g < 0), 0.0, g)
                 d_prev = g
-            # Polyak steps per block: the reserved prices move at the full rate towards the
-            # aim (one joint step starves the smaller block), the capacity and count prices
-            # share it, each block scaled by its own norm (the count rows' subgradients are
-            # counts, the capacities' GPUs: one joint step would leave the counts' prices
-            # where they start; both at the full rate overshoot, as they price the same runs)
             gap_ = theta * max(aim - ev.bound, 1e-6 * max(1.0, abs(aim)))
-            blocks = [
-                (b, n)
-                for b in (slice(0, len(self.pools)), slice(len(self.pools), None))
-                if (n := float(np.sum(g[b] * g[b]))) > 1e-12
-            ]
-            lam = lam.copy()
-            for block, ng in blocks:
-                lam[block] = np.maximum(0.0, lam[block] + gap_ / len(blocks) / ng * g[block])
-            nr = float(np.sum(gr * gr))
-            if len(mu) and nr > 1e-12:
-                moved = mu + reserved_boost * gap_ / nr * gr
-                mu = _project_capped(moved, self.rprice_arr)
-                mu[self.rfree] = np.maximum(0.0, moved[self.rfree])
+            lam, mu = self._stepped(lam, mu, g, gr, gap_, reserved_boost)
             ev = self.evaluate(lam, mu)
             if on_step is not None and done % every == 0:
                 found = on_step(ev, lam, mu)
@@ -1002,6 +975,56 @@ class Relaxation:
             if _slowed(history, aim, slow_share) or (done >= give_up and best[0] <= first):
                 break
         return self._result(best, first, done, t0, use)
+
+    def _subgradients(
+        self, ev: Evaluation, lam: np.ndarray, mu: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The relaxed plan's use of every row-hour at ``ev``, the capacity and count rows'
+        subgradient (use less capacity where the row can bind; 0 where the price is 0 and
+        the row is not over-used: it cannot move) and the reserved prices' (reserved use;
+        a free term's less its R_max GPUs, and not below 0 where its price is 0)."""
+        use, gr = self.usage(ev, lam, mu)
+        if self.rfree.any():
+            # a free term is a capacity of R_max GPUs priced by mu (R = R_max)
+            gr = gr.copy()
+            gr[self.rfree] -= self.rmax[self.rfree, None]
+            gr[self.rfree] = np.where(
+                mu[self.rfree] <= 0, np.maximum(gr[self.rfree], 0.0), gr[self.rfree]
+            )
+        g = np.where(self.binding, use - self.rhs, 0.0)
+        g = np.where((lam <= 0) & (g < 0), 0.0, g)
+        return use, g, gr
+
+    def _stepped(
+        self,
+        lam: np.ndarray,
+        mu: np.ndarray,
+        g: np.ndarray,
+        gr: np.ndarray,
+        gap: float,
+        reserved_boost: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The prices after one Polyak step of length ``gap`` (theta times what is left to
+        the aim) along ``g`` and ``gr``, per block: the reserved prices move at the full rate
+        towards the aim (one joint step starves the smaller block; times ``reserved_boost``,
+        then projected onto each commitment's budget), the capacity and count prices share
+        it, each block scaled by its own norm (the count rows' subgradients are counts, the
+        capacities' GPUs: one joint step would leave the counts' prices where they start;
+        both at the full rate overshoot, as they price the same runs)."""
+        blocks = [
+            (b, n)
+            for b in (slice(0, len(self.pools)), slice(len(self.pools), None))
+            if (n := float(np.sum(g[b] * g[b]))) > 1e-12
+        ]
+        lam = lam.copy()
+        for block, ng in blocks:
+            lam[block] = np.maximum(0.0, lam[block] + gap / len(blocks) / ng * g[block])
+        nr = float(np.sum(gr * gr))
+        if len(mu) and nr > 1e-12:
+            moved = mu + reserved_boost * gap / nr * gr
+            mu = _project_capped(moved, self.rprice_arr)
+            mu[self.rfree] = np.maximum(0.0, moved[self.rfree])
+        return lam, mu
 
     def _result(
         self,
