@@ -176,7 +176,9 @@ def deflected(g: np.ndarray, prev: np.ndarray | None, gamma: float) -> np.ndarra
     ``d.g >= KEEP |g|^2``: a pure reversal ``g = -c prev`` gives ``d = KEEP g``. Over the
     60 hard test instances (the longer ascent's steps, 60 of them) the uncapped rule lost
     2.8 gaps' worth of bound in all (worse on 25, better on 11) and the capped one 0.01
-    (18 and 17); on the lab's quarter both gain (:data:`formulations.pipeline.DEFLECT`).
+    (18 and 17). On the quarter of seed 7 re-planned, both gain; on the shipped quarter
+    the longer ascent's smaller steps lose, so only the first ascent's are deflected
+    (:data:`formulations.pipeline.DEFLECT`).
     ``g`` itself where ``prev`` is None or zero, or ``g`` does not turn back."""
     if prev is None:
         return g
