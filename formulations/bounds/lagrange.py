@@ -56,10 +56,10 @@ archive less the value of time, whose constant ``v (T - release)`` is in the one
 ``run(t, j) = h(t) + [j = 1] (archive (T - t - 1) + S(t + 1)) + [j > 1] min(run(t+1, j-1),
 pause(t+1, j-1))``, ``pause(t, j) = parking + min(pause(t+1, j), run(t+1, j) + resume)``, and a
 start at tau costs ``run(tau, n_c)`` (plus the one-time costs), with S the successors' share.
-From :data:`formulations.bounds.compiled.COMPILED_CELLS` cells on, the recursion runs compiled
-(:mod:`formulations.bounds.compiled`: the same operations, so the same values to the bit, over
-the band of states a start reaches and that can still finish): the lab's quarter's evaluation
-takes 0.5 s instead of 1.3-1.6 s.
+From :data:`formulations.bounds.compiled.COMPILED_CELLS` cells on, or at any size once the
+kernels are loaded, the recursion runs compiled (:mod:`formulations.bounds.compiled`: the same
+operations, so the same values to the bit, over the band of states a start reaches and that
+can still finish): the lab's quarter's evaluation takes 0.5 s instead of 1.3-1.6 s.
 
 **The prices** come from projected subgradient ascent (Polyak steps towards the incumbent's
 cost; Held, Wolfe & Crowder 1974): the subgradient is the relaxed plan's use of each pool and
@@ -381,10 +381,10 @@ class Relaxation:
         #: DP cells of one evaluation (configurations x hours, x run length when
         #: preemptible): what an evaluation costs, known before running one.
         self.cells = sum(self._phase_cells(ph) for ph in self.phases.values())
-        if self.cells >= COMPILED_CELLS and any(ph.pre for ph in self.phases.values()):
+        if any(ph.pre for ph in self.phases.values()):
             from formulations.bounds import compiled
 
-            if compiled.available():
+            if compiled.loaded() or (self.cells >= COMPILED_CELLS and compiled.available()):
                 for ph in self.phases.values():
                     ph.compiled = ph.pre
         #: the preemptive phases' DP runs compiled

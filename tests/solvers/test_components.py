@@ -292,6 +292,16 @@ def test_an_ejection_gives_the_cheap_hours_to_the_pipeline_that_gains_most() -> 
     chain = SimpleNamespace(space=space, windows=windows)
     pipeline.component_descent(chain, st)  # type: ignore[arg-type]
     assert st.stats["components_tried"] == tried
+    # cut short by its share of the clock, the descent has proved nothing about its plan: a
+    # later call goes on from it (and reaches the same optimum)
+    cut = Incumbent(inst, 0.0, 1, Tracker(None), time.perf_counter() + 30)
+    cut.offer(start, "start")
+    pipeline.component_descent(chain, cut, 0.0)  # type: ignore[arg-type]
+    assert cut.descended is None and cut.plan is not None
+    assert cut.plan.objective == pytest.approx(before.objective)
+    pipeline.component_descent(chain, cut)  # type: ignore[arg-type]
+    assert cut.plan.objective == pytest.approx(st.plan.objective, rel=1e-9)
+    assert cut.descended is cut.plan
 
 
 def test_a_pipeline_on_a_held_commitment_is_ranked_for_an_ejection() -> None:

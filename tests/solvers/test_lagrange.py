@@ -568,6 +568,42 @@ def test_the_compiled_preemptive_kernels_give_the_numpy_values_to_the_bit(seed: 
     assert starts > W  # most configurations can start somewhere
 
 
+def test_a_small_relaxation_runs_compiled_once_the_kernels_are_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One team's pipeline of the lab's quarter (preemptible phases; COMPILED_CELLS raised
+    above its size): numpy's kernels while numba is not loaded, the compiled ones once it
+    is (the descent's relaxations inside a large solve), with the same values, bound and
+    relaxed plan bit for bit."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import generate as G
+
+    import formulations.bounds.compiled as K
+    import formulations.bounds.lagrange as L
+    from planner.instance.read import from_dict
+
+    inst = from_dict(G.lab_quarter(teams=1), "<one team>", G.ROOT)
+    monkeypatch.setattr(L, "SERVED_CELLS", 10**18)
+    monkeypatch.setattr(L, "COMPILED_CELLS", 10**12)  # its 25M cells count as small here
+    assert K.available() and K.loaded()
+    real = K.loaded
+    monkeypatch.setattr(K, "loaded", lambda: False)
+    slow = relaxation(inst)
+    monkeypatch.setattr(K, "loaded", real)
+    fast = relaxation(inst)
+    assert slow.cells < L.COMPILED_CELLS
+    assert not slow.compiled and fast.compiled
+    lam, mu = slow.zero_prices()
+    rng = np.random.default_rng(3)
+    dear = np.where(slow.binding, rng.uniform(0.0, 2.0, lam.shape), 0.0)
+    for prices in ((lam, mu), (dear, mu)):
+        a, b = slow.evaluate(*prices), fast.evaluate(*prices)
+        assert a.bound == b.bound
+        for name in a.A:
+            assert all(np.array_equal(x, y) for x, y in zip(a.A[name], b.A[name], strict=True))
+        assert slow.primal(a, *prices) == fast.primal(b, *prices)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the second core's half needs fork")
 def test_half_the_components_evaluated_beside_give_the_same_values(
     monkeypatch: pytest.MonkeyPatch,
