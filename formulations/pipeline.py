@@ -371,6 +371,12 @@ class Chain:
         return columns * NONZEROS_PER_COLUMN
 
     @property
+    def ascent_only(self) -> bool:
+        """Whether :attr:`unfixed_nonzeros` is over ASCENT_ONLY_NONZEROS: no MILP can
+        follow, and only the Lagrangian ascent proves a bound."""
+        return self.unfixed_nonzeros > ASCENT_ONLY_NONZEROS
+
+    @property
     def small(self) -> bool:
         """Whether :attr:`unfixed_nonzeros` is at most SMALL_MODEL_NONZEROS."""
         return self.unfixed_nonzeros <= SMALL_MODEL_NONZEROS
@@ -570,7 +576,7 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
         recontract_incumbent(chain, st)
         model_space, masks = fixing(chain, rel, ev, rel.config_bounds(ev), bounds, st)
         return reduced_milp(chain, model_space, masks, st)
-    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS:
+    if chain.ascent_only:
         # the plan that fills commitments first: the ascents' steps aim at the incumbent
         packed_commitments(chain, st)
     res = lagrangian(chain, rel, ev, st)
@@ -578,7 +584,7 @@ def hourly(chain: Chain, st: Incumbent, start: Start | None = None) -> Result:
         return finish(st, t0, "milp-bound", "proved by the Lagrangian bound")
     recontract_incumbent(chain, st)
     without_reserved(chain, st)
-    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS:
+    if chain.ascent_only:
         # the plan first: the longer ascent's steps aim at it, and a re-plan's 60 s end
         # before the ascent does (seed 2's lab quarter after a lost region)
         packed = st.stats.get("packings_kept", 0) > 0
@@ -649,7 +655,7 @@ def lagrangian(
         return None
     share = min(LAGRANGE_SHARE * chain.time_limit, st.left() * 0.5)
     cap = LAGRANGE_MAX_ITERATIONS
-    large = chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS
+    large = chain.ascent_only
     if large and chain.time_limit >= LONG_SOLVE_S:
         cap = LAGRANGE_LARGE_ITERATIONS
     iterations = int(min(cap, share / max(1e-9, evaluation_seconds(rel))))
@@ -689,7 +695,7 @@ def priced_plans(chain: Chain, rel: Relaxation, st: Incumbent) -> OnStep | None:
     Lagrangian heuristic an ascent over ``rel`` calls at its iterates (every
     PRICED_PLAN_EVERY-th): the relaxation's plan at the iterate's prices, offered to ``st``;
     a better one becomes the steps' aim, and its gap the ascent's target."""
-    if chain.unfixed_nonzeros <= ASCENT_ONLY_NONZEROS or not chain.warm_start:
+    if not chain.ascent_only or not chain.warm_start:
         return None
 
     def on_step(
@@ -718,12 +724,7 @@ def longer_ascent(
     bound and the look-ahead at its prices (the transfer bound's time is kept aside: at the
     zero prices of the lab's quarter it adds 50,539). The fixing and the search after it
     get the rest. Returns the better of the two ascents' results."""
-    if (
-        res is None
-        or st.closed
-        or chain.unfixed_nonzeros <= ASCENT_ONLY_NONZEROS
-        or not _has_time(st, 10.0)
-    ):
+    if res is None or st.closed or not chain.ascent_only or not _has_time(st, 10.0):
         return res
     st.tracker.stage("bound", "longer ascent")
     after = transfer_seconds(rel, st)  # kept for the transfer bound at its prices
@@ -797,7 +798,7 @@ def without_reserved(chain: Chain, st: Incumbent) -> None:
         return
     if not math.isfinite(bound) or bound <= st.bound:
         return
-    if chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS and sub.binding.any():
+    if chain.ascent_only and sub.binding.any():
         # where only the ascent proves a bound, the same ascent over the plans that buy
         # none: their capacity prices are what the plan is judged against, and a
         # look-ahead at them may find a better plan among those
@@ -1048,8 +1049,8 @@ def reduced_milp(
             "large-neighbourhood search instead of one MILP"
         )
     if est > guard:
-        large = chain.unfixed_nonzeros > ASCENT_ONLY_NONZEROS
-        component_descent(chain, st, DESCENT_AFTER_ASCENT_SHARE if large else COMPONENT_SHARE)
+        share = DESCENT_AFTER_ASCENT_SHARE if chain.ascent_only else COMPONENT_SHARE
+        component_descent(chain, st, share)
     if not st.closed and st.schedule is not None and st.left() > 0.3:
         neighbourhood_search(chain, masks, st)
     return finish(st, chain.t0, solver, "")
@@ -1266,7 +1267,6 @@ def component_descent(chain: Chain, st: Incumbent, share: float = COMPONENT_SHAR
 
     tried = improved = rounds = 0
     e_tried = e_improved = 0
-    converged = False
     while rounds < COMPONENT_ROUNDS and not busy():
         rounds += 1
         gained = False
@@ -1304,9 +1304,8 @@ def component_descent(chain: Chain, st: Incumbent, share: float = COMPONENT_SHAR
                 gained = True
             st.tracker.tick()
         if not gained:
-            converged = not busy()  # a round cut short by the clock proved nothing
             break
-    if converged or rounds >= COMPONENT_ROUNDS:
+    if not busy():  # it ended by itself: a descent cut short by the clock proved nothing
         st.descended = st.plan
     for key, n in (
         ("components_tried", tried),
