@@ -41,6 +41,13 @@ in the capacity left; if that fails, every pipeline anew. The result is costed b
 model and offered to the incumbent, which keeps it only when it costs less. Pools are tried in
 order of their gain bound (:func:`gain_bound`), each on top of the terms kept before, until
 MAX_MISSES pools in a row were not kept.
+
+**Alternatives.** The gains are measured against one plan, and placing a packing moves the
+other pipelines, which its value does not see: packings a few percent apart in value are
+ranked by it no better than chance. So on a pool whose best packing was kept, up to
+ALTERNATIVES more are packed from the same plan, each with a no-good cut on the pipelines it
+puts on the term (their :func:`anchors`: another set than every packing before), placed and
+offered; the incumbent keeps the cheapest plan.
 """
 
 from __future__ import annotations
@@ -70,6 +77,14 @@ CENTS = 100
 
 #: The search over pools ends after this many pools in a row that were not kept.
 MAX_MISSES = 3
+
+#: Packings tried beside the best on a pool that was kept, each with other pipelines on the
+#: term (:func:`pack`'s ``avoid``). Seed 2's lab quarter, from its look-ahead plan: the
+#: packings of value 109,180, 109,064, 105,798, 105,426 and 104,236 placed plans of
+#: 3,097,489, 3,094,212, 3,103,224, 3,089,821 and 3,126,474, and 100 s of descent took them
+#: to 3,092,786, 3,086,046, 3,071,901 and 3,064,104: the packing's gains, measured against
+#: one plan, rank packings a few percent apart no better than chance.
+ALTERNATIVES = 4
 
 
 @dataclass(frozen=True)
@@ -166,10 +181,15 @@ def pack(
     key: ReservedKey,
     sizes: Sequence[int],
     seconds: float = PACK_SECONDS,
+    avoid: Sequence[frozenset[str]] = (),
 ) -> tuple[int, dict[str, Assignment], float] | None:
     """The packing of module docstring: (R, phase -> run on the term, the packing's value
     ``sum gain - R P`` in weighted dollars) for the best packing CP-SAT finds within
-    ``seconds``, None when it finds none that pays (value <= 0)."""
+    ``seconds``, None when it finds none that pays (value <= 0).
+
+    ``avoid``: sets of :func:`anchors` (phases); the packing's own set of anchors on the term
+    differs from each (a no-good cut: one of the set off the term, or an anchor outside it
+    on)."""
     from ortools.sat.python import cp_model
 
     if not cands or len(sizes) < 2:
@@ -226,6 +246,17 @@ def pack(
                 m.add_bool_or(before).only_enforce_if(on)
                 for cq, onq, startq in runs[q]:
                     m.add(start >= startq + cq.config.hours).only_enforce_if([on, onq])
+    chosen = {name: [on for _, on, _ in runs[name]] for name in anchors(inst, cands)}
+    for tried in avoid:
+        cut: list[cp_model.IntVar | cp_model.NotBooleanVariable] = []
+        for name, ons in chosen.items():
+            if name in tried:
+                off = m.new_bool_var(f"off-{name}")
+                m.add(sum(ons) == 0).only_enforce_if(off)
+                cut.append(off)
+            else:
+                cut.extend(ons)
+        m.add_bool_or(cut)
     m.maximize(sum(gain_terms) - math.ceil(CENTS * price) * size)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, seconds)
@@ -246,6 +277,22 @@ def pack(
     if value <= 0 or R <= 0:
         return None
     return R, pins, value
+
+
+def anchors(inst: Instance, cands: Sequence[Candidate]) -> frozenset[str]:
+    """Each pipeline's anchor among ``cands``: its phase whose configurations on the term
+    take the most GPU-hours (a pre-training beside its fine-tunes; a tie to the first in
+    topological order). Which anchors a packing holds says which pipelines it puts on the
+    term: two packings that differ only in fine-tunes hold the same."""
+    load: dict[str, float] = {}
+    for cd in cands:
+        load[cd.phase] = max(load.get(cd.phase, 0.0), cd.config.hours * cd.config.total_gpus)
+    out = set()
+    for comp in precedence_components(inst, inst.order):
+        mine = [n for n in comp if n in load]
+        if mine:
+            out.add(max(mine, key=lambda n: (load[n], -mine.index(n))))
+    return frozenset(out)
 
 
 def place(
@@ -335,19 +382,26 @@ def packed_terms(
             continue
         on_held = {n for n in sched.assignments if sched[n].config.contract == "reserved"}
         cands = candidates(inst, space, windows, sched, key, on_held)
-        tried = levels(inst, key, [cd.config.total_gpus for cd in cands])
-        t0 = time.perf_counter()
-        found = pack(inst, cands, key, tried, min(PACK_SECONDS, deadline - t0))
-        stats["packings"] = stats.get("packings", 0) + 1
-        stats["packing_s"] = stats.get("packing_s", 0.0) + time.perf_counter() - t0
-        if found is None:
-            misses += 1
-            continue
-        R, pins, _ = found
+        sizes = levels(inst, key, [cd.config.total_gpus for cd in cands])
+        marks = anchors(inst, cands)
         keep = {n: sched[n] for n in on_held}
-        placed = place(inst, space, windows, sched, {**keep, **pins}, {**held, key: R})
-        if offer(placed):
-            stats["packings_kept"] = stats.get("packings_kept", 0) + 1
-            misses = 0
-        else:
-            misses += 1
+        tried: list[frozenset[str]] = []
+        kept = False
+        while len(tried) <= (ALTERNATIVES if kept else 0):
+            t0 = time.perf_counter()
+            if t0 >= deadline:
+                break
+            found = pack(inst, cands, key, sizes, min(PACK_SECONDS, deadline - t0), tried)
+            stats["packings"] = stats.get("packings", 0) + 1
+            stats["packing_s"] = stats.get("packing_s", 0.0) + time.perf_counter() - t0
+            if found is None:
+                break
+            R, pins, _ = found
+            tried.append(marks & pins.keys())
+            placed = place(inst, space, windows, sched, {**keep, **pins}, {**held, key: R})
+            better = offer(placed)
+            kept = kept or better  # the best packing decides whether alternatives are tried
+            if better:
+                name = "packings_kept" if len(tried) == 1 else "packing_alternatives_kept"
+                stats[name] = stats.get(name, 0) + 1
+        misses = 0 if kept else misses + 1

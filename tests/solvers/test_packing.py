@@ -16,7 +16,7 @@ from builders import ROUND_GPU, assert_valid, instance_from, region
 
 import formulations.pipeline as pipeline
 from formulations.heuristics.components import replace_component
-from formulations.heuristics.packing import candidates, levels, pack, place
+from formulations.heuristics.packing import ALTERNATIVES, anchors, candidates, levels, pack, place
 from formulations.incumbent import Incumbent
 from planner.instance.model import Instance
 from planner.model.configs import config_space
@@ -32,18 +32,23 @@ KEY = ("r", "G", "")
 
 
 def three_teams(
-    reserved_usd: float, capacity: int | list[int] = 10, chain: bool = False
+    reserved_usd: float,
+    capacity: int | list[int] = 10,
+    chain: bool = False,
+    hours: int = 16,
+    more: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """One UTC region, a 16-hour horizon, a pool of 10 GPUs (1 kW each) at $1/GPU-h on
-    demand or a commitment of exactly 10 GPUs for the whole horizon at ``reserved_usd`` per
-    GPU-hour ($160 x reserved_usd). Three phases of 40 GPU-hours on all 10 GPUs (4 hours),
-    not preemptible, each its own pipeline (``chain``: b1 after a1 instead)."""
+    """One UTC region, a ``hours``-hour horizon (16), a pool of 10 GPUs (1 kW each) at
+    $1/GPU-h on demand or a commitment of exactly 10 GPUs for the whole horizon at
+    ``reserved_usd`` per GPU-hour (``10 hours x reserved_usd``). Three phases of 40 GPU-hours
+    on all 10 GPUs (4 hours), not preemptible, each its own pipeline (``chain``: b1 after a1
+    instead); ``more``: further phases of their own (name -> GPU-hours)."""
 
-    def phase(name: str, preds: list[str]) -> dict[str, Any]:
+    def phase(name: str, preds: list[str], gpu_hours: int = 40) -> dict[str, Any]:
         return {
             "name": name,
             "kind": "data_preparation",
-            "work": {"gpu_hours": 40, "gpu": "G"},
+            "work": {"gpu_hours": gpu_hours, "gpu": "G"},
             "predecessors": preds,
             "power_load": 1.0,
             "options": {
@@ -55,7 +60,7 @@ def three_teams(
 
     return {
         "name": "three-teams",
-        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": 16},
+        "horizon": {"start": "2023-06-05T00:00:00Z", "hours": hours},
         "gpu_types": {"G": ROUND_GPU},
         "regions": {
             "r": region(
@@ -72,7 +77,12 @@ def three_teams(
                 capacity,  # type: ignore[arg-type]
             )
         },
-        "phases": [phase("a1", []), phase("b1", ["a1"] if chain else []), phase("c1", [])],
+        "phases": [
+            phase("a1", []),
+            phase("b1", ["a1"] if chain else []),
+            phase("c1", []),
+            *(phase(name, [], n) for name, n in (more or {}).items()),
+        ],
         "failure": {"restart_hours": 0.0, "detect_hours": 0.0, "checkpoint": "sync"},
     }
 
@@ -180,4 +190,64 @@ def test_the_pipeline_stage_buys_and_fills_the_term(monkeypatch: pytest.MonkeyPa
     assert st.plan.objective == pytest.approx(first - 8.0)
     assert st.stats["packings_kept"] == 1 and st.stats["packings"] >= 1
     assert st.plan.reserved == (("r", "G", 10),)
+    assert_valid(inst, st.plan)
+
+
+def four_teams() -> dict[str, Any]:
+    """:func:`three_teams` over 12 hours at $0.70 (the term: 10 GPUs x 12 h x $0.70 = $84)
+    in a pool of 20 GPUs, with a fourth pipeline, d1, of 20 GPU-hours (2 hours): the term
+    holds three of the 4-hour runs, or d1 and two of them (14 hours do not fit in 12)."""
+    return three_teams(0.7, capacity=20, hours=12, more={"d1": 20})
+
+
+def test_each_alternative_packing_puts_other_pipelines_on_the_term() -> None:
+    # on the term each run saves its on-demand rental: 40 for a1, b1 and c1, 20 for d1. The
+    # best packing holds a1, b1 and c1 (120 - 84 = 36); packings that avoid it hold d1 and
+    # two of the others (100 - 84 = 16), one pair each; with all four avoided none pays (a
+    # pair saves at most 80 < 84)
+    inst, space, windows = setting(four_teams())
+    start = on_demand(inst, {"a1": 0, "b1": 4, "c1": 8, "d1": 0})
+    cands = candidates(inst, space, windows, start, KEY, set())
+    assert anchors(inst, cands) == {"a1", "b1", "c1", "d1"}
+    sizes = levels(inst, KEY, [10.0])
+    tried: list[frozenset[str]] = []
+    values = []
+    while (found := pack(inst, cands, KEY, sizes, 5, tried)) is not None:
+        _, pins, value = found
+        assert frozenset(pins) not in tried
+        tried.append(frozenset(pins))
+        values.append(value)
+    assert values == pytest.approx([36.0, 16.0, 16.0, 16.0])
+    assert tried[0] == {"a1", "b1", "c1"}
+    assert {p - {"d1"} for p in tried[1:]} == {
+        frozenset(x) for x in itertools.combinations(["a1", "b1", "c1"], 2)
+    }
+
+
+def test_a_pipelines_anchor_is_its_largest_run_on_the_term() -> None:
+    # b1 follows a1 (one pipeline): its anchor is a1 (both take 40 GPU-hours, a1 comes
+    # first); with d1's 20 GPU-hours after a1 instead, a1 still
+    inst, space, windows = setting(three_teams(0.7, chain=True))
+    start = on_demand(inst, {"a1": 0, "b1": 4, "c1": 8})
+    assert anchors(inst, candidates(inst, space, windows, start, KEY, set())) == {"a1", "c1"}
+
+
+def test_the_stage_tries_the_alternatives_of_a_term_it_keeps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the best packing is kept (36 less); the three alternatives cost 20 more than it and
+    # are not; the fifth packing, after all four, finds none
+    assert ALTERNATIVES >= 3
+    monkeypatch.setattr(pipeline, "PACKING_MIN_LEFT", 0.0)
+    inst, space, windows = setting(four_teams())
+    st = Incumbent(inst, 0.0, 1, Tracker(None), time.perf_counter() + 60)
+    st.offer(on_demand(inst, {"a1": 0, "b1": 4, "c1": 8, "d1": 0}), "start")
+    assert st.plan is not None
+    first = st.plan.objective
+    chain = SimpleNamespace(inst=inst, space=space, windows=windows)
+    pipeline.packed_commitments(chain, st)  # type: ignore[arg-type]
+    assert st.plan.objective == pytest.approx(first - 36.0)
+    assert st.stats["packings"] == 5 and st.stats["packings_kept"] == 1
+    assert "packing_alternatives_kept" not in st.stats
+    assert {p.name for p in st.plan.phases if p.contract == "reserved"} == {"a1", "b1", "c1"}
     assert_valid(inst, st.plan)
