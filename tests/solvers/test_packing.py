@@ -40,9 +40,9 @@ def three_teams(
 ) -> dict[str, Any]:
     """One UTC region, a ``hours``-hour horizon (16), a pool of 10 GPUs (1 kW each) at
     $1/GPU-h on demand or a commitment of exactly 10 GPUs for the whole horizon at
-    ``reserved_usd`` per GPU-hour (``10 hours x reserved_usd``). Three phases of 40 GPU-hours
-    on all 10 GPUs (4 hours), not preemptible, each its own pipeline (``chain``: b1 after a1
-    instead); ``more``: further phases of their own (name -> GPU-hours)."""
+    ``reserved_usd`` per GPU-hour (10 x ``hours`` x ``reserved_usd``). Three phases of 40
+    GPU-hours on all 10 GPUs (4 hours), not preemptible, each its own pipeline (``chain``: b1
+    after a1 instead); ``more``: further phases of their own (name -> GPU-hours)."""
 
     def phase(name: str, preds: list[str], gpu_hours: int = 40) -> dict[str, Any]:
         return {
@@ -226,10 +226,15 @@ def test_each_alternative_packing_puts_other_pipelines_on_the_term() -> None:
 
 def test_a_pipelines_anchor_is_its_largest_run_on_the_term() -> None:
     # b1 follows a1 (one pipeline): its anchor is a1 (both take 40 GPU-hours, a1 comes
-    # first); with d1's 20 GPU-hours after a1 instead, a1 still
+    # first); with b1 of 80 GPU-hours (8 hours on the 10 GPUs), b1
     inst, space, windows = setting(three_teams(0.7, chain=True))
     start = on_demand(inst, {"a1": 0, "b1": 4, "c1": 8})
     assert anchors(inst, candidates(inst, space, windows, start, KEY, set())) == {"a1", "c1"}
+    longer = three_teams(0.7, chain=True)
+    longer["phases"][1]["work"]["gpu_hours"] = 80
+    inst, space, windows = setting(longer)
+    start = on_demand(inst, {"a1": 0, "b1": 4, "c1": 12})
+    assert anchors(inst, candidates(inst, space, windows, start, KEY, set())) == {"b1", "c1"}
 
 
 def test_the_stage_tries_the_alternatives_of_a_term_it_keeps(
