@@ -79,11 +79,12 @@ CENTS = 100
 MAX_MISSES = 3
 
 #: Packings tried beside the best on a pool that was kept, each with other pipelines on the
-#: term (:func:`pack`'s ``avoid``). Seed 2's lab quarter, from its look-ahead plan: the
-#: packings of value 109,180, 109,064, 105,798, 105,426 and 104,236 placed plans of
-#: 3,097,489, 3,094,212, 3,103,224, 3,089,821 and 3,126,474, and 100 s of descent took them
-#: to 3,092,786, 3,086,046, 3,071,901 and 3,064,104: the packing's gains, measured against
-#: one plan, rank packings a few percent apart no better than chance.
+#: term (:func:`pack`'s ``avoid``). Seed 2's lab quarter, from its look-ahead plan, CP-SAT
+#: given 20 s each (the stage gives PACK_SECONDS): the packings of value 109,180, 109,064,
+#: 105,798, 105,426 and 104,236 placed plans of 3,097,489, 3,094,212, 3,103,224, 3,089,821
+#: and 3,126,474, and 100 s of descent took the first four to 3,092,786, 3,086,046,
+#: 3,071,901 and 3,064,104: the packing's gains, measured against one plan, rank packings a
+#: few percent apart no better than chance.
 ALTERNATIVES = 4
 
 
